@@ -1,0 +1,70 @@
+"""The appendix's cost model: a per CTA, b per partial stored, c per MAC iteration, d per peer.
+
+Shared by the ``auto`` grid selection and the simulator, so the grid the model picks and the
+time the simulator reports speak the same units.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import ScheduleError
+from .shapes import Problem
+
+
+@dataclass(frozen=True, slots=True)
+class Costs:
+    """Workload constants of the appendix model, in any consistent time unit."""
+
+    a: float  # once per CTA: launch latency, compulsory misses, writing the output tile
+    b: float  # storing a partial tile to the workspace (only when a tile is split)
+    c: float  # one MAC-loop iteration
+    d: float  # reading and accumulating one peer's partial tile
+
+    def __post_init__(self) -> None:
+        values = (self.a, self.b, self.c, self.d)
+        if not all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for v in values):
+            raise ScheduleError(f"costs must be finite and >= 0 (got a,b,c,d = {values})")
+        if self.c <= 0:
+            raise ScheduleError(f"cost c per MAC iteration must be > 0 (got {self.c})")
+
+    @classmethod
+    def parse(cls, text: str) -> Costs:
+        try:
+            a, b, c, d = (float(v) for v in text.split(","))
+        except ValueError:
+            raise ScheduleError(f"costs must be four numbers A,B,C,D such as 0,0,1,0 (got {text!r})") from None
+        return cls(a, b, c, d)
+
+    def __str__(self) -> str:
+        return ",".join(f"{v:g}" for v in (self.a, self.b, self.c, self.d))
+
+
+IDEAL = Costs(0.0, 0.0, 1.0, 0.0)
+"""The ideal model of the paper's figures: only MAC iterations cost time."""
+
+# Default constants of the `auto` grid selection, in units of one MAC iteration (c = 1).
+# With 128x128x32 tiles on a 108-SM A100 they reproduce the appendix's Figure 8 choices
+# (g = 108, 64, 8) exactly when 7 <= d < 10 and 13 <= b + d < 123 (a cancels out): see
+# docs/auto-model.md, which derives that region. d = 8 sits near the geometric middle of
+# [7, 10); b = 32 puts b + d = 40 at the geometric middle of [13, 123]; a = b because writing
+# the output tile costs what storing a partial tile does.
+AUTO_COSTS = Costs(a=32.0, b=32.0, c=1.0, d=8.0)
+
+
+def model_time(problem: Problem, grid: np.ndarray | int, costs: Costs) -> np.ndarray:
+    """time_CTA(g) of the appendix, vectorized over candidate grids."""
+    g = np.asarray(grid, dtype=np.int64)
+    iters_per_cta = -(-problem.total_iters // g)
+    peers = -(-problem.iters_per_tile // iters_per_cta)
+    return (costs.a + costs.b * (peers > 1) + costs.c * iters_per_cta + costs.d * (peers - 1)).astype(float)
+
+
+def model_grid(problem: Problem, max_grid: int, costs: Costs = AUTO_COSTS) -> int:
+    """The grid in [1, min(max_grid, total iterations)] with the least modeled time; ties -> smaller."""
+    candidates = np.arange(1, min(max_grid, problem.total_iters) + 1)
+    times = model_time(problem, candidates, costs)
+    return int(candidates[int(np.argmin(times))])  # argmin returns the first (smallest g) on ties

@@ -1,0 +1,17 @@
+"""Exceptions a user of streamk can meet; every message says what, the value, and what to do."""
+
+
+class StreamkError(Exception):
+    """Base class of every error streamk raises on purpose."""
+
+
+class ScheduleError(StreamkError, ValueError):
+    """A shape, tile, machine or Schedule is invalid (bad sizes, coverage holes or overlaps)."""
+
+
+class DeadlockError(StreamkError):
+    """Executing a Schedule would wait forever (a wait on a CTA that can never run)."""
+
+
+class CudaError(StreamkError, RuntimeError):
+    """A CUDA driver or NVRTC call failed; the message carries the error name and any log."""

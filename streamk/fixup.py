@@ -1,0 +1,228 @@
+"""The fixup plan: who writes each tile of C, which partials it reads, who waits on whom.
+
+This is the only place the consolidation of split tiles is derived. The CPU executor, the
+simulator and the GPU table uploader all read a ``FixupPlan``; none of them re-derives it.
+
+Every unit of a schedule gets one ``Action``. Contributors of a tile are ordered by k_begin and
+partials are always summed in that order, which is what makes the deterministic policies give
+bitwise-identical results whatever order the CTAs run in.
+
+Policies (the names are CLI values):
+
+* ``owner-waits`` (the paper's, default): the k = 0 unit owns the tile; every other contributor
+  stores its partial to a workspace slot and signals; the owner waits for all of them, adds
+  them in k order and writes C.
+* ``turnstile``: contributors hand over in k order; each waits for its predecessor's running
+  sum, adds its own and passes it on; the k = end unit writes C. In the built-in schedulers
+  every wait then points at a lower-numbered CTA, so in-order dispatch cannot deadlock.
+* ``last-arrival``: every contributor stores its partial and bumps the tile's arrival counter;
+  whoever arrives last sums all the partials in k order and writes C. Nobody spins.
+* ``atomic``: contributors add alpha * partial into C atomically (C pre-scaled by beta).
+  Fast, no workspace, not deterministic.
+* ``separate-reduce``: contributors store partials; a second pass sums them in k order and
+  writes C. No waits at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+import numpy as np
+
+from .errors import ScheduleError
+from .schedule import FIXUP_POLICIES, Schedule
+
+
+class Action(IntEnum):
+    """What one work unit does with its accumulators once its MAC iterations are done."""
+
+    WRITE = 0      # sole contributor: C = alpha*acc + beta*C
+    PARTIAL = 1    # store acc to its slot, signal
+    REDUCE = 2     # wait for `waits`, acc += slots in `reads` (k order), write C
+    HANDOFF = 3    # wait for predecessor, acc = slot(pred) + acc, store to own slot, signal
+    FINISH = 4     # wait for predecessor, acc = slot(pred) + acc, write C
+    ARRIVE = 5     # store acc to own slot, count arrival; the last arrival sums `reads`, writes C
+    ATOMIC = 6     # C += alpha*acc atomically (the tile's C was pre-scaled by beta)
+    DEFER = 7      # store acc to own slot; the separate reduce pass sums `reads`, writes C
+
+
+WRITES_C = (Action.WRITE, Action.REDUCE, Action.FINISH)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class FixupPlan:
+    """Per-unit actions, workspace slots, reads and waits for one Schedule and policy.
+
+    Arrays are indexed by unit row of ``schedule.units``. CSR pairs (``*_offsets``, values)
+    hold the variable-length lists: ``reads`` are slot ids, ``waits`` are unit rows whose
+    signal must be up first. ``tile_units[tile_offsets[t]:tile_offsets[t+1]]`` are tile t's
+    contributors in k order.
+    """
+
+    schedule: Schedule
+    policy: str
+    action: np.ndarray
+    slot: np.ndarray
+    read_offsets: np.ndarray
+    read_slots: np.ndarray
+    wait_offsets: np.ndarray
+    wait_units: np.ndarray
+    tile_offsets: np.ndarray
+    tile_units: np.ndarray
+    num_slots: int
+    unit_cta: np.ndarray = field(repr=False)
+
+    def reads(self, unit: int) -> np.ndarray:
+        return self.read_slots[self.read_offsets[unit] : self.read_offsets[unit + 1]]
+
+    def waits(self, unit: int) -> np.ndarray:
+        return self.wait_units[self.wait_offsets[unit] : self.wait_offsets[unit + 1]]
+
+    def contributors(self, tile: int) -> np.ndarray:
+        return self.tile_units[self.tile_offsets[tile] : self.tile_offsets[tile + 1]]
+
+    @property
+    def split_tiles(self) -> np.ndarray:
+        """Tiles with more than one contributor (the ones that need any fixup)."""
+        return np.flatnonzero(np.diff(self.tile_offsets) > 1)
+
+    def writer(self, tile: int) -> int:
+        """Unit row that writes C for ``tile``; -1 when decided at run time or by a later pass."""
+        units = self.contributors(tile)
+        writers = [int(u) for u in units if self.action[u] in WRITES_C]
+        return writers[0] if writers else -1
+
+    def wait_edges(self) -> np.ndarray:
+        """Unit-level wait edges, rows ``(waiting unit, awaited unit)``."""
+        counts = np.diff(self.wait_offsets)
+        return np.stack([np.repeat(np.arange(len(counts)), counts), self.wait_units], axis=1)
+
+    def cta_wait_edges(self) -> np.ndarray:
+        """CTA-level wait graph, unique rows ``(waiting CTA, awaited CTA)``."""
+        edges = self.wait_edges()
+        if len(edges) == 0:
+            return np.zeros((0, 2), dtype=np.int64)
+        return np.unique(self.unit_cta[edges], axis=0)
+
+    def wait_cycle(self) -> list[int] | None:
+        """Units that can never run (a wait cycle through program order), else None."""
+        return _find_cycle(self)
+
+    def residency_needed(self) -> int:
+        """Fewest co-resident CTA slots under which in-order dispatch can never deadlock.
+
+        When CTA x is next to dispatch, only CTAs below x that wait (directly or through lower
+        CTAs) on x or above can hold a slot forever. If fewer than the slot count can, one slot
+        frees and x gets dispatched; by induction every CTA runs. Returns 1 + the largest such
+        count over x (1 for schedules with no waits or only downward waits).
+        """
+        edges = self.cta_wait_edges()
+        grid = self.schedule.grid
+        if len(edges) == 0:
+            return 1
+        reach = np.arange(grid)
+        while True:  # transitive max of reachable CTA index; converges in <= depth rounds
+            new = reach.copy()
+            np.maximum.at(new, edges[:, 0], reach[edges[:, 1]])
+            if np.array_equal(new, reach):
+                break
+            reach = new
+        pending = np.zeros(grid + 1, dtype=np.int64)  # c is pending for x in (c, reach[c]]
+        up = reach > np.arange(grid)
+        np.add.at(pending, np.arange(grid)[up] + 1, 1)
+        np.add.at(pending, reach[up] + 1, -1)
+        return 1 + int(np.cumsum(pending).max())
+
+
+def plan_fixup(schedule: Schedule, policy: str | None = None) -> FixupPlan:
+    """Derive the fixup plan of ``schedule`` under ``policy`` (default: the schedule's own)."""
+    policy = schedule.fixup if policy is None else policy
+    if policy not in FIXUP_POLICIES:
+        raise ScheduleError(f"fixup policy must be one of {', '.join(FIXUP_POLICIES)} (got {policy!r})")
+    units = schedule.units
+    n = len(units)
+    tiles = schedule.problem.tiles
+    order = np.lexsort((units[:, 1], units[:, 0]))
+    counts = np.bincount(units[:, 0], minlength=tiles)
+    tile_offsets = np.concatenate([[0], np.cumsum(counts)])
+
+    action = np.full(n, Action.WRITE, dtype=np.int8)
+    slot = np.full(n, -1, dtype=np.int64)
+    reads: list[list[int]] = [[] for _ in range(n)]
+    waits: list[list[int]] = [[] for _ in range(n)]
+    next_slot = 0
+    for tile in np.flatnonzero(counts > 1):
+        group = order[tile_offsets[tile] : tile_offsets[tile + 1]].tolist()
+        if policy == "owner-waits":
+            owner, peers = group[0], group[1:]
+            action[owner] = Action.REDUCE
+            for peer in peers:
+                action[peer], slot[peer] = Action.PARTIAL, next_slot
+                reads[owner].append(next_slot)
+                waits[owner].append(peer)
+                next_slot += 1
+        elif policy == "turnstile":
+            for i, unit in enumerate(group):
+                if i > 0:
+                    waits[unit].append(group[i - 1])
+                    reads[unit].append(int(slot[group[i - 1]]))
+                if i < len(group) - 1:
+                    action[unit] = Action.PARTIAL if i == 0 else Action.HANDOFF
+                    slot[unit] = next_slot
+                    next_slot += 1
+                else:
+                    action[unit] = Action.FINISH
+        elif policy == "atomic":
+            action[group] = Action.ATOMIC
+        else:  # last-arrival, separate-reduce: everyone stores, the reducer reads all in k order
+            kind = Action.ARRIVE if policy == "last-arrival" else Action.DEFER
+            tile_slots = list(range(next_slot, next_slot + len(group)))
+            next_slot += len(group)
+            for unit, s in zip(group, tile_slots):
+                action[unit], slot[unit] = kind, s
+                reads[unit].extend(tile_slots)
+
+    def csr(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        sizes = np.fromiter((len(x) for x in lists), dtype=np.int64, count=n)
+        flat = np.fromiter((v for x in lists for v in x), dtype=np.int64, count=int(sizes.sum()))
+        return np.concatenate([[0], np.cumsum(sizes)]), flat
+
+    read_offsets, read_slots = csr(reads)
+    wait_offsets, wait_units = csr(waits)
+    arrays = [action, slot, read_offsets, read_slots, wait_offsets, wait_units, tile_offsets, order]
+    for a in arrays:
+        a.setflags(write=False)
+    unit_cta = schedule.unit_cta
+    unit_cta.setflags(write=False)
+    return FixupPlan(schedule, policy, action, slot, read_offsets, read_slots, wait_offsets,
+                     wait_units, tile_offsets, order, next_slot, unit_cta)
+
+
+def _find_cycle(plan: FixupPlan) -> list[int] | None:
+    """Kahn's algorithm on units with edges: program order (unit after its CTA predecessor)
+    and waits (unit after the awaited unit)."""
+    s = plan.schedule
+    n = len(s.units)
+    succ: list[list[int]] = [[] for _ in range(n)]
+    indeg = np.zeros(n, dtype=np.int64)
+    starts = set(s.cta_offsets[:-1].tolist())
+    for u in range(1, n):
+        if u not in starts:
+            succ[u - 1].append(u)
+            indeg[u] += 1
+    for waiter, awaited in plan.wait_edges().tolist():
+        succ[awaited].append(waiter)
+        indeg[waiter] += 1
+    ready = [u for u in range(n) if indeg[u] == 0]
+    done = 0
+    while ready:
+        u = ready.pop()
+        done += 1
+        for v in succ[u]:
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                ready.append(v)
+    if done == n:
+        return None
+    return sorted(int(u) for u in np.flatnonzero(indeg > 0))

@@ -1,0 +1,85 @@
+"""Schedulers by CLI name: built-in ones and a user's own, all called the same way."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Protocol
+
+from ..errors import ScheduleError
+from ..schedule import DEFAULT_FIXUP, FIXUP_POLICIES, TILE_ORDERS, Schedule
+from ..shapes import GemmShape, Machine, TileShape
+
+
+class Scheduler(Protocol):
+    def __call__(self, shape: GemmShape, tile: TileShape, machine: Machine, **options: Any) -> Schedule: ...
+
+
+_REGISTRY: dict[str, Scheduler] = {}
+
+
+def register(name: str) -> Callable[[Scheduler], Scheduler]:
+    """Register a pure function ``(shape, tile, machine, **options) -> Schedule`` by name.
+
+    The keyword options it declares (``grid``, ``splits``, ...) become the ones it accepts; a
+    registered scheduler works in the CLI, the simulator, the executor and on the GPU.
+    """
+
+    def decorate(fn: Scheduler) -> Scheduler:
+        if name in _REGISTRY and _REGISTRY[name] is not fn:
+            raise ScheduleError(f"a scheduler named {name!r} is already registered")
+        _REGISTRY[name] = fn
+        return fn
+
+    return decorate
+
+
+def names() -> list[str]:
+    return list(_REGISTRY)
+
+
+def get(name: str) -> Scheduler:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ScheduleError(f"unknown decomposition {name!r}; choose one of: {', '.join(_REGISTRY)}") from None
+
+
+def accepted_options(name: str) -> list[str]:
+    params = inspect.signature(get(name)).parameters.values()
+    return [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+
+
+def make_schedule(
+    name: str,
+    shape: GemmShape,
+    tile: TileShape,
+    machine: Machine,
+    *,
+    fixup: str | None = None,
+    tile_order: str = "row-major",
+    **options: Any,
+) -> Schedule:
+    """Run scheduler ``name``; options it does not take must be None (else a clear error)."""
+    fn = get(name)
+    allowed = accepted_options(name)
+    given = {k: v for k, v in options.items() if v is not None}
+    extra = sorted(set(given) - set(allowed))
+    if extra:
+        takes = ", ".join(f"--{a}" for a in allowed) or "no options"
+        raise ScheduleError(f"{name} does not take --{extra[0]} (it takes {takes})")
+    if fixup is not None and fixup not in FIXUP_POLICIES:
+        raise ScheduleError(f"fixup policy must be one of {', '.join(FIXUP_POLICIES)} (got {fixup!r})")
+    if tile_order not in TILE_ORDERS:
+        raise ScheduleError(f"tile order must be one of {', '.join(TILE_ORDERS)} (got {tile_order!r})")
+    schedule = fn(shape, tile, machine, **given)
+    if not isinstance(schedule, Schedule):
+        raise ScheduleError(f"scheduler {name!r} returned {type(schedule).__name__}, not a Schedule")
+    if fixup is not None and fixup != schedule.fixup:
+        schedule = schedule.with_fixup(fixup)
+    if tile_order != schedule.tile_order:
+        schedule = Schedule(schedule.decomposition, schedule.shape, schedule.tile, schedule.units,
+                            schedule.cta_offsets, schedule.machine, tile_order, schedule.fixup)
+    return schedule
+
+
+__all__ = ["DEFAULT_FIXUP", "Scheduler", "register", "names", "get", "make_schedule", "accepted_options"]

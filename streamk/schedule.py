@@ -1,0 +1,230 @@
+"""The Schedule: for each CTA, in blockIdx order, the MAC-iteration ranges it computes.
+
+One value feeds the CPU executor, the simulator and the GPU table. It is stored as two int
+arrays (the same layout the GPU uploads) so that a 4,096-tile schedule costs microseconds to
+build; ``ctas`` gives the friendly nested view. A Schedule that does not cover every MAC
+iteration exactly once cannot be constructed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, NamedTuple, Sequence
+
+import numpy as np
+
+from .errors import ScheduleError
+from .shapes import GemmShape, Machine, Problem, TileShape
+
+TILE_ORDERS = ("row-major", "column-major")
+FIXUP_POLICIES = ("owner-waits", "turnstile", "last-arrival", "atomic", "separate-reduce")
+DEFAULT_FIXUP = "owner-waits"
+
+
+class WorkUnit(NamedTuple):
+    """A half-open range [k_begin, k_end) of MAC iterations (not elements) of one output tile."""
+
+    tile: int
+    k_begin: int
+    k_end: int
+
+    @property
+    def iters(self) -> int:
+        return self.k_end - self.k_begin
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array = np.ascontiguousarray(array)
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Schedule:
+    """A validated decomposition of one GEMM.
+
+    ``units`` is an int64 array of rows ``(tile, k_begin, k_end)``; CTA ``c`` owns rows
+    ``cta_offsets[c]:cta_offsets[c+1]`` in execution order. ``tile_order`` says how a tile index
+    maps to (tile_m, tile_n); ``fixup`` names the policy that consolidates split tiles.
+    """
+
+    decomposition: str
+    shape: GemmShape
+    tile: TileShape
+    units: np.ndarray
+    cta_offsets: np.ndarray
+    machine: Machine | None = None
+    tile_order: str = "row-major"
+    fixup: str = DEFAULT_FIXUP
+    problem: Problem = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "problem", Problem(self.shape, self.tile))
+        units = np.asarray(self.units, dtype=np.int64).reshape(-1, 3)
+        offsets = np.asarray(self.cta_offsets, dtype=np.int64).reshape(-1)
+        object.__setattr__(self, "units", _readonly(units))
+        object.__setattr__(self, "cta_offsets", _readonly(offsets))
+        if self.tile_order not in TILE_ORDERS:
+            raise ScheduleError(f"tile_order must be one of {TILE_ORDERS} (got {self.tile_order!r})")
+        if self.fixup not in FIXUP_POLICIES:
+            raise ScheduleError(f"fixup must be one of {FIXUP_POLICIES} (got {self.fixup!r})")
+        _validate(self)
+
+    # ---- construction -------------------------------------------------------------------
+    @classmethod
+    def from_ctas(
+        cls,
+        decomposition: str,
+        shape: GemmShape,
+        tile: TileShape,
+        ctas: Sequence[Iterable[WorkUnit | tuple[int, int, int]]],
+        **options: Any,
+    ) -> Schedule:
+        """Build from a nested list: ``ctas[c]`` is CTA c's ordered work units."""
+        rows: list[tuple[int, int, int]] = []
+        offsets = [0]
+        for cta in ctas:
+            rows.extend(tuple(int(v) for v in unit) for unit in cta)  # type: ignore[misc]
+            offsets.append(len(rows))
+        units = np.array(rows, dtype=np.int64).reshape(-1, 3)
+        return cls(decomposition, shape, tile, units, np.array(offsets), **options)
+
+    # ---- views --------------------------------------------------------------------------
+    @property
+    def grid(self) -> int:
+        return len(self.cta_offsets) - 1
+
+    @property
+    def ctas(self) -> tuple[tuple[WorkUnit, ...], ...]:
+        rows = [WorkUnit(*map(int, row)) for row in self.units]
+        bounds = self.cta_offsets.tolist()
+        return tuple(tuple(rows[bounds[c] : bounds[c + 1]]) for c in range(self.grid))
+
+    @property
+    def unit_cta(self) -> np.ndarray:
+        """For each unit row, the CTA that executes it."""
+        return np.repeat(np.arange(self.grid), np.diff(self.cta_offsets))
+
+    @property
+    def iters_per_cta(self) -> np.ndarray:
+        lengths = self.units[:, 2] - self.units[:, 1]
+        return np.add.reduceat(lengths, self.cta_offsets[:-1]) if len(lengths) else lengths
+
+    def tile_coords(self, tile: int) -> tuple[int, int]:
+        """(tile_m, tile_n) of a tile index under this schedule's rasterization."""
+        p = self.problem
+        if self.tile_order == "row-major":
+            return divmod(tile, p.tiles_n)
+        tile_n, tile_m = divmod(tile, p.tiles_m)
+        return tile_m, tile_n
+
+    def with_fixup(self, fixup: str) -> Schedule:
+        """The same decomposition consolidated by another policy."""
+        return Schedule(self.decomposition, self.shape, self.tile, self.units, self.cta_offsets,
+                        self.machine, self.tile_order, fixup)
+
+    # ---- JSON (the CLI contract of DESIGN.md) --------------------------------------------
+    def to_json_dict(self) -> dict[str, Any]:
+        p = self.problem
+        obj: dict[str, Any] = {
+            "decomposition": self.decomposition,
+            "shape": [self.shape.m, self.shape.n, self.shape.k],
+            "tile": [self.tile.bm, self.tile.bn, self.tile.bk],
+            "tiles_m": p.tiles_m,
+            "tiles_n": p.tiles_n,
+            "iters_per_tile": p.iters_per_tile,
+            "grid": self.grid,
+            "ctas": [[u._asdict() for u in cta] for cta in self.ctas],
+            "tile_order": self.tile_order,
+            "fixup": self.fixup,
+        }
+        if self.machine is not None:
+            obj["sms"] = self.machine.sms
+            obj["ctas_per_sm"] = self.machine.ctas_per_sm
+        return obj
+
+    def to_json(self, **dump_options: Any) -> str:
+        return json.dumps(self.to_json_dict(), **dump_options)
+
+    @classmethod
+    def from_json(cls, source: str | dict[str, Any]) -> Schedule:
+        """Load the object ``to_json`` writes (or one written by hand with the same keys)."""
+        obj = json.loads(source) if isinstance(source, str) else source
+        try:
+            shape = GemmShape(*map(int, obj["shape"]))
+            tile = TileShape(*map(int, obj["tile"]))
+            ctas = [[(u["tile"], u["k_begin"], u["k_end"]) for u in cta] for cta in obj["ctas"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ScheduleError(f"schedule JSON must have shape, tile and ctas of "
+                                f"{{tile, k_begin, k_end}} objects ({exc!r})") from exc
+        machine = Machine(int(obj["sms"]), int(obj.get("ctas_per_sm", 1))) if "sms" in obj else None
+        return cls.from_ctas(obj.get("decomposition", "custom"), shape, tile, ctas, machine=machine,
+                             tile_order=obj.get("tile_order", "row-major"),
+                             fixup=obj.get("fixup", DEFAULT_FIXUP))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Schedule):
+            return NotImplemented
+        return (self.decomposition, self.shape, self.tile, self.machine, self.tile_order,
+                self.fixup) == (other.decomposition, other.shape, other.tile, other.machine,
+                                other.tile_order, other.fixup) and \
+            np.array_equal(self.units, other.units) and \
+            np.array_equal(self.cta_offsets, other.cta_offsets)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"Schedule({self.decomposition!r}, shape={self.shape}, tile={self.tile}, "
+                f"grid={self.grid}, units={len(self.units)}, fixup={self.fixup!r})")
+
+
+def _locate(schedule: Schedule, row: int) -> str:
+    cta = int(np.searchsorted(schedule.cta_offsets, row, side="right") - 1)
+    return f"CTA {cta} unit {row - int(schedule.cta_offsets[cta])}"
+
+
+def _validate(s: Schedule) -> None:
+    """Raise ScheduleError naming the first tile/iteration not covered exactly once."""
+    p, units, offsets = s.problem, s.units, s.cta_offsets
+    if len(offsets) < 2 or offsets[0] != 0 or offsets[-1] != len(units):
+        raise ScheduleError(f"cta_offsets must run from 0 to the unit count {len(units)} "
+                            f"with one entry per CTA plus one (got {offsets.tolist()[:8]}...)")
+    sizes = np.diff(offsets)
+    if (sizes < 1).any():
+        raise ScheduleError(f"every CTA needs at least one work unit (CTA {int(np.argmax(sizes < 1))} "
+                            f"has {int(sizes.min())})")
+    tile, kb, ke = units[:, 0], units[:, 1], units[:, 2]
+    bad = (tile < 0) | (tile >= p.tiles) | (kb < 0) | (ke > p.iters_per_tile) | (kb >= ke)
+    if bad.any():
+        row = int(np.argmax(bad))
+        raise ScheduleError(
+            f"{_locate(s, row)} is {tuple(units[row].tolist())}: need 0 <= tile < {p.tiles} and "
+            f"0 <= k_begin < k_end <= {p.iters_per_tile} (an empty or out-of-range unit)")
+    order = np.lexsort((kb, tile))
+    t, b, e = tile[order], kb[order], ke[order]
+    first = np.ones(len(t), dtype=bool)
+    first[1:] = t[1:] != t[:-1]
+    last = np.ones(len(t), dtype=bool)
+    last[:-1] = t[1:] != t[:-1]
+    present = np.zeros(p.tiles, dtype=bool)
+    present[t] = True
+    if not present.all():
+        missing = int(np.argmin(present))
+        raise ScheduleError(f"tile {missing}: iterations 0..{p.iters_per_tile} are not covered by any unit")
+    prev_end = np.empty_like(e)
+    prev_end[1:] = e[:-1]
+    expect = np.where(first, 0, prev_end)
+    wrong = b != expect
+    if wrong.any():
+        i = int(np.argmax(wrong))
+        if b[i] > expect[i]:
+            what = f"iterations {int(expect[i])}..{int(b[i])} are not covered"
+        else:
+            what = (f"iteration {int(b[i])} is covered twice (by {_locate(s, int(order[i]))} "
+                    f"and {_locate(s, int(order[i - 1]))})")
+        raise ScheduleError(f"tile {int(t[i])}: {what}")
+    short = last & (e != p.iters_per_tile)
+    if short.any():
+        i = int(np.argmax(short))
+        raise ScheduleError(f"tile {int(t[i])}: iterations {int(e[i])}..{p.iters_per_tile} are not covered")
