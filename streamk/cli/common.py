@@ -1,0 +1,72 @@
+"""Arguments several verbs share: the problem (shape, tile, machine) and a decomposition."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..errors import ScheduleError
+from ..schedule import FIXUP_POLICIES, Schedule
+from ..sched import make_schedule, names
+from ..shapes import GemmShape, Machine, TileShape
+
+
+def _typed(parse):
+    def convert(text: str):
+        try:
+            return parse(text)
+        except ScheduleError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    convert.__name__ = parse.__qualname__.split(".")[0]
+    return convert
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer (got {text!r})") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1 (got {value})")
+    return value
+
+
+def add_problem_args(p: argparse.ArgumentParser, *, shape: bool = True) -> None:
+    """--shape, --tile, --sms, --ctas-per-sm."""
+    if shape:
+        p.add_argument("--shape", required=True, type=_typed(GemmShape.parse), metavar="MxNxK",
+                       help="GEMM problem size, e.g. 384x384x128")
+    p.add_argument("--tile", default=TileShape(128, 128, 32), type=_typed(TileShape.parse), metavar="BMxBNxBK",
+                   help="CTA tile (blocking factor); one MAC iteration is BMxBNxBK (default 128x128x32)")
+    p.add_argument("--sms", required=True, type=positive_int, metavar="P",
+                   help="number of SMs of the machine (e.g. 4 for the paper's figures, 108 for an A100)")
+    p.add_argument("--ctas-per-sm", default=1, type=positive_int, metavar="O",
+                   help="resident CTA slots per SM (default 1)")
+
+
+def add_decomposition_args(p: argparse.ArgumentParser) -> None:
+    """DECOMP, --grid, --splits, --fixup, --tile-order."""
+    p.add_argument("decomposition", metavar="DECOMP",
+                   help=f"one of: {', '.join(names())} (or a registered scheduler of your own)")
+    p.add_argument("--grid", type=positive_int, metavar="G", help="stream-k grid size (default sms x ctas-per-sm)")
+    p.add_argument("--splits", type=positive_int, metavar="S", help="fixed-split splitting factor (default 2)")
+    p.add_argument("--fixup", choices=FIXUP_POLICIES, default=None,
+                   help="how split tiles are consolidated (default owner-waits, the paper's)")
+    p.add_argument("--tile-order", choices=["row-major", "column-major"], default="row-major",
+                   help="which tile index is which (tile_m, tile_n) (default row-major)")
+
+
+def machine_from(args: argparse.Namespace) -> Machine:
+    return Machine(args.sms, args.ctas_per_sm)
+
+
+def schedule_from(args: argparse.Namespace) -> Schedule:
+    return make_schedule(args.decomposition, args.shape, args.tile, machine_from(args),
+                         fixup=args.fixup, tile_order=args.tile_order, grid=args.grid, splits=args.splits)
+
+
+def print_json(obj: Any) -> None:
+    json.dump(obj, sys.stdout)
+    sys.stdout.write("\n")
