@@ -1,0 +1,68 @@
+"""`streamk schedule`: the JSON object of DESIGN.md, the readable table, and one-line errors (exit 2)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from streamk.cli import main
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_schedule_json_is_the_design_contract(capsys):
+    code, out, _ = run_cli(capsys, "schedule", "stream-k", "--shape", "384x384x128", "--tile", "128x128x4",
+                           "--sms", "4", "--json")
+    obj = json.loads(out)
+    assert code == 0
+    assert {k: obj[k] for k in ("decomposition", "shape", "tile", "tiles_m", "tiles_n", "iters_per_tile", "grid")} == {
+        "decomposition": "stream-k", "shape": [384, 384, 128], "tile": [128, 128, 4], "tiles_m": 3, "tiles_n": 3,
+        "iters_per_tile": 32, "grid": 4}
+    assert obj["ctas"][0] == [{"tile": 0, "k_begin": 0, "k_end": 32}, {"tile": 1, "k_begin": 0, "k_end": 32},
+                              {"tile": 2, "k_begin": 0, "k_end": 8}]
+    assert [sum(u["k_end"] - u["k_begin"] for u in cta) for cta in obj["ctas"]] == [72, 72, 72, 72]
+
+
+def test_schedule_table_shows_each_cta_and_its_fixup(capsys):
+    code, out, _ = run_cli(capsys, "schedule", "fixed-split", "--shape", "384x384x128", "--tile", "128x128x64",
+                           "--sms", "4", "--splits", "2")
+    assert code == 0
+    assert "grid 18 CTAs" in out
+    assert "0[0:1] +fixup" in out and "0[1:2] >slot" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--shape", "0x384x128"], "shape sides must be >= 1"),
+    (["--shape", "384x384"], "shape must look like 384x384x128"),
+    (["--shape", "384x384x128", "--grid", "-1"], "must be >= 1"),
+    (["--shape", "384x384x128", "--grid", "1000"], "--grid must be between 1 and the 288 MAC iterations"),
+    (["--shape", "384x384x128", "--fixup", "magic"], "invalid choice: 'magic'"),
+    (["--shape", "384x384x128", "--ctas-per-sm", "x"], "must be an integer"),
+])
+def test_bad_arguments_give_one_line_and_exit_2(capsys, argv, message):
+    with pytest.raises(SystemExit) as info:
+        main(["schedule", "stream-k", "--tile", "128x128x4", "--sms", "4", *argv])
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_unknown_decomposition_and_splits_too_large_exit_2(capsys):
+    for argv, message in [(["no-such"], "unknown decomposition 'no-such'"),
+                          (["fixed-split", "--splits", "40"], "--splits must be between 1 and the 32")]:
+        with pytest.raises(SystemExit) as info:
+            main(["schedule", *argv, "--shape", "384x384x128", "--tile", "128x128x4", "--sms", "4"])
+        err = capsys.readouterr().err
+        assert info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_python_dash_m_streamk_works_the_same():
+    proc = subprocess.run([sys.executable, "-m", "streamk", "schedule", "data-parallel", "--shape", "256x256x64",
+                           "--tile", "128x128x32", "--sms", "2", "--json"], capture_output=True, text=True, check=True)
+    assert json.loads(proc.stdout)["grid"] == 4

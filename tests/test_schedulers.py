@@ -1,0 +1,113 @@
+"""The paper's decompositions: worked examples, balance, hybrid structure, auto's grid, the registry."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from streamk import (AUTO_COSTS, GemmShape, Machine, Problem, Schedule, ScheduleError, TileShape,
+                     make_schedule, register)
+from streamk.costs import model_grid
+from streamk.sched import accepted_options, names
+
+PAPER_4SM = Machine(4)
+
+
+def build(name, shape, tile, machine=PAPER_4SM, **options):
+    return make_schedule(name, GemmShape.parse(shape), TileShape.parse(tile), machine, **options)
+
+
+def test_streamk_worked_example_gives_72_iterations_to_each_of_4_ctas():
+    s = build("stream-k", "384x384x128", "128x128x4", grid=4)
+    assert s.iters_per_cta.tolist() == [72, 72, 72, 72]
+    assert [u[:3] for u in s.ctas[1]] == [(2, 8, 32), (3, 0, 32), (4, 0, 16)]
+
+
+def test_data_parallel_is_one_whole_tile_per_cta():
+    s = build("data-parallel", "384x384x128", "128x64x128")
+    assert s.grid == 18
+    assert s.units.tolist() == [[t, 0, 1] for t in range(18)]
+
+
+def test_fixed_split_puts_a_tiles_splits_in_adjacent_ctas_within_one():
+    s = build("fixed-split", "384x384x128", "128x128x4", splits=3)  # 32 iterations -> 11, 11, 10
+    assert s.grid == 27
+    assert s.units[:3].tolist() == [[0, 0, 11], [0, 11, 22], [0, 22, 32]]
+    assert s.units[3:6, 0].tolist() == [1, 1, 1]
+
+
+def test_dp_one_tile_sk_shares_the_leftover_tile_8_iterations_each():
+    s = build("dp-one-tile-sk", "896x384x128", "128x128x4")  # 21 tiles, 4 SMs: 5 waves + 1 tile
+    iters = s.iters_per_cta.tolist()
+    assert iters == [32] * 20 + [8] * 4
+    assert s.units[:20].tolist() == [[t, 0, 32] for t in range(20)]
+    assert s.units[20:].tolist() == [[20, 0, 8], [20, 8, 16], [20, 16, 24], [20, 24, 32]]
+
+
+def test_two_tile_sk_dp_gives_40_iterations_to_each_sk_cta_then_dp_waves():
+    s = build("two-tile-sk-dp", "896x384x128", "128x128x4")  # one DP wave fewer: 5 tiles over 4 CTAs
+    assert s.iters_per_cta.tolist() == [40] * 4 + [32] * 16
+    assert s.units[s.cta_offsets[4]:].tolist() == [[t, 0, 32] for t in range(5, 21)]
+
+
+@pytest.mark.parametrize("shape, grid", [("256x3584x8192", 108), ("1024x1024x1024", 64),
+                                         ("128x128x16384", 8)])
+def test_auto_reproduces_the_appendix_figure_8_grids(shape, grid):
+    s = build("auto", shape, "128x128x32", Machine(108))
+    assert s.grid == grid
+    iters = s.iters_per_cta
+    assert iters.max() - iters.min() <= 1
+
+
+def test_auto_default_constants_sit_inside_the_region_that_reproduces_figure_8():
+    # The region (c = 1): 7 <= d < 10 and 13 <= b + d < 123; a cancels out. See docs/auto-model.md.
+    b, c, d = AUTO_COSTS.b, AUTO_COSTS.c, AUTO_COSTS.d
+    assert 7 <= d / c < 10 and 13 <= (b + d) / c < 123
+    problem = Problem(GemmShape(128, 128, 16384), TileShape(128, 128, 32))
+    assert model_grid(problem, 108, AUTO_COSTS) == 8
+    assert model_grid(problem, 108, replace(AUTO_COSTS, d=10.5)) == 7  # outside the region the choice moves
+
+
+def test_auto_with_a_full_wave_of_tiles_is_the_two_tile_hybrid():
+    s = build("auto", "896x384x128", "128x128x4")
+    assert np.array_equal(s.units, build("two-tile-sk-dp", "896x384x128", "128x128x4").units)
+
+
+@pytest.mark.parametrize("name, options, message", [
+    ("stream-k", dict(grid=289), "--grid must be between 1 and the 288 MAC iterations"),
+    ("fixed-split", dict(splits=33), "--splits must be between 1 and the 32 iterations per tile"),
+    ("data-parallel", dict(grid=4), "data-parallel does not take --grid"),
+    ("nope", {}, "unknown decomposition 'nope'"),
+])
+def test_bad_options_are_clear_errors(name, options, message):
+    with pytest.raises(ScheduleError, match=message):
+        build(name, "384x384x128", "128x128x4", **options)
+
+
+def test_streamk_default_grid_is_every_slot_but_never_more_than_the_iterations():
+    assert build("stream-k", "384x384x128", "128x128x4", Machine(4, 2)).grid == 8
+    assert build("stream-k", "128x128x8", "128x128x4", Machine(108)).grid == 2
+
+
+def test_builtin_names_and_options_are_the_cli_contract():
+    assert names()[:6] == ["data-parallel", "fixed-split", "stream-k", "dp-one-tile-sk", "two-tile-sk-dp", "auto"]
+    assert accepted_options("stream-k") == ["grid"]
+    assert accepted_options("fixed-split") == ["splits"]
+
+
+def test_a_registered_user_scheduler_runs_like_a_builtin_one():
+    @register("test-reverse-dp")
+    def reverse_dp(shape, tile, machine):
+        p = Problem(shape, tile)
+        return Schedule.from_ctas("test-reverse-dp", shape, tile,
+                                  [[(t, 0, p.iters_per_tile)] for t in reversed(range(p.tiles))], machine=machine)
+
+    s = build("test-reverse-dp", "384x384x128", "128x128x4", fixup="turnstile")
+    assert s.units[:, 0].tolist() == list(range(8, -1, -1))
+    assert s.fixup == "turnstile"
+    assert "test-reverse-dp" in names()
+
+
+def test_registering_a_name_twice_is_refused():
+    with pytest.raises(ScheduleError, match="already registered"):
+        register("stream-k")(lambda shape, tile, machine: None)
