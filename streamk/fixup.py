@@ -136,67 +136,75 @@ class FixupPlan:
 
 
 def plan_fixup(schedule: Schedule, policy: str | None = None) -> FixupPlan:
-    """Derive the fixup plan of ``schedule`` under ``policy`` (default: the schedule's own)."""
+    """Derive the fixup plan of ``schedule`` under ``policy`` (default: the schedule's own).
+
+    Vectorized over units: each unit's position ``pos`` among its tile's contributors (k order)
+    and the contributor count decide its action; reads and waits are built as (reader, index,
+    value) entries and scattered into CSR arrays indexed by unit row.
+    """
     policy = schedule.fixup if policy is None else policy
     if policy not in FIXUP_POLICIES:
         raise ScheduleError(f"fixup policy must be one of {', '.join(FIXUP_POLICIES)} (got {policy!r})")
     units = schedule.units
     n = len(units)
-    tiles = schedule.problem.tiles
-    order = np.lexsort((units[:, 1], units[:, 0]))
-    counts = np.bincount(units[:, 0], minlength=tiles)
+    order = np.lexsort((units[:, 1], units[:, 0]))  # k order within each tile
+    counts = np.bincount(units[:, 0], minlength=schedule.problem.tiles)
     tile_offsets = np.concatenate([[0], np.cumsum(counts)])
+    tile_sorted = units[order, 0]
+    pos = np.arange(n) - tile_offsets[tile_sorted]  # position among the tile's contributors
+    cnt = counts[tile_sorted]
+    split = cnt > 1
+    first = split & (pos == 0)
+    last = split & (pos == cnt - 1)
 
-    action = np.full(n, Action.WRITE, dtype=np.int8)
-    slot = np.full(n, -1, dtype=np.int64)
-    reads: list[list[int]] = [[] for _ in range(n)]
-    waits: list[list[int]] = [[] for _ in range(n)]
-    next_slot = 0
-    for tile in np.flatnonzero(counts > 1):
-        group = order[tile_offsets[tile] : tile_offsets[tile + 1]].tolist()
-        if policy == "owner-waits":
-            owner, peers = group[0], group[1:]
-            action[owner] = Action.REDUCE
-            for peer in peers:
-                action[peer], slot[peer] = Action.PARTIAL, next_slot
-                reads[owner].append(next_slot)
-                waits[owner].append(peer)
-                next_slot += 1
-        elif policy == "turnstile":
-            for i, unit in enumerate(group):
-                if i > 0:
-                    waits[unit].append(group[i - 1])
-                    reads[unit].append(int(slot[group[i - 1]]))
-                if i < len(group) - 1:
-                    action[unit] = Action.PARTIAL if i == 0 else Action.HANDOFF
-                    slot[unit] = next_slot
-                    next_slot += 1
-                else:
-                    action[unit] = Action.FINISH
-        elif policy == "atomic":
-            action[group] = Action.ATOMIC
-        else:  # last-arrival, separate-reduce: everyone stores, the reducer reads all in k order
-            kind = Action.ARRIVE if policy == "last-arrival" else Action.DEFER
-            tile_slots = list(range(next_slot, next_slot + len(group)))
-            next_slot += len(group)
-            for unit, s in zip(group, tile_slots):
-                action[unit], slot[unit] = kind, s
-                reads[unit].extend(tile_slots)
+    act_sorted = np.full(n, Action.WRITE, dtype=np.int8)
+    stores = np.zeros(n, dtype=bool)  # in sorted order: which units store a partial
+    reads = waits = (np.zeros(0, np.int64),) * 3  # (reader sorted index, index in list, sorted index read)
+    if policy == "owner-waits":
+        act_sorted[split] = Action.PARTIAL
+        act_sorted[first] = Action.REDUCE
+        stores = split & ~first
+        peers = np.flatnonzero(stores)
+        owner = peers - pos[peers]
+        reads = waits = (owner, pos[peers] - 1, peers)
+    elif policy == "turnstile":
+        act_sorted[split] = Action.HANDOFF
+        act_sorted[first] = Action.PARTIAL
+        act_sorted[last] = Action.FINISH
+        stores = split & ~last
+        takers = np.flatnonzero(split & ~first)
+        reads = waits = (takers, np.zeros(len(takers), np.int64), takers - 1)
+    elif policy == "atomic":
+        act_sorted[split] = Action.ATOMIC
+    else:  # last-arrival, separate-reduce: everyone stores; the reducer reads all, k order
+        act_sorted[split] = Action.ARRIVE if policy == "last-arrival" else Action.DEFER
+        stores = split
+        members = np.flatnonzero(split)
+        reader = np.repeat(members, cnt[members])
+        within = np.arange(len(reader)) - np.repeat(np.cumsum(cnt[members]) - cnt[members], cnt[members])
+        reads = (reader, within, (reader - pos[reader]) + within)
 
-    def csr(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
-        sizes = np.fromiter((len(x) for x in lists), dtype=np.int64, count=n)
-        flat = np.fromiter((v for x in lists for v in x), dtype=np.int64, count=int(sizes.sum()))
-        return np.concatenate([[0], np.cumsum(sizes)]), flat
-
-    read_offsets, read_slots = csr(reads)
-    wait_offsets, wait_units = csr(waits)
-    arrays = [action, slot, read_offsets, read_slots, wait_offsets, wait_units, tile_offsets, order]
+    slot_sorted = np.where(stores, np.cumsum(stores) - 1, -1)
+    action = np.empty(n, dtype=np.int8)
+    action[order] = act_sorted
+    slot = np.empty(n, dtype=np.int64)
+    slot[order] = slot_sorted
+    read_offsets, read_slots = _csr(n, order[reads[0]], reads[1], slot_sorted[reads[2]])
+    wait_offsets, wait_units = _csr(n, order[waits[0]], waits[1], order[waits[2]])
+    unit_cta = schedule.unit_cta
+    arrays = [action, slot, read_offsets, read_slots, wait_offsets, wait_units, tile_offsets, order, unit_cta]
     for a in arrays:
         a.setflags(write=False)
-    unit_cta = schedule.unit_cta
-    unit_cta.setflags(write=False)
     return FixupPlan(schedule, policy, action, slot, read_offsets, read_slots, wait_offsets,
-                     wait_units, tile_offsets, order, next_slot, unit_cta)
+                     wait_units, tile_offsets, order, int(stores.sum()), unit_cta)
+
+
+def _csr(n: int, reader: np.ndarray, index: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """CSR lists per unit row: entry i goes to list ``reader[i]`` at position ``index[i]``."""
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(reader, minlength=n))]).astype(np.int64)
+    flat = np.empty(len(reader), dtype=np.int64)
+    flat[offsets[reader] + index] = value
+    return offsets, flat
 
 
 def _find_cycle(plan: FixupPlan) -> list[int] | None:

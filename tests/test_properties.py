@@ -115,7 +115,8 @@ def test_hybrids_have_the_papers_structure(s):
     if two_tile:  # SK first, then full DP waves over the remaining tiles
         sk_iters = s.iters_per_cta[:sk_ctas]
         assert whole[sk_ctas:].all()
-        assert (sk_iters >= p.iters_per_tile).all() and (sk_iters < 2 * p.iters_per_tile).all()
+        assert (sk_iters >= p.iters_per_tile).all() and (sk_iters <= 2 * p.iters_per_tile).all()
+        assert sk_iters.sum() < 2 * p.iters_per_tile * sk_ctas, "more than one tile each, fewer than two"
         counts = np.bincount(s.units[:, 0], minlength=p.tiles)
         assert counts.max() <= 2, "each split tile has only two contributors"
     else:  # full DP waves, then SK over the leftover tiles, each under one tile of iterations
