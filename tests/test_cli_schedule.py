@@ -66,3 +66,16 @@ def test_python_dash_m_streamk_works_the_same():
     proc = subprocess.run([sys.executable, "-m", "streamk", "schedule", "data-parallel", "--shape", "256x256x64",
                            "--tile", "128x128x32", "--sms", "2", "--json"], capture_output=True, text=True, check=True)
     assert json.loads(proc.stdout)["grid"] == 4
+
+
+def test_execute_checks_the_cpu_result_and_shows_atomic_is_not_deterministic(capsys):
+    code, out, _ = run_cli(capsys, "execute", "stream-k", "--shape", "384x384x128", "--tile", "128x128x4",
+                           "--sms", "4", "--precision", "fp64", "--json")
+    obj = json.loads(out)
+    assert code == 0 and obj["split_tiles"] == 3
+    assert obj["relative_error"] < 1e-14 and obj["bitwise_identical_over_shuffles"] is True
+    code, out, _ = run_cli(capsys, "execute", "fixed-split", "--splits", "3", "--shape", "300x300x999",
+                           "--tile", "64x64x16", "--sms", "3", "--precision", "fp32", "--fixup", "atomic",
+                           "--shuffles", "5", "--json")
+    obj = json.loads(out)
+    assert obj["relative_error"] < 1e-6 and obj["bitwise_identical_over_shuffles"] is False

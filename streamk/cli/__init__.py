@@ -14,7 +14,7 @@ from ..errors import StreamkError
 
 # Verb modules, in the order `--help` lists them. Each defines
 #   add_parser(subparsers) -> argparse.ArgumentParser   and   run(args) -> int
-VERBS = ["schedule", "simulate", "sweep", "plot", "kernels", "gemm", "bench", "demo"]
+VERBS = ["schedule", "execute", "simulate", "sweep", "plot", "kernels", "gemm", "bench", "demo"]
 
 
 class _Parser(argparse.ArgumentParser):
