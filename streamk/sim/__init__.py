@@ -1,0 +1,23 @@
+"""The SM simulator: ``simulate`` one Schedule event by event, or sweep a corpus fast.
+
+``simulate`` is the reference (``events.py``): full per-CTA timelines, waits from the fixup
+plan, a deadlock verdict. ``streamk.sim.sweep`` times thousands of shapes through the fast path
+(``fast.py``), which the tests hold to the same makespans.
+"""
+
+from __future__ import annotations
+
+from ..costs import IDEAL, Costs
+from ..schedule import Schedule
+from .events import simulate_events
+from .timeline import SEGMENT_KINDS, Segment, Timeline
+
+
+def simulate(schedule: Schedule, costs: Costs = IDEAL, fixup: str | None = None) -> Timeline:
+    """Simulate ``schedule`` on its machine under ``costs`` (default: the ideal model a=b=d=0,
+    c=1) and fixup policy ``fixup`` (default: the schedule's own). Never hangs or raises on a
+    deadlock: the Timeline reports it."""
+    return simulate_events(schedule, costs, fixup)
+
+
+__all__ = ["SEGMENT_KINDS", "Segment", "Timeline", "simulate", "simulate_events"]

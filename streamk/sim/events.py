@@ -1,0 +1,237 @@
+"""The reference discrete-event simulator: CTAs on SM slots, waits from the fixup plan.
+
+Model (DESIGN.md "Simulator semantics"):
+
+* ``sms x ctas_per_sm`` slots, each an independent processor. CTAs are dispatched in blockIdx
+  order, each to the earliest-free slot (ties: lowest global slot id ``sm * ctas_per_sm + j``,
+  i.e. lowest SM, then lowest slot). A CTA holds its slot until it ends, waiting included.
+* Each CTA pays ``a`` once, then per work unit ``c`` per MAC iteration and, by its fixup action
+  (``plan_fixup``, never re-derived here): ``b`` to store a partial (PARTIAL, HANDOFF, ARRIVE,
+  DEFER), ``d`` per partial it reads (REDUCE, HANDOFF, FINISH, and the last ARRIVE). A unit
+  signals when its partial store is done; a unit with ``waits`` starts its fixup only when every
+  awaited unit has signalled. Under last-arrival the contributor whose store completes last
+  (the last one processed at equal times) reduces and writes the tile.
+* separate-reduce: after the whole grid ends, a second grid of one reduce task per split tile
+  (``d`` per partial read) is dispatched on the slots the same way.
+
+Events are processed in time order; at one instant every event is handled before any CTA is
+dispatched, so simultaneous frees give CTAs to the lowest slots. If nothing can move while CTAs
+remain (every slot held by a waiting CTA, or a wait cycle), the run is reported as a deadlock
+with a reason and the partial timeline; it never hangs or raises.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from typing import Generator
+
+import numpy as np
+
+from ..costs import IDEAL, Costs
+from ..errors import ScheduleError
+from ..fixup import Action, FixupPlan, plan_fixup
+from ..schedule import Schedule
+from .timeline import Segment, Timeline
+
+# A CTA program yields requests to the driver:
+#   ("run", duration, kind, unit)  spend time, recorded as a segment
+#   ("signal", unit)               the unit's partial is stored
+#   ("wait", unit)                 block until every unit in plan.waits(unit) has signalled
+#   ("arrive", unit)               count an arrival; the driver sends back True to the last one
+Request = tuple
+Program = Generator[Request, bool | None, None]
+
+
+def _program(cta: int, plan: FixupPlan, costs: Costs) -> Program:
+    s = plan.schedule
+    if costs.a > 0:
+        yield ("run", costs.a, "overhead", -1)
+    for u in range(int(s.cta_offsets[cta]), int(s.cta_offsets[cta + 1])):
+        iters = int(s.units[u, 2] - s.units[u, 1])
+        yield ("run", costs.c * iters, "mac", u)
+        action = Action(plan.action[u])
+        reads = costs.d * len(plan.reads(u))
+        if action in (Action.WRITE, Action.ATOMIC):
+            yield ("run", 0.0, "store_tile", u)
+        elif action == Action.PARTIAL:
+            yield ("run", costs.b, "store_partial", u)
+            yield ("signal", u)
+        elif action in (Action.REDUCE, Action.FINISH):
+            yield ("wait", u)
+            yield ("run", reads, "fixup", u)
+            yield ("run", 0.0, "store_tile", u)
+        elif action == Action.HANDOFF:
+            yield ("wait", u)
+            yield ("run", reads, "fixup", u)
+            yield ("run", costs.b, "store_partial", u)
+            yield ("signal", u)
+        elif action == Action.ARRIVE:
+            yield ("run", costs.b, "store_partial", u)
+            if (yield ("arrive", u)):
+                yield ("run", reads, "fixup", u)
+                yield ("run", 0.0, "store_tile", u)
+        elif action == Action.DEFER:
+            yield ("run", costs.b, "store_partial", u)
+        else:  # pragma: no cover - every Action is handled above
+            raise AssertionError(f"unhandled action {action!r}")
+
+
+class _Run:
+    """Mutable state of one simulation; ``simulate_events`` is its only user."""
+
+    def __init__(self, schedule: Schedule, costs: Costs, policy: str) -> None:
+        if schedule.machine is None:
+            raise ScheduleError("the schedule has no machine (sms, ctas_per_sm) to simulate on; "
+                                "build it with make_schedule(..., machine) or add sms to its JSON")
+        self.s, self.costs = schedule, costs
+        self.plan = plan_fixup(schedule, policy)
+        self.per_sm = schedule.machine.ctas_per_sm
+        self.slots = schedule.machine.slots
+        grid, n = schedule.grid, len(schedule.units)
+        self.programs = [_program(c, self.plan, costs) for c in range(grid)]
+        self.cta_slot = np.full(grid, -1, dtype=np.int64)
+        self.cta_start = np.full(grid, math.nan)
+        self.cta_end = np.full(grid, math.inf)
+        self.signalled = np.zeros(n, dtype=bool)
+        self.waiters: dict[int, list[int]] = {}
+        self.blocked: dict[int, tuple[float, int, set[int]]] = {}  # cta -> (since, unit, pending)
+        self.arrivals = np.zeros(schedule.problem.tiles, dtype=np.int64)
+        self.contributors = np.diff(self.plan.tile_offsets)
+        self.segments: list[Segment] = []
+        self.events: list[tuple[float, int, int]] = []  # (time, seq, cta) resumes a CTA
+        self.free: list[tuple[float, int]] = [(0.0, slot) for slot in range(self.slots)]
+        self.ready: deque[tuple[int, float, bool | None]] = deque()
+        self.next_cta = 0
+        self.seq = 0
+        self.total_wait = 0.0
+
+    def segment(self, cta: int, kind: str, start: float, end: float, unit: int) -> None:
+        slot = int(self.cta_slot[cta])
+        tile = int(self.s.units[unit, 0]) if unit >= 0 else -1
+        self.segments.append(Segment(cta, slot // self.per_sm, slot, kind, start, end, tile, unit))
+
+    def advance(self, cta: int, t: float, send: bool | None) -> None:
+        """Run ``cta`` from time t until it spends time, blocks or ends."""
+        program = self.programs[cta]
+        while True:
+            try:
+                request = program.send(send)
+            except StopIteration:
+                self.cta_end[cta] = t
+                heapq.heappush(self.free, (t, int(self.cta_slot[cta])))
+                return
+            send = None
+            op, unit = request[0], request[-1]
+            if op == "run":
+                duration, kind = request[1], request[2]
+                self.segment(cta, kind, t, t + duration, unit)
+                if duration > 0:
+                    self.seq += 1
+                    heapq.heappush(self.events, (t + duration, self.seq, cta))
+                    return
+            elif op == "signal":
+                self.signalled[unit] = True
+                for waiter in self.waiters.pop(unit, []):
+                    since, wunit, pending = self.blocked[waiter]
+                    pending.discard(unit)
+                    if not pending:
+                        del self.blocked[waiter]
+                        if t > since:
+                            self.segment(waiter, "wait", since, t, wunit)
+                            self.total_wait += t - since
+                        self.ready.append((waiter, t, None))
+            elif op == "wait":
+                pending = {int(w) for w in self.plan.waits(unit) if not self.signalled[w]}
+                if pending:
+                    self.blocked[cta] = (t, unit, pending)
+                    for w in pending:
+                        self.waiters.setdefault(w, []).append(cta)
+                    return
+            elif op == "arrive":
+                tile = int(self.s.units[unit, 0])
+                self.arrivals[tile] += 1
+                send = bool(self.arrivals[tile] == self.contributors[tile])
+
+    def drain(self) -> None:
+        while self.ready:
+            self.advance(*self.ready.popleft())
+
+    def dispatch(self, now: float) -> None:
+        while self.next_cta < self.s.grid and self.free:
+            _, slot = heapq.heappop(self.free)
+            cta = self.next_cta
+            self.next_cta += 1
+            self.cta_slot[cta], self.cta_start[cta] = slot, now
+            self.ready.append((cta, now, None))
+        self.drain()
+
+    def run(self) -> None:
+        self.dispatch(0.0)
+        while self.events:
+            now = self.events[0][0]
+            while self.events and self.events[0][0] == now:
+                _, _, cta = heapq.heappop(self.events)
+                self.advance(cta, now, None)
+                self.drain()
+            self.dispatch(now)
+
+    def reduce_pass(self, start: float) -> float:
+        """separate-reduce: one task per split tile, d per partial read, after the grid."""
+        free = [(start, slot) for slot in range(self.slots)]
+        end = start
+        grid = self.s.grid
+        for i, tile in enumerate(self.plan.split_tiles.tolist()):
+            t, slot = heapq.heappop(free)
+            first = int(self.plan.contributors(tile)[0])
+            cost = self.costs.d * len(self.plan.reads(first))
+            sm = slot // self.per_sm
+            self.segments.append(Segment(grid + i, sm, slot, "fixup", t, t + cost, tile, -1))
+            self.segments.append(Segment(grid + i, sm, slot, "store_tile", t + cost, t + cost, tile, -1))
+            heapq.heappush(free, (t + cost, slot))
+            end = max(end, t + cost)
+        return end
+
+    def deadlock_reason(self) -> str:
+        if not self.blocked:
+            return "CTAs remain but none can run and none is waiting (internal error)"
+        cta = min(self.blocked)
+        seen = [cta]
+        while True:
+            _, unit, pending = self.blocked[cta]
+            target = int(self.plan.unit_cta[min(pending)])
+            if target >= self.next_cta:
+                held = sorted(self.blocked)
+                return (f"CTA {seen[-1]} waits on CTA {target}, which can never become resident: "
+                        f"all {self.slots} slots are held by waiting CTAs {held[:8]}"
+                        f"{'...' if len(held) > 8 else ''}; use a larger --ctas-per-sm or the "
+                        f"turnstile, last-arrival or separate-reduce fixup")
+            if target in seen or target not in self.blocked:
+                chain = " -> ".join(f"CTA {c}" for c in seen + [target])
+                return f"wait cycle: {chain} (each waits on the next); the schedule can never finish"
+            seen.append(target)
+            cta = target
+
+
+def simulate_events(schedule: Schedule, costs: Costs = IDEAL, fixup: str | None = None) -> Timeline:
+    """Simulate ``schedule`` event by event under ``costs`` and fixup policy ``fixup``
+    (default: the schedule's own); see the module docstring for the model."""
+    run = _Run(schedule, costs, schedule.fixup if fixup is None else fixup)
+    run.run()
+    deadlock = run.next_cta < schedule.grid or bool(run.blocked) or bool(np.isinf(run.cta_end).any())
+    reason = run.deadlock_reason() if deadlock else None
+    if deadlock:
+        makespan, utilization = math.inf, 0.0
+    else:
+        makespan = float(run.cta_end.max()) if schedule.grid else 0.0
+        if run.plan.policy == "separate-reduce":
+            makespan = run.reduce_pass(makespan)
+        work = schedule.problem.total_iters * costs.c
+        utilization = work / (run.slots * makespan) if makespan > 0 else 0.0
+    slot = run.cta_slot
+    sm = np.where(slot >= 0, slot // run.per_sm, -1)
+    for a in (sm, slot, run.cta_start, run.cta_end):
+        a.setflags(write=False)
+    return Timeline(schedule, costs, run.plan.policy, tuple(run.segments), sm, slot, run.cta_start,
+                    run.cta_end, makespan, utilization, run.total_wait, deadlock, reason)
