@@ -1,0 +1,57 @@
+"""``streamk kernels``: compile every shipped kernel with NVRTC for an arch (no GPU needed)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import StreamkError
+from .common import print_json
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("kernels", help="compile every GPU kernel with NVRTC (no GPU needed)",
+                       description="Compile every kernel the GPU backend ships for one arch with NVRTC and "
+                                   "list each entry point with its registers and spills (cached on disk: "
+                                   "STREAMK_CACHE_DIR, STREAMK_NO_CACHE=1).")
+    p.add_argument("--arch", choices=["sm_80", "sm_90a"], default="sm_80", help="target (default sm_80)")
+    p.add_argument("--json", action="store_true", help="print a JSON list of {name, ok, arch, ...}")
+    return p
+
+
+def compile_all(arch: str) -> list[dict]:
+    try:
+        from ..gpu.build import SOURCES, compile_source, nvrtc_version
+        version = nvrtc_version()
+    except ImportError as exc:
+        raise StreamkError(f"NVRTC is not installed ({exc}); pip install 'streamk[gpu]'") from None
+    rows = []
+    for source, entries in SOURCES.items():
+        try:
+            cubin = compile_source(source, arch)
+        except StreamkError as exc:
+            rows += [{"name": e, "source": source, "arch": arch, "ok": False, "error": str(exc)} for e in entries]
+            continue
+        for entry in entries:
+            rows.append({"name": entry, "source": source, "arch": arch, "ok": entry in cubin.registers,
+                         "seconds": round(cubin.seconds, 3), "cached": cubin.cached,
+                         "registers": cubin.registers.get(entry), "spill_bytes": cubin.spills.get(entry),
+                         "cubin_bytes": len(cubin.image), "nvrtc": f"{version[0]}.{version[1]}"})
+            if entry not in cubin.registers:
+                rows[-1]["error"] = f"{entry} not found in the ptxas report of {source}"
+    return rows
+
+
+def run(args: argparse.Namespace) -> int:
+    rows = compile_all(args.arch)
+    if args.json:
+        print_json(rows)
+    else:
+        for r in rows:
+            status = "ok" if r["ok"] else f"FAILED: {r.get('error', '')}"
+            extra = f"{r['registers']:>4} regs {r['spill_bytes']} B spill {r['seconds']:.2f}s" if r["ok"] else ""
+            print(f"{r['name']:<24} {r['arch']:<7} {extra} {status}")
+    if not all(r["ok"] for r in rows):
+        print("some kernels failed to compile", file=sys.stderr)
+        return 1
+    return 0

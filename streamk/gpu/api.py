@@ -1,0 +1,198 @@
+"""``streamk.gpu.gemm``: C = alpha*A@B + beta*C on the GPU, executing exactly a Schedule.
+
+Order of work: describe and check every input (no CUDA yet), pick or check the schedule, derive
+the fixup plan, refuse schedules that could deadlock at this launch's residency, then pack
+unaligned operands, upload the table and enqueue the kernels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import DeadlockError, ScheduleError
+from ..fixup import FixupPlan, plan_fixup
+from ..schedule import Schedule
+from ..sched import make_schedule
+from ..shapes import GemmShape
+from .launch import GemmParams, Launch, PackParams, Step
+from .operands import KernelSpec, Operand, check_operands, describe, needs_pack, padded
+from .table import STATE_WORDS, TABLE_VERSION, build_table
+
+NO_WAIT_POLICIES = ("last-arrival", "separate-reduce", "atomic")
+PACK_THREADS = 256
+PACK_BLOCKS_PER_SM = 8  # grid-stride pack copies: enough blocks to fill the chip
+
+
+def check_residency(plan: FixupPlan, residency: int) -> None:
+    """Raise DeadlockError if ``plan``'s waits need more co-resident CTAs than ``residency``."""
+    needed = plan.residency_needed()
+    if needed <= residency:
+        return
+    s = plan.schedule
+    safe = [p for p in ("turnstile",) if plan_fixup(s, p).residency_needed() <= residency]
+    safe += list(NO_WAIT_POLICIES)
+    raise DeadlockError(
+        f"schedule {s.decomposition} ({s.shape}, grid {s.grid}) with fixup {plan.policy!r} waits on CTAs that "
+        f"may not be resident: it needs {needed} co-resident CTAs, this launch can hold {residency} "
+        f"(occupancy API); use fixup={safe[0]!r} (safe here: {', '.join(safe)})")
+
+
+def resolve_schedule(schedule: str | Schedule, shape: GemmShape, spec: KernelSpec, machine_fn,
+                     fixup: str | None, options: dict[str, Any]) -> Schedule:
+    """A Schedule for this shape and the kernel's tile: built by name, or checked if given."""
+    if isinstance(schedule, Schedule):
+        if schedule.shape != shape:
+            raise ScheduleError(f"the schedule is for {schedule.shape}, the operands are {shape}")
+        if schedule.tile != spec.tile:
+            raise ScheduleError(f"the schedule's tile is {schedule.tile}; this kernel runs {spec.tile} tiles")
+        return schedule if fixup is None or fixup == schedule.fixup else schedule.with_fixup(fixup)
+    if not isinstance(schedule, str):
+        raise ScheduleError(f"schedule must be a name or a Schedule (got {type(schedule).__name__})")
+    return make_schedule(schedule, shape, spec.tile, machine_fn(), fixup=fixup, **options)
+
+
+@dataclass
+class Prepared:
+    """A checked, uploaded GEMM: ``launch.enqueue(stream)`` runs it; ``finish()`` copies NumPy out."""
+
+    launch: Launch
+    schedule: Schedule
+    plan: FixupPlan
+    output: Any
+    residency: int
+    _host_c: np.ndarray | None = None
+    _dev_c: int = 0
+
+    def run(self, stream: int | None = None) -> Any:
+        self.launch.enqueue(_stream_of(self.output) if stream is None else stream)
+        return self.finish()
+
+    def finish(self) -> Any:
+        if self._host_c is not None:
+            from .device import current
+
+            dev = current()
+            dev.synchronize()
+            dense = np.empty(self._host_c.shape, dtype=self._host_c.dtype)
+            dev.copy_out(dense, self._dev_c)
+            self._host_c[...] = dense
+        return self.output
+
+
+def _stream_of(x: Any) -> int:
+    module = type(x).__module__
+    if module.startswith("torch"):
+        import torch
+
+        return int(torch.cuda.current_stream(x.device).cuda_stream)
+    if module.startswith("cupy"):
+        import cupy
+
+        return int(cupy.cuda.get_current_stream().ptr)
+    return 0
+
+
+def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
+            schedule: str | Schedule = "auto", fixup: str | None = None, **options: Any) -> Prepared:
+    """Check everything, build and upload the table; return the launch without running it."""
+    a, b = describe(A, "A"), describe(B, "B")
+    c = describe(C, "C") if C is not None else None
+    spec = check_operands(a, b, c)
+    shape = GemmShape(a.shape[0], b.shape[1], a.shape[1])
+    if C is None:
+        beta = 0.0
+
+    from .device import current
+
+    dev = current()
+    machine_fn = lambda: dev.machine(spec.main, spec.threads, spec.smem)  # noqa: E731
+    sched = resolve_schedule(schedule, shape, spec, machine_fn, fixup, options)
+    plan = plan_fixup(sched)
+    residency = dev.occupancy(spec.main, spec.threads, spec.smem) * dev.sms
+    check_residency(plan, residency)
+
+    steps: list[Step] = []
+    a_ptr, lda = _operand(dev, a, "A", spec, steps)
+    b_ptr, ldb = _operand(dev, b, "B", spec, steps)
+    out, c_ptr, c_strides, host_c = _output(dev, A, a, c, C, shape, spec, beta)
+
+    table = build_table(plan)
+    ptrs = dev.upload([table.cta_offsets, table.units, table.reads, table.waits, table.items])
+    acc_bytes = 4 if spec.out_dtype == "float32" else 8
+    params = GemmParams(
+        a=a_ptr, b=b_ptr, c=c_ptr, lda=lda, ldb=ldb, c_rs=c_strides[0], c_cs=c_strides[1],
+        alpha=float(alpha), beta=float(beta), cta_offsets=ptrs[0], units=ptrs[1], reads=ptrs[2],
+        waits=ptrs[3], items=ptrs[4],
+        workspace=dev.scratch("workspace", table.num_slots * spec.tile.bm * spec.tile.bn * acc_bytes),
+        flags=dev.scratch("flags", 4 * len(table.units), zero=True),
+        counters=dev.scratch("counters", 8 * table.tiles, zero=True),
+        state=dev.state, m=shape.m, n=shape.n, k=shape.k, table_version=TABLE_VERSION)
+    assert STATE_WORDS == 2
+    items = len(table.items)
+    if plan.policy == "atomic" and items:
+        steps.append(Step(spec.prescale, dev.function(spec.prescale), items, spec.threads, 0, params))
+    steps.append(Step(spec.main, dev.function(spec.main, spec.smem), sched.grid, spec.threads, spec.smem, params))
+    if plan.policy == "separate-reduce" and items:
+        steps.append(Step(spec.reduce, dev.function(spec.reduce), items, spec.threads, 0, params))
+    prepared = Prepared(Launch(steps), sched, plan, out, residency, host_c, c_ptr if host_c is not None else 0)
+    return prepared
+
+
+def _operand(dev, op: Operand, name: str, spec: KernelSpec, steps: list[Step]) -> tuple[int, int]:
+    """Pointer and row stride the kernel reads; a packing step when the operand is unaligned."""
+    rows, cols = op.shape
+    ld = padded(cols, spec)
+    if op.on_host:
+        host = np.zeros((rows, ld), dtype=op.obj.dtype)  # type: ignore[attr-defined]
+        host[:, :cols] = op.obj
+        ptr = dev.scratch(f"host_{name}", host.nbytes)
+        dev.copy_in(ptr, host)
+        return ptr, ld
+    if not needs_pack(op, spec):
+        return op.ptr, op.strides[0]
+    ptr = dev.scratch(f"pack_{name}", rows * ld * spec.itemsize)
+    pp = PackParams(src=op.ptr, dst=ptr, rs=op.strides[0], cs=op.strides[1], rows=rows, cols=cols, ld=ld)
+    chunks = rows * ld // spec.chunk
+    grid = max(1, min(-(-chunks // PACK_THREADS), dev.sms * PACK_BLOCKS_PER_SM))
+    steps.append(Step(spec.pack, dev.function(spec.pack), grid, PACK_THREADS, 0, pp))
+    return ptr, ld
+
+
+def _output(dev, A, a: Operand, c: Operand | None, C, shape: GemmShape, spec: KernelSpec, beta: float):
+    """(result object, device pointer, element strides, host array or None)."""
+    if a.on_host:
+        host = np.empty((shape.m, shape.n), dtype=spec.out_dtype) if C is None else C
+        ptr = dev.scratch("host_C", host.nbytes)
+        dense = np.ascontiguousarray(host)
+        if beta != 0.0:
+            dev.copy_in(ptr, dense)
+        return host, ptr, (shape.n, 1), host
+    if c is not None:
+        return C, c.ptr, c.strides, None
+    if a.kind == "torch":
+        import torch
+
+        out = torch.empty((shape.m, shape.n), dtype=getattr(torch, spec.out_dtype), device=A.device)
+        return out, int(out.data_ptr()), (shape.n, 1), None
+    import cupy
+
+    out = cupy.empty((shape.m, shape.n), dtype=spec.out_dtype)
+    return out, int(out.data.ptr), (shape.n, 1), None
+
+
+def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
+         schedule: str | Schedule = "auto", fixup: str | None = None, stream: int | None = None,
+         **options: Any) -> Any:
+    """C = alpha * A @ B + beta * C on the GPU, executing ``schedule`` (a name or a Schedule).
+
+    A (m x k) and B (k x n): float16, bfloat16 (FP32 C) or float64 (FP64 C); PyTorch or CuPy
+    CUDA tensors are used in place (any strides: unaligned or column-major operands are packed
+    into aligned copies on the device, counted in the launch), NumPy arrays are copied in and
+    out. C (m x n) is updated in place when given, else allocated like A. ``fixup`` overrides
+    the schedule's policy; ``options`` go to the scheduler (``grid``, ``splits``).
+    """
+    prepared = prepare(A, B, C, alpha=alpha, beta=beta, schedule=schedule, fixup=fixup, **options)
+    return prepared.run(stream)

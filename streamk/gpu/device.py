@@ -1,0 +1,188 @@
+"""The CUDA device as streamk uses it: primary context, modules, occupancy and memory.
+
+One ``Device`` per process (``current()``), on ordinal ``STREAMK_DEVICE`` (default 0). It shares
+the primary context with PyTorch and CuPy, so their pointers and streams work unchanged. Kernel
+modules are compiled (or read from the cache) for the device's own arch at first use.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+
+from ..shapes import Machine
+from .build import SOURCES, compile_source
+from .errors import check
+
+_LOCK = threading.Lock()
+_CURRENT: Device | None = None
+TABLE_CACHE_ENTRIES = 64  # uploaded schedule tables kept per device (each a few KB)
+
+
+def driver():
+    from cuda.bindings import driver as drv
+
+    return drv
+
+
+def arch_for(major: int, minor: int) -> str:
+    """NVRTC target for a compute capability: Hopper gets sm_90a, others their own sm_XY."""
+    return "sm_90a" if (major, minor) == (9, 0) else f"sm_{major}{minor}"
+
+
+@dataclass
+class Buffer:
+    """A device allocation that grows on demand (workspace, flags, packed operands)."""
+
+    ptr: int = 0
+    nbytes: int = 0
+
+
+class Device:
+    def __init__(self, ordinal: int = 0) -> None:
+        drv = driver()
+        check(drv.cuInit(0), "cuInit")
+        self.handle = check(drv.cuDeviceGet(ordinal), f"cuDeviceGet({ordinal})")
+        self.context = check(drv.cuDevicePrimaryCtxRetain(self.handle), "cuDevicePrimaryCtxRetain")
+        self.activate()
+        attr = drv.CUdevice_attribute
+        self.sms = self._attr(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        major = self._attr(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+        minor = self._attr(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+        if major < 8:
+            raise RuntimeError(f"streamk's kernels need compute capability >= 8.0 (got {major}.{minor})")
+        self.arch = arch_for(major, minor)
+        name = check(drv.cuDeviceGetName(256, self.handle), "cuDeviceGetName")
+        self.name = name.split(b"\0")[0].decode()
+        self._modules: dict[str, object] = {}
+        self._functions: dict[str, object] = {}
+        self._occupancy: dict[tuple[str, int, int], int] = {}
+        self._buffers: dict[str, Buffer] = {}
+        self._tables: dict[bytes, tuple[int, ...]] = {}
+        self._state = self.alloc(8)  # epoch, done counter (schedule_table.cuh StateWord)
+        check(drv.cuMemsetD32(self._state, 1, 1), "cuMemsetD32(epoch)")
+        check(drv.cuMemsetD32(self._state + 4, 0, 1), "cuMemsetD32(done)")
+
+    def activate(self) -> None:
+        check(driver().cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+
+    def _attr(self, attribute) -> int:
+        return int(check(driver().cuDeviceGetAttribute(attribute, self.handle), f"cuDeviceGetAttribute({attribute.name})"))
+
+    @property
+    def state(self) -> int:
+        return self._state
+
+    # ---- kernels -------------------------------------------------------------------------
+    def function(self, name: str, dynamic_smem: int = 0):
+        """The CUfunction ``name``, its module loaded (and compiled) on first use."""
+        if name in self._functions:
+            return self._functions[name]
+        source = next((s for s, entries in SOURCES.items() if name in entries), None)
+        if source is None:
+            raise KeyError(f"no shipped kernel named {name!r}")
+        drv = driver()
+        if source not in self._modules:
+            cubin = compile_source(source, self.arch)
+            self._modules[source] = check(drv.cuModuleLoadData(cubin.image), f"cuModuleLoadData({source})")
+        fn = check(drv.cuModuleGetFunction(self._modules[source], name.encode()), f"cuModuleGetFunction({name})")
+        if dynamic_smem > 48 * 1024:
+            attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            check(drv.cuFuncSetAttribute(fn, attr, dynamic_smem), f"cuFuncSetAttribute({name})")
+        self._functions[name] = fn
+        return fn
+
+    def occupancy(self, name: str, threads: int, dynamic_smem: int) -> int:
+        """Resident blocks per SM of ``name`` from the occupancy API."""
+        key = (name, threads, dynamic_smem)
+        if key not in self._occupancy:
+            fn = self.function(name, dynamic_smem)
+            blocks = check(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, threads, dynamic_smem),
+                           f"cuOccupancyMaxActiveBlocksPerMultiprocessor({name})")
+            self._occupancy[key] = int(blocks)
+        return self._occupancy[key]
+
+    def machine(self, name: str, threads: int, dynamic_smem: int) -> Machine:
+        return Machine(self.sms, max(1, self.occupancy(name, threads, dynamic_smem)))
+
+    # ---- memory --------------------------------------------------------------------------
+    def alloc(self, nbytes: int) -> int:
+        return int(check(driver().cuMemAlloc(max(int(nbytes), 16)), f"cuMemAlloc({nbytes})"))
+
+    def scratch(self, key: str, nbytes: int, *, zero: bool = False) -> int:
+        """A named buffer of at least ``nbytes``; grown (and zeroed if ``zero``) when too small."""
+        buf = self._buffers.setdefault(key, Buffer())
+        if buf.nbytes < nbytes:
+            drv = driver()
+            if buf.ptr:
+                check(drv.cuCtxSynchronize(), "cuCtxSynchronize")  # a launch in flight may use it
+                check(drv.cuMemFree(buf.ptr), "cuMemFree")
+            size = max(int(nbytes), 2 * buf.nbytes, 4096)
+            buf.ptr, buf.nbytes = self.alloc(size), size
+            if zero:
+                check(drv.cuMemsetD8(buf.ptr, 0, size), "cuMemsetD8")
+        return buf.ptr
+
+    def upload(self, arrays) -> tuple[int, ...]:
+        """Device copies of int32 arrays, cached by content (schedule tables repeat)."""
+        key = b"".join(a.tobytes() + len(a.tobytes()).to_bytes(8, "little") for a in arrays)
+        if key in self._tables:
+            return self._tables[key]
+        drv = driver()
+        if len(self._tables) >= TABLE_CACHE_ENTRIES:
+            check(drv.cuCtxSynchronize(), "cuCtxSynchronize")
+            for ptrs in self._tables.values():
+                for p in ptrs:
+                    check(drv.cuMemFree(p), "cuMemFree")
+            self._tables.clear()
+        ptrs = []
+        for a in arrays:
+            p = self.alloc(a.nbytes)
+            if a.nbytes:
+                check(drv.cuMemcpyHtoD(p, a.ctypes.data, a.nbytes), "cuMemcpyHtoD(table)")
+            ptrs.append(p)
+        self._tables[key] = tuple(ptrs)
+        return self._tables[key]
+
+    def copy_in(self, ptr: int, host) -> None:
+        check(driver().cuMemcpyHtoD(ptr, host.ctypes.data, host.nbytes), "cuMemcpyHtoD")
+
+    def copy_out(self, host, ptr: int) -> None:
+        check(driver().cuMemcpyDtoH(host.ctypes.data, ptr, host.nbytes), "cuMemcpyDtoH")
+
+    def synchronize(self) -> None:
+        check(driver().cuCtxSynchronize(), "cuCtxSynchronize")
+
+
+def current() -> Device:
+    global _CURRENT
+    with _LOCK:
+        if _CURRENT is None:
+            _CURRENT = Device(int(os.environ.get("STREAMK_DEVICE", "0")))
+        else:
+            _CURRENT.activate()
+        return _CURRENT
+
+
+def available() -> tuple[bool, str]:
+    """(True, device name) when a CUDA device and its driver can be used, else (False, why not)."""
+    try:
+        from cuda.bindings import driver as drv
+    except ImportError as exc:
+        return False, f"cuda-bindings is not installed ({exc}); pip install 'streamk[gpu]'"
+    try:
+        err, = drv.cuInit(0)
+    except RuntimeError as exc:  # cuda.pathfinder's DynamicLibNotFoundError: no libcuda
+        return False, f"no CUDA driver (libcuda) on this machine: {exc}"
+    if int(err) != 0:
+        return False, f"cuInit failed with {err.name}"
+    err, count = drv.cuDeviceGetCount()
+    if int(err) != 0 or count == 0:
+        return False, "no CUDA device found"
+    err, major = drv.cuDeviceGetAttribute(
+        drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0)
+    if int(err) != 0 or major < 8:
+        return False, f"device 0 has compute capability {major}.x; the kernels need sm_80 or later"
+    err, name = drv.cuDeviceGetName(256, 0)
+    return True, name.split(b"\0")[0].decode()

@@ -1,0 +1,223 @@
+// fixup.cuh: the Stream-K outer loop and the fixup epilogues, shared by every mainloop.
+//
+// A CTA runs the unit rows cta_offsets[blockIdx.x] .. cta_offsets[blockIdx.x+1]-1 of the table
+// in order: for each, the mainloop accumulates iterations [k_begin, k_end) of its tile, then the
+// unit's Action (from streamk.fixup.plan_fixup, never re-derived here) decides what happens:
+//   WRITE    C = alpha*acc + beta*C                     (beta == 0: C is never read)
+//   PARTIAL  slot <- acc; raise flag                     (owner-waits peers, turnstile's first)
+//   REDUCE   wait flags; acc += slots in k order; write  (owner-waits owner)
+//   HANDOFF  wait predecessor; acc += its slot; slot <- acc; raise flag
+//   FINISH   wait predecessor; acc += its slot; write
+//   ARRIVE   slot <- acc; count the arrival; the last one sums all slots in k order and writes
+//   ATOMIC   C += alpha*acc atomically (the host prescaled the split tiles' C by beta)
+//   DEFER    slot <- acc (the reduce pass, streamk_reduce_*, sums and writes)
+// Workspace slot s holds BM*BN accumulators in fragment order: element i of thread t lives at
+// s*BM*BN + i*THREADS + t, so stores and loads are coalesced and need no shared memory.
+// Invariants: a flag or an arrival counter is compared with this launch's epoch only, so nothing
+// is reset between launches; partial sums are always added in k order (deterministic policies
+// give bitwise-identical C); the host refuses schedules whose waits could deadlock.
+#pragma once
+
+#include "ptx.cuh"
+#include "schedule_table.cuh"
+
+namespace streamk {
+
+template <class ML>
+__device__ __forceinline__ void write_c(const GemmParams& p, int m0, int n0,
+                                        const typename ML::Acc (&acc)[ML::ACC], int tid) {
+  using Acc = typename ML::Acc;
+  Acc* C = static_cast<Acc*>(p.c);
+  const Acc alpha = static_cast<Acc>(p.alpha), beta = static_cast<Acc>(p.beta);
+#pragma unroll
+  for (int i = 0; i < ML::ACC; ++i) {
+    int r, c;
+    ML::coord(i, tid, r, c);
+    r += m0;
+    c += n0;
+    if (r < p.m && c < p.n) {
+      Acc* dst = C + r * p.c_rs + c * p.c_cs;
+      Acc v = alpha * acc[i];
+      if (beta != Acc(0)) v += beta * *dst;
+      *dst = v;
+    }
+  }
+}
+
+template <class ML>
+__device__ __forceinline__ void atomic_c(const GemmParams& p, int m0, int n0,
+                                         const typename ML::Acc (&acc)[ML::ACC], int tid) {
+  using Acc = typename ML::Acc;
+  Acc* C = static_cast<Acc*>(p.c);
+  const Acc alpha = static_cast<Acc>(p.alpha);
+#pragma unroll
+  for (int i = 0; i < ML::ACC; ++i) {
+    int r, c;
+    ML::coord(i, tid, r, c);
+    r += m0;
+    c += n0;
+    if (r < p.m && c < p.n) atomicAdd(C + r * p.c_rs + c * p.c_cs, alpha * acc[i]);
+  }
+}
+
+template <class ML>
+__device__ __forceinline__ typename ML::Acc* slot_ptr(const GemmParams& p, int slot) {
+  return static_cast<typename ML::Acc*>(p.workspace) + static_cast<long long>(slot) * (ML::BM * ML::BN);
+}
+
+template <class ML>
+__device__ __forceinline__ void store_slot(const GemmParams& p, int slot,
+                                           const typename ML::Acc (&acc)[ML::ACC], int tid) {
+  typename ML::Acc* s = slot_ptr<ML>(p, slot);
+#pragma unroll
+  for (int i = 0; i < ML::ACC; ++i) s[i * ML::THREADS + tid] = acc[i];
+}
+
+template <class ML>
+__device__ __forceinline__ void add_slot(const GemmParams& p, int slot, typename ML::Acc (&acc)[ML::ACC],
+                                         int tid) {
+  const typename ML::Acc* s = slot_ptr<ML>(p, slot);
+#pragma unroll
+  for (int i = 0; i < ML::ACC; ++i) acc[i] += ld_cg(s + i * ML::THREADS + tid);
+}
+
+template <class ML>
+__device__ __forceinline__ void load_slot(const GemmParams& p, int slot, typename ML::Acc (&acc)[ML::ACC],
+                                          int tid) {
+  const typename ML::Acc* s = slot_ptr<ML>(p, slot);
+#pragma unroll
+  for (int i = 0; i < ML::ACC; ++i) acc[i] = ld_cg(s + i * ML::THREADS + tid);
+}
+
+// Every thread's stores before this are visible GPU-wide before the flag carries `epoch`.
+__device__ __forceinline__ void signal(const GemmParams& p, int unit, unsigned epoch) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) flag_release(p.flags + unit, epoch);
+}
+
+__device__ __forceinline__ void wait_units(const GemmParams& p, int offset, int count, unsigned epoch) {
+  if (threadIdx.x == 0) {
+    for (int j = 0; j < count; ++j) {
+      const unsigned* flag = p.flags + p.waits[offset + j];
+      while (flag_acquire(flag) != epoch) {
+      }
+    }
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+// Count this unit's arrival at its tile; true for the last of `count` contributors.
+__device__ __forceinline__ bool arrive_last(const GemmParams& p, int tile, int count, unsigned epoch) {
+  __shared__ int last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned long long* ctr = p.counters + tile;
+    unsigned long long old = *reinterpret_cast<volatile unsigned long long*>(ctr), seen, next;
+    do {
+      seen = old;
+      const unsigned long long arrived = (seen >> 32) == epoch ? (seen & 0xffffffffull) : 0ull;
+      next = (static_cast<unsigned long long>(epoch) << 32) | (arrived + 1);
+      old = atomicCAS(ctr, seen, next);
+    } while (old != seen);
+    last = static_cast<int>(next & 0xffffffffull) == count;
+    __threadfence();
+  }
+  __syncthreads();
+  return last != 0;
+}
+
+// The last CTA to finish bumps the epoch for the next launch and re-arms the done counter.
+__device__ __forceinline__ void finish_launch(const GemmParams& p) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    const unsigned done = atomicAdd(p.state + STATE_DONE, 1u);
+    if (done == gridDim.x - 1) {
+      p.state[STATE_DONE] = 0u;
+      __threadfence();
+      atomicAdd(p.state + STATE_EPOCH, 1u);
+    }
+  }
+}
+
+template <class ML>
+__device__ __forceinline__ void run_schedule(const GemmParams& p, unsigned char* smem) {
+  using Acc = typename ML::Acc;
+  __shared__ unsigned launch_epoch;
+  const int tid = threadIdx.x;
+  if (p.table_version != TABLE_VERSION) __trap();
+  if (tid == 0) launch_epoch = ld_volatile(p.state + STATE_EPOCH);
+  __syncthreads();
+  const unsigned epoch = launch_epoch;
+  const int first = p.cta_offsets[blockIdx.x], last = p.cta_offsets[blockIdx.x + 1];
+  for (int u = first; u < last; ++u) {
+    const int* row = p.units + u * UNIT_FIELDS;
+    const int m0 = row[U_TILE_M] * ML::BM, n0 = row[U_TILE_N] * ML::BN;
+    const int action = row[U_ACTION], slot = row[U_SLOT];
+    const int reads = row[U_READS_OFFSET], nreads = row[U_READS_COUNT];
+    Acc acc[ML::ACC];
+#pragma unroll
+    for (int i = 0; i < ML::ACC; ++i) acc[i] = Acc(0);
+    ML::mainloop(p, m0, n0, row[U_K_BEGIN], row[U_K_END], smem, acc);
+
+    if (action == ACT_WRITE) {
+      write_c<ML>(p, m0, n0, acc, tid);
+    } else if (action == ACT_PARTIAL || action == ACT_DEFER) {
+      store_slot<ML>(p, slot, acc, tid);
+      if (action == ACT_PARTIAL) signal(p, u, epoch);
+    } else if (action == ACT_REDUCE || action == ACT_HANDOFF || action == ACT_FINISH) {
+      wait_units(p, row[U_WAITS_OFFSET], row[U_WAITS_COUNT], epoch);
+      for (int j = 0; j < nreads; ++j) add_slot<ML>(p, p.reads[reads + j], acc, tid);
+      if (action == ACT_HANDOFF) {
+        store_slot<ML>(p, slot, acc, tid);
+        signal(p, u, epoch);
+      } else {
+        write_c<ML>(p, m0, n0, acc, tid);
+      }
+    } else if (action == ACT_ARRIVE) {
+      store_slot<ML>(p, slot, acc, tid);
+      if (arrive_last(p, row[U_TILE], nreads, epoch)) {
+        load_slot<ML>(p, p.reads[reads], acc, tid);
+        for (int j = 1; j < nreads; ++j) add_slot<ML>(p, p.reads[reads + j], acc, tid);
+        write_c<ML>(p, m0, n0, acc, tid);
+      }
+    } else if (action == ACT_ATOMIC) {
+      atomic_c<ML>(p, m0, n0, acc, tid);
+    }
+  }
+  finish_launch(p);
+}
+
+// Separate-reduce pass: block b sums split tile b's slots in k order and writes C.
+template <class ML>
+__device__ __forceinline__ void reduce_items(const GemmParams& p) {
+  using Acc = typename ML::Acc;
+  const int* item = p.items + blockIdx.x * ITEM_FIELDS;
+  const int offset = item[I_READS_OFFSET], count = item[I_READS_COUNT];
+  Acc acc[ML::ACC];
+  load_slot<ML>(p, p.reads[offset], acc, threadIdx.x);
+  for (int j = 1; j < count; ++j) add_slot<ML>(p, p.reads[offset + j], acc, threadIdx.x);
+  write_c<ML>(p, item[I_TILE_M] * ML::BM, item[I_TILE_N] * ML::BN, acc, threadIdx.x);
+}
+
+// Atomic prologue: block b sets split tile b's C to beta*C (0 when beta == 0: C is not read).
+template <class ML>
+__device__ __forceinline__ void prescale_items(const GemmParams& p) {
+  using Acc = typename ML::Acc;
+  const int* item = p.items + blockIdx.x * ITEM_FIELDS;
+  const int m0 = item[I_TILE_M] * ML::BM, n0 = item[I_TILE_N] * ML::BN;
+  Acc* C = static_cast<Acc*>(p.c);
+  const Acc beta = static_cast<Acc>(p.beta);
+  for (int e = threadIdx.x; e < ML::BM * ML::BN; e += ML::THREADS) {
+    const int r = m0 + e / ML::BN, c = n0 + e % ML::BN;
+    if (r < p.m && c < p.n) {
+      Acc* dst = C + r * p.c_rs + c * p.c_cs;
+      *dst = beta == Acc(0) ? Acc(0) : beta * *dst;
+    }
+  }
+}
+
+}  // namespace streamk

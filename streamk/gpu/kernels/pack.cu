@@ -1,0 +1,46 @@
+// pack.cu: copy an operand of any strides into a row-major, zero-padded buffer whose rows are
+// 16-byte aligned, so the mainloops can use 16-byte cp.async on unaligned shapes and on
+// column-major inputs. Each thread writes one 16-byte chunk of the destination (coalesced);
+// reads follow the source's strides (a transpose when the source is column-major).
+// Grid-stride over rows x (ld / chunk). Arch: any. Entry points: streamk_pack_b16, streamk_pack_b64.
+#include "schedule_table.cuh"
+
+namespace streamk {
+
+__device__ __forceinline__ void store16(unsigned short* out, const unsigned short (&v)[8]) {
+  uint4 w;
+  w.x = v[0] | (unsigned(v[1]) << 16);
+  w.y = v[2] | (unsigned(v[3]) << 16);
+  w.z = v[4] | (unsigned(v[5]) << 16);
+  w.w = v[6] | (unsigned(v[7]) << 16);
+  *reinterpret_cast<uint4*>(out) = w;
+}
+
+__device__ __forceinline__ void store16(unsigned long long* out, const unsigned long long (&v)[2]) {
+  ulonglong2 w;
+  w.x = v[0];
+  w.y = v[1];
+  *reinterpret_cast<ulonglong2*>(out) = w;
+}
+
+template <class T>
+__device__ __forceinline__ void pack(const PackParams& p) {
+  constexpr int CHUNK = 16 / sizeof(T);
+  const T* src = static_cast<const T*>(p.src);
+  T* dst = static_cast<T*>(p.dst);
+  const long long chunks_per_row = p.ld / CHUNK, total = p.rows * chunks_per_row;
+  for (long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x; q < total;
+       q += (long long)gridDim.x * blockDim.x) {
+    const long long r = q / chunks_per_row, c0 = (q % chunks_per_row) * CHUNK;
+    T v[CHUNK];
+#pragma unroll
+    for (int j = 0; j < CHUNK; ++j) v[j] = c0 + j < p.cols ? src[r * p.rs + (c0 + j) * p.cs] : T(0);
+    store16(dst + r * p.ld + c0, v);
+  }
+}
+
+}  // namespace streamk
+
+extern "C" __global__ void streamk_pack_b16(const streamk::PackParams p) { streamk::pack<unsigned short>(p); }
+
+extern "C" __global__ void streamk_pack_b64(const streamk::PackParams p) { streamk::pack<unsigned long long>(p); }

@@ -1,0 +1,92 @@
+// schedule_table.cuh: the layout of the Schedule table the host uploads, and the kernel
+// parameter block. Mirror of streamk/gpu/table.py (TABLE_VERSION, UNIT_FIELDS, ITEM_FIELDS,
+// Action values) and streamk/gpu/launch.py (GemmParams, PackParams); tests/test_gpu_table.py
+// parses this file and checks they agree. Change both together and bump the version.
+//
+// Table (all int32, device memory):
+//   cta_offsets[grid + 1]   CTA c runs unit rows cta_offsets[c] .. cta_offsets[c+1]-1, in order
+//   units[n][UNIT_FIELDS]   one row per work unit (fields below); k_begin/k_end in MAC iterations
+//   reads[]                 workspace slot ids, each unit's run in k order (reads_offset/count)
+//   waits[]                 unit rows whose flag must carry this launch's epoch (waits_offset/count)
+//   items[t][ITEM_FIELDS]   split tiles, for the separate-reduce pass and the atomic prescale pass
+#pragma once
+
+namespace streamk {
+
+constexpr int TABLE_VERSION = 1;
+
+enum UnitField : int {
+  U_TILE = 0,
+  U_TILE_M = 1,
+  U_TILE_N = 2,
+  U_K_BEGIN = 3,
+  U_K_END = 4,
+  U_ACTION = 5,
+  U_SLOT = 6,
+  U_READS_OFFSET = 7,
+  U_READS_COUNT = 8,
+  U_WAITS_OFFSET = 9,
+  U_WAITS_COUNT = 10,
+  UNIT_FIELDS = 11
+};
+
+enum ItemField : int {
+  I_TILE_M = 0,
+  I_TILE_N = 1,
+  I_READS_OFFSET = 2,
+  I_READS_COUNT = 3,
+  ITEM_FIELDS = 4
+};
+
+// streamk.fixup.Action
+enum Action : int {
+  ACT_WRITE = 0,
+  ACT_PARTIAL = 1,
+  ACT_REDUCE = 2,
+  ACT_HANDOFF = 3,
+  ACT_FINISH = 4,
+  ACT_ARRIVE = 5,
+  ACT_ATOMIC = 6,
+  ACT_DEFER = 7
+};
+
+// state[STATE_EPOCH] is this launch's epoch (>= 1; flags start at 0); the last CTA to finish
+// bumps it, so the next launch on the stream sees a fresh one (CUDA-graph replays too).
+enum StateWord : int { STATE_EPOCH = 0, STATE_DONE = 1, STATE_WORDS = 2 };
+
+struct GemmParams {
+  const void* a;          // A, m x k, row-major, row stride lda (elements), 16-byte rows
+  const void* b;          // B, k x n, row-major, row stride ldb (elements), 16-byte rows
+  void* c;                // C, m x n, element strides c_rs, c_cs (any)
+  long long lda;
+  long long ldb;
+  long long c_rs;
+  long long c_cs;
+  double alpha;
+  double beta;
+  const int* cta_offsets;
+  const int* units;
+  const int* reads;
+  const int* waits;
+  const int* items;
+  void* workspace;                 // num_slots x BM x BN accumulators, fragment layout
+  unsigned* flags;                 // one per unit row, holds the epoch of its last signal
+  unsigned long long* counters;    // one per tile: epoch << 32 | arrivals (last-arrival)
+  unsigned* state;                 // STATE_WORDS words
+  int m;
+  int n;
+  int k;
+  int table_version;
+};
+
+struct PackParams {
+  const void* src;   // rows x cols, element strides rs, cs
+  void* dst;         // rows x ld, row-major, zero past cols; ld a multiple of 16 bytes
+  long long rs;
+  long long cs;
+  long long rows;
+  long long cols;
+  long long ld;
+};
+
+}  // namespace streamk

@@ -1,0 +1,42 @@
+// sm80_config.cuh: constants of the Ampere-style FP16/BF16 -> FP32 mainloop (sm80_f16.cu).
+#pragma once
+
+namespace streamk {
+namespace sm80 {
+
+constexpr int BM = 128;              // CTA tile rows (the paper's 128x128x32)
+constexpr int BN = 128;              // CTA tile columns
+constexpr int BK = 32;               // k per MAC iteration (elements)
+constexpr int STAGES = 4;            // cp.async pipeline depth
+constexpr int WARPS_M = 2;           // warp grid 2 x 4
+constexpr int WARPS_N = 4;
+constexpr int THREADS = WARPS_M * WARPS_N * 32;
+constexpr int WARP_M = BM / WARPS_M; // 64 rows per warp
+constexpr int WARP_N = BN / WARPS_N; // 32 columns per warp
+constexpr int MMA_M = 16;            // mma.sync m16n8k16
+constexpr int MMA_N = 8;
+constexpr int MMA_K = 16;
+constexpr int FRAG_M = WARP_M / MMA_M;  // 4 mma rows per warp
+constexpr int FRAG_N = WARP_N / MMA_N;  // 4 mma columns per warp
+constexpr int ACC = FRAG_M * FRAG_N * 4; // fp32 accumulators per thread
+constexpr int ELEM_BYTES = 2;
+constexpr int CHUNK = 16 / ELEM_BYTES;  // elements per 16-byte cp.async
+constexpr int PAD = CHUNK;              // one 16-byte chunk of padding per smem row: ldmatrix conflict-free
+constexpr int A_LD = BK + PAD;          // smem row of A (k contiguous), elements
+constexpr int B_LD = BN + PAD;          // smem row of B (n contiguous), elements
+constexpr int A_STAGE = BM * A_LD;      // elements per stage
+constexpr int B_STAGE = BK * B_LD;
+constexpr int SMEM_BYTES = STAGES * (A_STAGE + B_STAGE) * ELEM_BYTES;
+constexpr int A_CHUNKS = BM * BK / CHUNK / THREADS;  // cp.async per thread per stage
+constexpr int B_CHUNKS = BK * BN / CHUNK / THREADS;
+
+static_assert(THREADS == 256, "8 warps");
+static_assert(ACC * THREADS == BM * BN, "accumulators cover the tile once");
+static_assert(BM * BK % (CHUNK * THREADS) == 0 && BK * BN % (CHUNK * THREADS) == 0,
+              "every thread copies whole 16-byte chunks");
+static_assert(A_LD * ELEM_BYTES % 16 == 0 && B_LD * ELEM_BYTES % 16 == 0, "smem rows 16-byte aligned");
+static_assert(BK % MMA_K == 0, "whole mma k-steps per iteration");
+static_assert(SMEM_BYTES == 75776, "4 stages of (128x40 + 32x136) halves");
+
+}  // namespace sm80
+}  // namespace streamk

@@ -1,0 +1,147 @@
+// sm80_f16.cu: C = alpha*A@B + beta*C, A and B FP16 or BF16, FP32 accumulate and FP32 C,
+// executing any Schedule table (see fixup.cuh for the table and the fixup policies).
+//
+// Tile 128x128x32 (one MAC iteration), 256 threads = 8 warps as 2 (m) x 4 (n), 64x32 per warp,
+// mma.sync.m16n8k16 (4x4 per warp per k16), ldmatrix (.trans for B), 4-stage cp.async pipeline.
+// Shared memory: 4 x (128x40 + 32x136) x 2 B = 75,776 B dynamic (rows padded by 16 B, so
+// ldmatrix reads are conflict-free). Arch: sm_80 and later (runs on sm_90a).
+// Operands: A m x k row-major (lda), B k x n row-major (ldb), 16-byte aligned rows; elements
+// past k in A's rows and past n in B's rows up to the next 8 must be zero (the host packs
+// unaligned operands into zero-padded copies). Out-of-range rows and k are zero-filled by
+// cp.async (src-size 0); C stores are predicated per element with any strides.
+// Entry points: streamk_sm80_f16, streamk_sm80_bf16, streamk_reduce_f32, streamk_prescale_f32.
+#include "fixup.cuh"
+#include "sm80_config.cuh"
+
+namespace streamk {
+
+template <bool BF16>
+struct Sm80Half {
+  using Acc = float;
+  static constexpr int BM = sm80::BM, BN = sm80::BN, THREADS = sm80::THREADS, ACC = sm80::ACC;
+
+  // fragment element i of thread tid -> (row, col) inside the tile
+  static __device__ __forceinline__ void coord(int i, int tid, int& r, int& c) {
+    const int warp = tid / 32, lane = tid % 32;
+    const int mi = i / (sm80::FRAG_N * 4), ni = (i / 4) % sm80::FRAG_N, e = i % 4;
+    r = (warp / sm80::WARPS_N) * sm80::WARP_M + mi * sm80::MMA_M + lane / 4 + (e / 2) * 8;
+    c = (warp % sm80::WARPS_N) * sm80::WARP_N + ni * sm80::MMA_N + (lane % 4) * 2 + (e % 2);
+  }
+
+  static __device__ __forceinline__ void load_stage(const GemmParams& p, int m0, int n0, int kiter,
+                                                    unsigned short* sA, unsigned short* sB, int tid) {
+    using namespace sm80;
+    const unsigned short* A = static_cast<const unsigned short*>(p.a);
+    const unsigned short* B = static_cast<const unsigned short*>(p.b);
+    const int k0 = kiter * BK;
+#pragma unroll
+    for (int i = 0; i < A_CHUNKS; ++i) {
+      const int chunk = tid + i * THREADS;
+      const int r = chunk / (BK / CHUNK), kc = (chunk % (BK / CHUNK)) * CHUNK;
+      const int gr = m0 + r, gk = k0 + kc;
+      const bool ok = gr < p.m && gk < p.k;
+      const unsigned short* src = ok ? A + gr * p.lda + gk : A;
+      cp_async16(sA + r * A_LD + kc, src, ok ? 16 : 0);
+    }
+#pragma unroll
+    for (int i = 0; i < B_CHUNKS; ++i) {
+      const int chunk = tid + i * THREADS;
+      const int r = chunk / (BN / CHUNK), nc = (chunk % (BN / CHUNK)) * CHUNK;
+      const int gk = k0 + r, gn = n0 + nc;
+      const bool ok = gk < p.k && gn < p.n;
+      const unsigned short* src = ok ? B + gk * p.ldb + gn : B;
+      cp_async16(sB + r * B_LD + nc, src, ok ? 16 : 0);
+    }
+  }
+
+  static __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    if (BF16) {
+      asm volatile(
+          "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+          "{%0,%1,%2,%3};\n"
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    } else {
+      asm volatile(
+          "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+          "{%0,%1,%2,%3};\n"
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+  }
+
+  static __device__ __forceinline__ void compute_stage(const unsigned short* sA, const unsigned short* sB,
+                                                       float (&acc)[ACC], int tid) {
+    using namespace sm80;
+    const int warp = tid / 32, lane = tid % 32;
+    const int wm = (warp / WARPS_N) * WARP_M, wn = (warp % WARPS_N) * WARP_N;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += MMA_K) {
+      unsigned a[FRAG_M][4], b[FRAG_N / 2][4];
+#pragma unroll
+      for (int mi = 0; mi < FRAG_M; ++mi)
+        ldmatrix_x4(a[mi], sA + (wm + mi * MMA_M + (lane % 16)) * A_LD + kk + (lane / 16) * 8);
+#pragma unroll
+      for (int nj = 0; nj < FRAG_N / 2; ++nj)
+        ldmatrix_x4_trans(b[nj], sB + (kk + (lane % 16)) * B_LD + wn + nj * 16 + (lane / 16) * 8);
+#pragma unroll
+      for (int mi = 0; mi < FRAG_M; ++mi) {
+#pragma unroll
+        for (int ni = 0; ni < FRAG_N; ++ni) {
+          float(&d)[4] = *reinterpret_cast<float(*)[4]>(&acc[(mi * FRAG_N + ni) * 4]);
+          mma(d, a[mi], b[ni / 2][(ni % 2) * 2], b[ni / 2][(ni % 2) * 2 + 1]);
+        }
+      }
+    }
+  }
+
+  static __device__ __forceinline__ void mainloop(const GemmParams& p, int m0, int n0, int k_begin, int k_end,
+                                                  unsigned char* smem, float (&acc)[ACC]) {
+    using namespace sm80;
+    const int tid = threadIdx.x;
+    unsigned short* sA = reinterpret_cast<unsigned short*>(smem);
+    unsigned short* sB = sA + STAGES * A_STAGE;
+    const int iters = k_end - k_begin;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < iters) load_stage(p, m0, n0, k_begin + s, sA + s * A_STAGE, sB + s * B_STAGE, tid);
+      cp_async_commit();
+    }
+    for (int it = 0; it < iters; ++it) {
+      cp_async_wait<STAGES - 2>();
+      __syncthreads();  // stage it landed for all threads; stage it-1 is free to refill
+      const int next = it + STAGES - 1;
+      if (next < iters) {
+        const int s = next % STAGES;
+        load_stage(p, m0, n0, k_begin + next, sA + s * A_STAGE, sB + s * B_STAGE, tid);
+      }
+      cp_async_commit();
+      const int s = it % STAGES;
+      compute_stage(sA + s * A_STAGE, sB + s * B_STAGE, acc, tid);
+    }
+    cp_async_wait<0>();
+    __syncthreads();  // the next unit may refill every stage
+  }
+};
+
+}  // namespace streamk
+
+using streamk::GemmParams;
+
+extern "C" __global__ void __launch_bounds__(streamk::sm80::THREADS, 1) streamk_sm80_f16(const GemmParams p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  streamk::run_schedule<streamk::Sm80Half<false>>(p, smem);
+}
+
+extern "C" __global__ void __launch_bounds__(streamk::sm80::THREADS, 1) streamk_sm80_bf16(const GemmParams p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  streamk::run_schedule<streamk::Sm80Half<true>>(p, smem);
+}
+
+extern "C" __global__ void __launch_bounds__(streamk::sm80::THREADS) streamk_reduce_f32(const GemmParams p) {
+  streamk::reduce_items<streamk::Sm80Half<false>>(p);
+}
+
+extern "C" __global__ void __launch_bounds__(streamk::sm80::THREADS) streamk_prescale_f32(const GemmParams p) {
+  streamk::prescale_items<streamk::Sm80Half<false>>(p);
+}

@@ -1,0 +1,124 @@
+// sm80_f64.cu: C = alpha*A@B + beta*C in FP64 (DMMA), executing any Schedule table (fixup.cuh).
+//
+// Tile 64x64x16 (one MAC iteration), 128 threads = 4 warps as 2 x 2, 32x32 per warp,
+// mma.sync.m8n8k4.f64 (4x4 per warp per k4), 4-stage cp.async pipeline, fragments read from
+// shared memory with 8-byte loads (ldmatrix is 16-bit only). Shared memory: 4 x (64x20 + 16x68)
+// x 8 B = 75,776 B dynamic. Arch: sm_80 and later (DMMA; runs on sm_90a).
+// Operands: A m x k row-major (lda), B k x n row-major (ldb), 16-byte aligned rows; the element
+// past an odd k (A) or odd n (B) must be zero (the host packs unaligned operands). Out-of-range
+// rows and k are zero-filled by cp.async; C stores are predicated with any strides.
+// Entry points: streamk_sm80_f64, streamk_reduce_f64, streamk_prescale_f64.
+#include "fixup.cuh"
+#include "sm80_f64_config.cuh"
+
+namespace streamk {
+
+struct Sm80Double {
+  using Acc = double;
+  static constexpr int BM = sm80_f64::BM, BN = sm80_f64::BN, THREADS = sm80_f64::THREADS,
+                       ACC = sm80_f64::ACC;
+
+  static __device__ __forceinline__ void coord(int i, int tid, int& r, int& c) {
+    using namespace sm80_f64;
+    const int warp = tid / 32, lane = tid % 32;
+    const int mi = i / (FRAG_N * 2), ni = (i / 2) % FRAG_N, e = i % 2;
+    r = (warp / WARPS_N) * WARP_M + mi * MMA_M + lane / 4;
+    c = (warp % WARPS_N) * WARP_N + ni * MMA_N + (lane % 4) * 2 + e;
+  }
+
+  static __device__ __forceinline__ void load_stage(const GemmParams& p, int m0, int n0, int kiter, double* sA,
+                                                    double* sB, int tid) {
+    using namespace sm80_f64;
+    const double* A = static_cast<const double*>(p.a);
+    const double* B = static_cast<const double*>(p.b);
+    const int k0 = kiter * BK;
+#pragma unroll
+    for (int i = 0; i < A_CHUNKS; ++i) {
+      const int chunk = tid + i * THREADS;
+      const int r = chunk / (BK / CHUNK), kc = (chunk % (BK / CHUNK)) * CHUNK;
+      const int gr = m0 + r, gk = k0 + kc;
+      const bool ok = gr < p.m && gk < p.k;
+      cp_async16(sA + r * A_LD + kc, ok ? A + gr * p.lda + gk : A, ok ? 16 : 0);
+    }
+#pragma unroll
+    for (int i = 0; i < B_CHUNKS; ++i) {
+      const int chunk = tid + i * THREADS;
+      const int r = chunk / (BN / CHUNK), nc = (chunk % (BN / CHUNK)) * CHUNK;
+      const int gk = k0 + r, gn = n0 + nc;
+      const bool ok = gk < p.k && gn < p.n;
+      cp_async16(sB + r * B_LD + nc, ok ? B + gk * p.ldb + gn : B, ok ? 16 : 0);
+    }
+  }
+
+  static __device__ __forceinline__ void compute_stage(const double* sA, const double* sB, double (&acc)[ACC],
+                                                       int tid) {
+    using namespace sm80_f64;
+    const int warp = tid / 32, lane = tid % 32;
+    const int wm = (warp / WARPS_N) * WARP_M, wn = (warp % WARPS_N) * WARP_N;
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += MMA_K) {
+      double a[FRAG_M], b[FRAG_N];
+#pragma unroll
+      for (int mi = 0; mi < FRAG_M; ++mi) a[mi] = sA[(wm + mi * MMA_M + g) * A_LD + kk + t];
+#pragma unroll
+      for (int ni = 0; ni < FRAG_N; ++ni) b[ni] = sB[(kk + t) * B_LD + wn + ni * MMA_N + g];
+#pragma unroll
+      for (int mi = 0; mi < FRAG_M; ++mi) {
+#pragma unroll
+        for (int ni = 0; ni < FRAG_N; ++ni) {
+          double& d0 = acc[(mi * FRAG_N + ni) * 2];
+          double& d1 = acc[(mi * FRAG_N + ni) * 2 + 1];
+          asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+                       : "+d"(d0), "+d"(d1)
+                       : "d"(a[mi]), "d"(b[ni]));
+        }
+      }
+    }
+  }
+
+  static __device__ __forceinline__ void mainloop(const GemmParams& p, int m0, int n0, int k_begin, int k_end,
+                                                  unsigned char* smem, double (&acc)[ACC]) {
+    using namespace sm80_f64;
+    const int tid = threadIdx.x;
+    double* sA = reinterpret_cast<double*>(smem);
+    double* sB = sA + STAGES * A_STAGE;
+    const int iters = k_end - k_begin;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < iters) load_stage(p, m0, n0, k_begin + s, sA + s * A_STAGE, sB + s * B_STAGE, tid);
+      cp_async_commit();
+    }
+    for (int it = 0; it < iters; ++it) {
+      cp_async_wait<STAGES - 2>();
+      __syncthreads();
+      const int next = it + STAGES - 1;
+      if (next < iters) {
+        const int s = next % STAGES;
+        load_stage(p, m0, n0, k_begin + next, sA + s * A_STAGE, sB + s * B_STAGE, tid);
+      }
+      cp_async_commit();
+      const int s = it % STAGES;
+      compute_stage(sA + s * A_STAGE, sB + s * B_STAGE, acc, tid);
+    }
+    cp_async_wait<0>();
+    __syncthreads();
+  }
+};
+
+}  // namespace streamk
+
+using streamk::GemmParams;
+
+extern "C" __global__ void __launch_bounds__(streamk::sm80_f64::THREADS) streamk_sm80_f64(const GemmParams p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  streamk::run_schedule<streamk::Sm80Double>(p, smem);
+}
+
+extern "C" __global__ void __launch_bounds__(streamk::sm80_f64::THREADS) streamk_reduce_f64(const GemmParams p) {
+  streamk::reduce_items<streamk::Sm80Double>(p);
+}
+
+extern "C" __global__ void __launch_bounds__(streamk::sm80_f64::THREADS) streamk_prescale_f64(const GemmParams p) {
+  streamk::prescale_items<streamk::Sm80Double>(p);
+}

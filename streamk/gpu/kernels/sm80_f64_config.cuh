@@ -1,0 +1,43 @@
+// sm80_f64_config.cuh: constants of the FP64 DMMA mainloop (sm80_f64.cu).
+#pragma once
+
+namespace streamk {
+namespace sm80_f64 {
+
+constexpr int BM = 64;               // CTA tile rows (the paper's FP64 64x64x16)
+constexpr int BN = 64;
+constexpr int BK = 16;
+constexpr int STAGES = 4;            // cp.async pipeline depth
+constexpr int WARPS_M = 2;           // warp grid 2 x 2, 32x32 per warp
+constexpr int WARPS_N = 2;
+constexpr int THREADS = WARPS_M * WARPS_N * 32;
+constexpr int WARP_M = BM / WARPS_M;
+constexpr int WARP_N = BN / WARPS_N;
+constexpr int MMA_M = 8;             // mma.sync m8n8k4 f64 (DMMA)
+constexpr int MMA_N = 8;
+constexpr int MMA_K = 4;
+constexpr int FRAG_M = WARP_M / MMA_M;  // 4
+constexpr int FRAG_N = WARP_N / MMA_N;  // 4
+constexpr int ACC = FRAG_M * FRAG_N * 2;  // fp64 accumulators per thread
+constexpr int ELEM_BYTES = 8;
+constexpr int CHUNK = 16 / ELEM_BYTES;  // 2 doubles per cp.async
+constexpr int A_PAD = 4;                // A rows 160 B: a warp's fragment loads take the minimum 2 wavefronts
+constexpr int B_PAD = 4;                // B rows 544 B: likewise
+constexpr int A_LD = BK + A_PAD;
+constexpr int B_LD = BN + B_PAD;
+constexpr int A_STAGE = BM * A_LD;
+constexpr int B_STAGE = BK * B_LD;
+constexpr int SMEM_BYTES = STAGES * (A_STAGE + B_STAGE) * ELEM_BYTES;
+constexpr int A_CHUNKS = BM * BK / CHUNK / THREADS;
+constexpr int B_CHUNKS = BK * BN / CHUNK / THREADS;
+
+static_assert(THREADS == 128, "4 warps");
+static_assert(ACC * THREADS == BM * BN, "accumulators cover the tile once");
+static_assert(BM * BK % (CHUNK * THREADS) == 0 && BK * BN % (CHUNK * THREADS) == 0,
+              "every thread copies whole 16-byte chunks");
+static_assert(A_LD * ELEM_BYTES % 16 == 0 && B_LD * ELEM_BYTES % 16 == 0, "smem rows 16-byte aligned");
+static_assert(BK % MMA_K == 0, "whole mma k-steps per iteration");
+static_assert(SMEM_BYTES == 75776, "4 stages of (64x20 + 16x68) doubles");
+
+}  // namespace sm80_f64
+}  // namespace streamk

@@ -1,0 +1,67 @@
+"""Kernel parameter blocks (ctypes mirrors of schedule_table.cuh) and a prepared launch sequence.
+
+A ``Launch`` is the list of kernels one GEMM enqueues: pack copies for unaligned operands, the
+atomic policy's prescale, the table-driven main kernel, the separate-reduce pass. Everything is
+device-side and stream-ordered, so it can be timed with CUDA events or captured in a CUDA graph
+(the epoch lives in device memory, so graph replays get fresh epochs).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+
+from .errors import check
+
+_P = ctypes.c_void_p
+_LL = ctypes.c_longlong
+
+
+class GemmParams(ctypes.Structure):
+    _fields_ = [("a", _P), ("b", _P), ("c", _P), ("lda", _LL), ("ldb", _LL), ("c_rs", _LL), ("c_cs", _LL),
+                ("alpha", ctypes.c_double), ("beta", ctypes.c_double),
+                ("cta_offsets", _P), ("units", _P), ("reads", _P), ("waits", _P), ("items", _P),
+                ("workspace", _P), ("flags", _P), ("counters", _P), ("state", _P),
+                ("m", ctypes.c_int), ("n", ctypes.c_int), ("k", ctypes.c_int), ("table_version", ctypes.c_int)]
+
+
+class PackParams(ctypes.Structure):
+    _fields_ = [("src", _P), ("dst", _P), ("rs", _LL), ("cs", _LL), ("rows", _LL), ("cols", _LL), ("ld", _LL)]
+
+
+@dataclass
+class Step:
+    """One kernel launch: function, grid, block, dynamic shared memory, parameter block."""
+
+    name: str
+    function: object
+    grid: int
+    block: int
+    smem: int
+    params: ctypes.Structure
+    _argv: object = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self._argv = (ctypes.c_void_p * 1)(ctypes.addressof(self.params))
+
+    def enqueue(self, stream: int) -> None:
+        from cuda.bindings import driver
+
+        if self.grid == 0:
+            return
+        check(driver.cuLaunchKernel(self.function, self.grid, 1, 1, self.block, 1, 1, self.smem,
+                                    stream, ctypes.addressof(self._argv), 0),
+              f"cuLaunchKernel({self.name}, grid={self.grid}, block={self.block}, smem={self.smem})")
+
+
+@dataclass
+class Launch:
+    steps: list[Step]
+
+    def enqueue(self, stream: int = 0) -> None:
+        for step in self.steps:
+            step.enqueue(stream)
+
+    @property
+    def names(self) -> list[str]:
+        return [s.name for s in self.steps if s.grid]

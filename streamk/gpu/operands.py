@@ -1,0 +1,136 @@
+"""Inputs as the kernels see them: pointer, shape, element strides, dtype; checked before CUDA.
+
+PyTorch tensors are read through ``data_ptr()``/``stride()`` (which also covers bfloat16, which
+``__cuda_array_interface__`` cannot describe), CuPy and anything else through
+``__cuda_array_interface__``, NumPy arrays are host data the API copies in and out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ScheduleError
+from ..shapes import TileShape
+
+# input dtype -> (entry point, reduce pass, prescale pass, threads, dynamic smem, tile, pack
+#                 entry, element bytes, accumulator/output dtype)
+@dataclass(frozen=True, slots=True)
+class KernelSpec:
+    main: str
+    reduce: str
+    prescale: str
+    threads: int
+    smem: int
+    tile: TileShape
+    pack: str
+    itemsize: int
+    out_dtype: str
+
+    @property
+    def chunk(self) -> int:
+        """Elements per 16-byte cp.async: rows must be multiples of this (or get packed)."""
+        return 16 // self.itemsize
+
+
+SPECS = {
+    "float16": KernelSpec("streamk_sm80_f16", "streamk_reduce_f32", "streamk_prescale_f32", 256, 75776,
+                          TileShape(128, 128, 32), "streamk_pack_b16", 2, "float32"),
+    "bfloat16": KernelSpec("streamk_sm80_bf16", "streamk_reduce_f32", "streamk_prescale_f32", 256, 75776,
+                           TileShape(128, 128, 32), "streamk_pack_b16", 2, "float32"),
+    "float64": KernelSpec("streamk_sm80_f64", "streamk_reduce_f64", "streamk_prescale_f64", 128, 75776,
+                          TileShape(64, 64, 16), "streamk_pack_b64", 8, "float64"),
+}
+_TYPESTR = {"<f2": "float16", "<f4": "float32", "<f8": "float64"}
+
+
+@dataclass(frozen=True, slots=True)
+class Operand:
+    """A 2-D operand: ``kind`` is torch, cuda (array interface) or numpy (host)."""
+
+    obj: object
+    kind: str
+    ptr: int
+    shape: tuple[int, int]
+    strides: tuple[int, int]  # elements
+    dtype: str
+
+    @property
+    def on_host(self) -> bool:
+        return self.kind == "numpy"
+
+
+def describe(x: object, name: str) -> Operand:
+    """Read pointer, shape, element strides and dtype of ``x``; ScheduleError if unusable."""
+    if type(x).__module__.startswith("torch"):
+        if not x.is_cuda:  # type: ignore[attr-defined]
+            raise ScheduleError(f"{name} must be on a CUDA device (got a tensor on {x.device})")  # type: ignore[attr-defined]
+        dtype = str(x.dtype).removeprefix("torch.")  # type: ignore[attr-defined]
+        return _checked(Operand(x, "torch", int(x.data_ptr()), tuple(x.shape), tuple(x.stride()), dtype), name)  # type: ignore[attr-defined]
+    if hasattr(x, "__cuda_array_interface__"):
+        cai = x.__cuda_array_interface__  # type: ignore[attr-defined]
+        dtype = _TYPESTR.get(cai["typestr"], cai["typestr"])
+        shape = tuple(cai["shape"])
+        itemsize = int(cai["typestr"][2:])
+        strides = cai.get("strides")
+        if strides is None:
+            strides = tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+        else:
+            if any(s % itemsize for s in strides):
+                raise ScheduleError(f"{name} strides must be whole elements (got {strides} bytes)")
+            strides = tuple(s // itemsize for s in strides)
+        return _checked(Operand(x, "cuda", int(cai["data"][0]), shape, strides, dtype), name)
+    if isinstance(x, np.ndarray):
+        return _checked(Operand(x, "numpy", 0, x.shape, tuple(s // x.itemsize for s in x.strides),
+                                x.dtype.name), name)
+    raise ScheduleError(f"{name} must be a torch or CuPy CUDA tensor (or anything with "
+                        f"__cuda_array_interface__) or a NumPy array (got {type(x).__name__})")
+
+
+def _checked(op: Operand, name: str) -> Operand:
+    if len(op.shape) != 2:
+        raise ScheduleError(f"{name} must be a matrix (rank 2), got rank {len(op.shape)} with shape {op.shape}")
+    if min(op.shape) < 1:
+        raise ScheduleError(f"{name} must not be empty (got shape {op.shape})")
+    if any(s < 0 for s in op.strides):
+        raise ScheduleError(f"{name} must have non-negative strides (got {op.strides})")
+    return op
+
+
+def check_operands(a: Operand, b: Operand, c: Operand | None) -> KernelSpec:
+    """The kernel for these operands; ScheduleError naming what is wrong otherwise."""
+    if a.dtype != b.dtype:
+        raise ScheduleError(f"A and B must have the same dtype (got {a.dtype} and {b.dtype})")
+    if a.dtype not in SPECS:
+        raise ScheduleError(f"dtype must be one of {', '.join(SPECS)} (got {a.dtype})")
+    if a.shape[1] != b.shape[0]:
+        raise ScheduleError(f"inner dimensions must agree: A is {a.shape[0]}x{a.shape[1]}, "
+                            f"B is {b.shape[0]}x{b.shape[1]}")
+    if a.on_host != b.on_host:
+        raise ScheduleError("A and B must both be on the GPU or both be NumPy arrays")
+    spec = SPECS[a.dtype]
+    if c is not None:
+        want = (a.shape[0], b.shape[1])
+        if c.shape != want:
+            raise ScheduleError(f"C must be {want[0]}x{want[1]} (got {c.shape[0]}x{c.shape[1]})")
+        if c.dtype != spec.out_dtype:
+            raise ScheduleError(f"C must be {spec.out_dtype} for {a.dtype} inputs (got {c.dtype})")
+        if c.on_host != a.on_host:
+            raise ScheduleError("C must live where A and B live (GPU tensors or NumPy arrays)")
+        if c.ptr % (4 if spec.out_dtype == "float32" else 8):
+            raise ScheduleError(f"C must be aligned to its element size (address {c.ptr:#x})")
+    return spec
+
+
+def needs_pack(op: Operand, spec: KernelSpec) -> bool:
+    """Whether the kernel can read ``op`` in place: row-major, 16-byte rows, a whole last chunk."""
+    rows, cols = op.shape
+    row_stride, col_stride = op.strides
+    aligned = (col_stride == 1 or cols == 1) and row_stride % spec.chunk == 0 and cols % spec.chunk == 0 \
+        and row_stride >= cols and op.ptr % 16 == 0
+    return op.on_host or not aligned
+
+
+def padded(cols: int, spec: KernelSpec) -> int:
+    return -(-cols // spec.chunk) * spec.chunk

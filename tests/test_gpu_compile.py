@@ -1,0 +1,39 @@
+"""Every shipped kernel compiles with NVRTC for sm_80 and sm_90a (no GPU needed)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings (NVRTC bindings) is not installed")
+
+from streamk.gpu.build import SOURCES  # noqa: E402
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_every_kernel_compiles_without_spills(arch, tmp_path):
+    env = {"STREAMK_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-m", "streamk", "kernels", "--arch", arch, "--json"],
+                         capture_output=True, text=True, env=env, check=False)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert sorted(r["name"] for r in rows) == sorted(e for entries in SOURCES.values() for e in entries)
+    failed = [r for r in rows if not r["ok"]]
+    assert not failed, failed
+    assert all(r["arch"] == arch and r["cached"] is False for r in rows)
+    assert all(r["spill_bytes"] == 0 for r in rows), [(r["name"], r["spill_bytes"]) for r in rows]
+    main = {r["name"]: r["registers"] for r in rows}
+    assert 64 < main["streamk_sm80_f16"] <= 255  # 64 fp32 accumulators per thread live in registers
+    assert len(list(tmp_path.glob("*.cubin"))) == len(SOURCES)
+
+
+def test_second_build_comes_from_the_cache(tmp_path, monkeypatch):
+    from streamk.gpu.build import compile_source
+
+    monkeypatch.setenv("STREAMK_CACHE_DIR", str(tmp_path))
+    first = compile_source("pack.cu", "sm_80")
+    second = compile_source("pack.cu", "sm_80")
+    assert (first.cached, second.cached) == (False, True)
+    assert first.image == second.image and first.image[:4] == b"\x7fELF"
+    assert second.registers == first.registers and "streamk_pack_b16" in second.registers

@@ -1,0 +1,143 @@
+"""The table layout agrees with kernels/schedule_table.cuh, and encodes schedule + plan exactly.
+
+Also the GPU API's input checks that need no GPU (pure NumPy / Python)."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from streamk.errors import DeadlockError, ScheduleError
+from streamk.fixup import Action, plan_fixup
+from streamk.gpu import table as tbl
+from streamk.gpu.api import check_residency, resolve_schedule
+from streamk.gpu.operands import SPECS, Operand, check_operands, describe, needs_pack
+from streamk.sched import make_schedule
+from streamk.schedule import FIXUP_POLICIES, Schedule
+from streamk.shapes import GemmShape, Machine, TileShape
+
+HEADER = (Path(tbl.__file__).parent / "kernels" / "schedule_table.cuh").read_text()
+TILE = TileShape(128, 128, 32)
+
+
+def _enum(name):
+    body = re.search(r"enum %s : int \{(.*?)\};" % name, HEADER, re.S).group(1)
+    return {k: int(v) for k, v in re.findall(r"(\w+) = (\d+)", body)}
+
+
+def test_header_mirrors_table_py():
+    assert int(re.search(r"TABLE_VERSION = (\d+);", HEADER).group(1)) == tbl.TABLE_VERSION
+    units = _enum("UnitField")
+    assert units.pop("UNIT_FIELDS") == len(tbl.UNIT_FIELDS)
+    assert [k.removeprefix("U_").lower() for k, _ in sorted(units.items(), key=lambda kv: kv[1])] == list(tbl.UNIT_FIELDS)
+    items = _enum("ItemField")
+    assert items.pop("ITEM_FIELDS") == len(tbl.ITEM_FIELDS)
+    assert [k.removeprefix("I_").lower() for k, _ in sorted(items.items(), key=lambda kv: kv[1])] == list(tbl.ITEM_FIELDS)
+    assert {k.removeprefix("ACT_"): v for k, v in _enum("Action").items()} == {a.name: int(a) for a in Action}
+    assert _enum("StateWord")["STATE_WORDS"] == tbl.STATE_WORDS
+
+
+def test_params_struct_matches_header_field_order():
+    from streamk.gpu.launch import GemmParams, PackParams
+
+    for cls, struct in ((GemmParams, "GemmParams"), (PackParams, "PackParams")):
+        body = re.search(r"struct %s \{(.*?)\};" % struct, HEADER, re.S).group(1)
+        names = re.findall(r"(\w+);", re.sub(r"//.*", "", body))
+        assert names == [f[0] for f in cls._fields_]
+    assert GemmParams.table_version.offset == 8 * 18 + 12  # 18 eight-byte fields, then 3 ints
+
+
+@pytest.mark.parametrize("policy", FIXUP_POLICIES)
+@pytest.mark.parametrize("decomp,options", [("stream-k", {"grid": 7}), ("fixed-split", {"splits": 3}),
+                                            ("two-tile-sk-dp", {}), ("data-parallel", {})])
+def test_table_encodes_schedule_and_plan(decomp, options, policy):
+    s = make_schedule(decomp, GemmShape(700, 500, 900), TILE, Machine(5), fixup=policy,
+                      tile_order="column-major", **options)
+    plan = plan_fixup(s)
+    t = tbl.build_table(plan)
+    assert t.units.dtype == np.int32 and t.units.shape == (len(s.units), len(tbl.UNIT_FIELDS))
+    np.testing.assert_array_equal(t.cta_offsets, s.cta_offsets)
+    np.testing.assert_array_equal(t.field("tile"), s.units[:, 0])
+    np.testing.assert_array_equal(t.field("k_begin"), s.units[:, 1])
+    np.testing.assert_array_equal(t.field("k_end"), s.units[:, 2])
+    coords = np.array([s.tile_coords(int(x)) for x in s.units[:, 0]])
+    np.testing.assert_array_equal(np.stack([t.field("tile_m"), t.field("tile_n")], 1), coords)
+    np.testing.assert_array_equal(t.field("action"), plan.action)
+    np.testing.assert_array_equal(t.field("slot"), plan.slot)
+    for u in range(len(s.units)):
+        off, cnt = t.field("reads_offset")[u], t.field("reads_count")[u]
+        np.testing.assert_array_equal(t.reads[off:off + cnt], plan.reads(u))
+        off, cnt = t.field("waits_offset")[u], t.field("waits_count")[u]
+        np.testing.assert_array_equal(t.waits[off:off + cnt], plan.waits(u))
+    assert len(t.items) == len(plan.split_tiles)
+    for (tm, tn, off, cnt), tile in zip(t.items.tolist(), plan.split_tiles.tolist()):
+        assert (tm, tn) == s.tile_coords(tile)
+        if policy == "separate-reduce":
+            slots = [int(plan.slot[u]) for u in plan.contributors(tile)]
+            assert t.reads[off:off + cnt].tolist() == slots  # summed in k order
+
+
+def test_stream_k_table_has_split_tiles_and_waits():
+    s = make_schedule("stream-k", GemmShape(384, 384, 128), TileShape(128, 128, 4), Machine(4))
+    t = tbl.build_table(plan_fixup(s))
+    assert t.grid == 4 and t.num_slots == 3 and len(t.items) == 3
+    assert sorted(t.field("action").tolist()).count(int(Action.REDUCE)) == 3
+
+
+def _host(shape, dtype="float16", strides=None):
+    strides = strides or (shape[1], 1)
+    return Operand(None, "cuda", 4096, shape, strides, dtype)
+
+
+def test_operand_checks_name_what_is_wrong():
+    with pytest.raises(ScheduleError, match="same dtype"):
+        check_operands(_host((4, 8)), _host((8, 4), "float64"), None)
+    with pytest.raises(ScheduleError, match="inner dimensions"):
+        check_operands(_host((4, 8)), _host((9, 4)), None)
+    with pytest.raises(ScheduleError, match="dtype must be one of"):
+        check_operands(_host((4, 8), "float32"), _host((8, 4), "float32"), None)
+    with pytest.raises(ScheduleError, match="C must be float32"):
+        check_operands(_host((4, 8)), _host((8, 4)), _host((4, 4), "float16"))
+    with pytest.raises(ScheduleError, match="C must be 4x4"):
+        check_operands(_host((4, 8)), _host((8, 4)), _host((4, 5), "float32"))
+    with pytest.raises(ScheduleError, match="rank 2"):
+        describe(np.zeros((2, 2, 2), np.float16), "A")
+    with pytest.raises(ScheduleError, match="NumPy array"):
+        describe([[1.0]], "A")
+    assert check_operands(_host((4, 8)), _host((8, 4)), None) is SPECS["float16"]
+
+
+def test_unaligned_or_column_major_operands_get_packed():
+    spec = SPECS["float16"]
+    assert not needs_pack(_host((64, 64)), spec)
+    assert needs_pack(_host((64, 63)), spec)                    # k not a multiple of 8
+    assert needs_pack(_host((64, 64), strides=(1, 64)), spec)   # column-major
+    assert needs_pack(Operand(None, "cuda", 4098, (64, 64), (64, 1), "float16"), spec)  # misaligned base
+    assert not needs_pack(_host((64, 64), "float64"), SPECS["float64"])
+    assert needs_pack(_host((64, 63), "float64"), SPECS["float64"])
+
+
+def test_schedule_for_another_shape_or_tile_is_refused():
+    spec = SPECS["float16"]
+    s = make_schedule("stream-k", GemmShape(256, 256, 256), TILE, Machine(4))
+    with pytest.raises(ScheduleError, match="operands are 256x256x128"):
+        resolve_schedule(s, GemmShape(256, 256, 128), spec, lambda: Machine(4), None, {})
+    other = make_schedule("stream-k", GemmShape(256, 256, 256), TileShape(64, 64, 16), Machine(4))
+    with pytest.raises(ScheduleError, match="runs 128x128x32 tiles"):
+        resolve_schedule(other, GemmShape(256, 256, 256), spec, lambda: Machine(4), None, {})
+    again = resolve_schedule(s, GemmShape(256, 256, 256), spec, lambda: Machine(4), "turnstile", {})
+    assert again.fixup == "turnstile" and np.array_equal(again.units, s.units)
+
+
+def test_waits_beyond_residency_are_refused_with_a_safe_policy():
+    # owner-waits: the 8 owners (CTAs 0-7) each wait on a peer among CTAs 8-15 -> 9 slots needed
+    s = Schedule.from_ctas("custom", GemmShape(8 * 128, 128, 64), TILE,
+                           [[(t, 0, 1)] for t in range(8)] + [[(t, 1, 2)] for t in range(8)])
+    plan = plan_fixup(s, "owner-waits")
+    assert plan.residency_needed() == 9
+    check_residency(plan, 9)
+    with pytest.raises(DeadlockError, match="needs 9 co-resident CTAs.*can hold 4.*fixup='turnstile'"):
+        check_residency(plan, 4)
+    check_residency(plan_fixup(s, "turnstile"), 1)
+    check_residency(plan_fixup(s, "last-arrival"), 1)
