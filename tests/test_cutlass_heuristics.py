@@ -104,9 +104,9 @@ def test_cutlass2_paper_example_is_two_tile_sk_plus_dp():
     assert s.iters_per_cta.tolist() == [40, 40, 40, 40, 32, 32, 32, 32]
 
 
-def test_cutlass2_regions_interleave_when_blocks_divide_tiles():
+def test_cutlass2_one_region_per_tile_when_blocks_divide_tiles():
     s = make_schedule("cutlass2-sk", shape_of(1, 2, 32), TILE, Machine(4))
-    assert units_of(s) == [[(0, 0, 16)], [(1, 0, 16)], [(0, 16, 32)], [(1, 16, 32)]]
+    assert units_of(s) == [[(0, 0, 16)], [(0, 16, 32)], [(1, 0, 16)], [(1, 16, 32)]]
 
 
 @pytest.mark.parametrize("tiles, ipt, expect", [(8, 32, (8, 0)), (5, 2, (5, 0)), (9, 32, (4, 4))])
@@ -124,3 +124,15 @@ def test_cutlass2_multi_occupancy_schedules_valid(sms, occupancy, waves, tail, i
     dp_tiles, _ = cutlass2_blocks(tiles, ipt, sms, occupancy)
     dp_units = s.units[(s.units[:, 0] >= tiles - dp_tiles)]
     assert np.all(dp_units[:, 1] == 0) and np.all(dp_units[:, 2] == ipt), (sms, occupancy, tiles, ipt)
+
+
+@pytest.mark.parametrize("name", ["cutlass2-sk", "cutlass3-sk"])
+@given(problem=problems(max_tiles=300, max_iters=70), sms=st.integers(1, 24))
+def test_one_cta_per_sm_schedules_are_contiguous(name, problem, sms):
+    """With one CTA per SM the CTAs walk the m -> n -> k linearization in blockIdx order (what
+    the sweep's fast path needs): each unit starts where the previous one ended."""
+    s = make_schedule(name, *problem, Machine(sms))
+    ipt = s.problem.iters_per_tile
+    lo = s.units[:, 0] * ipt + s.units[:, 1]
+    hi = s.units[:, 0] * ipt + s.units[:, 2]
+    assert lo[0] == 0 and np.array_equal(lo[1:], hi[:-1]), (problem, sms, s.units.tolist())

@@ -12,9 +12,11 @@
 Our own code, written from reading NVIDIA/cutlass at commit 7107b05 (Aug 2026); none copied.
 Both use a 1x1 cluster, no swizzle and the Heuristic decomposition mode. The wave is the
 machine's ``sms`` (CUTLASS's ``avail_sms``) with ``ctas_per_sm`` as its ``sm_occupancy`` for 2.x,
-and ``slots`` (CUTLASS's ``ctas_per_wave``) for 3.x. What we leave out (the separate reduction
-wave, cohort rasterization's tile renaming, SK units walking their tiles backwards, persistent
-CTAs) is listed in docs/heuristics.md; the Schedule still runs under any fixup policy.
+and ``slots`` (CUTLASS's ``ctas_per_wave``) for 3.x. Co-resident SK units are numbered in
+linearization order rather than CUTLASS's interleaved blockIdx order (the same times, and a
+contiguous schedule for the sweep's fast path). What we leave out (the separate reduction wave,
+cohort rasterization's tile renaming, SK units walking their tiles backwards, persistent CTAs)
+is listed in docs/heuristics.md; the Schedule runs under any fixup policy.
 """
 
 from __future__ import annotations
@@ -151,8 +153,10 @@ def cutlass2_sk(shape: GemmShape, tile: TileShape, machine: Machine) -> Schedule
         head = logical[: 2 * sms]
         logical[: 2 * sms] = head // 2 + (head % 2) * sms
     sk = logical < sk_blocks
-    # SK regions are interleaved over block indices to limit intra-region waiting.
-    sk_idx = (logical[sk] % regions) * per_region + logical[sk] // regions
+    # CUTLASS interleaves the regions over blockIdx (block b -> region b % regions); all SK
+    # blocks are co-resident (at most sms x occupancy of them), so we number them region-major,
+    # which keeps the schedule contiguous for the sweep's fast path and changes no time.
+    sk_idx = logical[sk]
     region_iters = sk_tiles * ipt // regions
     bounds = balanced_starts(region_iters, per_region)
     region, j = np.divmod(sk_idx, per_region)
@@ -213,7 +217,7 @@ def _snap(x: np.ndarray, ipt: int) -> np.ndarray:
 def cutlass3_sk(shape: GemmShape, tile: TileShape, machine: Machine) -> Schedule:
     """CUTLASS 3.x's stream-K: DP unless there is a tail under half a wave and > 8 k-tiles per
     tile; then one wave of SK units (>= 8 k-tiles each) over the last full + partial wave,
-    in up to 8 interleaved groups, followed by the DP tiles; split-K when units divide tiles."""
+    in up to 8 groups, followed by the DP tiles; split-K when the units divide the tiles."""
     p = Problem(shape, tile)
     ipt, wave, tiles = p.iters_per_tile, machine.slots, p.tiles
     sk_tiles = cutlass3_sk_tiles(tiles, ipt, wave)
@@ -221,19 +225,22 @@ def cutlass3_sk(shape: GemmShape, tile: TileShape, machine: Machine) -> Schedule
     if sk_tiles == 0 or sk_units == 0:
         return schedule_from_ranges("cutlass3-sk", shape, tile, machine, *tile_ranges(0, tiles, ipt))
     if sk_tiles < sk_units and sk_units % sk_tiles == 0:
-        # Split-K over every tile (only reachable with under two waves); unit = split * tiles + tile.
+        # Split-K over every tile (only reachable with under one full wave). CUTLASS numbers the
+        # units split-major (split * tiles + tile); they are all co-resident, so tile-major order
+        # gives the same times and a contiguous schedule.
         bounds = balanced_starts(ipt, sk_units // sk_tiles)
-        split, t = np.divmod(np.arange(sk_units, dtype=np.int64), tiles)
-        return schedule_from_ranges("cutlass3-sk", shape, tile, machine,
-                                    t * ipt + bounds[split], t * ipt + bounds[split + 1])
+        base = np.arange(tiles, dtype=np.int64)[:, None] * ipt
+        return schedule_from_ranges("cutlass3-sk", shape, tile, machine, (base + bounds[None, :-1]).reshape(-1),
+                                    (base + bounds[None, 1:]).reshape(-1))
     groups = cutlass3_groups(sk_tiles, sk_units, ipt, min(p.tiles_m, p.tiles_n))
     units_per_group = sk_units // groups
-    # Group g owns tiles g, g + G, g + 2G, ...; lay each group's tiles out contiguously
-    # ("virtual" tile order), cut them there, then rename the tiles.
+    # CUTLASS gives group g the tiles g, g + G, g + 2G, ... and SK unit i to group i % G. We
+    # number each group's tiles contiguously and its units group-major: a renaming of tiles
+    # (each keeps its contributors) and of co-resident units (all start at once), so no time
+    # changes and the schedule stays contiguous for the sweep's fast path.
     group_tiles = sk_tiles // groups + (np.arange(groups) < sk_tiles % groups)
     group_first = np.concatenate([[0], np.cumsum(group_tiles)])
-    unit = np.arange(units_per_group * groups, dtype=np.int64)
-    g, j = unit % groups, unit // groups
+    g, j = np.divmod(np.arange(units_per_group * groups, dtype=np.int64), units_per_group)
     group_iters = group_tiles[g] * ipt
     per, big = group_iters // units_per_group, group_iters % units_per_group
     local = per * j + np.minimum(j, big)
@@ -242,13 +249,5 @@ def cutlass3_sk(shape: GemmShape, tile: TileShape, machine: Machine) -> Schedule
     ends = base + _snap(local + per + (j < big), ipt)
     keep = ends > starts  # snapping can empty a unit: that CTA would have nothing to do
     dp = tile_ranges(sk_tiles, tiles, ipt)
-    s = schedule_from_ranges("cutlass3-sk", shape, tile, machine, np.concatenate([starts[keep], dp[0]]),
-                             np.concatenate([ends[keep], dp[1]]))
-    if groups == 1:
-        return s
-    virtual = np.arange(tiles, dtype=np.int64)
-    vg = np.searchsorted(group_first, virtual[:sk_tiles], side="right") - 1
-    virtual[:sk_tiles] = (virtual[:sk_tiles] - group_first[vg]) * groups + vg
-    units = s.units.copy()
-    units[:, 0] = virtual[units[:, 0]]
-    return Schedule("cutlass3-sk", shape, tile, units, s.cta_offsets, machine=machine)
+    return schedule_from_ranges("cutlass3-sk", shape, tile, machine, np.concatenate([starts[keep], dp[0]]),
+                                np.concatenate([ends[keep], dp[1]]))
