@@ -180,9 +180,13 @@ def available() -> tuple[bool, str]:
     err, count = drv.cuDeviceGetCount()
     if int(err) != 0 or count == 0:
         return False, "no CUDA device found"
+    ordinal = int(os.environ.get("STREAMK_DEVICE", "0"))
+    err, device = drv.cuDeviceGet(ordinal)
+    if int(err) != 0:
+        return False, f"cuDeviceGet({ordinal}) failed with {err.name}"
     err, major = drv.cuDeviceGetAttribute(
-        drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0)
+        drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device)
     if int(err) != 0 or major < 8:
-        return False, f"device 0 has compute capability {major}.x; the kernels need sm_80 or later"
-    err, name = drv.cuDeviceGetName(256, 0)
+        return False, f"device {ordinal} has compute capability {major}.x; the kernels need sm_80 or later"
+    err, name = drv.cuDeviceGetName(256, device)
     return True, name.split(b"\0")[0].decode()

@@ -50,7 +50,7 @@ class Step:
         if self.grid == 0:
             return
         check(driver.cuLaunchKernel(self.function, self.grid, 1, 1, self.block, 1, 1, self.smem,
-                                    stream, ctypes.addressof(self._argv), 0),
+                                    driver.CUstream(stream), ctypes.addressof(self._argv), 0),
               f"cuLaunchKernel({self.name}, grid={self.grid}, block={self.block}, smem={self.smem})")
 
 

@@ -11,6 +11,7 @@
 // cp.async (src-size 0); C stores are predicated per element with any strides.
 // Entry points: streamk_sm80_f16, streamk_sm80_bf16, streamk_reduce_f32, streamk_prescale_f32.
 #include "fixup.cuh"
+#include "pipeline.cuh"
 #include "sm80_config.cuh"
 
 namespace streamk {
@@ -18,7 +19,9 @@ namespace streamk {
 template <bool BF16>
 struct Sm80Half {
   using Acc = float;
+  using Elem = unsigned short;  // raw FP16 / BF16 bits
   static constexpr int BM = sm80::BM, BN = sm80::BN, THREADS = sm80::THREADS, ACC = sm80::ACC;
+  static constexpr int STAGES = sm80::STAGES, A_STAGE = sm80::A_STAGE, B_STAGE = sm80::B_STAGE;
 
   // fragment element i of thread tid -> (row, col) inside the tile
   static __device__ __forceinline__ void coord(int i, int tid, int& r, int& c) {
@@ -96,31 +99,8 @@ struct Sm80Half {
   }
 
   static __device__ __forceinline__ void mainloop(const GemmParams& p, int m0, int n0, int k_begin, int k_end,
-                                                  unsigned char* smem, float (&acc)[ACC]) {
-    using namespace sm80;
-    const int tid = threadIdx.x;
-    unsigned short* sA = reinterpret_cast<unsigned short*>(smem);
-    unsigned short* sB = sA + STAGES * A_STAGE;
-    const int iters = k_end - k_begin;
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < iters) load_stage(p, m0, n0, k_begin + s, sA + s * A_STAGE, sB + s * B_STAGE, tid);
-      cp_async_commit();
-    }
-    for (int it = 0; it < iters; ++it) {
-      cp_async_wait<STAGES - 2>();
-      __syncthreads();  // stage it landed for all threads; stage it-1 is free to refill
-      const int next = it + STAGES - 1;
-      if (next < iters) {
-        const int s = next % STAGES;
-        load_stage(p, m0, n0, k_begin + next, sA + s * A_STAGE, sB + s * B_STAGE, tid);
-      }
-      cp_async_commit();
-      const int s = it % STAGES;
-      compute_stage(sA + s * A_STAGE, sB + s * B_STAGE, acc, tid);
-    }
-    cp_async_wait<0>();
-    __syncthreads();  // the next unit may refill every stage
+                                                  unsigned char* smem, Acc (&acc)[ACC]) {
+    pipelined_mainloop<Sm80Half>(p, m0, n0, k_begin, k_end, smem, acc);
   }
 };
 

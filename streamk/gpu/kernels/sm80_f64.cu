@@ -9,6 +9,7 @@
 // rows and k are zero-filled by cp.async; C stores are predicated with any strides.
 // Entry points: streamk_sm80_f64, streamk_reduce_f64, streamk_prescale_f64.
 #include "fixup.cuh"
+#include "pipeline.cuh"
 #include "sm80_f64_config.cuh"
 
 namespace streamk {
@@ -17,6 +18,8 @@ struct Sm80Double {
   using Acc = double;
   static constexpr int BM = sm80_f64::BM, BN = sm80_f64::BN, THREADS = sm80_f64::THREADS,
                        ACC = sm80_f64::ACC;
+  using Elem = double;
+  static constexpr int STAGES = sm80_f64::STAGES, A_STAGE = sm80_f64::A_STAGE, B_STAGE = sm80_f64::B_STAGE;
 
   static __device__ __forceinline__ void coord(int i, int tid, int& r, int& c) {
     using namespace sm80_f64;
@@ -78,31 +81,8 @@ struct Sm80Double {
   }
 
   static __device__ __forceinline__ void mainloop(const GemmParams& p, int m0, int n0, int k_begin, int k_end,
-                                                  unsigned char* smem, double (&acc)[ACC]) {
-    using namespace sm80_f64;
-    const int tid = threadIdx.x;
-    double* sA = reinterpret_cast<double*>(smem);
-    double* sB = sA + STAGES * A_STAGE;
-    const int iters = k_end - k_begin;
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < iters) load_stage(p, m0, n0, k_begin + s, sA + s * A_STAGE, sB + s * B_STAGE, tid);
-      cp_async_commit();
-    }
-    for (int it = 0; it < iters; ++it) {
-      cp_async_wait<STAGES - 2>();
-      __syncthreads();
-      const int next = it + STAGES - 1;
-      if (next < iters) {
-        const int s = next % STAGES;
-        load_stage(p, m0, n0, k_begin + next, sA + s * A_STAGE, sB + s * B_STAGE, tid);
-      }
-      cp_async_commit();
-      const int s = it % STAGES;
-      compute_stage(sA + s * A_STAGE, sB + s * B_STAGE, acc, tid);
-    }
-    cp_async_wait<0>();
-    __syncthreads();
+                                                  unsigned char* smem, Acc (&acc)[ACC]) {
+    pipelined_mainloop<Sm80Double>(p, m0, n0, k_begin, k_end, smem, acc);
   }
 };
 

@@ -1,0 +1,230 @@
+"""Correctness of the GPU backend on the device: every decomposition x fixup policy x precision.
+
+Random normal inputs (never zeros), C poisoned with NaN before each beta = 0 run, a float64
+reference from the same rounded inputs, STYLE.md's bound
+    |C - ref| <= 4*sqrt(k)*eps(acc)*|alpha|*(|A|@|B|) + eps(out)*|ref| + eps(out)*|beta*C0|,
+edge shapes (m, n or k = 1, primes, not multiples of the tile), column-major operands,
+deterministic policies bitwise identical over repeated launches, 1,000 back-to-back launches
+with no reset, CUDA-graph replays (fresh epochs from device memory), NumPy and CuPy inputs, and
+a deadlock-prone schedule refused. Prints a summary table last; full log in $OUT/check.jsonl.
+
+    PYTHONPATH=. python3 benchmarks/gpu_check.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+from streamk.errors import DeadlockError
+from streamk.gpu import available, gemm, prepare
+from streamk.gpu.device import current
+from streamk.schedule import FIXUP_POLICIES, Schedule
+from streamk.shapes import GemmShape, TileShape
+
+DECOMPS = [("data-parallel", {}), ("fixed-split", {"splits": 3}), ("stream-k", {}), ("stream-k", {"grid": 7}),
+           ("dp-one-tile-sk", {}), ("two-tile-sk-dp", {}), ("auto", {})]
+EDGE = [(1, 1, 1), (1, 300, 77), (300, 1, 77), (129, 130, 1), (7, 13, 17), (127, 129, 31), (131, 257, 67),
+        (256, 256, 256), (509, 263, 1021), (1000, 999, 1001), (2048, 1536, 2000)]
+DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
+TORCH_ACC = {"float16": torch.float32, "bfloat16": torch.float32, "float64": torch.float64}
+
+
+def corpus(count: int, seed: int = 20260121) -> list[tuple[int, int, int]]:
+    rng = np.random.default_rng(seed)
+    return [tuple(int(round(math.exp(v))) for v in rng.uniform(math.log(128), math.log(8192), 3))
+            for _ in range(count)]
+
+
+def make_inputs(m, n, k, dtype, layout, gen):
+    A = torch.randn(m, k, generator=gen, device="cuda").to(DTYPES[dtype])
+    B = torch.randn(k, n, generator=gen, device="cuda").to(DTYPES[dtype])
+    if layout[0] == "C":
+        A = A.t().contiguous().t()
+    if layout[1] == "C":
+        B = B.t().contiguous().t()
+    return A, B
+
+
+def error_ratio(C, A, B, alpha, beta, C0, dtype):
+    """max |C - ref| / bound over the elements (<= 1 passes; NaN fails)."""
+    k = A.shape[1]
+    a, b = A.double(), B.double()
+    ref = alpha * (a @ b)
+    mag = abs(alpha) * (a.abs() @ b.abs())
+    if beta != 0.0:
+        ref = ref + beta * C0.double()
+    eps_acc = torch.finfo(TORCH_ACC[dtype]).eps / 2
+    bound = 4 * math.sqrt(k) * eps_acc * mag + eps_acc * ref.abs() + eps_acc * (abs(beta) * C0.double().abs() if beta else 0)
+    bound = bound + 1e-300
+    diff = (C.double() - ref).abs()
+    if torch.isnan(C).any():
+        return float("inf")
+    return float((diff / bound).max())
+
+
+def run_case(log, dtype, shape, decomp, options, policy, layout, alpha, beta, gen, repeats=2):
+    m, n, k = shape
+    A, B = make_inputs(m, n, k, dtype, layout, gen)
+    C0 = torch.randn(m, n, generator=gen, device="cuda").to(TORCH_ACC[dtype])
+    outs = []
+    row = {"dtype": dtype, "shape": shape, "decomp": decomp, "options": options, "policy": policy,
+           "layout": layout, "alpha": alpha, "beta": beta}
+    try:
+        for _ in range(repeats):
+            C = C0.clone() if beta != 0.0 else torch.full((m, n), float("nan"), device="cuda", dtype=TORCH_ACC[dtype])
+            prepared = prepare(A, B, C, alpha=alpha, beta=beta, schedule=decomp, fixup=policy, **options)
+            prepared.run()
+            torch.cuda.synchronize()
+            outs.append(C)
+    except DeadlockError as exc:
+        row.update(ok=True, refused=str(exc))
+        log.write(json.dumps(row) + "\n")
+        return row
+    ratio = error_ratio(outs[0], A, B, alpha, beta, C0, dtype)
+    bitwise = all(torch.equal(outs[0], o) for o in outs[1:])
+    deterministic = policy != "atomic"
+    row.update(grid=prepared.schedule.grid, units=len(prepared.schedule.units),
+               split_tiles=int(len(prepared.plan.split_tiles)), steps=prepared.launch.names, ratio=ratio,
+               bitwise=bitwise, ok=ratio <= 1.0 and (bitwise or not deterministic))
+    log.write(json.dumps(row) + "\n")
+    return row
+
+
+def back_to_back(log, launches=1000):
+    """1,000 launches of waiting schedules with no reset, then graph replays: still correct."""
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    rows = []
+    for policy in ("owner-waits", "turnstile", "last-arrival"):
+        m, n, k = 1000, 1000, 3000
+        A, B = make_inputs(m, n, k, "float16", "RR", gen)
+        C = torch.full((m, n), float("nan"), device="cuda")
+        p = prepare(A, B, C, schedule="stream-k", fixup=policy)
+        p.run()
+        torch.cuda.synchronize()
+        first = C.clone()
+        for _ in range(launches):
+            p.run()
+        torch.cuda.synchronize()
+        ratio = error_ratio(C, A, B, 1.0, 0.0, None, "float16")
+        same = torch.equal(C, first)
+        graph = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream):
+            p.run(stream.cuda_stream)  # warm-up on the capture stream
+            torch.cuda.synchronize()
+            with torch.cuda.graph(graph, stream=stream):
+                for _ in range(5):
+                    p.launch.enqueue(stream.cuda_stream)
+        C.fill_(float("nan"))
+        for _ in range(200):
+            graph.replay()
+        torch.cuda.synchronize()
+        graph_same = torch.equal(C, first)
+        row = {"test": "back-to-back", "policy": policy, "launches": launches, "ratio": ratio, "bitwise": same,
+               "graph_replays_bitwise": graph_same, "ok": ratio <= 1 and same and graph_same}
+        log.write(json.dumps(row) + "\n")
+        rows.append(row)
+    return rows
+
+
+def other_inputs(log):
+    rows = []
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((77, 45)).astype(np.float16)
+    B = rng.standard_normal((45, 33)).astype(np.float16)
+    C = gemm(A, B, schedule="stream-k", fixup="turnstile")
+    ref = A.astype(np.float64) @ B.astype(np.float64)
+    ok = isinstance(C, np.ndarray) and C.dtype == np.float32 and np.abs(C - ref).max() < 1e-2
+    rows.append({"test": "numpy", "ok": bool(ok), "max_abs": float(np.abs(C - ref).max())})
+    try:
+        import cupy
+
+        Ac, Bc = cupy.asarray(A), cupy.asarray(B)
+        Cc = gemm(Ac, Bc, schedule="auto")
+        ok = isinstance(Cc, cupy.ndarray) and float(abs(cupy.asnumpy(Cc) - ref).max()) < 1e-2
+        rows.append({"test": "cupy", "ok": bool(ok)})
+    except ImportError:
+        rows.append({"test": "cupy", "ok": True, "skipped": "cupy not installed"})
+    dev = current()
+    slots = dev.sms * dev.occupancy("streamk_sm80_f16", 256, 75776)
+    t = slots + 1  # owners 0..t-1 wait on peers t..2t-1: needs t + 1 co-resident CTAs
+    tile = TileShape(128, 128, 32)
+    s = Schedule.from_ctas("custom", GemmShape(t * 128, 128, 64), tile,
+                           [[(i, 0, 1)] for i in range(t)] + [[(i, 1, 2)] for i in range(t)])
+    A2 = torch.randn(t * 128, 64, device="cuda").half()
+    B2 = torch.randn(64, 128, device="cuda").half()
+    try:
+        gemm(A2, B2, schedule=s)
+        rows.append({"test": "deadlock-refused", "ok": False})
+    except DeadlockError as exc:
+        rows.append({"test": "deadlock-refused", "ok": True, "message": str(exc)})
+    C2 = gemm(A2, B2, schedule=s, fixup="turnstile")
+    rows.append({"test": "turnstile-runs-it", "ok": error_ratio(C2, A2, B2, 1.0, 0.0, None, "float16") <= 1})
+    for r in rows:
+        log.write(json.dumps(r) + "\n")
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--corpus", type=int, default=6, help="corpus shapes per dtype")
+    parser.add_argument("--out", default=os.environ.get("OUT", "."))
+    args = parser.parse_args()
+    ok, why = available()
+    if not ok:
+        print(f"no GPU: {why}")
+        return 2
+    dev = current()
+    print(f"device {dev.name} ({dev.arch}, {dev.sms} SMs)", flush=True)
+    log = open(os.path.join(args.out, "check.jsonl"), "w")
+    gen = torch.Generator(device="cuda").manual_seed(20260121)
+    summary: dict[str, list] = {}
+    failures = []
+    start = time.time()
+    shapes = EDGE + corpus(args.corpus)
+    for dtype in DTYPES:
+        for shape in shapes:
+            if dtype == "float64" and math.prod(shape) > 2e9:
+                continue
+            decomps = DECOMPS if not args.quick else DECOMPS[:3]
+            for d, (decomp, options) in enumerate(decomps):
+                for q, policy in enumerate(FIXUP_POLICIES):
+                    layout = ["RR", "CR", "RC", "CC"][(sum(shape) + d + q) % 4]
+                    alpha, beta = (1.0, 0.0) if policy != "atomic" else (1.5, 0.5)
+                    if decomp == "stream-k" and options:
+                        alpha, beta = 0.75, -1.25
+                    row = run_case(log, dtype, shape, decomp, options, policy, layout, alpha, beta, gen)
+                    summary.setdefault(dtype, []).append(row)
+                    if not row["ok"]:
+                        failures.append(row)
+                        print("FAIL", json.dumps(row), flush=True)
+        print(f"{dtype}: {len(summary[dtype])} cases, {time.time() - start:.0f}s", flush=True)
+    extra = back_to_back(log) + other_inputs(log)
+    for r in extra:
+        if not r["ok"]:
+            failures.append(r)
+            print("FAIL", json.dumps(r), flush=True)
+        else:
+            print("ok", json.dumps(r)[:300])
+    print(f"\n{'dtype':<9} {'cases':>6} {'pass':>6} {'refused':>8} {'max err/bound':>14} {'bitwise-det':>12}")
+    for dtype, rows in summary.items():
+        ran = [r for r in rows if "ratio" in r]
+        print(f"{dtype:<9} {len(rows):>6} {sum(r['ok'] for r in rows):>6} {sum('refused' in r for r in rows):>8} "
+              f"{max(r['ratio'] for r in ran):>14.3g} "
+              f"{sum(r['bitwise'] for r in ran if r['policy'] != 'atomic'):>5}/{sum(r['policy'] != 'atomic' for r in ran)}")
+    print(f"extra tests: {sum(r['ok'] for r in extra)}/{len(extra)} ok; failures: {len(failures)}; "
+          f"{time.time() - start:.0f}s")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
