@@ -1,0 +1,123 @@
+"""``streamk plot``: draw a simulated wave schedule, or a corpus landscape, to a PNG."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import importlib
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ..costs import IDEAL, Costs
+from ..errors import StreamkError
+from ..plot import METRICS, load_sweep_csv, plot_landscape, plot_schedule
+from ..sched import make_schedule, names
+from ..shapes import GemmShape, Machine, TileShape
+from ..sim import simulate
+from ..sim.corpus import corpus
+from .common import add_decomposition_args, add_problem_args, positive_int, schedule_from
+from .simulate_cmd import add_costs_arg
+
+
+def run_sweep(csv_path: Path, count: int, seed: int, tile: TileShape, sms: int, ctas_per_sm: int = 1,
+              decomp: str | None = None, costs: Costs = IDEAL) -> Path:
+    """Sweep a seeded corpus sample into ``csv_path`` through the ``streamk sweep`` verb (its
+    CLI contract); where that verb is not built, through the event simulator, shape by shape."""
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    decomps = decomp.split(",") if decomp else names()
+    try:
+        importlib.import_module("streamk.cli.sweep_cmd")
+    except ModuleNotFoundError:
+        event_sweep(csv_path, corpus(count, seed), tile, Machine(sms, ctas_per_sm), decomps, costs)
+        return csv_path
+    from . import main  # noqa: PLC0415 (the package imports this module)
+
+    argv = ["sweep", "--count", str(count), "--seed", str(seed), "--tile", str(tile), "--sms", str(sms),
+            "--ctas-per-sm", str(ctas_per_sm), "--decomp", ",".join(decomps), "--costs", str(costs),
+            "--out", str(csv_path)]
+    with contextlib.redirect_stdout(sys.stderr):  # its table is progress here, not our output
+        code = main(argv)
+    if code:
+        raise StreamkError(f"streamk {' '.join(argv)} failed with exit code {code}")
+    return csv_path
+
+
+def event_sweep(csv_path: Path, shapes: np.ndarray, tile: TileShape, machine: Machine, decomps: list[str],
+                costs: Costs = IDEAL) -> None:
+    """Rows of `streamk sweep --out` for ``shapes`` (rows m, n, k), by the event simulator."""
+    with open(csv_path, "w", newline="") as fh:
+        out = csv.writer(fh)
+        out.writerow(["m", "n", "k", "decomposition", "grid", "makespan", "utilization", "deadlock"])
+        for m, n, k in shapes.tolist():
+            for name in decomps:
+                t = simulate(make_schedule(name, GemmShape(m, n, k), tile, machine), costs)
+                out.writerow([m, n, k, name, t.schedule.grid, t.makespan, t.utilization, t.deadlock])
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("plot", help="draw a wave schedule or a corpus landscape to a PNG",
+                       description="Draw a simulated wave schedule (Gantt chart, like the paper's Figures 1-3) "
+                                   "or a landscape of sweep results over many GEMM shapes.")
+    what = p.add_subparsers(dest="what", metavar="WHAT", parser_class=type(p))
+    what.required = True
+
+    s = what.add_parser("schedule", help="the wave schedule of one decomposition",
+                        description="Simulate one decomposition and draw one row per SM slot, MAC segments "
+                                    "coloured by tile; partial stores, waits and fixups hatched.",
+                        epilog="Example: streamk plot schedule stream-k --shape 384x384x128 --tile 128x128x4 "
+                               "--sms 4 --out sk.png")
+    add_decomposition_args(s)
+    add_problem_args(s)
+    add_costs_arg(s)
+    s.add_argument("--title", help="panel title (default: decomposition, shape, makespan, utilization)")
+    s.add_argument("--out", required=True, type=Path, metavar="FILE.png", help="where to write the PNG")
+
+    land = what.add_parser("landscape", help="utilization or speedup over a corpus of shapes",
+                           description="Plot sweep results: utilization against arithmetic intensity "
+                                       "(utilization), mean utilization over m*n and k (map), or speedup over "
+                                       "data-parallel (speedup). Reads --csv from `streamk sweep --out`, or runs "
+                                       "a small seeded sweep itself.",
+                           epilog="Example: streamk plot landscape --csv sweep.csv --metric speedup --out speedup.png")
+    land.add_argument("--csv", type=Path, metavar="FILE.csv", help="rows written by `streamk sweep --out FILE.csv`")
+    land.add_argument("--metric", choices=METRICS, default="utilization", help="what to plot (default utilization)")
+    land.add_argument("--out", required=True, type=Path, metavar="FILE.png", help="where to write the PNG")
+    corpus = land.add_argument_group("sweep options (without --csv)")
+    corpus.add_argument("--count", type=positive_int, default=500, metavar="N", help="corpus shapes (default 500)")
+    corpus.add_argument("--seed", type=int, default=0, metavar="S", help="corpus seed (default 0)")
+    corpus.add_argument("--decomp", metavar="D[,D...]", help="decompositions (default: all)")
+    add_problem_args(corpus, shape=False)
+    add_costs_arg(corpus)
+    land.set_defaults(sms=None)
+    for action in land._actions:  # --sms is only needed to run a sweep, so not required here
+        if action.dest == "sms":
+            action.required = False
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.what == "schedule":
+        timeline = simulate(schedule_from(args), args.costs)
+        path = plot_schedule(timeline, args.out, args.title)
+        print(f"{timeline.schedule.decomposition}: utilization {timeline.utilization:.4f}, makespan "
+              f"{timeline.makespan:g}{', DEADLOCK' if timeline.deadlock else ''} -> {path}")
+        return 0
+    if args.csv is not None:
+        try:
+            rows = load_sweep_csv(args.csv)
+        except OSError as exc:
+            raise StreamkError(f"cannot read --csv {args.csv}: {exc.strerror}") from None
+    else:
+        if args.sms is None:
+            raise StreamkError("plot landscape needs --csv FILE.csv, or --sms P to run a sweep itself")
+        csv_path = args.out.with_suffix(".csv")
+        run_sweep(csv_path, args.count, args.seed, args.tile, args.sms, args.ctas_per_sm, args.decomp, args.costs)
+        rows = load_sweep_csv(csv_path)
+    try:
+        path = plot_landscape(rows, args.out, args.metric)
+    except ValueError as exc:
+        raise StreamkError(str(exc)) from None
+    print(f"{args.metric} landscape of {len(rows['m'])} rows -> {path}", file=sys.stderr)
+    return 0

@@ -1,0 +1,180 @@
+"""Wave-schedule (Gantt) charts of a simulated Timeline, like the paper's Figures 1-4.
+
+One row per SM slot (SM 0 on top), time along x in units of one MAC iteration (the cost model's
+``c``). A CTA's MAC segments are coloured by the output tile they compute (a qualitative colormap,
+so neighbouring tiles differ) and labelled "CTA i / t j" where the bar is wide enough; the other
+segment kinds (CTA overhead, partial store, wait, fixup, tile store) get grey-scale colours and
+hatching named in the legend. Makespan and utilization are in the panel title.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+ROW_HEIGHT_IN = 0.42  # inches of figure height per SM-slot row
+TITLE_IN = 0.35  # inches above the top panel for its title
+SUPTITLE_IN = 0.3  # inches more for a figure title
+GAP_IN = 0.45  # inches between stacked panels (the lower panel's title)
+XAXIS_IN = 0.55  # inches below the last panel for tick labels and the axis label
+LEGEND_IN = 0.45  # inches at the bottom for the legend (two rows)
+FIG_WIDTH_IN = 11.0  # inches: wide enough for "CTA 12" labels on the paper's examples
+DPI = 110  # dots per inch of the PNGs (docs keep them small)
+BAR_HEIGHT = 0.8  # fraction of a row a segment bar fills
+LABEL_CHAR_PX = 6.5  # approximate width of one label character at font size 8, in pixels
+TILE_COLORS = plt.get_cmap("tab20").colors[::2] + plt.get_cmap("tab20").colors[1::2]  # 20 distinct, pairs apart
+
+# Non-MAC segment kinds: face colour, hatch, legend label. "mac" is coloured by tile instead.
+KIND_STYLE: dict[str, tuple[str, str, str]] = {
+    "overhead": ("#d9d9d9", "", "CTA overhead (a)"),
+    "store_partial": ("#ffffff", "////", "store partial (b)"),
+    "wait": ("#f4cccc", "xx", "wait on peers"),
+    "fixup": ("#ffffff", "\\\\\\\\", "fixup: add peer partials (d)"),
+    "store_tile": ("#7f7f7f", "", "store output tile"),
+}
+
+
+STUCK_COLOR = "#f8d7d7"  # the bar of a CTA stuck in a deadlock
+STUCK_ROOM = 1.25  # under a deadlock the time axis runs this far past the last segment
+
+
+def tile_color(tile: int) -> tuple[float, float, float]:
+    return TILE_COLORS[tile % len(TILE_COLORS)]
+
+
+def timeline_title(timeline: Any) -> str:
+    """"stream-k 384x384x128, tile 128x128x4, 4 SMs, g=4: makespan 72, utilization 1.00"."""
+    s = timeline.schedule
+    machine = s.machine
+    where = f"{machine.sms} SMs" + (f" x {machine.ctas_per_sm}" if machine.ctas_per_sm > 1 else "")
+    head = f"{s.decomposition} {s.shape}, tile {s.tile}, {where}, g={s.grid}"
+    if timeline.deadlock:
+        reason = (timeline.deadlock_reason or "").split(":")[0]  # the first clause names the wait
+        return f"{head}: DEADLOCK, {reason}"
+    return f"{head}: makespan {timeline.makespan:g}, utilization {timeline.utilization:.2f}"
+
+
+def time_extent(timeline: Any) -> float:
+    """The makespan; under a deadlock, room past the last segment for the stuck CTAs' bars."""
+    if math.isfinite(timeline.makespan) and timeline.makespan > 0:
+        return float(timeline.makespan)
+    return max([float(seg.end) for seg in timeline.segments] + [1.0]) * STUCK_ROOM
+
+
+def _label(seg: Any, px_width: float, two_lines: bool) -> str | None:
+    full = [f"CTA {seg.cta}", f"t{seg.tile}"]
+    if two_lines and max(len(t) for t in full) * LABEL_CHAR_PX < px_width:
+        return "\n".join(full)
+    for text in (" ".join(full), f"CTA {seg.cta}", str(seg.cta)):
+        if len(text) * LABEL_CHAR_PX < px_width:
+            return text
+    return None
+
+
+def draw_timeline(ax: plt.Axes, timeline: Any, *, xmax: float | None = None, title: str | None = None) -> None:
+    """Draw one Timeline on ``ax``: rows are SM slots, bars are segments."""
+    machine = timeline.schedule.machine
+    slots_per_sm = machine.ctas_per_sm
+    rows = machine.slots
+    xmax = xmax or time_extent(timeline)
+    fig_w_px = ax.figure.get_figwidth() * ax.figure.dpi * ax.get_position().width
+    px_per_unit = fig_w_px / xmax
+    for seg in timeline.segments:
+        width = float(seg.end - seg.start)
+        if width <= 0:
+            continue
+        row = seg.slot  # the global slot id, sm * ctas_per_sm + j
+        if seg.kind == "mac":
+            face, hatch = tile_color(seg.tile), ""
+        else:
+            face, hatch, _ = KIND_STYLE.get(seg.kind, ("#cccccc", "..", seg.kind))
+        ax.barh(row, width, left=float(seg.start), height=BAR_HEIGHT, color=face, hatch=hatch,
+                edgecolor="black", linewidth=0.6)
+        if seg.kind == "mac":
+            text = _label(seg, width * px_per_unit, two_lines=ROW_HEIGHT_IN * BAR_HEIGHT > 0.3)
+            if text:
+                ax.text(float(seg.start) + width / 2, row, text, ha="center", va="center", fontsize=8)
+    if timeline.deadlock:
+        _draw_stuck(ax, timeline, xmax, px_per_unit)
+    ax.set_ylim(rows - 0.5, -0.5)  # SM 0 on top
+    ax.set_yticks(range(rows))
+    if slots_per_sm == 1:
+        ax.set_yticklabels([f"SM {r}" for r in range(rows)])
+    else:
+        ax.set_yticklabels([f"SM {r // slots_per_sm}.{r % slots_per_sm}" for r in range(rows)])
+    ax.set_xlim(0, xmax * 1.01)
+    ax.grid(axis="x", linestyle=":", linewidth=0.6, alpha=0.7)
+    ax.set_axisbelow(True)
+    ax.set_title(title or timeline_title(timeline), fontsize=10, loc="left",
+                 color="firebrick" if timeline.deadlock else "black")
+
+
+def _draw_stuck(ax: plt.Axes, timeline: Any, xmax: float, px_per_unit: float) -> None:
+    """Under a deadlock, a red bar from where each resident, unfinished CTA stopped to the edge."""
+    last_end: dict[int, float] = {}
+    for seg in timeline.segments:
+        last_end[seg.cta] = max(last_end.get(seg.cta, 0.0), float(seg.end))
+    for cta in range(len(timeline.cta_end)):
+        if timeline.cta_slot[cta] < 0 or math.isfinite(timeline.cta_end[cta]):
+            continue
+        start = last_end.get(cta, float(timeline.cta_start[cta]))
+        ax.barh(int(timeline.cta_slot[cta]), max(xmax * 1.01 - start, 0), left=start, height=BAR_HEIGHT,
+                color=STUCK_COLOR, hatch="xx", edgecolor="firebrick", linewidth=0.6)
+        text = f"CTA {cta} waits forever"
+        if len(text) * LABEL_CHAR_PX < (xmax * 1.01 - start) * px_per_unit:
+            ax.text(start + (xmax * 1.01 - start) / 2, int(timeline.cta_slot[cta]), text,
+                    ha="center", va="center", fontsize=8, color="firebrick",
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
+
+
+def _legend(fig: plt.Figure, timelines: Sequence[Any]) -> None:
+    kinds = {seg.kind for t in timelines for seg in t.segments if seg.end > seg.start}
+    handles = [Patch(facecolor=tile_color(0), edgecolor="black", label="MAC iterations (colour = tile)")]
+    for kind, (face, hatch, label) in KIND_STYLE.items():
+        if kind in kinds:
+            handles.append(Patch(facecolor=face, hatch=hatch, edgecolor="black", label=label))
+    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 3), fontsize=8, frameon=False,
+               bbox_to_anchor=(0.5, 0.0))
+
+
+def plot_schedules(timelines: Sequence[Any], path: str | Path, titles: Sequence[str | None] | None = None,
+                   suptitle: str | None = None, *, dpi: int = DPI) -> Path:
+    """Several timelines stacked with a shared time axis (the paper's Figure 4); returns the path."""
+    if not timelines:
+        raise ValueError("plot_schedules needs at least one timeline (got none)")
+    titles = list(titles) if titles is not None else [None] * len(timelines)
+    if len(titles) != len(timelines):
+        raise ValueError(f"need one title per timeline (got {len(titles)} for {len(timelines)})")
+    heights = [t.schedule.machine.slots for t in timelines]
+    axes_in = [h * ROW_HEIGHT_IN for h in heights]
+    top_in = TITLE_IN + (SUPTITLE_IN if suptitle else 0.0)
+    bottom_in = XAXIS_IN + LEGEND_IN
+    fig_h = sum(axes_in) + GAP_IN * (len(heights) - 1) + top_in + bottom_in
+    fig, axes = plt.subplots(len(timelines), 1, sharex=True, figsize=(FIG_WIDTH_IN, fig_h),
+                             gridspec_kw={"height_ratios": heights}, squeeze=False)
+    xmax = max(time_extent(t) for t in timelines)
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=bottom_in / fig_h, top=1 - top_in / fig_h,
+                        hspace=GAP_IN / (sum(axes_in) / len(axes_in)))
+    for ax, timeline, title in zip(axes[:, 0], timelines, titles):
+        draw_timeline(ax, timeline, xmax=xmax, title=title)
+    axes[-1, 0].set_xlabel("time (MAC iterations)")
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=11, y=1 - 0.08 / fig_h, va="top")
+    _legend(fig, timelines)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
+def plot_schedule(timeline: Any, path: str | Path, title: str | None = None, *, dpi: int = DPI) -> Path:
+    """The wave schedule of one simulated Timeline, written as a PNG; returns the path."""
+    return plot_schedules([timeline], path, [title], dpi=dpi)

@@ -1,0 +1,130 @@
+"""Plots: wave schedules of simulated timelines and corpus landscapes are written as PNGs of the
+expected pixel size; the plot and demo CLIs run end to end on tiny settings."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from streamk import GemmShape, Machine, TileShape, make_schedule
+from streamk.cli import main
+from streamk.cli.plot_cmd import event_sweep
+from streamk.plot import load_sweep_csv, plot_landscape, plot_schedule, plot_schedules
+from streamk.plot.landscape import arithmetic_intensity, speedup_vs_dp
+from streamk.sim import simulate
+
+PAPER = GemmShape(384, 384, 128)
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """(width, height) in pixels from the PNG's IHDR chunk."""
+    data = Path(path).read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    return struct.unpack(">II", data[16:24])
+
+
+def timeline(name: str, tile: str, sms: int = 4, shape: GemmShape = PAPER, **options):
+    return simulate(make_schedule(name, shape, TileShape.parse(tile), Machine(sms), **options))
+
+
+def test_schedule_png_has_one_row_per_slot(tmp_path):
+    t = timeline("stream-k", "128x128x4", grid=4)
+    path = plot_schedule(t, tmp_path / "sk.png")
+    # 11 in wide at 110 dpi; 4 rows x 0.42 in + title 0.35 + axis 0.55 + legend 0.45 = 3.03 in
+    assert png_size(path) == (1210, 333)
+    assert path.stat().st_size > 10_000
+
+
+def test_stacked_schedules_share_one_figure(tmp_path):
+    shape = GemmShape(896, 384, 128)
+    ts = [timeline(n, "128x128x4", shape=shape) for n in ("stream-k", "dp-one-tile-sk", "two-tile-sk-dp")]
+    path = plot_schedules(ts, tmp_path / "fig4.png", suptitle="896x384x128")
+    # 3 panels x 4 rows x 0.42 + 2 gaps x 0.45 + title 0.35 + suptitle 0.3 + 1.0 = 7.59 in
+    assert png_size(path) == (1210, 834)
+
+
+def test_deadlocked_timeline_still_plots(tmp_path):
+    t = timeline("stream-k", "128x128x4", sms=1, grid=2)
+    assert t.deadlock
+    path = plot_schedule(t, tmp_path / "dead.png")
+    assert png_size(path)[0] == 1210 and path.stat().st_size > 5_000
+
+
+def test_plot_schedules_rejects_mismatched_titles(tmp_path):
+    with pytest.raises(ValueError, match="one title per timeline"):
+        plot_schedules([timeline("data-parallel", "128x128x128")], tmp_path / "x.png", titles=["a", "b"])
+
+
+# ---- landscapes ---------------------------------------------------------------------------
+DECOMPS = ("data-parallel", "stream-k", "two-tile-sk-dp", "cutlass3-sk")
+SHAPES = [(384, 384, 128), (1000, 700, 3000), (128, 4000, 512), (2048, 2048, 2048), (300, 300, 8000),
+          (5000, 128, 200), (640, 1536, 1024), (777, 333, 4444)]
+
+
+@pytest.fixture(scope="module")
+def sweep_csv(tmp_path_factory) -> Path:
+    """A sweep CSV written the way `streamk sweep --out` writes one, by the event simulator."""
+    path = tmp_path_factory.mktemp("sweep") / "sweep.csv"
+    event_sweep(path, np.array(SHAPES), TileShape(128, 128, 32), Machine(8), list(DECOMPS))
+    return path
+
+
+def test_load_sweep_csv_types_columns(sweep_csv):
+    rows = load_sweep_csv(sweep_csv)
+    assert rows["m"].dtype == np.int64 and len(rows["m"]) == len(SHAPES) * len(DECOMPS)
+    assert rows["deadlock"].dtype == bool and not rows["deadlock"].any()
+    assert set(rows["decomposition"].tolist()) == set(DECOMPS)
+
+
+def test_speedup_is_dp_makespan_over_makespan(sweep_csv):
+    rows = load_sweep_csv(sweep_csv)
+    ai, s = speedup_vs_dp(rows)["stream-k"]
+    dp = rows["makespan"][rows["decomposition"] == "data-parallel"]
+    sk = rows["makespan"][rows["decomposition"] == "stream-k"]
+    assert np.allclose(s, dp / sk)
+    assert np.allclose(ai, arithmetic_intensity(*(np.array(SHAPES).T)))
+
+
+def test_arithmetic_intensity_fp16_in_fp32_out():
+    # 2*128^3 flop over (2*(128*128*2) + 4*128*128) bytes = 4194304 / 131072 = 32
+    assert arithmetic_intensity(128, 128, 128) == pytest.approx(32.0)
+
+
+@pytest.mark.parametrize("metric, size", [("utilization", (1452, 352)), ("map", (1452, 352)),
+                                          ("speedup", (1375, 528))])
+def test_landscape_png_sizes(sweep_csv, tmp_path, metric, size):
+    path = plot_landscape(load_sweep_csv(sweep_csv), tmp_path / f"{metric}.png", metric)
+    assert png_size(path) == size and path.stat().st_size > 20_000
+
+
+def test_landscape_without_data_parallel_rows_names_the_fix(sweep_csv, tmp_path):
+    rows = load_sweep_csv(sweep_csv)
+    keep = rows["decomposition"] != "data-parallel"
+    rows = {k: v[keep] for k, v in rows.items()}
+    with pytest.raises(ValueError, match="--decomp data-parallel"):
+        plot_landscape(rows, tmp_path / "s.png", "speedup")
+
+
+# ---- CLI ----------------------------------------------------------------------------------
+def test_cli_plot_schedule_writes_png(tmp_path, capsys):
+    out = tmp_path / "fs.png"
+    assert main(["plot", "schedule", "fixed-split", "--shape", "384x384x128", "--tile", "128x128x64",
+                 "--sms", "4", "--splits", "2", "--out", str(out)]) == 0
+    assert "utilization 0.9000" in capsys.readouterr().out
+    assert png_size(out) == (1210, 333)
+
+
+def test_cli_plot_landscape_from_csv(sweep_csv, tmp_path):
+    out = tmp_path / "speedup.png"
+    assert main(["plot", "landscape", "--csv", str(sweep_csv), "--metric", "speedup", "--out", str(out)]) == 0
+    assert png_size(out) == (1375, 528)
+
+
+def test_cli_plot_landscape_needs_csv_or_sms(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["plot", "landscape", "--out", str(tmp_path / "x.png")])
+    assert exc.value.code == 2
+    assert "--csv" in capsys.readouterr().err
