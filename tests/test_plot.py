@@ -14,6 +14,7 @@ from streamk.cli import main
 from streamk.cli.plot_cmd import event_sweep
 from streamk.plot import load_sweep_csv, plot_landscape, plot_schedule, plot_schedules
 from streamk.plot.landscape import arithmetic_intensity, speedup_vs_dp
+from streamk.sched import names
 from streamk.sim import simulate
 
 PAPER = GemmShape(384, 384, 128)
@@ -128,3 +129,18 @@ def test_cli_plot_landscape_needs_csv_or_sms(tmp_path, capsys):
         main(["plot", "landscape", "--out", str(tmp_path / "x.png")])
     assert exc.value.code == 2
     assert "--csv" in capsys.readouterr().err
+
+
+def test_cli_demo_writes_the_paper_figures_and_landscapes(tmp_path, capsys):
+    assert main(["demo", "--out", str(tmp_path), "--quick", "--count", "12"]) == 0
+    out = capsys.readouterr().out
+    lines = {line.split()[1]: line.split() for line in out.splitlines() if line.strip().startswith("Figure 1")}
+    assert lines["1a"][-2:] == ["0.75", "0.75"] and lines["1b"][-2:] == ["0.90", "0.90"]
+    assert "Figure 2b  stream-k" in out and f"plots written to {tmp_path}/" in out
+    pngs = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert pngs == ["fig1a-data-parallel-128x128x128.png", "fig1b-data-parallel-128x64x128.png",
+                    "fig2a-fixed-split-s2.png", "fig2b-stream-k-g4.png", "fig4-hybrids-896x384x128-costs.png",
+                    "fig4-hybrids-896x384x128.png", "landscape-map.png", "landscape-speedup.png",
+                    "landscape-utilization.png"]
+    assert png_size(tmp_path / "fig4-hybrids-896x384x128.png") == (1210, 834)
+    assert len(load_sweep_csv(tmp_path / "sweep.csv")["m"]) == 12 * len(names())  # every decomposition
