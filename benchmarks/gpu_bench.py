@@ -112,6 +112,9 @@ def bench_shape(shape, dtype, stream, rows, decomps):
         result[decomp + "_p20"], result[decomp + "_p80"] = p20, p80
         result[decomp + "_relerr"] = err
         result[decomp + "_steps"] = "+".join(p.launch.names)
+        packs = [st for st in p.launch.steps if "pack" in st.name]
+        if decomp == decomps[-1] and packs:  # what packing the unaligned operands costs inside that time
+            result["pack_ms"] = time_ms(lambda: [st.enqueue(stream.cuda_stream) for st in packs], stream)[0]
     rows.append(result)
     return result
 
@@ -150,6 +153,7 @@ def main() -> int:
             tf = lambda ms: 2 * r["m"] * r["n"] * r["k"] / ms / 1e9  # noqa: E731
             print(f"{r['m']:>5}x{r['n']:>5}x{r['k']:>5} cublas raw {tf(r['cublas_raw']):6.1f} pad "
                   f"{tf(r['cublas_padded']):6.1f} | " + " ".join(f"{d} {tf(r[d]):6.1f}" for d in decomps) +
+                  f" | pack {r.get('pack_ms', 0) * 1e3:5.1f} us of {r[decomps[-1]] * 1e3:6.1f}"
                   f" | err {max(r[d + '_relerr'] for d in decomps):.1e}", flush=True)
     path = os.path.join(args.out, f"bench_{args.dtype}.csv")
     with open(path, "w", newline="") as f:

@@ -154,7 +154,7 @@ def other_inputs(log):
     except ImportError:
         rows.append({"test": "cupy", "ok": True, "skipped": "cupy not installed"})
     dev = current()
-    slots = dev.sms * dev.occupancy("streamk_sm80_f16", 256, 75776)
+    slots = dev.sms * dev.occupancy("streamk_sm80_f16", dev.block_size("streamk_sm80_f16"), 75776)
     t = slots + 1  # owners 0..t-1 wait on peers t..2t-1: needs t + 1 co-resident CTAs
     tile = TileShape(128, 128, 32)
     s = Schedule.from_ctas("custom", GemmShape(t * 128, 128, 64), tile,
@@ -202,6 +202,8 @@ def main() -> int:
                     alpha, beta = (1.0, 0.0) if policy != "atomic" else (1.5, 0.5)
                     if decomp == "stream-k" and options:
                         alpha, beta = 0.75, -1.25
+                    if "splits" in options:  # fixed-split needs splits <= iterations per tile
+                        options = {"splits": min(3, -(-shape[2] // (16 if dtype == "float64" else 32)))}
                     row = run_case(log, dtype, shape, decomp, options, policy, layout, alpha, beta, gen)
                     summary.setdefault(dtype, []).append(row)
                     if not row["ok"]:

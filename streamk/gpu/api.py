@@ -108,10 +108,11 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     from .device import current
 
     dev = current()
-    machine_fn = lambda: dev.machine(spec.main, spec.threads, spec.smem)  # noqa: E731
+    threads = dev.block_size(spec.main)
+    machine_fn = lambda: dev.machine(spec.main, threads, spec.smem)  # noqa: E731
     sched = resolve_schedule(schedule, shape, spec, machine_fn, fixup, options)
     plan = plan_fixup(sched)
-    residency = dev.occupancy(spec.main, spec.threads, spec.smem) * dev.sms
+    residency = dev.occupancy(spec.main, threads, spec.smem) * dev.sms
     check_residency(plan, residency)
 
     steps: list[Step] = []
@@ -133,10 +134,10 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     assert STATE_WORDS == 2
     items = len(table.items)
     if plan.policy == "atomic" and items:
-        steps.append(Step(spec.prescale, dev.function(spec.prescale), items, spec.threads, 0, params))
-    steps.append(Step(spec.main, dev.function(spec.main, spec.smem), sched.grid, spec.threads, spec.smem, params))
+        steps.append(Step(spec.prescale, dev.function(spec.prescale), items, threads, 0, params))
+    steps.append(Step(spec.main, dev.function(spec.main, spec.smem), sched.grid, threads, spec.smem, params))
     if plan.policy == "separate-reduce" and items:
-        steps.append(Step(spec.reduce, dev.function(spec.reduce), items, spec.threads, 0, params))
+        steps.append(Step(spec.reduce, dev.function(spec.reduce), items, threads, 0, params))
     prepared = Prepared(Launch(steps), sched, plan, out, residency, host_c, c_ptr if host_c is not None else 0)
     return prepared
 

@@ -5,7 +5,8 @@ are raw bits), so NVRTC needs no include path on any version: 13.0 on the GPU ma
 13.5 from the pip wheel give the same result. Cache key: sha256 of every kernel source and
 header, the options, the arch and NVRTC's version; files are written to a temp name and
 ``os.replace``d, so concurrent builders never see half a cubin. ``STREAMK_CACHE_DIR`` moves the
-cache (default ``~/.cache/streamk``); ``STREAMK_NO_CACHE=1`` always recompiles.
+cache (default ``~/.cache/streamk``); ``STREAMK_NO_CACHE=1`` always recompiles;
+``STREAMK_DEFINES`` adds -D macros for tuning experiments (part of the key).
 """
 
 from __future__ import annotations
@@ -29,7 +30,13 @@ SOURCES: dict[str, tuple[str, ...]] = {
     "pack.cu": ("streamk_pack_b16", "streamk_pack_b64"),
 }
 ARCHS = ("sm_80", "sm_90a")
-OPTIONS = ("-std=c++17", "--ptxas-options=--verbose", "-default-device", "--extra-device-vectorization")
+BASE_OPTIONS = ("-std=c++17", "--ptxas-options=--verbose", "-default-device", "--extra-device-vectorization")
+
+
+def options() -> tuple[str, ...]:
+    """NVRTC options; ``STREAMK_DEFINES="A=1,B=2"`` adds -D macros (tuning experiments only)."""
+    defines = [d.strip() for d in os.environ.get("STREAMK_DEFINES", "").split(",") if d.strip()]
+    return BASE_OPTIONS + tuple(f"-D{d}" for d in defines)
 
 _PTXAS_ENTRY = re.compile(r"Compiling entry function '(\w+)' for '(\w+)'")
 _PTXAS_USAGE = re.compile(r"Used (\d+) registers")
@@ -65,12 +72,12 @@ def _headers() -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(KERNEL_DIR.glob("*.cuh"))}
 
 
-def cache_key(source: str, arch: str, options: tuple[str, ...] = OPTIONS) -> str:
+def cache_key(source: str, arch: str, opts: tuple[str, ...] | None = None) -> str:
     digest = hashlib.sha256()
     digest.update((KERNEL_DIR / source).read_bytes())
     for name, text in _headers().items():
         digest.update(name.encode() + b"\0" + text)
-    digest.update(repr((options, arch, nvrtc_version())).encode())
+    digest.update(repr((opts or options(), arch, nvrtc_version())).encode())
     return digest.hexdigest()
 
 
@@ -113,7 +120,7 @@ def _nvrtc(source: str, arch: str) -> tuple[bytes, str]:
     text = (KERNEL_DIR / source).read_bytes()
     prog = check(nvrtc.nvrtcCreateProgram(text, source.encode(), 0, [], []), "nvrtcCreateProgram")
     try:
-        opts = [o.encode() for o in OPTIONS] + [f"--gpu-architecture={arch}".encode(),
+        opts = [o.encode() for o in options()] + [f"--gpu-architecture={arch}".encode(),
                                                  f"--include-path={KERNEL_DIR}".encode()]
         result = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         log = _program_log(prog)

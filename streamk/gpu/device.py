@@ -93,6 +93,11 @@ class Device:
         self._functions[name] = fn
         return fn
 
+    def block_size(self, name: str) -> int:
+        """Threads per block of ``name``: its __launch_bounds__, read from the module."""
+        attr = driver().CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+        return int(check(driver().cuFuncGetAttribute(attr, self.function(name)), f"cuFuncGetAttribute({name})"))
+
     def occupancy(self, name: str, threads: int, dynamic_smem: int) -> int:
         """Resident blocks per SM of ``name`` from the occupancy API."""
         key = (name, threads, dynamic_smem)

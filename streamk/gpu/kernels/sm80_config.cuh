@@ -8,16 +8,22 @@ constexpr int BM = 128;              // CTA tile rows (the paper's 128x128x32)
 constexpr int BN = 128;              // CTA tile columns
 constexpr int BK = 32;               // k per MAC iteration (elements)
 constexpr int STAGES = 4;            // cp.async pipeline depth
-constexpr int WARPS_M = 2;           // warp grid 2 x 4
-constexpr int WARPS_N = 4;
+// Warp grid 2 x WARPS_N. Default 2 x 2 = 4 warps of 64x64 (CUTLASS's sm80 128x128x32 shape: fewer
+// ldmatrix bytes per mma than 8 warps of 64x32); -DSTREAMK_SM80_WARPS_N=4 builds the 8-warp variant
+// (STREAMK_DEFINES, see build.py) for comparison.
+#ifndef STREAMK_SM80_WARPS_N
+#define STREAMK_SM80_WARPS_N 2
+#endif
+constexpr int WARPS_M = 2;
+constexpr int WARPS_N = STREAMK_SM80_WARPS_N;
 constexpr int THREADS = WARPS_M * WARPS_N * 32;
 constexpr int WARP_M = BM / WARPS_M; // 64 rows per warp
-constexpr int WARP_N = BN / WARPS_N; // 32 columns per warp
+constexpr int WARP_N = BN / WARPS_N; // 64 (or 32) columns per warp
 constexpr int MMA_M = 16;            // mma.sync m16n8k16
 constexpr int MMA_N = 8;
 constexpr int MMA_K = 16;
 constexpr int FRAG_M = WARP_M / MMA_M;  // 4 mma rows per warp
-constexpr int FRAG_N = WARP_N / MMA_N;  // 4 mma columns per warp
+constexpr int FRAG_N = WARP_N / MMA_N;  // 8 (or 4) mma columns per warp
 constexpr int ACC = FRAG_M * FRAG_N * 4; // fp32 accumulators per thread
 constexpr int ELEM_BYTES = 2;
 constexpr int CHUNK = 16 / ELEM_BYTES;  // elements per 16-byte cp.async
@@ -30,7 +36,8 @@ constexpr int SMEM_BYTES = STAGES * (A_STAGE + B_STAGE) * ELEM_BYTES;
 constexpr int A_CHUNKS = BM * BK / CHUNK / THREADS;  // cp.async per thread per stage
 constexpr int B_CHUNKS = BK * BN / CHUNK / THREADS;
 
-static_assert(THREADS == 256, "8 warps");
+static_assert(THREADS == 128 || THREADS == 256, "4 or 8 warps");
+static_assert(FRAG_N % 2 == 0, "B fragments come in pairs of n8 tiles (one ldmatrix.x4.trans)");
 static_assert(ACC * THREADS == BM * BN, "accumulators cover the tile once");
 static_assert(BM * BK % (CHUNK * THREADS) == 0 && BK * BN % (CHUNK * THREADS) == 0,
               "every thread copies whole 16-byte chunks");

@@ -1,8 +1,9 @@
 // sm80_f16.cu: C = alpha*A@B + beta*C, A and B FP16 or BF16, FP32 accumulate and FP32 C,
 // executing any Schedule table (see fixup.cuh for the table and the fixup policies).
 //
-// Tile 128x128x32 (one MAC iteration), 256 threads = 8 warps as 2 (m) x 4 (n), 64x32 per warp,
-// mma.sync.m16n8k16 (4x4 per warp per k16), ldmatrix (.trans for B), 4-stage cp.async pipeline.
+// Tile 128x128x32 (one MAC iteration), 128 threads = 4 warps as 2 (m) x 2 (n), 64x64 per warp,
+// mma.sync.m16n8k16 (4x8 per warp per k16), ldmatrix (.trans for B), 4-stage cp.async pipeline
+// (sm80_config.cuh; an 8-warp 64x32 variant builds with -DSTREAMK_SM80_WARPS_N=4).
 // Shared memory: 4 x (128x40 + 32x136) x 2 B = 75,776 B dynamic (rows padded by 16 B, so
 // ldmatrix reads are conflict-free). Arch: sm_80 and later (runs on sm_90a).
 // Operands: A m x k row-major (lda), B k x n row-major (ldb), 16-byte aligned rows; elements
@@ -108,12 +109,12 @@ struct Sm80Half {
 
 using streamk::GemmParams;
 
-extern "C" __global__ void __launch_bounds__(streamk::sm80::THREADS, 1) streamk_sm80_f16(const GemmParams p) {
+extern "C" __global__ void __launch_bounds__(streamk::sm80::THREADS) streamk_sm80_f16(const GemmParams p) {
   extern __shared__ __align__(16) unsigned char smem[];
   streamk::run_schedule<streamk::Sm80Half<false>>(p, smem);
 }
 
-extern "C" __global__ void __launch_bounds__(streamk::sm80::THREADS, 1) streamk_sm80_bf16(const GemmParams p) {
+extern "C" __global__ void __launch_bounds__(streamk::sm80::THREADS) streamk_sm80_bf16(const GemmParams p) {
   extern __shared__ __align__(16) unsigned char smem[];
   streamk::run_schedule<streamk::Sm80Half<true>>(p, smem);
 }
