@@ -157,7 +157,8 @@ def main() -> int:
                   f" | err {max(r[d + '_relerr'] for d in decomps):.1e}", flush=True)
     path = os.path.join(args.out, f"bench_{args.dtype}.csv")
     with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        fields = list(dict.fromkeys(key for r in rows for key in r))
+        w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         w.writerows(rows)
     summarize(rows, decomps, args.dtype)

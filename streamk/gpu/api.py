@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DeadlockError, ScheduleError
+from ..errors import CudaError, DeadlockError, ScheduleError
 from ..fixup import FixupPlan, plan_fixup
 from ..schedule import Schedule
 from ..sched import make_schedule
@@ -113,6 +113,9 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     sched = resolve_schedule(schedule, shape, spec, machine_fn, fixup, options)
     plan = plan_fixup(sched)
     residency = dev.occupancy(spec.main, threads, spec.smem) * dev.sms
+    if residency == 0:
+        raise CudaError(f"{spec.main} cannot be resident on {dev.name} ({threads} threads, {spec.smem} B shared "
+                        f"memory): the occupancy API gives 0 blocks per SM")
     check_residency(plan, residency)
 
     steps: list[Step] = []

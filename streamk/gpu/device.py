@@ -57,6 +57,7 @@ class Device:
         self.name = name.split(b"\0")[0].decode()
         self._modules: dict[str, object] = {}
         self._functions: dict[str, object] = {}
+        self._smem_limit: dict[str, int] = {}
         self._occupancy: dict[tuple[str, int, int], int] = {}
         self._buffers: dict[str, Buffer] = {}
         self._tables: dict[bytes, tuple[int, ...]] = {}
@@ -76,21 +77,25 @@ class Device:
 
     # ---- kernels -------------------------------------------------------------------------
     def function(self, name: str, dynamic_smem: int = 0):
-        """The CUfunction ``name``, its module loaded (and compiled) on first use."""
-        if name in self._functions:
-            return self._functions[name]
-        source = next((s for s, entries in SOURCES.items() if name in entries), None)
-        if source is None:
-            raise KeyError(f"no shipped kernel named {name!r}")
+        """The CUfunction ``name``, its module loaded (and compiled) on first use; its dynamic
+        shared-memory limit raised to ``dynamic_smem`` when that is over the default 48 KB."""
         drv = driver()
-        if source not in self._modules:
-            cubin = compile_source(source, self.arch)
-            self._modules[source] = check(drv.cuModuleLoadData(cubin.image), f"cuModuleLoadData({source})")
-        fn = check(drv.cuModuleGetFunction(self._modules[source], name.encode()), f"cuModuleGetFunction({name})")
-        if dynamic_smem > 48 * 1024:
+        if name not in self._functions:
+            source = next((s for s, entries in SOURCES.items() if name in entries), None)
+            if source is None:
+                raise KeyError(f"no shipped kernel named {name!r}")
+            if source not in self._modules:
+                cubin = compile_source(source, self.arch)
+                self._modules[source] = check(drv.cuModuleLoadData(cubin.image), f"cuModuleLoadData({source})")
+            fn = check(drv.cuModuleGetFunction(self._modules[source], name.encode()),
+                       f"cuModuleGetFunction({name})")
+            self._functions[name] = fn
+            self._smem_limit[name] = 48 * 1024
+        fn = self._functions[name]
+        if dynamic_smem > self._smem_limit[name]:
             attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-            check(drv.cuFuncSetAttribute(fn, attr, dynamic_smem), f"cuFuncSetAttribute({name})")
-        self._functions[name] = fn
+            check(drv.cuFuncSetAttribute(fn, attr, dynamic_smem), f"cuFuncSetAttribute({name}, {dynamic_smem} B)")
+            self._smem_limit[name] = dynamic_smem
         return fn
 
     def block_size(self, name: str) -> int:
