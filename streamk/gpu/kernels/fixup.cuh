@@ -163,30 +163,26 @@ __device__ __forceinline__ void run_schedule(const GemmParams& p, unsigned char*
     for (int i = 0; i < ML::ACC; ++i) acc[i] = Acc(0);
     ML::mainloop(p, m0, n0, row[U_K_BEGIN], row[U_K_END], smem, acc);
 
-    if (action == ACT_WRITE) {
-      write_c<ML>(p, m0, n0, acc, tid);
-    } else if (action == ACT_PARTIAL || action == ACT_DEFER) {
+    // Each epilogue piece appears once (the unrolled loops are large): sum peers' slots, store
+    // our own, signal, write or add to C, as the unit's action asks.
+    bool sums = action == ACT_REDUCE || action == ACT_HANDOFF || action == ACT_FINISH;
+    bool writes = action == ACT_WRITE || action == ACT_REDUCE || action == ACT_FINISH;
+    if (action == ACT_ARRIVE) {
       store_slot<ML>(p, slot, acc, tid);
-      if (action == ACT_PARTIAL) signal(p, u, epoch);
-    } else if (action == ACT_REDUCE || action == ACT_HANDOFF || action == ACT_FINISH) {
+      if (arrive_last(p, row[U_TILE], nreads, epoch)) {  // the last arrival sums every slot in k order
+        sums = writes = true;
+#pragma unroll
+        for (int i = 0; i < ML::ACC; ++i) acc[i] = Acc(0);
+      }
+    }
+    if (sums) {
       wait_units(p, row[U_WAITS_OFFSET], row[U_WAITS_COUNT], epoch);
       for (int j = 0; j < nreads; ++j) add_slot<ML>(p, p.reads[reads + j], acc, tid);
-      if (action == ACT_HANDOFF) {
-        store_slot<ML>(p, slot, acc, tid);
-        signal(p, u, epoch);
-      } else {
-        write_c<ML>(p, m0, n0, acc, tid);
-      }
-    } else if (action == ACT_ARRIVE) {
-      store_slot<ML>(p, slot, acc, tid);
-      if (arrive_last(p, row[U_TILE], nreads, epoch)) {
-        load_slot<ML>(p, p.reads[reads], acc, tid);
-        for (int j = 1; j < nreads; ++j) add_slot<ML>(p, p.reads[reads + j], acc, tid);
-        write_c<ML>(p, m0, n0, acc, tid);
-      }
-    } else if (action == ACT_ATOMIC) {
-      atomic_c<ML>(p, m0, n0, acc, tid);
     }
+    if (action == ACT_PARTIAL || action == ACT_HANDOFF || action == ACT_DEFER) store_slot<ML>(p, slot, acc, tid);
+    if (action == ACT_PARTIAL || action == ACT_HANDOFF) signal(p, u, epoch);
+    if (writes) write_c<ML>(p, m0, n0, acc, tid);
+    if (action == ACT_ATOMIC) atomic_c<ML>(p, m0, n0, acc, tid);
   }
   finish_launch(p);
 }

@@ -23,6 +23,7 @@ struct Sm80Half {
   using Elem = unsigned short;  // raw FP16 / BF16 bits
   static constexpr int BM = sm80::BM, BN = sm80::BN, THREADS = sm80::THREADS, ACC = sm80::ACC;
   static constexpr int STAGES = sm80::STAGES, A_STAGE = sm80::A_STAGE, B_STAGE = sm80::B_STAGE;
+  static constexpr int KSTEPS = sm80::BK / sm80::MMA_K;
 
   // fragment element i of thread tid -> (row, col) inside the tile
   static __device__ __forceinline__ void coord(int i, int tid, int& r, int& c) {
@@ -74,27 +75,33 @@ struct Sm80Half {
     }
   }
 
-  static __device__ __forceinline__ void compute_stage(const unsigned short* sA, const unsigned short* sB,
-                                                       float (&acc)[ACC], int tid) {
+  struct Frag {
+    unsigned a[sm80::FRAG_M][4];
+    unsigned b[sm80::FRAG_N / 2][4];
+  };
+
+  static __device__ __forceinline__ void load_frag(const unsigned short* sA, const unsigned short* sB, int kstep,
+                                                   Frag& f, int tid) {
     using namespace sm80;
     const int warp = tid / 32, lane = tid % 32;
     const int wm = (warp / WARPS_N) * WARP_M, wn = (warp % WARPS_N) * WARP_N;
+    const int kk = kstep * MMA_K;
 #pragma unroll
-    for (int kk = 0; kk < BK; kk += MMA_K) {
-      unsigned a[FRAG_M][4], b[FRAG_N / 2][4];
+    for (int mi = 0; mi < FRAG_M; ++mi)
+      ldmatrix_x4(f.a[mi], sA + (wm + mi * MMA_M + (lane % 16)) * A_LD + kk + (lane / 16) * 8);
 #pragma unroll
-      for (int mi = 0; mi < FRAG_M; ++mi)
-        ldmatrix_x4(a[mi], sA + (wm + mi * MMA_M + (lane % 16)) * A_LD + kk + (lane / 16) * 8);
+    for (int nj = 0; nj < FRAG_N / 2; ++nj)
+      ldmatrix_x4_trans(f.b[nj], sB + (kk + (lane % 16)) * B_LD + wn + nj * 16 + (lane / 16) * 8);
+  }
+
+  static __device__ __forceinline__ void mma_frag(const Frag& f, float (&acc)[ACC]) {
+    using namespace sm80;
 #pragma unroll
-      for (int nj = 0; nj < FRAG_N / 2; ++nj)
-        ldmatrix_x4_trans(b[nj], sB + (kk + (lane % 16)) * B_LD + wn + nj * 16 + (lane / 16) * 8);
+    for (int mi = 0; mi < FRAG_M; ++mi) {
 #pragma unroll
-      for (int mi = 0; mi < FRAG_M; ++mi) {
-#pragma unroll
-        for (int ni = 0; ni < FRAG_N; ++ni) {
-          float(&d)[4] = *reinterpret_cast<float(*)[4]>(&acc[(mi * FRAG_N + ni) * 4]);
-          mma(d, a[mi], b[ni / 2][(ni % 2) * 2], b[ni / 2][(ni % 2) * 2 + 1]);
-        }
+      for (int ni = 0; ni < FRAG_N; ++ni) {
+        float(&d)[4] = *reinterpret_cast<float(*)[4]>(&acc[(mi * FRAG_N + ni) * 4]);
+        mma(d, f.a[mi], f.b[ni / 2][(ni % 2) * 2], f.b[ni / 2][(ni % 2) * 2 + 1]);
       }
     }
   }

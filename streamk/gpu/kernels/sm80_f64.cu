@@ -20,6 +20,7 @@ struct Sm80Double {
                        ACC = sm80_f64::ACC;
   using Elem = double;
   static constexpr int STAGES = sm80_f64::STAGES, A_STAGE = sm80_f64::A_STAGE, B_STAGE = sm80_f64::B_STAGE;
+  static constexpr int KSTEPS = sm80_f64::BK / sm80_f64::MMA_K;
 
   static __device__ __forceinline__ void coord(int i, int tid, int& r, int& c) {
     using namespace sm80_f64;
@@ -53,29 +54,34 @@ struct Sm80Double {
     }
   }
 
-  static __device__ __forceinline__ void compute_stage(const double* sA, const double* sB, double (&acc)[ACC],
-                                                       int tid) {
+  struct Frag {
+    double a[sm80_f64::FRAG_M];
+    double b[sm80_f64::FRAG_N];
+  };
+
+  static __device__ __forceinline__ void load_frag(const double* sA, const double* sB, int kstep, Frag& f,
+                                                   int tid) {
     using namespace sm80_f64;
     const int warp = tid / 32, lane = tid % 32;
     const int wm = (warp / WARPS_N) * WARP_M, wn = (warp % WARPS_N) * WARP_N;
-    const int g = lane / 4, t = lane % 4;
+    const int g = lane / 4, t = lane % 4, kk = kstep * MMA_K;
 #pragma unroll
-    for (int kk = 0; kk < BK; kk += MMA_K) {
-      double a[FRAG_M], b[FRAG_N];
+    for (int mi = 0; mi < FRAG_M; ++mi) f.a[mi] = sA[(wm + mi * MMA_M + g) * A_LD + kk + t];
 #pragma unroll
-      for (int mi = 0; mi < FRAG_M; ++mi) a[mi] = sA[(wm + mi * MMA_M + g) * A_LD + kk + t];
+    for (int ni = 0; ni < FRAG_N; ++ni) f.b[ni] = sB[(kk + t) * B_LD + wn + ni * MMA_N + g];
+  }
+
+  static __device__ __forceinline__ void mma_frag(const Frag& f, double (&acc)[ACC]) {
+    using namespace sm80_f64;
 #pragma unroll
-      for (int ni = 0; ni < FRAG_N; ++ni) b[ni] = sB[(kk + t) * B_LD + wn + ni * MMA_N + g];
+    for (int mi = 0; mi < FRAG_M; ++mi) {
 #pragma unroll
-      for (int mi = 0; mi < FRAG_M; ++mi) {
-#pragma unroll
-        for (int ni = 0; ni < FRAG_N; ++ni) {
-          double& d0 = acc[(mi * FRAG_N + ni) * 2];
-          double& d1 = acc[(mi * FRAG_N + ni) * 2 + 1];
-          asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
-                       : "+d"(d0), "+d"(d1)
-                       : "d"(a[mi]), "d"(b[ni]));
-        }
+      for (int ni = 0; ni < FRAG_N; ++ni) {
+        double& d0 = acc[(mi * FRAG_N + ni) * 2];
+        double& d1 = acc[(mi * FRAG_N + ni) * 2 + 1];
+        asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+                     : "+d"(d0), "+d"(d1)
+                     : "d"(f.a[mi]), "d"(f.b[ni]));
       }
     }
   }
@@ -90,7 +96,7 @@ struct Sm80Double {
 
 using streamk::GemmParams;
 
-extern "C" __global__ void __launch_bounds__(streamk::sm80_f64::THREADS) streamk_sm80_f64(const GemmParams p) {
+extern "C" __global__ void __launch_bounds__(streamk::sm80_f64::THREADS, 2) streamk_sm80_f64(const GemmParams p) {
   extern __shared__ __align__(16) unsigned char smem[];
   streamk::run_schedule<streamk::Sm80Double>(p, smem);
 }
