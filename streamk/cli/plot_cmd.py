@@ -17,7 +17,6 @@ from ..plot import METRICS, load_sweep_csv, plot_landscape, plot_schedule
 from ..sched import make_schedule, names
 from ..shapes import GemmShape, Machine, TileShape
 from ..sim import simulate
-from ..sim.corpus import corpus
 from .common import add_decomposition_args, add_problem_args, positive_int, schedule_from
 from .simulate_cmd import add_costs_arg
 
@@ -31,6 +30,8 @@ def run_sweep(csv_path: Path, count: int, seed: int, tile: TileShape, sms: int, 
     try:
         importlib.import_module("streamk.cli.sweep_cmd")
     except ModuleNotFoundError:
+        from ..sim.corpus import corpus  # noqa: PLC0415
+
         event_sweep(csv_path, corpus(count, seed), tile, Machine(sms, ctas_per_sm), decomps, costs)
         return csv_path
     from . import main  # noqa: PLC0415 (the package imports this module)
