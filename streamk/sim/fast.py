@@ -1,0 +1,299 @@
+"""The fast path: makespans of many owner-waits schedules at once, in NumPy.
+
+Under the paper's owner-waits fixup, almost every schedule has CTAs of one *pattern*: an
+optional first unit that is a peer's partial (+b, then a signal), whole tiles, and an optional
+last unit that owns a split tile and waits for its peers. Such a CTA is three numbers and a peer
+list (a ``Programs`` row), with no event loop:
+
+* it signals at ``S + a + c*f + b`` (f: iterations of its first unit) if its first unit is a partial;
+* it reaches its wait, or its end, at ``W = S + a + c*I + b*[first unit partial]``;
+* if it owns its last tile it ends at ``max(W, latest peer signal) + d*peers``, else at ``W``.
+
+Dispatch: CTA j starts at the j-th pop of a min-heap of slot free times, so only the multiset of
+free times matters, never which slot. We dispatch a *wave* of ``slots`` CTAs per step, for all
+shapes at once: the wave's CTAs take the current free times in sorted order. That is exact when
+no CTA of the wave ends before a later CTA of the same wave starts (``S_q <= min E_i, i < q``),
+which is checked. An owner whose peers are not all dispatched yet holds its slot with an unknown
+free time (it is later than its last peer's start, so the pops before that are unaffected, which
+is checked too). A shape that breaks a condition (very uneven costs, an owner outwaiting the
+next wave, a possible deadlock) is flagged and left to the event simulator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..costs import Costs
+from ..fixup import Action, plan_fixup
+from ..schedule import Schedule
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Programs:
+    """Timing descriptors of the CTAs of a batch of schedules, flat over shapes.
+
+    Shape i has CTAs ``offsets[i]:offsets[i+1]`` (blockIdx order). ``reach``: start to wait or
+    end; ``signal``: start to its partial stored (unused if it stores none); ``owner``: it waits
+    for the CTAs ``peers[peer_offsets[j]:peer_offsets[j+1]]`` (flat indices) at its end and
+    then spends ``fixup``.
+    """
+
+    offsets: np.ndarray
+    reach: np.ndarray
+    signal: np.ndarray
+    owner: np.ndarray
+    peer_offsets: np.ndarray
+    peers: np.ndarray
+    fixup: np.ndarray
+
+    @staticmethod
+    def concat(parts: list[Programs]) -> Programs:
+        cta_base = np.cumsum([0] + [len(p.reach) for p in parts])
+        peer_base = np.cumsum([0] + [len(p.peers) for p in parts])
+        return Programs(
+            np.concatenate([[0]] + [p.offsets[1:] + b for p, b in zip(parts, cta_base)]),
+            *(np.concatenate([getattr(p, f) for p in parts]) for f in ("reach", "signal", "owner")),
+            np.concatenate([[0]] + [p.peer_offsets[1:] + b for p, b in zip(parts, peer_base)]),
+            np.concatenate([p.peers + b for p, b in zip(parts, cta_base)]),
+            np.concatenate([p.fixup for p in parts]),
+        )
+
+
+def contiguous_ranges(schedule: Schedule) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per-CTA ``(starts, ends)`` if the schedule's units, in CTA order, walk the linearized
+    iteration space from 0 without a gap or a jump back; else None."""
+    ipt = schedule.problem.iters_per_tile
+    u = schedule.units
+    lo = u[:, 0] * ipt + u[:, 1]
+    hi = u[:, 0] * ipt + u[:, 2]
+    if lo[0] != 0 or not np.array_equal(lo[1:], hi[:-1]):
+        return None
+    off = schedule.cta_offsets
+    return lo[off[:-1]], hi[off[1:] - 1]
+
+
+def programs_from_ranges(ipt: np.ndarray, offsets: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                         costs: Costs) -> Programs:
+    """Programs of *contiguous* schedules: shape i's CTAs cover ``[starts, ends)`` of its
+    m -> n -> k linearization in blockIdx order, tiling [0, total) (every built-in scheduler).
+
+    A CTA starting inside a tile stores that tile's partial; one starting a tile and ending
+    inside a later one owns it, and its peers are the next CTAs up to the one holding the
+    tile's last iteration (the owner-waits plan of such a schedule; tests hold it to plan_fixup).
+    """
+    grids = np.diff(offsets)
+    shape_of = np.repeat(np.arange(len(grids)), grids)
+    ip = ipt[shape_of]
+    s, e = starts, ends
+    partial = s % ip != 0
+    first = np.minimum(e, (s // ip + 1) * ip) - s
+    last_tile = (e - 1) // ip
+    owner = (e % ip != 0) & (s <= last_tile * ip)
+    totals = ends[offsets[1:] - 1] if len(s) else np.zeros(0, dtype=np.int64)
+    iter_base = np.concatenate([[0], np.cumsum(totals)[:-1]])[shape_of]
+    flat = np.arange(len(s))
+    target = iter_base + (last_tile + 1) * ip - 1
+    last_peer = np.where(owner, np.searchsorted(iter_base + s, target, side="right") - 1, flat)
+    counts = last_peer - flat
+    peer_offsets = np.concatenate([[0], np.cumsum(counts)])
+    peers = np.repeat(flat + 1 - peer_offsets[:-1], counts) + np.arange(peer_offsets[-1])
+    return Programs(offsets, costs.a + costs.c * (e - s) + costs.b * partial,
+                    costs.a + costs.c * first + costs.b, owner, peer_offsets, peers, costs.d * counts)
+
+
+def programs_from_schedule(schedule: Schedule, costs: Costs) -> Programs | None:
+    """Programs of any owner-waits schedule whose CTAs fit the pattern (a partial only as a
+    CTA's first unit, an owner only as its last), from ``plan_fixup``; else None."""
+    if schedule.fixup != "owner-waits":
+        return None
+    plan = plan_fixup(schedule)
+    off = schedule.cta_offsets
+    first_row, last_row = off[:-1], off[1:] - 1
+    partial_rows = np.flatnonzero(plan.action == Action.PARTIAL)
+    reduce_rows = np.flatnonzero(plan.action == Action.REDUCE)
+    is_first = np.zeros(len(schedule.units), dtype=bool)
+    is_first[first_row] = True
+    is_last = np.zeros(len(schedule.units), dtype=bool)
+    is_last[last_row] = True
+    if not (is_first[partial_rows].all() and is_last[reduce_rows].all()):
+        return None
+    iters = schedule.units[:, 2] - schedule.units[:, 1]
+    partial = plan.action[first_row] == Action.PARTIAL
+    owner = plan.action[last_row] == Action.REDUCE
+    counts = np.where(owner, np.diff(plan.wait_offsets)[last_row], 0)
+    waits = np.concatenate([plan.waits(int(r)) for r in last_row[owner]] or [np.zeros(0, np.int64)])
+    return Programs(np.array([0, schedule.grid]), costs.a + costs.c * schedule.iters_per_cta + costs.b * partial,
+                    costs.a + costs.c * iters[first_row] + costs.b, owner,
+                    np.concatenate([[0], np.cumsum(counts)]), plan.unit_cta[waits], costs.d * counts)
+
+
+def wave_makespans(p: Programs, slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """Makespan per shape on ``slots`` slots, and a mask of the shapes timed exactly (for the
+    others, which need the event simulator, the makespan entry is meaningless)."""
+    free, ok = run_waves(p, slots)
+    makespan = free.max(axis=1) if len(free) else np.zeros(0)
+    return makespan, ok & np.isfinite(makespan)
+
+
+def ranges_makespans(ipt: np.ndarray, offsets: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                     costs: Costs, slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """``wave_makespans`` of contiguous schedules, with their leading and trailing runs of
+    whole-tile CTAs (data-parallel waves) in closed form: only the CTAs between go through the
+    wave engine. A trailing run shorter than the spread of free times it meets is retried
+    whole."""
+    P, n = slots, len(ipt)
+    grids = np.diff(offsets)
+    flat = np.arange(len(starts))
+    whole = (starts % np.repeat(ipt, grids) == 0) & (ends - starts == np.repeat(ipt, grids))
+    big = len(starts) + 1
+    heads = np.minimum(offsets[:-1], max(len(starts) - 1, 0))
+    first_split = np.minimum.reduceat(np.append(np.where(whole, big, flat), big), heads)
+    last_split = np.maximum.reduceat(np.append(np.where(whole, -1, flat), -1), heads)
+    lead = np.where(grids > 0, np.minimum(first_split, offsets[1:]) - offsets[:-1], 0)
+    trail = np.where(lead < grids, offsets[1:] - 1 - last_split, 0)
+    keep = (flat >= np.repeat(offsets[:-1] + lead, grids)) & (flat < np.repeat(offsets[1:] - trail, grids))
+    sub_counts = np.bincount(np.repeat(np.arange(n), grids)[keep], minlength=n)
+    sub_offsets = np.concatenate([[0], np.cumsum(sub_counts)])
+    tile_time = costs.a + costs.c * ipt
+    # Leading run from an idle machine: whole waves, then the remainder on the first slots.
+    waves, rest = np.divmod(lead, P)
+    free0 = (waves[:, None] + (np.arange(P)[::-1] < rest[:, None])) * tile_time[:, None]
+    free0 = np.sort(free0, axis=1)
+    free, ok = run_waves(programs_from_ranges(ipt, sub_offsets, starts[keep], ends[keep], costs), P, free0)
+    waves, rest = np.divmod(trail, P)
+    fits = free.max(axis=1) - free.min(axis=1) <= tile_time
+    free = free + (waves * tile_time)[:, None] + (np.arange(P) < rest[:, None]) * tile_time[:, None]
+    makespan = free.max(axis=1) if n else np.zeros(0)
+    ok &= np.isfinite(makespan)
+    retry = np.flatnonzero(ok & ~fits & (trail > 0))
+    if len(retry):
+        sel = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in retry])
+        again = np.concatenate([[0], np.cumsum(grids[retry])])
+        makespan[retry], ok[retry] = wave_makespans(
+            programs_from_ranges(ipt[retry], again, starts[sel], ends[sel], costs), P)
+    return makespan, ok
+
+
+def run_waves(p: Programs, slots: int, free0: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The wave engine: final slot free times per shape (rows of ``slots``, sorted) starting
+    from ``free0`` (default: all idle at 0), and the mask of shapes timed exactly."""
+    n, P = len(p.offsets) - 1, slots
+    grids = np.diff(p.offsets)
+    npeers = np.diff(p.peer_offsets)
+    flat = np.arange(len(p.reach))
+    last_peer = np.maximum.reduceat(np.append(p.peers, 0), p.peer_offsets[:-1]) if len(flat) else flat
+    last_peer = np.where(npeers > 0, last_peer, -1)
+    row_of = np.repeat(np.arange(n), grids)
+    free = np.zeros((n, P)) if free0 is None else np.array(free0, dtype=float)
+    done = np.zeros(n, dtype=np.int64)  # CTAs dispatched per shape
+    steps = np.zeros(n, dtype=np.int64)
+    step_limit = 4 * -(-grids // P) + 8  # a shape needing more sub-waves goes to the event simulator
+    reach_abs = np.full(len(flat), np.inf)
+    sig_abs = np.full(len(flat), np.inf)
+    deferred = np.zeros(0, dtype=np.int64)  # owners whose peers are not all dispatched
+    ok = np.ones(n, dtype=bool)
+    pos = np.arange(P)
+    run = _uniform_runs(p, row_of)
+
+    def peak(owners: np.ndarray) -> np.ndarray:
+        """Latest signal among each owner's peers."""
+        lens = npeers[owners]
+        if not len(lens):
+            return np.zeros(0)
+        heads = np.cumsum(lens) - lens
+        idx = np.repeat(p.peer_offsets[owners] - heads, lens) + np.arange(lens.sum())
+        vals = np.append(sig_abs[p.peers[idx]], -np.inf)
+        return np.maximum.reduceat(vals, np.minimum(heads, len(vals) - 1))
+
+    while True:
+        rows = np.flatnonzero((done < grids) & ok)
+        # Whole waves of a run of equal wait-free CTAs (data-parallel tiles) at once: each wave
+        # pops the free times in order and adds its duration, if that is >= their spread.
+        j0 = p.offsets[rows] + done[rows]
+        waves = run[j0] // P
+        with np.errstate(invalid="ignore"):  # inf - inf where an owner holds a slot: no jump
+            spread = free[rows].max(axis=1) - free[rows].min(axis=1)
+        jump = (waves > 0) & (spread <= p.reach[j0])
+        if jump.any():
+            free[rows[jump]] += (waves[jump] * p.reach[j0[jump]])[:, None]
+            done[rows[jump]] += waves[jump] * P
+            rows = np.flatnonzero((done < grids) & ok)
+        if not len(rows):
+            break
+        steps[rows] += 1
+        na = len(rows)
+        local = np.full(n, -1, dtype=np.int64)
+        local[rows] = np.arange(na)
+        start = free[rows]
+        b0 = p.offsets[rows] + done[rows]
+        nw = np.minimum(P, grids[rows] - done[rows])
+        valid = pos < nw[:, None]
+        idx = np.where(valid, b0[:, None] + pos, b0[:, None])
+        sig_abs[idx[valid]] = (start + p.signal[idx])[valid]
+        reach = start + p.reach[idx]
+        end = reach.copy()
+        own = valid & p.owner[idx]
+        peer_pos = np.where(own, last_peer[idx] - b0[:, None], -1)
+        inside = own & (peer_pos < nw[:, None])
+        if inside.any():
+            rr, qq = np.nonzero(inside)
+            j = idx[rr, qq]
+            end[rr, qq] = np.maximum(reach[rr, qq], peak(j)) + p.fixup[j]
+        # Owners of earlier steps whose last peer is in this window: their slot frees at `late`.
+        r_def = local[row_of[deferred]]
+        live = r_def >= 0
+        late_own = deferred[live][last_peer[deferred[live]] < (b0 + nw)[r_def[live]]]
+        late_row = local[row_of[late_own]]
+        late_pos = last_peer[late_own] - b0[late_row]
+        late = np.maximum(reach_abs[late_own], peak(late_own)) + p.fixup[late_own]
+        # Exact prefix: position q's pop is start[q] unless a CTA before it, or a late owner,
+        # has already freed its slot; accept up to the first such q. (An owner's end may rest on
+        # peers' tentative starts beyond that q; it then can only cut the prefix shorter.)
+        earliest = np.full((na, P), np.inf)
+        earliest[:, 1:] = np.minimum.accumulate(np.where(valid, end, np.inf), axis=1)[:, :-1]
+        if len(late):
+            first_late = np.full(na, np.inf)
+            np.minimum.at(first_late, late_row, late)
+            earliest = np.minimum(earliest, first_late[:, None])
+        bad = valid & ((start > earliest) | np.isinf(start))
+        accepted = np.where(bad.any(axis=1), np.argmax(bad, axis=1), nw)
+        ok[rows[accepted == 0]] = False  # no slot for the next CTA: a possible deadlock
+        take = pos < accepted[:, None]
+        spill = take & own & (peer_pos >= accepted[:, None])
+        end[spill] = np.inf
+        reach_abs[idx[take]] = reach[take]
+        after = np.where(take, end, start)
+        known = late_pos < accepted[late_row]  # a late owner's slot free time is now known
+        if known.any():
+            order = np.argsort(late_row[known], kind="stable")
+            lr, lt = late_row[known][order], late[known][order]
+            unknown = np.isinf(start).sum(axis=1)
+            after[lr, P - unknown[lr] + _ramp(np.unique(lr, return_counts=True)[1])] = lt
+            deferred = np.setdiff1d(deferred, late_own[known], assume_unique=True)
+        free[rows] = np.sort(after, axis=1)
+        deferred = np.concatenate([deferred, idx[spill]])
+        done[rows] += accepted
+        ok[rows[steps[rows] > step_limit[rows]]] = False
+    ok[row_of[deferred]] = False
+    return free, ok
+
+
+def _uniform_runs(p: Programs, row_of: np.ndarray) -> np.ndarray:
+    """For each CTA, how many CTAs from it on (same shape) neither store a partial nor wait and
+    take the same time: a data-parallel run; 0 for a CTA that does either."""
+    plain = ~p.owner & (np.diff(p.peer_offsets) == 0)
+    plain[p.peers] = False  # a peer stores a partial
+    n = len(plain)
+    same = np.zeros(n, dtype=bool)
+    same[:-1] = plain[:-1] & plain[1:] & (p.reach[:-1] == p.reach[1:]) & (row_of[:-1] == row_of[1:])
+    idx = np.arange(n)
+    end = np.minimum.accumulate(np.where(~same, idx, n)[::-1])[::-1]  # last CTA of each run
+    return np.where(plain, end - idx + 1, 0)
+
+
+def _ramp(lengths: np.ndarray) -> np.ndarray:
+    """0..l-1 for each l in ``lengths``, concatenated."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    return np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
