@@ -11,15 +11,21 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.collections import PatchCollection  # noqa: E402
+from matplotlib.patches import Patch, Rectangle  # noqa: E402
 
-ROW_HEIGHT_IN = 0.42  # inches of figure height per SM-slot row
+from ..sim.timeline import Segment, Timeline  # noqa: E402
+
+ROW_HEIGHT_IN = 0.42  # inches of figure height per SM-slot row (at most)
+MIN_ROW_IN = 0.06  # inches per row at the least, however many SMs
+MAX_PANEL_IN = 8.0  # inches a panel of many SMs shrinks its rows to fit
+LABEL_MIN_ROW_PX = 11  # pixels a bar needs in height for a label (and per y tick label)
 TITLE_IN = 0.35  # inches above the top panel for its title
 SUPTITLE_IN = 0.3  # inches more for a figure title
 GAP_IN = 0.45  # inches between stacked panels (the lower panel's title)
@@ -49,7 +55,7 @@ def tile_color(tile: int) -> tuple[float, float, float]:
     return TILE_COLORS[tile % len(TILE_COLORS)]
 
 
-def timeline_title(timeline: Any) -> str:
+def timeline_title(timeline: Timeline) -> str:
     """"stream-k 384x384x128, tile 128x128x4, 4 SMs, g=4: makespan 72, utilization 1.00"."""
     s = timeline.schedule
     machine = s.machine
@@ -61,14 +67,14 @@ def timeline_title(timeline: Any) -> str:
     return f"{head}: makespan {timeline.makespan:g}, utilization {timeline.utilization:.2f}"
 
 
-def time_extent(timeline: Any) -> float:
+def time_extent(timeline: Timeline) -> float:
     """The makespan; under a deadlock, room past the last segment for the stuck CTAs' bars."""
     if math.isfinite(timeline.makespan) and timeline.makespan > 0:
         return float(timeline.makespan)
     return max([float(seg.end) for seg in timeline.segments] + [1.0]) * STUCK_ROOM
 
 
-def _label(seg: Any, px_width: float, two_lines: bool) -> str | None:
+def _label(seg: Segment, px_width: float, two_lines: bool) -> str | None:
     full = [f"CTA {seg.cta}", f"t{seg.tile}"]
     if two_lines and max(len(t) for t in full) * LABEL_CHAR_PX < px_width:
         return "\n".join(full)
@@ -78,14 +84,23 @@ def _label(seg: Any, px_width: float, two_lines: bool) -> str | None:
     return None
 
 
-def draw_timeline(ax: plt.Axes, timeline: Any, *, xmax: float | None = None, title: str | None = None) -> None:
+def row_height_in(rows: int) -> float:
+    """Inches per SM-slot row: ROW_HEIGHT_IN for a few SMs, shrinking so that a panel of many
+    SMs (an A100's 108) stays under MAX_PANEL_IN."""
+    return min(ROW_HEIGHT_IN, max(MIN_ROW_IN, MAX_PANEL_IN / rows))
+
+
+def draw_timeline(ax: plt.Axes, timeline: Timeline, *, xmax: float | None = None, title: str | None = None) -> None:
     """Draw one Timeline on ``ax``: rows are SM slots, bars are segments."""
     machine = timeline.schedule.machine
     slots_per_sm = machine.ctas_per_sm
     rows = machine.slots
     xmax = xmax or time_extent(timeline)
-    fig_w_px = ax.figure.get_figwidth() * ax.figure.dpi * ax.get_position().width
-    px_per_unit = fig_w_px / xmax
+    box = ax.get_position()
+    px_per_unit = ax.figure.get_figwidth() * ax.figure.dpi * box.width / xmax
+    row_px = ax.figure.get_figheight() * ax.figure.dpi * box.height / rows
+    edge = 0.6 if row_px >= LABEL_MIN_ROW_PX else 0.2
+    groups: dict[tuple, list[Rectangle]] = {}  # one collection per look: thousands of bars stay fast
     for seg in timeline.segments:
         width = float(seg.end - seg.start)
         if width <= 0:
@@ -95,20 +110,24 @@ def draw_timeline(ax: plt.Axes, timeline: Any, *, xmax: float | None = None, tit
             face, hatch = tile_color(seg.tile), ""
         else:
             face, hatch, _ = KIND_STYLE.get(seg.kind, ("#cccccc", "..", seg.kind))
-        ax.barh(row, width, left=float(seg.start), height=BAR_HEIGHT, color=face, hatch=hatch,
-                edgecolor="black", linewidth=0.6)
-        if seg.kind == "mac":
-            text = _label(seg, width * px_per_unit, two_lines=ROW_HEIGHT_IN * BAR_HEIGHT > 0.3)
-            if text:
-                ax.text(float(seg.start) + width / 2, row, text, ha="center", va="center", fontsize=8)
+        groups.setdefault((face, hatch), []).append(
+            Rectangle((float(seg.start), row - BAR_HEIGHT / 2), width, BAR_HEIGHT))
+        text = _label(seg, width * px_per_unit, two_lines=row_px * BAR_HEIGHT >= 2 * LABEL_MIN_ROW_PX) \
+            if seg.kind == "mac" and row_px * BAR_HEIGHT >= LABEL_MIN_ROW_PX else None
+        if text:
+            ax.text(float(seg.start) + width / 2, row, text, ha="center", va="center", fontsize=8)
+    for (face, hatch), rects in groups.items():
+        ax.add_collection(PatchCollection(rects, facecolor=face, hatch=hatch or None, edgecolor="black",
+                                          linewidth=edge))
     if timeline.deadlock:
         _draw_stuck(ax, timeline, xmax, px_per_unit)
     ax.set_ylim(rows - 0.5, -0.5)  # SM 0 on top
-    ax.set_yticks(range(rows))
+    ticks = range(0, rows, max(1, math.ceil(LABEL_MIN_ROW_PX / row_px)))
+    ax.set_yticks(list(ticks))
     if slots_per_sm == 1:
-        ax.set_yticklabels([f"SM {r}" for r in range(rows)])
+        ax.set_yticklabels([f"SM {r}" for r in ticks])
     else:
-        ax.set_yticklabels([f"SM {r // slots_per_sm}.{r % slots_per_sm}" for r in range(rows)])
+        ax.set_yticklabels([f"SM {r // slots_per_sm}.{r % slots_per_sm}" for r in ticks])
     ax.set_xlim(0, xmax * 1.01)
     ax.grid(axis="x", linestyle=":", linewidth=0.6, alpha=0.7)
     ax.set_axisbelow(True)
@@ -116,7 +135,7 @@ def draw_timeline(ax: plt.Axes, timeline: Any, *, xmax: float | None = None, tit
                  color="firebrick" if timeline.deadlock else "black")
 
 
-def _draw_stuck(ax: plt.Axes, timeline: Any, xmax: float, px_per_unit: float) -> None:
+def _draw_stuck(ax: plt.Axes, timeline: Timeline, xmax: float, px_per_unit: float) -> None:
     """Under a deadlock, a red bar from where each resident, unfinished CTA stopped to the edge."""
     last_end: dict[int, float] = {}
     for seg in timeline.segments:
@@ -134,7 +153,7 @@ def _draw_stuck(ax: plt.Axes, timeline: Any, xmax: float, px_per_unit: float) ->
                     bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
 
 
-def _legend(fig: plt.Figure, timelines: Sequence[Any]) -> None:
+def _legend(fig: plt.Figure, timelines: Sequence[Timeline]) -> None:
     kinds = {seg.kind for t in timelines for seg in t.segments if seg.end > seg.start}
     handles = [Patch(facecolor=tile_color(0), edgecolor="black", label="MAC iterations (colour = tile)")]
     for kind, (face, hatch, label) in KIND_STYLE.items():
@@ -144,7 +163,7 @@ def _legend(fig: plt.Figure, timelines: Sequence[Any]) -> None:
                bbox_to_anchor=(0.5, 0.0))
 
 
-def plot_schedules(timelines: Sequence[Any], path: str | Path, titles: Sequence[str | None] | None = None,
+def plot_schedules(timelines: Sequence[Timeline], path: str | Path, titles: Sequence[str | None] | None = None,
                    suptitle: str | None = None, *, dpi: int = DPI) -> Path:
     """Several timelines stacked with a shared time axis (the paper's Figure 4); returns the path."""
     if not timelines:
@@ -153,12 +172,12 @@ def plot_schedules(timelines: Sequence[Any], path: str | Path, titles: Sequence[
     if len(titles) != len(timelines):
         raise ValueError(f"need one title per timeline (got {len(titles)} for {len(timelines)})")
     heights = [t.schedule.machine.slots for t in timelines]
-    axes_in = [h * ROW_HEIGHT_IN for h in heights]
+    axes_in = [h * row_height_in(h) for h in heights]
     top_in = TITLE_IN + (SUPTITLE_IN if suptitle else 0.0)
     bottom_in = XAXIS_IN + LEGEND_IN
     fig_h = sum(axes_in) + GAP_IN * (len(heights) - 1) + top_in + bottom_in
     fig, axes = plt.subplots(len(timelines), 1, sharex=True, figsize=(FIG_WIDTH_IN, fig_h),
-                             gridspec_kw={"height_ratios": heights}, squeeze=False)
+                             gridspec_kw={"height_ratios": axes_in}, squeeze=False)
     xmax = max(time_extent(t) for t in timelines)
     fig.subplots_adjust(left=0.08, right=0.98, bottom=bottom_in / fig_h, top=1 - top_in / fig_h,
                         hspace=GAP_IN / (sum(axes_in) / len(axes_in)))
@@ -175,6 +194,6 @@ def plot_schedules(timelines: Sequence[Any], path: str | Path, titles: Sequence[
     return path
 
 
-def plot_schedule(timeline: Any, path: str | Path, title: str | None = None, *, dpi: int = DPI) -> Path:
+def plot_schedule(timeline: Timeline, path: str | Path, title: str | None = None, *, dpi: int = DPI) -> Path:
     """The wave schedule of one simulated Timeline, written as a PNG; returns the path."""
     return plot_schedules([timeline], path, [title], dpi=dpi)
