@@ -12,42 +12,107 @@
 
 namespace streamk {
 
+// Global -> shared copies of one iteration's A (BM x BK) and B (BK x BN) tiles. Thread t copies
+// the 16-byte chunk at column (t % COLS) of rows t / COLS + pass * ROWS_PER_PASS, so one pointer
+// per operand, advanced by an iteration per call, addresses every pass; row/column predicates
+// are fixed per unit, k predicates checked per iteration (zero-fill past k).
+template <class ML>
+struct TileLoader {
+  using Elem = typename ML::Elem;
+  static constexpr int CHUNK = 16 / sizeof(Elem);
+  static constexpr int A_COLS = ML::BK / CHUNK;
+  static constexpr int A_ROWS_PER_PASS = ML::THREADS / A_COLS;
+  static constexpr int A_PASSES = ML::BM / A_ROWS_PER_PASS;
+  static constexpr int B_COLS = ML::BN / CHUNK;
+  static constexpr int B_ROWS_PER_PASS = ML::THREADS / B_COLS;
+  static constexpr int B_PASSES = ML::BK / B_ROWS_PER_PASS;
+  static_assert(ML::THREADS % A_COLS == 0 && ML::BM % A_ROWS_PER_PASS == 0, "A chunks tile the threads");
+  static_assert(ML::THREADS % B_COLS == 0 && ML::BK % B_ROWS_PER_PASS == 0, "B chunks tile the threads");
+  static_assert(A_PASSES <= 32, "row mask fits 32 bits");
+
+  const Elem* a;       // this thread's A chunk of pass 0 at the next iteration
+  const Elem* b;       // this thread's B chunk of pass 0 at the next iteration
+  int a_kpos;          // k (elements) of this thread's A chunk at the next iteration
+  int b_kpos;          // k (row) of this thread's B chunk of pass 0 at the next iteration
+  unsigned a_rows_ok;  // bit i: pass i's A row is inside m
+  bool b_col_ok;       // this thread's B columns are inside n
+  unsigned a_dst;      // byte offset of this thread's A chunk inside a stage (pass 0)
+  unsigned b_dst;
+
+  __device__ __forceinline__ TileLoader(const GemmParams& p, int m0, int n0, int k_begin, int tid) {
+    const int ar = tid / A_COLS, ak = (tid % A_COLS) * CHUNK;
+    const int br = tid / B_COLS, bn = (tid % B_COLS) * CHUNK;
+    a_kpos = k_begin * ML::BK + ak;
+    b_kpos = k_begin * ML::BK + br;
+    a = static_cast<const Elem*>(p.a) + static_cast<long long>(m0 + ar) * p.lda + a_kpos;
+    b = static_cast<const Elem*>(p.b) + static_cast<long long>(b_kpos) * p.ldb + n0 + bn;
+    a_rows_ok = 0;
+#pragma unroll
+    for (int i = 0; i < A_PASSES; ++i) a_rows_ok |= (m0 + ar + i * A_ROWS_PER_PASS < p.m ? 1u : 0u) << i;
+    b_col_ok = n0 + bn < p.n;
+    a_dst = (ar * ML::A_LD + ak) * sizeof(Elem);
+    b_dst = (br * ML::B_LD + bn) * sizeof(Elem);
+  }
+
+  // Copy the next iteration into the stage at shared byte addresses (sa, sb); advance.
+  __device__ __forceinline__ void load(const GemmParams& p, unsigned sa, unsigned sb) {
+    const bool a_k_ok = a_kpos < p.k;
+#pragma unroll
+    for (int i = 0; i < A_PASSES; ++i) {
+      const bool ok = a_k_ok && (a_rows_ok >> i & 1u);
+      const Elem* src = a + static_cast<long long>(i * A_ROWS_PER_PASS) * p.lda;
+      cp_async16(sa + a_dst + i * A_ROWS_PER_PASS * ML::A_LD * sizeof(Elem), ok ? src : a, ok ? 16 : 0);
+    }
+#pragma unroll
+    for (int i = 0; i < B_PASSES; ++i) {
+      const bool ok = b_col_ok && b_kpos + i * B_ROWS_PER_PASS < p.k;
+      const Elem* src = b + static_cast<long long>(i * B_ROWS_PER_PASS) * p.ldb;
+      cp_async16(sb + b_dst + i * B_ROWS_PER_PASS * ML::B_LD * sizeof(Elem), ok ? src : b, ok ? 16 : 0);
+    }
+    a += ML::BK;
+    a_kpos += ML::BK;
+    b += static_cast<long long>(ML::BK) * p.ldb;
+    b_kpos += ML::BK;
+  }
+};
+
 template <class ML>
 __device__ __forceinline__ void pipelined_mainloop(const GemmParams& p, int m0, int n0, int k_begin, int k_end,
                                                    unsigned char* smem, typename ML::Acc (&acc)[ML::ACC]) {
   using Elem = typename ML::Elem;
   static_assert(ML::KSTEPS % 2 == 0, "fragment double buffer alternates within an iteration");
+  constexpr unsigned A_BYTES = ML::A_STAGE * sizeof(Elem), B_BYTES = ML::B_STAGE * sizeof(Elem);
   const int tid = threadIdx.x;
-  Elem* sA = reinterpret_cast<Elem*>(smem);
-  Elem* sB = sA + ML::STAGES * ML::A_STAGE;
+  const unsigned sa = smem_u32(smem), sb = sa + ML::STAGES * A_BYTES;
   const int iters = k_end - k_begin;
+  TileLoader<ML> loader(p, m0, n0, k_begin, tid);
 #pragma unroll
   for (int s = 0; s < ML::STAGES - 1; ++s) {
-    if (s < iters) ML::load_stage(p, m0, n0, k_begin + s, sA + s * ML::A_STAGE, sB + s * ML::B_STAGE, tid);
+    if (s < iters) loader.load(p, sa + s * A_BYTES, sb + s * B_BYTES);
     cp_async_commit();
   }
   cp_async_wait<ML::STAGES - 2>();
   __syncthreads();
+  const typename ML::Lanes lanes = ML::lanes(tid);
   typename ML::Frag frag[2];
-  ML::load_frag(sA, sB, 0, frag[0], tid);
+  ML::load_frag(sa, sb, 0, frag[0], lanes);
   for (int it = 0; it < iters; ++it) {
-    const int s = it % ML::STAGES;
+    const unsigned s = it % ML::STAGES;
 #pragma unroll
     for (int kk = 0; kk < ML::KSTEPS; ++kk) {
       if (kk == ML::KSTEPS - 1) {
         // next stage landed for every thread; nobody reads stage `s - 1` any more
         cp_async_wait<ML::STAGES - 2>();
         __syncthreads();
-        const int s1 = (it + 1) % ML::STAGES;
-        ML::load_frag(sA + s1 * ML::A_STAGE, sB + s1 * ML::B_STAGE, 0, frag[(kk + 1) % 2], tid);
+        const unsigned s1 = (it + 1) % ML::STAGES;
+        ML::load_frag(sa + s1 * A_BYTES, sb + s1 * B_BYTES, 0, frag[(kk + 1) % 2], lanes);
       } else {
-        ML::load_frag(sA + s * ML::A_STAGE, sB + s * ML::B_STAGE, kk + 1, frag[(kk + 1) % 2], tid);
+        ML::load_frag(sa + s * A_BYTES, sb + s * B_BYTES, kk + 1, frag[(kk + 1) % 2], lanes);
       }
       if (kk == 0) {
-        const int next = it + ML::STAGES - 1;
-        if (next < iters) {
-          const int sn = next % ML::STAGES;
-          ML::load_stage(p, m0, n0, k_begin + next, sA + sn * ML::A_STAGE, sB + sn * ML::B_STAGE, tid);
+        if (it + ML::STAGES - 1 < iters) {
+          const unsigned sn = (it + ML::STAGES - 1) % ML::STAGES;
+          loader.load(p, sa + sn * A_BYTES, sb + sn * B_BYTES);
         }
         cp_async_commit();
       }

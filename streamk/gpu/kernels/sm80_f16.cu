@@ -24,6 +24,7 @@ struct Sm80Half {
   static constexpr int BM = sm80::BM, BN = sm80::BN, THREADS = sm80::THREADS, ACC = sm80::ACC;
   static constexpr int STAGES = sm80::STAGES, A_STAGE = sm80::A_STAGE, B_STAGE = sm80::B_STAGE;
   static constexpr int KSTEPS = sm80::BK / sm80::MMA_K;
+  static constexpr int BK = sm80::BK, A_LD = sm80::A_LD, B_LD = sm80::B_LD;
 
   // fragment element i of thread tid -> (row, col) inside the tile
   static __device__ __forceinline__ void coord(int i, int tid, int& r, int& c) {
@@ -31,32 +32,6 @@ struct Sm80Half {
     const int mi = i / (sm80::FRAG_N * 4), ni = (i / 4) % sm80::FRAG_N, e = i % 4;
     r = (warp / sm80::WARPS_N) * sm80::WARP_M + mi * sm80::MMA_M + lane / 4 + (e / 2) * 8;
     c = (warp % sm80::WARPS_N) * sm80::WARP_N + ni * sm80::MMA_N + (lane % 4) * 2 + (e % 2);
-  }
-
-  static __device__ __forceinline__ void load_stage(const GemmParams& p, int m0, int n0, int kiter,
-                                                    unsigned short* sA, unsigned short* sB, int tid) {
-    using namespace sm80;
-    const unsigned short* A = static_cast<const unsigned short*>(p.a);
-    const unsigned short* B = static_cast<const unsigned short*>(p.b);
-    const int k0 = kiter * BK;
-#pragma unroll
-    for (int i = 0; i < A_CHUNKS; ++i) {
-      const int chunk = tid + i * THREADS;
-      const int r = chunk / (BK / CHUNK), kc = (chunk % (BK / CHUNK)) * CHUNK;
-      const int gr = m0 + r, gk = k0 + kc;
-      const bool ok = gr < p.m && gk < p.k;
-      const unsigned short* src = ok ? A + gr * p.lda + gk : A;
-      cp_async16(sA + r * A_LD + kc, src, ok ? 16 : 0);
-    }
-#pragma unroll
-    for (int i = 0; i < B_CHUNKS; ++i) {
-      const int chunk = tid + i * THREADS;
-      const int r = chunk / (BN / CHUNK), nc = (chunk % (BN / CHUNK)) * CHUNK;
-      const int gk = k0 + r, gn = n0 + nc;
-      const bool ok = gk < p.k && gn < p.n;
-      const unsigned short* src = ok ? B + gk * p.ldb + gn : B;
-      cp_async16(sB + r * B_LD + nc, src, ok ? 16 : 0);
-    }
   }
 
   static __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
@@ -80,18 +55,27 @@ struct Sm80Half {
     unsigned b[sm80::FRAG_N / 2][4];
   };
 
-  static __device__ __forceinline__ void load_frag(const unsigned short* sA, const unsigned short* sB, int kstep,
-                                                   Frag& f, int tid) {
+  // per-thread ldmatrix byte offsets inside a stage (k-step and fragment offsets are immediates)
+  struct Lanes {
+    unsigned a, b;
+  };
+
+  static __device__ __forceinline__ Lanes lanes(int tid) {
     using namespace sm80;
     const int warp = tid / 32, lane = tid % 32;
     const int wm = (warp / WARPS_N) * WARP_M, wn = (warp % WARPS_N) * WARP_N;
+    return {static_cast<unsigned>(((wm + lane % 16) * A_LD + (lane / 16) * 8) * ELEM_BYTES),
+            static_cast<unsigned>(((lane % 16) * B_LD + wn + (lane / 16) * 8) * ELEM_BYTES)};
+  }
+
+  static __device__ __forceinline__ void load_frag(unsigned sa, unsigned sb, int kstep, Frag& f, const Lanes& l) {
+    using namespace sm80;
     const int kk = kstep * MMA_K;
 #pragma unroll
-    for (int mi = 0; mi < FRAG_M; ++mi)
-      ldmatrix_x4(f.a[mi], sA + (wm + mi * MMA_M + (lane % 16)) * A_LD + kk + (lane / 16) * 8);
+    for (int mi = 0; mi < FRAG_M; ++mi) ldmatrix_x4(f.a[mi], sa + l.a + (mi * MMA_M * A_LD + kk) * ELEM_BYTES);
 #pragma unroll
     for (int nj = 0; nj < FRAG_N / 2; ++nj)
-      ldmatrix_x4_trans(f.b[nj], sB + (kk + (lane % 16)) * B_LD + wn + nj * 16 + (lane / 16) * 8);
+      ldmatrix_x4_trans(f.b[nj], sb + l.b + (kk * B_LD + nj * 16) * ELEM_BYTES);
   }
 
   static __device__ __forceinline__ void mma_frag(const Frag& f, float (&acc)[ACC]) {

@@ -21,6 +21,7 @@ struct Sm80Double {
   using Elem = double;
   static constexpr int STAGES = sm80_f64::STAGES, A_STAGE = sm80_f64::A_STAGE, B_STAGE = sm80_f64::B_STAGE;
   static constexpr int KSTEPS = sm80_f64::BK / sm80_f64::MMA_K;
+  static constexpr int BK = sm80_f64::BK, A_LD = sm80_f64::A_LD, B_LD = sm80_f64::B_LD;
 
   static __device__ __forceinline__ void coord(int i, int tid, int& r, int& c) {
     using namespace sm80_f64;
@@ -30,45 +31,31 @@ struct Sm80Double {
     c = (warp % WARPS_N) * WARP_N + ni * MMA_N + (lane % 4) * 2 + e;
   }
 
-  static __device__ __forceinline__ void load_stage(const GemmParams& p, int m0, int n0, int kiter, double* sA,
-                                                    double* sB, int tid) {
-    using namespace sm80_f64;
-    const double* A = static_cast<const double*>(p.a);
-    const double* B = static_cast<const double*>(p.b);
-    const int k0 = kiter * BK;
-#pragma unroll
-    for (int i = 0; i < A_CHUNKS; ++i) {
-      const int chunk = tid + i * THREADS;
-      const int r = chunk / (BK / CHUNK), kc = (chunk % (BK / CHUNK)) * CHUNK;
-      const int gr = m0 + r, gk = k0 + kc;
-      const bool ok = gr < p.m && gk < p.k;
-      cp_async16(sA + r * A_LD + kc, ok ? A + gr * p.lda + gk : A, ok ? 16 : 0);
-    }
-#pragma unroll
-    for (int i = 0; i < B_CHUNKS; ++i) {
-      const int chunk = tid + i * THREADS;
-      const int r = chunk / (BN / CHUNK), nc = (chunk % (BN / CHUNK)) * CHUNK;
-      const int gk = k0 + r, gn = n0 + nc;
-      const bool ok = gk < p.k && gn < p.n;
-      cp_async16(sB + r * B_LD + nc, ok ? B + gk * p.ldb + gn : B, ok ? 16 : 0);
-    }
-  }
-
   struct Frag {
     double a[sm80_f64::FRAG_M];
     double b[sm80_f64::FRAG_N];
   };
 
-  static __device__ __forceinline__ void load_frag(const double* sA, const double* sB, int kstep, Frag& f,
-                                                   int tid) {
+  struct Lanes {
+    unsigned a, b;
+  };
+
+  static __device__ __forceinline__ Lanes lanes(int tid) {
     using namespace sm80_f64;
     const int warp = tid / 32, lane = tid % 32;
     const int wm = (warp / WARPS_N) * WARP_M, wn = (warp % WARPS_N) * WARP_N;
-    const int g = lane / 4, t = lane % 4, kk = kstep * MMA_K;
+    const int g = lane / 4, t = lane % 4;
+    return {static_cast<unsigned>(((wm + g) * A_LD + t) * ELEM_BYTES),
+            static_cast<unsigned>((t * B_LD + wn + g) * ELEM_BYTES)};
+  }
+
+  static __device__ __forceinline__ void load_frag(unsigned sa, unsigned sb, int kstep, Frag& f, const Lanes& l) {
+    using namespace sm80_f64;
+    const int kk = kstep * MMA_K;
 #pragma unroll
-    for (int mi = 0; mi < FRAG_M; ++mi) f.a[mi] = sA[(wm + mi * MMA_M + g) * A_LD + kk + t];
+    for (int mi = 0; mi < FRAG_M; ++mi) f.a[mi] = lds_f64(sa + l.a + (mi * MMA_M * A_LD + kk) * ELEM_BYTES);
 #pragma unroll
-    for (int ni = 0; ni < FRAG_N; ++ni) f.b[ni] = sB[(kk + t) * B_LD + wn + ni * MMA_N + g];
+    for (int ni = 0; ni < FRAG_N; ++ni) f.b[ni] = lds_f64(sb + l.b + (kk * B_LD + ni * MMA_N) * ELEM_BYTES);
   }
 
   static __device__ __forceinline__ void mma_frag(const Frag& f, double (&acc)[ACC]) {
