@@ -3,6 +3,7 @@ expected pixel size; the plot and demo CLIs run end to end on tiny settings."""
 
 from __future__ import annotations
 
+import csv
 import struct
 from pathlib import Path
 
@@ -11,7 +12,6 @@ import pytest
 
 from streamk import GemmShape, Machine, TileShape, make_schedule
 from streamk.cli import main
-from streamk.cli.plot_cmd import event_sweep
 from streamk.plot import load_sweep_csv, plot_landscape, plot_schedule, plot_schedules
 from streamk.plot.landscape import arithmetic_intensity, speedup_vs_dp
 from streamk.sched import names
@@ -67,9 +67,16 @@ SHAPES = [(384, 384, 128), (1000, 700, 3000), (128, 4000, 512), (2048, 2048, 204
 
 @pytest.fixture(scope="module")
 def sweep_csv(tmp_path_factory) -> Path:
-    """A sweep CSV written the way `streamk sweep --out` writes one, by the event simulator."""
+    """A sweep CSV with `streamk sweep --out`'s columns, timed by the event simulator (the reference)."""
     path = tmp_path_factory.mktemp("sweep") / "sweep.csv"
-    event_sweep(path, np.array(SHAPES), TileShape(128, 128, 32), Machine(8), list(DECOMPS))
+    tile, machine = TileShape(128, 128, 32), Machine(8)
+    with open(path, "w", newline="") as fh:
+        out = csv.writer(fh)
+        out.writerow(["m", "n", "k", "decomposition", "grid", "makespan", "utilization", "deadlock"])
+        for m, n, k in SHAPES:
+            for name in DECOMPS:
+                t = simulate(make_schedule(name, GemmShape(m, n, k), tile, machine))
+                out.writerow([m, n, k, name, t.schedule.grid, t.makespan, t.utilization, t.deadlock])
     return path
 
 

@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
-import importlib
 import sys
 from pathlib import Path
-
-import numpy as np
 
 from ..costs import IDEAL, Costs
 from ..errors import StreamkError
 from ..plot import METRICS, load_sweep_csv, plot_landscape, plot_schedule
-from ..sched import make_schedule, names
-from ..shapes import GemmShape, Machine, TileShape
+from ..shapes import TileShape
 from ..sim import simulate
 from .common import add_decomposition_args, add_problem_args, positive_int, schedule_from
 from .simulate_cmd import add_costs_arg
@@ -24,38 +19,19 @@ from .simulate_cmd import add_costs_arg
 def run_sweep(csv_path: Path, count: int, seed: int, tile: TileShape, sms: int, ctas_per_sm: int = 1,
               decomp: str | None = None, costs: Costs = IDEAL) -> Path:
     """Sweep a seeded corpus sample into ``csv_path`` through the ``streamk sweep`` verb (its
-    CLI contract); where that verb is not built, through the event simulator, shape by shape."""
-    csv_path.parent.mkdir(parents=True, exist_ok=True)
-    decomps = decomp.split(",") if decomp else names()
-    try:
-        importlib.import_module("streamk.cli.sweep_cmd")
-    except ModuleNotFoundError:
-        from ..sim.corpus import corpus  # noqa: PLC0415
-
-        event_sweep(csv_path, corpus(count, seed), tile, Machine(sms, ctas_per_sm), decomps, costs)
-        return csv_path
+    CLI contract, so the rows are the ones a user's sweep writes); its table goes to stderr."""
     from . import main  # noqa: PLC0415 (the package imports this module)
 
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
     argv = ["sweep", "--count", str(count), "--seed", str(seed), "--tile", str(tile), "--sms", str(sms),
-            "--ctas-per-sm", str(ctas_per_sm), "--decomp", ",".join(decomps), "--costs", str(costs),
-            "--out", str(csv_path)]
-    with contextlib.redirect_stdout(sys.stderr):  # its table is progress here, not our output
+            "--ctas-per-sm", str(ctas_per_sm), "--costs", str(costs), "--out", str(csv_path)]
+    if decomp:
+        argv += ["--decomp", decomp]
+    with contextlib.redirect_stdout(sys.stderr):
         code = main(argv)
     if code:
         raise StreamkError(f"streamk {' '.join(argv)} failed with exit code {code}")
     return csv_path
-
-
-def event_sweep(csv_path: Path, shapes: np.ndarray, tile: TileShape, machine: Machine, decomps: list[str],
-                costs: Costs = IDEAL) -> None:
-    """Rows of `streamk sweep --out` for ``shapes`` (rows m, n, k), by the event simulator."""
-    with open(csv_path, "w", newline="") as fh:
-        out = csv.writer(fh)
-        out.writerow(["m", "n", "k", "decomposition", "grid", "makespan", "utilization", "deadlock"])
-        for m, n, k in shapes.tolist():
-            for name in decomps:
-                t = simulate(make_schedule(name, GemmShape(m, n, k), tile, machine), costs)
-                out.writerow([m, n, k, name, t.schedule.grid, t.makespan, t.utilization, t.deadlock])
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
