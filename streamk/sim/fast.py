@@ -163,7 +163,8 @@ def ranges_makespans(ipt: np.ndarray, offsets: np.ndarray, starts: np.ndarray, e
     free0 = np.sort(free0, axis=1)
     free, ok = run_waves(programs_from_ranges(ipt, sub_offsets, starts[keep], ends[keep], costs), P, free0)
     waves, rest = np.divmod(trail, P)
-    fits = free.max(axis=1) - free.min(axis=1) <= tile_time
+    with np.errstate(invalid="ignore"):  # inf - inf: an owner still holds a slot (not ok anyway)
+        fits = free.max(axis=1) - free.min(axis=1) <= tile_time
     free = free + (waves * tile_time)[:, None] + (np.arange(P) < rest[:, None]) * tile_time[:, None]
     makespan = free.max(axis=1) if n else np.zeros(0)
     ok &= np.isfinite(makespan)
