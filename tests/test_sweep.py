@@ -1,0 +1,114 @@
+"""The corpus, ``sweep()`` and ``streamk sweep``: CSV rows, JSON summary, user schedulers."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from streamk import Costs, GemmShape, Machine, Schedule, TileShape, make_schedule
+from streamk.cli import main
+from streamk.sched import names, register
+from streamk.sched import registry
+from streamk.sim import simulate
+from streamk.sim.corpus import corpus
+from streamk.sim.sweep import sweep
+
+TILE = TileShape(128, 128, 32)
+
+
+def test_corpus_is_seeded_and_log_uniform_in_the_papers_domain():
+    a, b = corpus(5000, seed=3), corpus(5000, seed=3)
+    assert a.shape == (5000, 3) and a.dtype == np.int64 and np.array_equal(a, b)
+    assert not np.array_equal(a, corpus(5000, seed=4))
+    assert a.min() >= 128 and a.max() <= 8192 and a.min() < 130 and a.max() > 8100
+    # log-uniform: the median of each side sits at the geometric middle sqrt(128 * 8192) = 1024,
+    # and each factor-of-two band [128,256), ..., [4096,8192] holds about a sixth of the draws.
+    assert np.all(np.abs(np.median(a, axis=0) / 1024 - 1) < 0.1)
+    bands = np.bincount(np.minimum(np.log2(a[:, 0] / 128).astype(int), 5), minlength=6) / len(a)
+    assert np.all(np.abs(bands - 1 / 6) < 0.03)
+
+
+def test_sweep_rows_agree_with_simulate():
+    shapes = corpus(40, seed=1)
+    machine = Machine(108)
+    result = sweep(shapes, TILE, machine, workers=1)
+    assert result.decompositions == tuple(names())
+    util = result.utilization
+    for d, name in enumerate(result.decompositions):
+        for i in (0, 17, 39):
+            shape = GemmShape(*shapes[i].tolist())
+            options = {"splits": min(2, -(-shape.k // TILE.bk))} if name == "fixed-split" else {}
+            t = simulate(make_schedule(name, shape, TILE, machine, **options))
+            assert (result.grid[d, i], result.makespan[d, i]) == (t.schedule.grid, t.makespan), (name, shape)
+            assert util[d, i] == pytest.approx(t.utilization)
+
+
+def test_workers_give_the_same_answer():
+    shapes = corpus(300, seed=2)
+    one = sweep(shapes, TILE, Machine(20, 2), ["fixed-split", "two-tile-sk-dp"], Costs(1, 2, 1, 3), workers=1)
+    two = sweep(shapes, TILE, Machine(20, 2), ["fixed-split", "two-tile-sk-dp"], Costs(1, 2, 1, 3), workers=2)
+    assert np.array_equal(one.makespan, two.makespan) and np.array_equal(one.grid, two.grid)
+
+
+def test_fixed_split_takes_two_splits_clamped_to_the_iterations():
+    shapes = np.array([[256, 256, 1024], [256, 256, 32]])  # 32 and 1 iterations per tile
+    result = sweep(shapes, TILE, Machine(4), ["fixed-split"], workers=1)
+    assert result.grid[0].tolist() == [4 * 2, 4 * 1]
+
+
+@pytest.fixture
+def user_scheduler():
+    """A user's scheduler: stream-k with its CTAs in reverse blockIdx order."""
+    name = "test-reversed-sk"
+
+    def reversed_sk(shape: GemmShape, tile: TileShape, machine: Machine) -> Schedule:
+        s = make_schedule("stream-k", shape, tile, machine, grid=2 * machine.slots)
+        return Schedule.from_ctas(name, shape, tile, list(reversed(s.ctas)), machine=machine)
+
+    register(name)(reversed_sk)
+    yield name
+    del registry._REGISTRY[name]
+
+
+def test_user_schedulers_are_swept_by_default(user_scheduler):
+    shapes = corpus(12, seed=5, high=1024)
+    result = sweep(shapes, TILE, Machine(3), costs=Costs(0, 1, 1, 1), workers=1)
+    d = result.decompositions.index(user_scheduler)
+    for i, row in enumerate(shapes.tolist()):
+        shape = GemmShape(*row)
+        t = simulate(make_schedule(user_scheduler, shape, TILE, Machine(3)), Costs(0, 1, 1, 1))
+        assert result.makespan[d, i] == pytest.approx(t.makespan) and result.deadlock[d, i] == t.deadlock
+
+
+def test_cli_sweep_writes_csv_and_json(tmp_path, capsys):
+    out = tmp_path / "sweep.csv"
+    argv = ["sweep", "--count", "50", "--seed", "7", "--tile", "128x128x32", "--sms", "108",
+            "--decomp", "data-parallel,stream-k,fixed-split", "--out", str(out), "--json"]
+    assert main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    with open(out, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 50 * 3
+    assert set("m,n,k,decomposition,grid,makespan,utilization,deadlock".split(",")) <= set(rows[0])
+    assert summary["shapes"] == 50 and summary["seed"] == 7
+    for name in ("data-parallel", "stream-k", "fixed-split"):
+        mine = [float(r["utilization"]) for r in rows if r["decomposition"] == name]
+        assert summary["mean_utilization"][name] == pytest.approx(np.mean(mine), abs=1e-6)
+    assert summary["speedup_vs_dp"]["data-parallel"] == 1.0
+    # Under the ideal model Stream-K over every slot is never slower than data-parallel.
+    assert summary["wins"]["stream-k"] == 50 and summary["speedup_vs_dp"]["stream-k"] > 1
+    first = rows[0]
+    shape = GemmShape(int(first["m"]), int(first["n"]), int(first["k"]))
+    t = simulate(make_schedule(first["decomposition"], shape, TILE, Machine(108)))
+    assert float(first["makespan"]) == t.makespan and int(first["grid"]) == t.schedule.grid
+
+
+def test_cli_sweep_rejects_an_unknown_decomposition(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["sweep", "--count", "5", "--sms", "4", "--decomp", "stream-k,nope"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown decomposition 'nope'" in err and len(err.strip().splitlines()) == 1
