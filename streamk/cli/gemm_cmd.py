@@ -1,0 +1,92 @@
+"""``streamk gemm``: run one GEMM through a schedule on the GPU, check it, print time and TFLOP/s."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from ..errors import StreamkError
+from ..schedule import FIXUP_POLICIES
+from ..shapes import GemmShape
+from .common import _typed, positive_int, print_json
+
+CHECK_ROWS = 256  # rows of C compared with a float64 NumPy reference (all of them for small m)
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("gemm", help="run one GEMM on the GPU through a schedule; check and time it",
+                       description="C = alpha*A@B + beta*C on the GPU with random normal inputs, executing "
+                                   "the named decomposition; checks C against a float64 reference (STYLE.md "
+                                   "bound) and prints the median time and TFLOP/s (CUDA events).")
+    p.add_argument("decomposition", metavar="DECOMP", nargs="?", default="auto",
+                   help="a registered scheduler (default auto)")
+    p.add_argument("--shape", required=True, type=_typed(GemmShape.parse), metavar="MxNxK")
+    p.add_argument("--dtype", choices=["float16", "float64"], default="float16",
+                   help="inputs (float16 -> float32 C, float64 -> float64 C; bfloat16 via the Python API)")
+    p.add_argument("--fixup", choices=FIXUP_POLICIES, default=None, help="fixup policy (default the schedule's)")
+    p.add_argument("--grid", type=positive_int, help="stream-k grid")
+    p.add_argument("--splits", type=positive_int, help="fixed-split factor")
+    p.add_argument("--layout", choices=["RR", "RC", "CR", "CC"], default="RR",
+                   help="A and B row- (R) or column-major (C) (default RR)")
+    p.add_argument("--alpha", type=float, default=1.0)
+    p.add_argument("--beta", type=float, default=0.0)
+    p.add_argument("--reps", type=positive_int, default=50, help="timed repetitions (default 50)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..gpu import available, prepare
+    from ..gpu.device import current
+    from ..gpu.timing import time_launch
+
+    ok, why = available()
+    if not ok:
+        raise StreamkError(f"no usable GPU: {why}")
+    m, n, k = args.shape.m, args.shape.n, args.shape.k
+    rng = np.random.default_rng(args.seed)
+    dt = np.dtype(args.dtype)
+    A = rng.standard_normal((m, k)).astype(dt)
+    B = rng.standard_normal((k, n)).astype(dt)
+    if args.layout[0] == "C":
+        A = np.asfortranarray(A)
+    if args.layout[1] == "C":
+        B = np.asfortranarray(B)
+    out_dt = np.float32 if dt == np.float16 else np.float64
+    C0 = rng.standard_normal((m, n)).astype(out_dt)
+    C = C0.copy() if args.beta != 0.0 else np.full((m, n), np.nan, dtype=out_dt)
+    prepared = prepare(A, B, C, alpha=args.alpha, beta=args.beta, schedule=args.decomposition,
+                       fixup=args.fixup, grid=args.grid, splits=args.splits)
+    prepared.run()
+    ratio = _error_ratio(C, A, B, C0, args.alpha, args.beta, out_dt)
+    med, p20, p80 = time_launch(prepared.launch.enqueue, reps=args.reps)
+    s = prepared.schedule
+    result = {"decomposition": s.decomposition, "shape": [m, n, k], "dtype": args.dtype, "fixup": prepared.plan.policy,
+              "grid": s.grid, "units": int(len(s.units)), "split_tiles": int(len(prepared.plan.split_tiles)),
+              "device": current().name, "kernels": prepared.launch.names, "ms": med, "ms_p20": p20, "ms_p80": p80,
+              "tflops": 2.0 * m * n * k / med / 1e9, "error_over_bound": ratio, "ok": ratio <= 1.0}
+    if args.json:
+        print_json(result)
+    else:
+        print(f"{s.decomposition} {m}x{n}x{k} {args.dtype} on {result['device']}: grid {s.grid}, "
+              f"{result['split_tiles']} split tiles, fixup {result['fixup']}, kernels {'+'.join(result['kernels'])}")
+        print(f"  {med * 1e3:.1f} us (p20 {p20 * 1e3:.1f}, p80 {p80 * 1e3:.1f}), {result['tflops']:.1f} TFLOP/s; "
+              f"max error / bound {ratio:.3f}: {'ok' if result['ok'] else 'WRONG'}")
+    return 0 if result["ok"] else 1
+
+
+def _error_ratio(C, A, B, C0, alpha, beta, out_dt) -> float:
+    """max |C - ref| / (4 sqrt(k) eps |alpha| |A||B| + eps |ref| + eps |beta C0|) over checked rows."""
+    rows = np.arange(A.shape[0]) if A.shape[0] <= CHECK_ROWS else \
+        np.random.default_rng(1).choice(A.shape[0], CHECK_ROWS, replace=False)
+    a, b = A[rows].astype(np.float64), B.astype(np.float64)
+    ref = alpha * (a @ b) + (beta * C0[rows] if beta else 0.0)
+    eps = np.finfo(out_dt).eps / 2
+    bound = 4 * np.sqrt(A.shape[1]) * eps * abs(alpha) * (np.abs(a) @ np.abs(b)) + eps * np.abs(ref) \
+        + (eps * abs(beta) * np.abs(C0[rows]) if beta else 0.0) + 1e-300
+    got = C[rows].astype(np.float64)
+    if np.isnan(got).any():
+        return float("inf")
+    return float((np.abs(got - ref) / bound).max())

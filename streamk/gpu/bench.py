@@ -1,0 +1,191 @@
+"""Benchmark (needs PyTorch for cuBLAS): our kernels vs cuBLAS on the corpus sample and 8192^3.
+
+For each shape, in one process and on the same inputs: cuBLAS on the raw shape (torch.mm, FP16
+in, FP32 out), cuBLAS on the shape zero-padded to multiples of 8 (padding outside its timing:
+cuBLAS at its best), and ours for each decomposition, every overhead inside the timing (packing
+unaligned operands, prescale/reduce passes). CUDA events around each run; warm-up; median of
+>= 50 repetitions with p20/p80; problems under ~100 us are timed as CUDA-graph replays of 10
+launches. Each of our results is checked against cuBLAS's (relative Frobenius error). Writes
+a CSV; prints the table and the geomean/mean ratios last. Entry points: ``streamk bench`` and
+``benchmarks/gpu_bench.py`` (same arguments).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import statistics
+import time
+
+import torch
+
+from ..sim.corpus import corpus as draw_corpus
+from .api import prepare
+from .device import available, current
+
+DECOMPS = ["data-parallel", "stream-k", "dp-one-tile-sk", "two-tile-sk-dp", "auto"]
+DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
+REPS = 50
+GRAPH_BELOW_MS = 0.1  # time as graph replays below this
+GRAPH_BATCH = 10
+BUDGET_MS = 150.0  # per measured variant, beyond the REPS minimum only for tiny problems
+
+
+SEED = 20260121  # the GPU sample of GPU-NOTES.md: first N of corpus(400, seed=SEED)
+
+
+def corpus(count: int, seed: int = SEED) -> list[tuple[int, int, int]]:
+    return [tuple(int(v) for v in row) for row in draw_corpus(count, seed)] if count else []
+
+
+def time_ms(fn, stream) -> tuple[float, float, float]:
+    """Median, p20, p80 milliseconds per call of fn (enqueues on `stream`)."""
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record(stream)
+        fn()
+        e1.record(stream)
+        torch.cuda.synchronize()
+        once = e0.elapsed_time(e1)
+        batch = 1
+        call = fn
+        if once < GRAPH_BELOW_MS:
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=stream):
+                for _ in range(GRAPH_BATCH):
+                    fn()
+            batch, call = GRAPH_BATCH, graph.replay
+            call()
+        times = []
+        for _ in range(REPS):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record(stream)
+            call()
+            e.record(stream)
+            times.append((s, e))
+        torch.cuda.synchronize()
+        ms = sorted(s.elapsed_time(e) / batch for s, e in times)
+    q = statistics.quantiles(ms, n=5)
+    return statistics.median(ms), q[0], q[3]
+
+
+def cublas(A, B, out_dtype):
+    try:
+        return lambda: torch.mm(A, B, out_dtype=out_dtype)
+    except TypeError:
+        return lambda: torch.mm(A, B).to(out_dtype)
+
+
+def bench_shape(shape, dtype, stream, rows, decomps):
+    m, n, k = shape
+    flops = 2.0 * m * n * k
+    tdt = DTYPES[dtype]
+    out_dtype = torch.float64 if dtype == "float64" else torch.float32
+    A = torch.randn(m, k, device="cuda").to(tdt)
+    B = torch.randn(k, n, device="cuda").to(tdt)
+    mp, np_, kp = (-(-x // 8) * 8 for x in shape)
+    Ap = torch.zeros(mp, kp, device="cuda", dtype=tdt)
+    Bp = torch.zeros(kp, np_, device="cuda", dtype=tdt)
+    Ap[:m, :k] = A
+    Bp[:k, :n] = B
+    ref = torch.mm(A, B, out_dtype=out_dtype) if dtype != "float64" else A @ B
+    ref_norm = float(ref.double().norm())
+    result = {"m": m, "n": n, "k": k, "dtype": dtype, "intensity": flops / ((m * k + k * n) * A.element_size() + m * n * 4)}
+    for name, fn in (("cublas_raw", cublas(A, B, out_dtype)), ("cublas_padded", cublas(Ap, Bp, out_dtype))):
+        med, p20, p80 = time_ms(fn, stream)
+        result[name] = med
+        result[name + "_p20"], result[name + "_p80"] = p20, p80
+    for decomp in decomps:
+        C = torch.full((m, n), float("nan"), device="cuda", dtype=out_dtype)
+        p = prepare(A, B, C, schedule=decomp)
+        result[decomp + "_grid"] = p.schedule.grid
+        med, p20, p80 = time_ms(lambda: p.launch.enqueue(stream.cuda_stream), stream)
+        torch.cuda.synchronize()
+        err = float((C.double() - ref.double()).norm()) / max(ref_norm, 1e-300)
+        result[decomp] = med
+        result[decomp + "_p20"], result[decomp + "_p80"] = p20, p80
+        result[decomp + "_relerr"] = err
+        result[decomp + "_steps"] = "+".join(p.launch.names)
+        packs = [st for st in p.launch.steps if "pack" in st.name]
+        if decomp == decomps[-1] and packs:  # what packing the unaligned operands costs inside that time
+            result["pack_ms"] = time_ms(lambda: [st.enqueue(stream.cuda_stream) for st in packs], stream)[0]
+    rows.append(result)
+    return result
+
+
+def geomean(xs):
+    xs = [x for x in xs if x > 0 and math.isfinite(x)]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--count", type=int, default=400, help="corpus shapes (first N of the seeded 400)")
+    ap.add_argument("--dtype", default="float16", choices=list(DTYPES))
+    ap.add_argument("--big", action="store_true", help="also 8192^3")
+    ap.add_argument("--decomps", default=",".join(DECOMPS))
+    ap.add_argument("--seconds", type=float, default=400.0, help="stop starting new shapes after this")
+    ap.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for the CSV (default $OUT or .)")
+
+
+def main(args: argparse.Namespace) -> int:
+    ok, why = available()
+    if not ok:
+        print(f"no GPU: {why}")
+        return 2
+    dev = current()
+    decomps = args.decomps.split(",")
+    print(f"device {dev.name} ({dev.arch}, {dev.sms} SMs), torch {torch.__version__}", flush=True)
+    stream = torch.cuda.Stream()
+    shapes = ([(8192, 8192, 8192)] if args.big else []) + corpus(args.count)
+    rows = []
+    start = time.time()
+    for i, shape in enumerate(shapes):
+        if time.time() - start > args.seconds:
+            print(f"time budget reached after {i} shapes", flush=True)
+            break
+        r = bench_shape(shape, args.dtype, stream, rows, decomps)
+        if i < 12 or i % 25 == 0:
+            tf = lambda ms: 2 * r["m"] * r["n"] * r["k"] / ms / 1e9  # noqa: E731
+            print(f"{r['m']:>5}x{r['n']:>5}x{r['k']:>5} cublas raw {tf(r['cublas_raw']):6.1f} pad "
+                  f"{tf(r['cublas_padded']):6.1f} | " + " ".join(f"{d} {tf(r[d]):6.1f}" for d in decomps) +
+                  f" | pack {r.get('pack_ms', 0) * 1e3:5.1f} us of {r[decomps[-1]] * 1e3:6.1f}"
+                  f" | err {max(r[d + '_relerr'] for d in decomps):.1e}", flush=True)
+    path = os.path.join(args.out, f"bench_{args.dtype}.csv")
+    with open(path, "w", newline="") as f:
+        fields = list(dict.fromkeys(key for r in rows for key in r))
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+    summarize(rows, decomps, args.dtype)
+    return 0
+
+
+def summarize(rows, decomps, dtype):
+    corpus_rows = [r for r in rows if (r["m"], r["n"], r["k"]) != (8192, 8192, 8192)]
+    big = [r for r in rows if (r["m"], r["n"], r["k"]) == (8192, 8192, 8192)]
+    print(f"\n{dtype}: {len(corpus_rows)} corpus shapes (TFLOP/s geomean; ratios = time_other / time_ours)")
+    for part, sel in (("all", corpus_rows), ("compute-bound (>400 flop/B)", [r for r in corpus_rows if r["intensity"] > 400])):
+        if not sel:
+            continue
+        print(f"-- {part}: {len(sel)} shapes")
+        tf = lambda r, key: 2 * r["m"] * r["n"] * r["k"] / r[key] / 1e9  # noqa: E731
+        for key in ["cublas_raw", "cublas_padded"] + decomps:
+            print(f"   {key:<16} TFLOP/s geomean {geomean([tf(r, key) for r in sel]):7.1f}")
+        for d in decomps:
+            vs_dp = [r["data-parallel"] / r[d] for r in sel]
+            vs_raw = [r["cublas_raw"] / r[d] for r in sel]
+            vs_pad = [r["cublas_padded"] / r[d] for r in sel]
+            print(f"   {d:<16} vs DP geo {geomean(vs_dp):.3f} mean {statistics.mean(vs_dp):.3f} min {min(vs_dp):.3f} | "
+                  f"vs cuBLAS raw geo {geomean(vs_raw):.3f} | vs padded geo {geomean(vs_pad):.3f} | "
+                  f"max relerr {max(r[d + '_relerr'] for r in sel):.1e}")
+    for r in big:
+        tf = lambda key: 2 * r["m"] * r["n"] * r["k"] / r[key] / 1e9  # noqa: E731
+        print("8192^3: " + " ".join(f"{key} {tf(key):.0f}" for key in ["cublas_raw", "cublas_padded"] + decomps)
+              + " TFLOP/s")
+
+
