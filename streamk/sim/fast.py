@@ -84,18 +84,21 @@ def programs_from_ranges(ipt: np.ndarray, offsets: np.ndarray, starts: np.ndarra
     tile's last iteration (the owner-waits plan of such a schedule; tests hold it to plan_fixup).
     """
     grids = np.diff(offsets)
-    shape_of = np.repeat(np.arange(len(grids)), grids)
-    ip = ipt[shape_of]
+    ip = np.repeat(ipt, grids)
     s, e = starts, ends
-    partial = s % ip != 0
-    first = np.minimum(e, (s // ip + 1) * ip) - s
+    start_tile = s // ip
+    partial = s != start_tile * ip
+    first = np.minimum(e, (start_tile + 1) * ip) - s
     last_tile = (e - 1) // ip
     owner = (e % ip != 0) & (s <= last_tile * ip)
-    totals = ends[offsets[1:] - 1] if len(s) else np.zeros(0, dtype=np.int64)
-    iter_base = np.concatenate([[0], np.cumsum(totals)[:-1]])[shape_of]
+    # An owner's peers are the CTAs after it that start inside its last tile: the run of equal
+    # start tiles that begins with the next CTA (which starts where the owner stops).
     flat = np.arange(len(s))
-    target = iter_base + (last_tile + 1) * ip - 1
-    last_peer = np.where(owner, np.searchsorted(iter_base + s, target, side="right") - 1, flat)
+    run_ends = np.ones(len(s), dtype=bool)
+    run_ends[:-1] = start_tile[1:] != start_tile[:-1]
+    run_ends[(offsets[1:] - 1)[grids > 0]] = True  # a shape's last CTA ends every run
+    run_end = np.minimum.accumulate(np.where(run_ends, flat, len(s))[::-1])[::-1]
+    last_peer = np.where(owner, run_end[np.minimum(flat + 1, max(len(s) - 1, 0))], flat)
     counts = last_peer - flat
     peer_offsets = np.concatenate([[0], np.cumsum(counts)])
     peers = np.repeat(flat + 1 - peer_offsets[:-1], counts) + np.arange(peer_offsets[-1])
@@ -191,8 +194,12 @@ def run_waves(p: Programs, slots: int, free0: np.ndarray | None = None) -> tuple
     done = np.zeros(n, dtype=np.int64)  # CTAs dispatched per shape
     steps = np.zeros(n, dtype=np.int64)
     step_limit = 4 * -(-grids // P) + 8  # a shape needing more sub-waves goes to the event simulator
-    reach_abs = np.full(len(flat), np.inf)
-    sig_abs = np.full(len(flat), np.inf)
+    # One padding CTA at index C stands in for the positions past a shape's last CTA.
+    C = len(flat)
+    reach_of, signal_of = np.append(p.reach, 0.0), np.append(p.signal, 0.0)
+    owner_of, last_peer_of = np.append(p.owner, False), np.append(last_peer, -1)
+    reach_abs = np.full(C + 1, np.inf)
+    sig_abs = np.full(C + 1, np.inf)
     deferred = np.zeros(0, dtype=np.int64)  # owners whose peers are not all dispatched
     ok = np.ones(n, dtype=bool)
     pos = np.arange(P)
@@ -231,43 +238,44 @@ def run_waves(p: Programs, slots: int, free0: np.ndarray | None = None) -> tuple
         b0 = p.offsets[rows] + done[rows]
         nw = np.minimum(P, grids[rows] - done[rows])
         valid = pos < nw[:, None]
-        idx = np.where(valid, b0[:, None] + pos, b0[:, None])
-        sig_abs[idx[valid]] = (start + p.signal[idx])[valid]
-        reach = start + p.reach[idx]
-        end = reach.copy()
-        own = valid & p.owner[idx]
-        peer_pos = np.where(own, last_peer[idx] - b0[:, None], -1)
+        idx = np.where(valid, b0[:, None] + pos, C)
+        sig_abs[idx] = start + signal_of[idx]  # tentative past the accepted prefix: redone later
+        end = start + reach_of[idx]
+        reach_abs[idx] = end
+        own = owner_of[idx]
+        peer_pos = last_peer_of[idx] - b0[:, None]
         inside = own & (peer_pos < nw[:, None])
         if inside.any():
             rr, qq = np.nonzero(inside)
             j = idx[rr, qq]
-            end[rr, qq] = np.maximum(reach[rr, qq], peak(j)) + p.fixup[j]
-        # Owners of earlier steps whose last peer is in this window: their slot frees at `late`.
-        r_def = local[row_of[deferred]]
-        live = r_def >= 0
-        late_own = deferred[live][last_peer[deferred[live]] < (b0 + nw)[r_def[live]]]
-        late_row = local[row_of[late_own]]
-        late_pos = last_peer[late_own] - b0[late_row]
-        late = np.maximum(reach_abs[late_own], peak(late_own)) + p.fixup[late_own]
-        # Exact prefix: position q's pop is start[q] unless a CTA before it, or a late owner,
-        # has already freed its slot; accept up to the first such q. (An owner's end may rest on
-        # peers' tentative starts beyond that q; it then can only cut the prefix shorter.)
+            end[rr, qq] = np.maximum(end[rr, qq], peak(j)) + p.fixup[j]
         earliest = np.full((na, P), np.inf)
-        earliest[:, 1:] = np.minimum.accumulate(np.where(valid, end, np.inf), axis=1)[:, :-1]
-        if len(late):
+        earliest[:, 1:] = np.minimum.accumulate(end, axis=1)[:, :-1]  # past nw: padding, unused
+        late_own = np.zeros(0, dtype=np.int64)
+        if len(deferred):
+            # Owners of earlier steps whose last peer is in this window: their slot frees at
+            # `late`, which may be the pop of any position after that peer.
+            r_def = local[row_of[deferred]]
+            live = r_def >= 0
+            late_own = deferred[live][last_peer[deferred[live]] < (b0 + nw)[r_def[live]]]
+            late_row = local[row_of[late_own]]
+            late_pos = last_peer[late_own] - b0[late_row]
+            late = np.maximum(reach_abs[late_own], peak(late_own)) + p.fixup[late_own]
             first_late = np.full(na, np.inf)
             np.minimum.at(first_late, late_row, late)
             earliest = np.minimum(earliest, first_late[:, None])
+        # Exact prefix: position q's pop is start[q] unless a CTA before it, or a late owner,
+        # has already freed its slot; accept up to the first such q. (An owner's end may rest on
+        # peers' tentative starts beyond that q; it then can only cut the prefix shorter.)
         bad = valid & ((start > earliest) | np.isinf(start))
         accepted = np.where(bad.any(axis=1), np.argmax(bad, axis=1), nw)
         ok[rows[accepted == 0]] = False  # no slot for the next CTA: a possible deadlock
         take = pos < accepted[:, None]
         spill = take & own & (peer_pos >= accepted[:, None])
         end[spill] = np.inf
-        reach_abs[idx[take]] = reach[take]
         after = np.where(take, end, start)
-        known = late_pos < accepted[late_row]  # a late owner's slot free time is now known
-        if known.any():
+        known = late_pos < accepted[late_row] if len(late_own) else np.zeros(0, dtype=bool)
+        if known.any():  # a late owner's slot free time is now known
             order = np.argsort(late_row[known], kind="stable")
             lr, lt = late_row[known][order], late[known][order]
             unknown = np.isinf(start).sum(axis=1)
