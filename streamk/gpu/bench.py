@@ -21,6 +21,7 @@ import time
 
 import torch
 
+from ..costs import Costs
 from ..sim.corpus import corpus as draw_corpus
 from .api import prepare
 from .device import available, current
@@ -102,7 +103,8 @@ def bench_shape(shape, dtype, stream, rows, decomps):
         result[name + "_p20"], result[name + "_p80"] = p20, p80
     for decomp in decomps:
         C = torch.full((m, n), float("nan"), device="cuda", dtype=out_dtype)
-        p = prepare(A, B, C, schedule=decomp)
+        name, _, costs = decomp.partition(":")  # "auto:A,B,C,D" tries other model constants
+        p = prepare(A, B, C, schedule=name, **({"model_costs": Costs.parse(costs)} if costs else {}))
         result[decomp + "_grid"] = p.schedule.grid
         med, p20, p80 = time_ms(lambda: p.launch.enqueue(stream.cuda_stream), stream)
         torch.cuda.synchronize()
@@ -127,7 +129,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--count", type=int, default=400, help="corpus shapes (first N of the seeded 400)")
     ap.add_argument("--dtype", default="float16", choices=list(DTYPES))
     ap.add_argument("--big", action="store_true", help="also 8192^3")
-    ap.add_argument("--decomps", default=",".join(DECOMPS))
+    ap.add_argument("--decomps", default=";".join(DECOMPS),
+                    help="';'-separated decompositions; auto:A,B,C,D runs auto with those model constants")
     ap.add_argument("--seconds", type=float, default=400.0, help="stop starting new shapes after this")
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for the CSV (default $OUT or .)")
 
@@ -138,7 +141,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"no GPU: {why}")
         return 2
     dev = current()
-    decomps = args.decomps.split(",")
+    decomps = args.decomps.split(";")
     print(f"device {dev.name} ({dev.arch}, {dev.sms} SMs), torch {torch.__version__}", flush=True)
     stream = torch.cuda.Stream()
     shapes = ([(8192, 8192, 8192)] if args.big else []) + corpus(args.count)

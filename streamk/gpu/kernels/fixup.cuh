@@ -11,8 +11,8 @@
 //   ARRIVE   slot <- acc; count the arrival; the last one sums all slots in k order and writes
 //   ATOMIC   C += alpha*acc atomically (the host prescaled the split tiles' C by beta)
 //   DEFER    slot <- acc (the reduce pass, streamk_reduce_*, sums and writes)
-// Workspace slot s holds BM*BN accumulators in fragment order: element i of thread t lives at
-// s*BM*BN + i*THREADS + t, so stores and loads are coalesced and need no shared memory.
+// Workspace slot s holds BM*BN accumulators in fragment order, each thread's in 16-byte vectors
+// (SlotVec), so stores and loads are coalesced, 16 bytes wide, and need no shared memory.
 // Invariants: a flag or an arrival counter is compared with this launch's epoch only, so nothing
 // is reset between launches; partial sums are always added in k order (deterministic policies
 // give bitwise-identical C); the host refuses schedules whose waits could deadlock.
@@ -23,23 +23,41 @@
 
 namespace streamk {
 
+// Fragment elements 2j and 2j+1 of a thread are neighbours (r, c) and (r, c+1): with unit column
+// stride and 8-byte aligned rows they go out as one 8/16-byte store.
 template <class ML>
 __device__ __forceinline__ void write_c(const GemmParams& p, int m0, int n0,
                                         const typename ML::Acc (&acc)[ML::ACC], int tid) {
   using Acc = typename ML::Acc;
   Acc* C = static_cast<Acc*>(p.c);
   const Acc alpha = static_cast<Acc>(p.alpha), beta = static_cast<Acc>(p.beta);
+  const bool paired = p.c_cs == 1 && p.c_rs % 2 == 0 && (reinterpret_cast<unsigned long long>(C) % (2 * sizeof(Acc))) == 0;
 #pragma unroll
-  for (int i = 0; i < ML::ACC; ++i) {
+  for (int i = 0; i < ML::ACC; i += 2) {
     int r, c;
     ML::coord(i, tid, r, c);
     r += m0;
     c += n0;
-    if (r < p.m && c < p.n) {
-      Acc* dst = C + r * p.c_rs + c * p.c_cs;
-      Acc v = alpha * acc[i];
-      if (beta != Acc(0)) v += beta * *dst;
-      *dst = v;
+    if (r >= p.m) continue;
+    Acc* dst = C + r * p.c_rs + c * p.c_cs;
+    Acc v0 = alpha * acc[i], v1 = alpha * acc[i + 1];
+    if (paired && c + 1 < p.n) {
+      if (beta != Acc(0)) {
+        v0 += beta * dst[0];
+        v1 += beta * dst[1];
+      }
+      Acc pair[2] = {v0, v1};
+      if (sizeof(Acc) == 4) {
+        *reinterpret_cast<unsigned long long*>(dst) = *reinterpret_cast<unsigned long long*>(pair);
+      } else {
+        *reinterpret_cast<ulonglong2*>(dst) = *reinterpret_cast<ulonglong2*>(pair);
+      }
+    } else {
+      if (c < p.n) *dst = beta != Acc(0) ? v0 + beta * *dst : v0;
+      if (c + 1 < p.n) {
+        Acc* dst1 = dst + p.c_cs;
+        *dst1 = beta != Acc(0) ? v1 + beta * *dst1 : v1;
+      }
     }
   }
 }
@@ -65,28 +83,46 @@ __device__ __forceinline__ typename ML::Acc* slot_ptr(const GemmParams& p, int s
   return static_cast<typename ML::Acc*>(p.workspace) + static_cast<long long>(slot) * (ML::BM * ML::BN);
 }
 
+// A slot holds each thread's accumulators in 16-byte vectors: vector j of thread t (elements
+// j*V .. j*V+V-1) at (j*THREADS + t)*V, so every warp access is 512 contiguous bytes.
+template <class ML>
+struct SlotVec {
+  static constexpr int V = 16 / sizeof(typename ML::Acc);
+  static_assert(ML::ACC % V == 0, "accumulators come in whole 16-byte vectors");
+  static __device__ __forceinline__ long long at(int j, int tid) { return (static_cast<long long>(j) * ML::THREADS + tid) * V; }
+};
+
 template <class ML>
 __device__ __forceinline__ void store_slot(const GemmParams& p, int slot,
                                            const typename ML::Acc (&acc)[ML::ACC], int tid) {
+  using SV = SlotVec<ML>;
   typename ML::Acc* s = slot_ptr<ML>(p, slot);
 #pragma unroll
-  for (int i = 0; i < ML::ACC; ++i) s[i * ML::THREADS + tid] = acc[i];
+  for (int j = 0; j < ML::ACC / SV::V; ++j)
+    st_cg16(s + SV::at(j, tid), *reinterpret_cast<const typename ML::Acc(*)[SV::V]>(&acc[j * SV::V]));
 }
 
 template <class ML>
 __device__ __forceinline__ void add_slot(const GemmParams& p, int slot, typename ML::Acc (&acc)[ML::ACC],
                                          int tid) {
+  using SV = SlotVec<ML>;
   const typename ML::Acc* s = slot_ptr<ML>(p, slot);
 #pragma unroll
-  for (int i = 0; i < ML::ACC; ++i) acc[i] += ld_cg(s + i * ML::THREADS + tid);
+  for (int j = 0; j < ML::ACC / SV::V; ++j) {
+    typename ML::Acc v[SV::V];
+    ld_cg16(s + SV::at(j, tid), v);
+#pragma unroll
+    for (int e = 0; e < SV::V; ++e) acc[j * SV::V + e] += v[e];
+  }
 }
 
 template <class ML>
 __device__ __forceinline__ void load_slot(const GemmParams& p, int slot, typename ML::Acc (&acc)[ML::ACC],
                                           int tid) {
+  using SV = SlotVec<ML>;
   const typename ML::Acc* s = slot_ptr<ML>(p, slot);
 #pragma unroll
-  for (int i = 0; i < ML::ACC; ++i) acc[i] = ld_cg(s + i * ML::THREADS + tid);
+  for (int j = 0; j < ML::ACC / SV::V; ++j) ld_cg16(s + SV::at(j, tid), *reinterpret_cast<typename ML::Acc(*)[SV::V]>(&acc[j * SV::V]));
 }
 
 // Every thread's stores before this are visible GPU-wide before the flag carries `epoch`.

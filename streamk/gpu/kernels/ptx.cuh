@@ -68,6 +68,27 @@ __device__ __forceinline__ double ld_cg(const double* p) {
   return v;
 }
 
+// 16-byte L2-only workspace loads (one per 4 floats / 2 doubles of a thread's accumulators).
+__device__ __forceinline__ void ld_cg16(const float* p, float (&v)[4]) {
+  asm volatile("ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+               : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
+               : "l"(p));
+}
+
+__device__ __forceinline__ void ld_cg16(const double* p, double (&v)[2]) {
+  asm volatile("ld.global.cg.v2.f64 {%0,%1}, [%2];\n" : "=d"(v[0]), "=d"(v[1]) : "l"(p));
+}
+
+__device__ __forceinline__ void st_cg16(float* p, const float (&v)[4]) {
+  asm volatile("st.global.cg.v4.f32 [%0], {%1,%2,%3,%4};\n" ::"l"(p), "f"(v[0]), "f"(v[1]), "f"(v[2]),
+               "f"(v[3])
+               : "memory");
+}
+
+__device__ __forceinline__ void st_cg16(double* p, const double (&v)[2]) {
+  asm volatile("st.global.cg.v2.f64 [%0], {%1,%2};\n" ::"l"(p), "d"(v[0]), "d"(v[1]) : "memory");
+}
+
 __device__ __forceinline__ unsigned ld_volatile(const unsigned* p) {
   unsigned v;
   asm volatile("ld.volatile.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p));
