@@ -3,10 +3,9 @@
 For each shape, in one process and on the same inputs: cuBLAS on the raw shape (torch.mm, FP16
 in, FP32 out), cuBLAS on the shape zero-padded to multiples of 8 (padding outside its timing:
 cuBLAS at its best), and ours for each decomposition, every overhead inside the timing (packing
-unaligned operands, prescale/reduce passes). CUDA events around each run; warm-up; median of
->= 50 repetitions with p20/p80; problems under ~100 us are timed as CUDA-graph replays of 10
-launches. Each of our results is checked against cuBLAS's (relative Frobenius error). Writes
-a CSV; prints the table and the geomean/mean ratios last. Entry points: ``streamk bench`` and
+unaligned operands, prescale/reduce passes). Every variant is timed as CUDA-graph replays (10
+launches per replay under ~100 us, else 1) with CUDA events, after warm-up; median of 50 with
+p20/p80. Each of our results is checked against cuBLAS's (relative Frobenius error). Writes a CSV; prints the table and the geomean/mean ratios last. Entry points: ``streamk bench`` and
 ``benchmarks/gpu_bench.py`` (same arguments).
 """
 
@@ -42,7 +41,12 @@ def corpus(count: int, seed: int = SEED) -> list[tuple[int, int, int]]:
 
 
 def time_ms(fn, stream) -> tuple[float, float, float]:
-    """Median, p20, p80 milliseconds per call of fn (enqueues on `stream`)."""
+    """Median, p20, p80 milliseconds per call of fn (enqueues on `stream`), from CUDA-graph replays.
+
+    Every variant is captured in a graph (GRAPH_BATCH calls when one takes under GRAPH_BELOW_MS,
+    else one), so host launch overhead between our several kernels (pack, main, reduce) or
+    cuBLAS's never counts, and each side is timed the same way.
+    """
     with torch.cuda.stream(stream):
         for _ in range(3):
             fn()
@@ -52,21 +56,17 @@ def time_ms(fn, stream) -> tuple[float, float, float]:
         fn()
         e1.record(stream)
         torch.cuda.synchronize()
-        once = e0.elapsed_time(e1)
-        batch = 1
-        call = fn
-        if once < GRAPH_BELOW_MS:
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, stream=stream):
-                for _ in range(GRAPH_BATCH):
-                    fn()
-            batch, call = GRAPH_BATCH, graph.replay
-            call()
+        batch = GRAPH_BATCH if e0.elapsed_time(e1) < GRAPH_BELOW_MS else 1
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            for _ in range(batch):
+                fn()
+        graph.replay()
         times = []
         for _ in range(REPS):
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             s.record(stream)
-            call()
+            graph.replay()
             e.record(stream)
             times.append((s, e))
         torch.cuda.synchronize()
