@@ -10,13 +10,15 @@ list (a ``Programs`` row), with no event loop:
 * if it owns its last tile it ends at ``max(W, latest peer signal) + d*peers``, else at ``W``.
 
 Dispatch: CTA j starts at the j-th pop of a min-heap of slot free times, so only the multiset of
-free times matters, never which slot. We dispatch a *wave* of ``slots`` CTAs per step, for all
-shapes at once: the wave's CTAs take the current free times in sorted order. That is exact when
-no CTA of the wave ends before a later CTA of the same wave starts (``S_q <= min E_i, i < q``),
-which is checked. An owner whose peers are not all dispatched yet holds its slot with an unknown
-free time (it is later than its last peer's start, so the pops before that are unaffected, which
-is checked too). A shape that breaks a condition (very uneven costs, an owner outwaiting the
-next wave, a possible deadlock) is flagged and left to the event simulator.
+free times matters, never which slot. Each step hands the next ``slots`` CTAs of every shape
+the current free times in sorted order, for all shapes at once, and keeps the longest prefix
+for which that is provably what the heap would do: no CTA before position q (and no owner that
+was waiting on the step's CTAs) frees its slot before ``S_q``. An owner whose peers are not all
+dispatched holds its slot with an unknown free time, later than its last peer's start. Runs of
+equal wait-free CTAs (data-parallel tiles) advance whole waves at once, and ``ranges_makespans``
+puts a contiguous schedule's leading and trailing data-parallel waves in closed form. A shape
+the engine cannot finish this way (an owner outwaiting every slot, a possible deadlock, too
+many short steps) is flagged and left to the event simulator.
 """
 
 from __future__ import annotations

@@ -49,6 +49,11 @@ def _ramp(lengths: np.ndarray) -> np.ndarray:
     return np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
 
 
+def _pick(cond: np.ndarray, a: tuple, b: tuple) -> tuple:
+    """Per shape, region ``a`` where ``cond`` holds, else ``b`` (regions are (x0, x1, parts))."""
+    return tuple(np.where(cond, x, y) for x, y in zip(a, b))
+
+
 def _auto_grids(total: np.ndarray, ipt: np.ndarray, slots: int) -> np.ndarray:
     """``model_grid`` for every shape at once: least modeled time over g in [1, slots]."""
     g = np.arange(1, slots + 1)
@@ -91,13 +96,12 @@ def builtin_ranges(name: str, shapes: np.ndarray, tile: TileShape, machine: Mach
         dp0 = np.where(sk_first, sk_tiles * ipt, 0)
         sk = (sk0, sk0 + sk_tiles * ipt, np.minimum(P, sk_tiles * ipt))
         dp = (dp0, dp0 + dp_tiles * ipt, dp_tiles)
-        pick = lambda cond, a, b: tuple(np.where(cond, x, y) for x, y in zip(a, b))  # noqa: E731
-        first, second = pick(sk_first, sk, dp), pick(sk_first, dp, sk)
+        first, second = _pick(sk_first, sk, dp), _pick(sk_first, dp, sk)
         if name == "auto":  # under a wave of tiles: basic Stream-K with the model's grid
             small = tiles < P
-            first = pick(small, (zero, total, _auto_grids(total, ipt, P)), first)
-            second = pick(small, (zero, zero, zero), second)
-        first, second = pick(left == 0, whole, first), pick(left == 0, (zero, zero, zero), second)
+            first = _pick(small, (zero, total, _auto_grids(total, ipt, P)), first)
+            second = _pick(small, (zero, zero, zero), second)
+        first, second = _pick(left == 0, whole, first), _pick(left == 0, (zero, zero, zero), second)
     x0, x1, parts = (np.stack([a, b], axis=1).ravel() for a, b in zip(first, second))
     rep = np.repeat(np.arange(len(parts)), parts)
     c = _ramp(parts)
