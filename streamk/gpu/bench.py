@@ -4,8 +4,8 @@ For each shape, in one process and on the same inputs: cuBLAS on the raw shape (
 in, FP32 out), cuBLAS on the shape zero-padded to multiples of 8 (padding outside its timing:
 cuBLAS at its best), and ours for each decomposition, every overhead inside the timing (packing
 unaligned operands, prescale/reduce passes). Every variant is timed as CUDA-graph replays (10
-launches per replay under ~100 us, else 1) with CUDA events, after warm-up; median of 50 with
-p20/p80. Each of our results is checked against cuBLAS's (relative Frobenius error). Writes a CSV; prints the table and the geomean/mean ratios last. Entry points: ``streamk bench`` and
+launches per replay under ~100 us, else 1) with CUDA events, after warm-up, the variants of a
+shape interleaved round-robin; median of 50 with p20/p80. Each of our results is checked against cuBLAS's (relative Frobenius error). Writes a CSV; prints the table and the geomean/mean ratios last. Entry points: ``streamk bench`` and
 ``benchmarks/gpu_bench.py`` (same arguments).
 """
 
@@ -40,39 +40,46 @@ def corpus(count: int, seed: int = SEED) -> list[tuple[int, int, int]]:
     return [tuple(int(v) for v in row) for row in draw_corpus(count, seed)] if count else []
 
 
-def time_ms(fn, stream) -> tuple[float, float, float]:
-    """Median, p20, p80 milliseconds per call of fn (enqueues on `stream`), from CUDA-graph replays.
+def time_interleaved(fns: dict, stream) -> dict[str, tuple[float, float, float]]:
+    """Median, p20, p80 milliseconds per call of each fn (enqueues on `stream`).
 
-    Every variant is captured in a graph (GRAPH_BATCH calls when one takes under GRAPH_BELOW_MS,
-    else one), so host launch overhead between our several kernels (pack, main, reduce) or
-    cuBLAS's never counts, and each side is timed the same way.
+    Each fn is captured in a CUDA graph (GRAPH_BATCH calls when one takes under GRAPH_BELOW_MS,
+    else one), so host launch gaps between our several kernels or cuBLAS's never count; then the
+    graphs replay round-robin, REPS rounds, each replay between two CUDA events, so a slow spell
+    of the GPU hits every variant of the shape alike rather than whichever ran during it.
     """
+    graphs = {}
     with torch.cuda.stream(stream):
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record(stream)
-        fn()
-        e1.record(stream)
-        torch.cuda.synchronize()
-        batch = GRAPH_BATCH if e0.elapsed_time(e1) < GRAPH_BELOW_MS else 1
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            for _ in range(batch):
+        for name, fn in fns.items():
+            for _ in range(3):
                 fn()
-        graph.replay()
-        times = []
-        for _ in range(REPS):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record(stream)
+            torch.cuda.synchronize()
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record(stream)
+            fn()
+            e1.record(stream)
+            torch.cuda.synchronize()
+            batch = GRAPH_BATCH if e0.elapsed_time(e1) < GRAPH_BELOW_MS else 1
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=stream):
+                for _ in range(batch):
+                    fn()
             graph.replay()
-            e.record(stream)
-            times.append((s, e))
+            graphs[name] = (graph, batch, [])
+        for _ in range(REPS):
+            for graph, _, events in graphs.values():
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record(stream)
+                graph.replay()
+                e.record(stream)
+                events.append((s, e))
         torch.cuda.synchronize()
-        ms = sorted(s.elapsed_time(e) / batch for s, e in times)
-    q = statistics.quantiles(ms, n=5)
-    return statistics.median(ms), q[0], q[3]
+    out = {}
+    for name, (_, batch, events) in graphs.items():
+        ms = sorted(s.elapsed_time(e) / batch for s, e in events)
+        q = statistics.quantiles(ms, n=5)
+        out[name] = (statistics.median(ms), q[0], q[3])
+    return out
 
 
 def cublas(A, B, out_dtype):
@@ -97,25 +104,30 @@ def bench_shape(shape, dtype, stream, rows, decomps):
     ref = torch.mm(A, B, out_dtype=out_dtype) if dtype != "float64" else A @ B
     ref_norm = float(ref.double().norm())
     result = {"m": m, "n": n, "k": k, "dtype": dtype, "intensity": flops / ((m * k + k * n) * A.element_size() + m * n * 4)}
-    for name, fn in (("cublas_raw", cublas(A, B, out_dtype)), ("cublas_padded", cublas(Ap, Bp, out_dtype))):
-        med, p20, p80 = time_ms(fn, stream)
-        result[name] = med
-        result[name + "_p20"], result[name + "_p80"] = p20, p80
-    for decomp in decomps:
-        C = torch.full((m, n), float("nan"), device="cuda", dtype=out_dtype)
-        name, _, costs = decomp.partition(":")  # "auto:A,B,C,D" tries other model constants
-        p = prepare(A, B, C, schedule=name, **({"model_costs": Costs.parse(costs)} if costs else {}))
+    fns = {"cublas_raw": cublas(A, B, out_dtype), "cublas_padded": cublas(Ap, Bp, out_dtype)}
+    outs, prepared = {}, {}
+    for _ in range(2):  # the second round reuses buffers the first grew, so every launch's pointers stay valid
+        for decomp in decomps:
+            outs[decomp] = torch.full((m, n), float("nan"), device="cuda", dtype=out_dtype)
+            name, _, costs = decomp.partition(":")  # "auto:A,B,C,D" tries other model constants
+            prepared[decomp] = prepare(A, B, outs[decomp], schedule=name,
+                                       **({"model_costs": Costs.parse(costs)} if costs else {}))
+    for decomp, p in prepared.items():
+        fns[decomp] = lambda launch=p.launch: launch.enqueue(stream.cuda_stream)
+    packs = [st for st in prepared[decomps[-1]].launch.steps if "pack" in st.name]
+    if packs:  # what packing the unaligned operands costs inside our times
+        fns["pack"] = lambda: [st.enqueue(stream.cuda_stream) for st in packs]
+    times = time_interleaved(fns, stream)
+    for name, (med, p20, p80) in times.items():
+        key = "pack_ms" if name == "pack" else name
+        result[key] = med
+        if name != "pack":
+            result[name + "_p20"], result[name + "_p80"] = p20, p80
+    for decomp, p in prepared.items():
+        C = outs[decomp]
         result[decomp + "_grid"] = p.schedule.grid
-        med, p20, p80 = time_ms(lambda: p.launch.enqueue(stream.cuda_stream), stream)
-        torch.cuda.synchronize()
-        err = float((C.double() - ref.double()).norm()) / max(ref_norm, 1e-300)
-        result[decomp] = med
-        result[decomp + "_p20"], result[decomp + "_p80"] = p20, p80
-        result[decomp + "_relerr"] = err
+        result[decomp + "_relerr"] = float((C.double() - ref.double()).norm()) / max(ref_norm, 1e-300)
         result[decomp + "_steps"] = "+".join(p.launch.names)
-        packs = [st for st in p.launch.steps if "pack" in st.name]
-        if decomp == decomps[-1] and packs:  # what packing the unaligned operands costs inside that time
-            result["pack_ms"] = time_ms(lambda: [st.enqueue(stream.cuda_stream) for st in packs], stream)[0]
     rows.append(result)
     return result
 
