@@ -266,7 +266,8 @@ def sweep(shapes: np.ndarray, tile: TileShape, machine: Machine, decompositions:
     makespan = np.zeros((D, n))
     deadlock = np.zeros((D, n), dtype=bool)
     fast = np.zeros((D, n), dtype=bool)
-    tasks = [(d, lo) for d in range(D) for lo in range(0, n, CHUNK_SHAPES)]
+    chunk = -(-n // -(-n // CHUNK_SHAPES)) if n else 1  # equal chunks of at most CHUNK_SHAPES
+    tasks = [(d, lo) for d in range(D) for lo in range(0, n, chunk)]
 
     def store(d: int, lo: int, r: ChunkResult) -> None:
         hi = lo + len(r.grid)
@@ -275,7 +276,7 @@ def sweep(shapes: np.ndarray, tile: TileShape, machine: Machine, decompositions:
             progress(hi - lo)
 
     workers = _workers() if workers is None else workers
-    args = [(decomps[d], shapes[lo:lo + CHUNK_SHAPES], tile, machine, costs) for d, lo in tasks]
+    args = [(decomps[d], shapes[lo:lo + chunk], tile, machine, costs) for d, lo in tasks]
     if workers <= 1 or len(tasks) == 1:
         for (d, lo), a in zip(tasks, args):
             store(d, lo, time_chunk(*a))
