@@ -16,7 +16,7 @@ from ..errors import CudaError, DeadlockError, ScheduleError
 from ..fixup import FixupPlan, plan_fixup
 from ..schedule import Schedule
 from ..sched import make_schedule
-from ..shapes import GemmShape
+from ..shapes import GemmShape, Machine
 from .launch import GemmParams, Launch, PackParams, Step
 from .operands import KernelSpec, Operand, check_operands, describe, needs_pack, padded
 from .table import STATE_WORDS, TABLE_VERSION, build_table
@@ -96,8 +96,13 @@ def _stream_of(x: Any) -> int:
 
 
 def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
-            schedule: str | Schedule = "auto", fixup: str | None = None, **options: Any) -> Prepared:
-    """Check everything, build and upload the table; return the launch without running it."""
+            schedule: str | Schedule = "auto", fixup: str | None = None, machine: Machine | None = None,
+            **options: Any) -> Prepared:
+    """Check everything, build and upload the table; return the launch without running it.
+
+    ``machine`` is what a named scheduler plans for (default: the device's SMs and the occupancy
+    API's resident CTAs per SM); the deadlock check always uses the real residency.
+    """
     a, b = describe(A, "A"), describe(B, "B")
     c = describe(C, "C") if C is not None else None
     spec = check_operands(a, b, c)
@@ -109,7 +114,7 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
 
     dev = current()
     threads = dev.block_size(spec.main)
-    machine_fn = lambda: dev.machine(spec.main, threads, spec.smem)  # noqa: E731
+    machine_fn = (lambda: machine) if machine is not None else (lambda: dev.machine(spec.main, threads, spec.smem))
     sched = resolve_schedule(schedule, shape, spec, machine_fn, fixup, options)
     plan = plan_fixup(sched)
     residency = dev.occupancy(spec.main, threads, spec.smem) * dev.sms
@@ -189,14 +194,15 @@ def _output(dev, A, a: Operand, c: Operand | None, C, shape: GemmShape, spec: Ke
 
 def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
          schedule: str | Schedule = "auto", fixup: str | None = None, stream: int | None = None,
-         **options: Any) -> Any:
+         machine: Machine | None = None, **options: Any) -> Any:
     """C = alpha * A @ B + beta * C on the GPU, executing ``schedule`` (a name or a Schedule).
 
     A (m x k) and B (k x n): float16, bfloat16 (FP32 C) or float64 (FP64 C); PyTorch or CuPy
     CUDA tensors are used in place (any strides: unaligned or column-major operands are packed
     into aligned copies on the device, counted in the launch), NumPy arrays are copied in and
     out. C (m x n) is updated in place when given, else allocated like A. ``fixup`` overrides
-    the schedule's policy; ``options`` go to the scheduler (``grid``, ``splits``).
+    the schedule's policy; ``machine`` replaces the device's Machine for a named scheduler;
+    ``options`` go to the scheduler (``grid``, ``splits``, ``model_costs``).
     """
-    prepared = prepare(A, B, C, alpha=alpha, beta=beta, schedule=schedule, fixup=fixup, **options)
+    prepared = prepare(A, B, C, alpha=alpha, beta=beta, schedule=schedule, fixup=fixup, machine=machine, **options)
     return prepared.run(stream)

@@ -21,6 +21,7 @@ import time
 import torch
 
 from ..costs import Costs
+from ..shapes import Machine
 from ..sim.corpus import corpus as draw_corpus
 from .api import prepare
 from .device import available, current
@@ -30,7 +31,6 @@ DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch
 REPS = 50
 GRAPH_BELOW_MS = 0.1  # time as graph replays below this
 GRAPH_BATCH = 10
-BUDGET_MS = 150.0  # per measured variant, beyond the REPS minimum only for tiny problems
 
 
 SEED = 20260121  # the GPU sample of GPU-NOTES.md: first N of corpus(400, seed=SEED)
@@ -89,6 +89,18 @@ def cublas(A, B, out_dtype):
         return lambda: torch.mm(A, B).to(out_dtype)
 
 
+def variant(decomp: str) -> dict:
+    """prepare() arguments for NAME[@CTAS_PER_SM][:A,B,C,D] (machine and auto's model constants)."""
+    head, _, costs = decomp.partition(":")
+    name, _, per_sm = head.partition("@")
+    args: dict = {"schedule": name}
+    if per_sm:
+        args["machine"] = Machine(current().sms, int(per_sm))
+    if costs:
+        args["model_costs"] = Costs.parse(costs)
+    return args
+
+
 def bench_shape(shape, dtype, stream, rows, decomps):
     m, n, k = shape
     flops = 2.0 * m * n * k
@@ -109,9 +121,7 @@ def bench_shape(shape, dtype, stream, rows, decomps):
     for _ in range(2):  # the second round reuses buffers the first grew, so every launch's pointers stay valid
         for decomp in decomps:
             outs[decomp] = torch.full((m, n), float("nan"), device="cuda", dtype=out_dtype)
-            name, _, costs = decomp.partition(":")  # "auto:A,B,C,D" tries other model constants
-            prepared[decomp] = prepare(A, B, outs[decomp], schedule=name,
-                                       **({"model_costs": Costs.parse(costs)} if costs else {}))
+            prepared[decomp] = prepare(A, B, outs[decomp], **variant(decomp))
     for decomp, p in prepared.items():
         fns[decomp] = lambda launch=p.launch: launch.enqueue(stream.cuda_stream)
     packs = [st for st in prepared[decomps[-1]].launch.steps if "pack" in st.name]
@@ -142,7 +152,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--dtype", default="float16", choices=list(DTYPES))
     ap.add_argument("--big", action="store_true", help="also 8192^3")
     ap.add_argument("--decomps", default=";".join(DECOMPS),
-                    help="';'-separated decompositions; auto:A,B,C,D runs auto with those model constants")
+                    help="';'-separated NAME[@CTAS_PER_SM][:A,B,C,D]: a scheduler, optionally planned for that many "
+                         "CTAs per SM and (auto) those model constants")
     ap.add_argument("--seconds", type=float, default=400.0, help="stop starting new shapes after this")
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for the CSV (default $OUT or .)")
 
