@@ -148,18 +148,18 @@ def ranges_makespans(ipt: np.ndarray, offsets: np.ndarray, starts: np.ndarray, e
     whole-tile CTAs (data-parallel waves) in closed form: only the CTAs between go through the
     wave engine. A trailing run shorter than the spread of free times it meets is retried
     whole."""
-    P, n = slots, len(ipt)
+    P, n, C = slots, len(ipt), len(starts)
     grids = np.diff(offsets)
-    flat = np.arange(len(starts))
-    whole = (starts % np.repeat(ipt, grids) == 0) & (ends - starts == np.repeat(ipt, grids))
-    big = len(starts) + 1
-    heads = np.minimum(offsets[:-1], max(len(starts) - 1, 0))
-    first_split = np.minimum.reduceat(np.append(np.where(whole, big, flat), big), heads)
-    last_split = np.maximum.reduceat(np.append(np.where(whole, -1, flat), -1), heads)
-    lead = np.where(grids > 0, np.minimum(first_split, offsets[1:]) - offsets[:-1], 0)
+    ip = np.repeat(ipt, grids)
+    split = (starts % ip != 0) | (ends - starts != ip)
+    flat = np.arange(C)
+    heads = np.minimum(offsets[:-1], max(C - 1, 0))
+    first_split = np.minimum.reduceat(np.append(np.where(split, flat, C), C), heads)
+    last_split = np.maximum.reduceat(np.append(np.where(split, flat, -1), -1), heads)
+    lead = np.minimum(first_split, offsets[1:]) - offsets[:-1]
     trail = np.where(lead < grids, offsets[1:] - 1 - last_split, 0)
-    keep = (flat >= np.repeat(offsets[:-1] + lead, grids)) & (flat < np.repeat(offsets[1:] - trail, grids))
-    sub_counts = np.bincount(np.repeat(np.arange(n), grids)[keep], minlength=n)
+    sub_counts = grids - lead - trail
+    keep = np.repeat(np.tile([False, True, False], n), np.stack([lead, sub_counts, trail], axis=1).ravel())
     sub_offsets = np.concatenate([[0], np.cumsum(sub_counts)])
     tile_time = costs.a + costs.c * ipt
     # Leading run from an idle machine: whole waves, then the remainder on the first slots.
@@ -212,6 +212,8 @@ def run_waves(p: Programs, slots: int, free0: np.ndarray | None = None) -> tuple
         lens = npeers[owners]
         if not len(lens):
             return np.zeros(0)
+        if lens.max() == 1:  # one peer each (fixed-split's pairs, two-tile SK): no reduction
+            return sig_abs[p.peers[p.peer_offsets[owners]]]
         heads = np.cumsum(lens) - lens
         idx = np.repeat(p.peer_offsets[owners] - heads, lens) + np.arange(lens.sum())
         vals = np.append(sig_abs[p.peers[idx]], -np.inf)
@@ -297,6 +299,8 @@ def _uniform_runs(p: Programs, row_of: np.ndarray) -> np.ndarray:
     plain = ~p.owner & (np.diff(p.peer_offsets) == 0)
     plain[p.peers] = False  # a peer stores a partial
     n = len(plain)
+    if not plain.any():
+        return np.zeros(n, dtype=np.int64)
     same = np.zeros(n, dtype=bool)
     same[:-1] = plain[:-1] & plain[1:] & (p.reach[:-1] == p.reach[1:]) & (row_of[:-1] == row_of[1:])
     idx = np.arange(n)
