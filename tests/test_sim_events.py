@@ -14,6 +14,7 @@ from streamk import Costs, GemmShape, Machine, TileShape, make_schedule, plan_fi
 from streamk.cli import main
 from streamk.schedule import FIXUP_POLICIES
 from streamk.sim import simulate
+from strategies import schedules
 
 PAPER = GemmShape(384, 384, 128)
 HYBRID = GemmShape(896, 384, 128)
@@ -96,28 +97,11 @@ def test_separate_reduce_runs_after_the_grid():
     assert t.makespan == main_end + 3 * 4
 
 
-small = st.integers(1, 6)
-
-
 @st.composite
 def cases(draw):
-    tile = TileShape(draw(st.sampled_from([16, 32])), draw(st.sampled_from([16, 32])),
-                     draw(st.sampled_from([8, 16])))
-    shape = GemmShape(draw(st.integers(1, 100)), draw(st.integers(1, 100)), draw(st.integers(1, 100)))
-    machine = Machine(draw(small), draw(st.integers(1, 2)))
-    decomp = draw(st.sampled_from(["data-parallel", "fixed-split", "stream-k", "dp-one-tile-sk",
-                                   "two-tile-sk-dp", "auto"]))
-    options = {}
-    ipt = -(-shape.k // tile.bk)
-    total = -(-shape.m // tile.bm) * -(-shape.n // tile.bn) * ipt
-    if decomp == "fixed-split":
-        options["splits"] = draw(st.integers(1, ipt))
-    if decomp == "stream-k":
-        options["grid"] = draw(st.integers(1, min(total, 3 * machine.slots)))
-    schedule = make_schedule(decomp, shape, tile, machine, **options)
     costs = Costs(*(draw(st.sampled_from([0.0, 0.5, 1.0, 3.0])) for _ in range(2)), 1.0,
                   draw(st.sampled_from([0.0, 0.5, 2.0])))
-    return schedule, costs, draw(st.sampled_from(FIXUP_POLICIES))
+    return draw(schedules()), costs, draw(st.sampled_from(FIXUP_POLICIES))
 
 
 @settings(max_examples=80)
