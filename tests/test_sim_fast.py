@@ -13,7 +13,7 @@ from streamk import Costs, GemmShape, Machine, Problem, Schedule, TileShape, mak
 from streamk.sim import simulate
 from streamk.sim.fast import (contiguous_ranges, programs_from_ranges, programs_from_schedule,
                               ranges_makespans, wave_makespans)
-from streamk.sim.sweep import BUILTIN, batch_ranges, sweep_options, time_chunk
+from streamk.sim.sweep import BUILTIN, batch_ranges, sweep, sweep_options
 from strategies import machines, problems, schedules
 
 COSTS = st.builds(Costs, st.sampled_from([0.0, 0.5, 3.0, 40.0]), st.sampled_from([0.0, 1.0, 2.5, 30.0]),
@@ -82,18 +82,19 @@ def corpora(draw):
 
 @settings(max_examples=25)
 @given(corpora(), IDEAL_OR_ANY, st.sampled_from(BUILTIN + ("cutlass2-sk", "cutlass3-sk")))
-def test_sweep_chunk_matches_event_simulator_shape_by_shape(corpus, costs, name):
+def test_sweep_matches_event_simulator_shape_by_shape(corpus, costs, name):
     shapes, tile, machine = corpus
-    result = time_chunk(name, shapes, tile, machine, costs)
+    result = sweep(shapes, tile, machine, [name], costs, workers=1)
     for i, row in enumerate(shapes.tolist()):
         shape = GemmShape(*row)
         schedule = make_schedule(name, shape, tile, machine,
                                  **sweep_options(name, Problem(shape, tile).iters_per_tile))
         reference = simulate(schedule, costs)
-        assert result.grid[i] == schedule.grid
-        assert result.deadlock[i] == reference.deadlock
+        assert result.grid[0, i] == schedule.grid
+        assert result.deadlock[0, i] == reference.deadlock
+        assert result.utilization[0, i] == pytest.approx(reference.utilization, rel=1e-12)
         if not reference.deadlock:
-            assert result.makespan[i] == pytest.approx(reference.makespan, rel=1e-12), describe(schedule, costs)
+            assert result.makespan[0, i] == pytest.approx(reference.makespan, rel=1e-12), describe(schedule, costs)
 
 
 def test_fast_path_times_the_paper_examples_itself():
