@@ -1,0 +1,57 @@
+"""On a GPU: gemm() executes schedules correctly under every fixup policy (skipped without one)."""
+
+import numpy as np
+import pytest
+
+from streamk.errors import DeadlockError, ScheduleError
+from streamk.schedule import FIXUP_POLICIES, Schedule
+from streamk.shapes import GemmShape, TileShape
+
+try:
+    from streamk.gpu import available, gemm
+    _OK, _WHY = available()
+except ImportError as exc:  # cuda-bindings missing
+    _OK, _WHY = False, f"cuda-bindings is not installed ({exc})"
+
+requires_gpu = pytest.mark.skipif(not _OK, reason=f"needs a CUDA GPU (sm_80+): {_WHY}")
+
+
+def _bound(A, B, C):
+    a, b = A.astype(np.float64), B.astype(np.float64)
+    ref = a @ b
+    eps = np.finfo(C.dtype).eps / 2
+    return np.abs(C - ref), 4 * np.sqrt(A.shape[1]) * eps * (np.abs(a) @ np.abs(b)) + eps * np.abs(ref)
+
+
+@requires_gpu
+@pytest.mark.parametrize("policy", FIXUP_POLICIES)
+@pytest.mark.parametrize("dtype", [np.float16, np.float64])
+def test_stream_k_matches_float64_reference(policy, dtype):
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((301, 257)).astype(dtype)
+    B = rng.standard_normal((257, 199)).astype(dtype)
+    C = gemm(A, B, schedule="stream-k", fixup=policy, grid=9)
+    err, bound = _bound(A, B, C)
+    assert C.dtype == (np.float32 if dtype == np.float16 else np.float64)
+    assert np.all(err <= bound), float((err / bound).max())
+
+
+@requires_gpu
+def test_deadlock_prone_schedule_is_refused_on_the_device():
+    from streamk.gpu.device import current
+
+    dev = current()
+    t = dev.sms * dev.occupancy("streamk_sm80_f16", dev.block_size("streamk_sm80_f16"), 75776) + 1
+    s = Schedule.from_ctas("custom", GemmShape(t * 128, 128, 64), TileShape(128, 128, 32),
+                           [[(i, 0, 1)] for i in range(t)] + [[(i, 1, 2)] for i in range(t)])
+    A = np.ones((t * 128, 64), np.float16)
+    B = np.ones((64, 128), np.float16)
+    with pytest.raises(DeadlockError, match="turnstile"):
+        gemm(A, B, schedule=s)
+    assert np.all(gemm(A, B, schedule=s, fixup="turnstile") == 64.0)
+
+
+@requires_gpu
+def test_mismatched_dtypes_fail_before_cuda():
+    with pytest.raises(ScheduleError, match="same dtype"):
+        gemm(np.ones((4, 4), np.float16), np.ones((4, 4), np.float64))
