@@ -2,14 +2,16 @@
 
 Per decomposition and chunk of shapes:
 
-1. Built-in schedulers are contiguous ranges of the m -> n -> k linearization whose bounds are
-   closed forms of (tiles, iterations per tile, slots): ``builtin_ranges`` writes them for all
-   shapes at once, without building a Schedule. A few shapes per chunk are checked against the
-   registered scheduler; a mismatch (someone changed it) sends the chunk down step 2.
-2. Any other scheduler (CUTLASS's, a user's) runs per shape; its Schedule becomes a ``Programs``
-   row through ``plan_fixup`` when its CTAs fit the fast path's pattern.
-3. ``fast.wave_makespans`` times the batch; shapes it cannot time exactly, and schedules that
-   do not fit, go through the event simulator (the reference), which also rules on deadlocks.
+1. Built-in schedulers (``builtin_ranges``) and CUTLASS's (``sched.cutlass.cutlass_ranges``)
+   are contiguous ranges of the m -> n -> k linearization whose bounds are closed forms of
+   (tiles, iterations per tile, slots), written for all shapes at once without building a
+   Schedule. A few shapes per chunk are checked against the registered scheduler (ranges and
+   owner-waits fixup); a mismatch (someone changed it) sends the chunk down step 2.
+2. Any other scheduler (a user's) runs per shape; its Schedule becomes a ``Programs`` row
+   through ``plan_fixup`` when its CTAs fit the fast path's pattern.
+3. ``fast.ranges_makespans`` / ``fast.wave_makespans`` time the batch; shapes they cannot time
+   exactly, and schedules that do not fit, go through the event simulator (the reference),
+   which also rules on deadlocks.
 
 Chunks run in worker processes (``STREAMK_SWEEP_WORKERS``, default: every core; forked, so a
 scheduler registered before the sweep is seen by the workers). fixed-split takes
@@ -128,13 +130,15 @@ def _schedule(name: str, row: np.ndarray, tile: TileShape, machine: Machine):
 
 
 def _matches(name: str, shapes: np.ndarray, built: tuple, tile: TileShape, machine: Machine) -> bool:
-    """Whether the closed-form ranges agree with the registered scheduler on a few shapes."""
+    """Whether the closed-form ranges agree with the registered scheduler on a few shapes
+    (and its schedules use the owner-waits fixup the closed forms assume)."""
     _, offsets, starts, ends = built
     picks = np.unique(np.linspace(0, len(shapes) - 1, SPOT_CHECKS).astype(int))
     for i in picks:
-        ranges = contiguous_ranges(_schedule(name, shapes[i], tile, machine))
+        schedule = _schedule(name, shapes[i], tile, machine)
+        ranges = contiguous_ranges(schedule)
         a, b = offsets[i], offsets[i + 1]
-        if ranges is None or not (np.array_equal(ranges[0], starts[a:b]) and np.array_equal(ranges[1], ends[a:b])):
+        if schedule.fixup != "owner-waits" or ranges is None or not (np.array_equal(ranges[0], starts[a:b]) and np.array_equal(ranges[1], ends[a:b])):
             return False
     return True
 
