@@ -39,9 +39,9 @@ def test_header_mirrors_table_py():
 
 
 def test_params_struct_matches_header_field_order():
-    from streamk.gpu.launch import GemmParams, PackParams
+    from streamk.gpu.launch import GemmParams, PackPair, PackParams
 
-    for cls, struct in ((GemmParams, "GemmParams"), (PackParams, "PackParams")):
+    for cls, struct in ((GemmParams, "GemmParams"), (PackParams, "PackParams"), (PackPair, "PackPair")):
         body = re.search(r"struct %s \{(.*?)\};" % struct, HEADER, re.S).group(1)
         names = re.findall(r"(\w+);", re.sub(r"//.*", "", body))
         assert names == [f[0] for f in cls._fields_]

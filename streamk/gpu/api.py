@@ -17,7 +17,7 @@ from ..fixup import FixupPlan, plan_fixup
 from ..schedule import Schedule
 from ..sched import make_schedule
 from ..shapes import GemmShape, Machine
-from .launch import GemmParams, Launch, PackParams, Step
+from .launch import GemmParams, Launch, PackPair, PackParams, Step
 from .operands import KernelSpec, Operand, check_operands, describe, needs_pack, padded
 from .table import STATE_WORDS, TABLE_VERSION, build_table
 
@@ -124,8 +124,13 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     check_residency(plan, residency)
 
     steps: list[Step] = []
-    a_ptr, lda = _operand(dev, a, "A", spec, steps)
-    b_ptr, ldb = _operand(dev, b, "B", spec, steps)
+    a_ptr, lda, pack_a = _operand(dev, a, "A", spec)
+    b_ptr, ldb, pack_b = _operand(dev, b, "B", spec)
+    if pack_a or pack_b:
+        pair = PackPair(a=pack_a or PackParams(ld=spec.chunk), b=pack_b or PackParams(ld=spec.chunk))
+        chunks = (pair.a.rows * pair.a.ld + pair.b.rows * pair.b.ld) // spec.chunk
+        grid = max(1, min(-(-chunks // PACK_THREADS), dev.sms * PACK_BLOCKS_PER_SM))
+        steps.append(Step(spec.pack, dev.function(spec.pack), grid, PACK_THREADS, 0, pair))
     out, c_ptr, c_strides, host_c = _output(dev, A, a, c, C, shape, spec, beta)
 
     table = build_table(plan)
@@ -150,8 +155,8 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     return prepared
 
 
-def _operand(dev, op: Operand, name: str, spec: KernelSpec, steps: list[Step]) -> tuple[int, int]:
-    """Pointer and row stride the kernel reads; a packing step when the operand is unaligned."""
+def _operand(dev, op: Operand, name: str, spec: KernelSpec) -> tuple[int, int, PackParams | None]:
+    """Pointer and row stride the kernel reads, and the packing copy an unaligned operand needs."""
     rows, cols = op.shape
     ld = padded(cols, spec)
     if op.on_host:
@@ -159,15 +164,11 @@ def _operand(dev, op: Operand, name: str, spec: KernelSpec, steps: list[Step]) -
         host[:, :cols] = op.obj
         ptr = dev.scratch(f"host_{name}", host.nbytes)
         dev.copy_in(ptr, host)
-        return ptr, ld
+        return ptr, ld, None
     if not needs_pack(op, spec):
-        return op.ptr, op.strides[0]
+        return op.ptr, op.strides[0], None
     ptr = dev.scratch(f"pack_{name}", rows * ld * spec.itemsize)
-    pp = PackParams(src=op.ptr, dst=ptr, rs=op.strides[0], cs=op.strides[1], rows=rows, cols=cols, ld=ld)
-    chunks = rows * ld // spec.chunk
-    grid = max(1, min(-(-chunks // PACK_THREADS), dev.sms * PACK_BLOCKS_PER_SM))
-    steps.append(Step(spec.pack, dev.function(spec.pack), grid, PACK_THREADS, 0, pp))
-    return ptr, ld
+    return ptr, ld, PackParams(src=op.ptr, dst=ptr, rs=op.strides[0], cs=op.strides[1], rows=rows, cols=cols, ld=ld)
 
 
 def _output(dev, A, a: Operand, c: Operand | None, C, shape: GemmShape, spec: KernelSpec, beta: float):

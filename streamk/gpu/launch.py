@@ -29,6 +29,10 @@ class PackParams(ctypes.Structure):
     _fields_ = [("src", _P), ("dst", _P), ("rs", _LL), ("cs", _LL), ("rows", _LL), ("cols", _LL), ("ld", _LL)]
 
 
+class PackPair(ctypes.Structure):
+    _fields_ = [("a", PackParams), ("b", PackParams)]
+
+
 @dataclass
 class Step:
     """One kernel launch: function, grid, block, dynamic shared memory, parameter block."""

@@ -2,7 +2,8 @@
 // 16-byte aligned, so the mainloops can use 16-byte cp.async on unaligned shapes and on
 // column-major inputs. Each thread writes one 16-byte chunk of the destination (coalesced);
 // reads follow the source's strides (a transpose when the source is column-major).
-// Grid-stride over rows x (ld / chunk). Arch: any. Entry points: streamk_pack_b16, streamk_pack_b64.
+// One launch packs A and B (PackPair; an operand with rows = 0 is skipped); grid-stride over
+// their rows x (ld / chunk). Arch: any. Entry points: streamk_pack_b16, streamk_pack_b64.
 #include "schedule_table.cuh"
 
 namespace streamk {
@@ -24,23 +25,39 @@ __device__ __forceinline__ void store16(unsigned long long* out, const unsigned 
 }
 
 template <class T>
-__device__ __forceinline__ void pack(const PackParams& p) {
+__device__ __forceinline__ long long chunks(const PackParams& p) {
+  return p.rows * (p.ld / (16 / static_cast<long long>(sizeof(T))));
+}
+
+template <class T>
+__device__ __forceinline__ void pack_chunk(const PackParams& p, long long q) {
   constexpr int CHUNK = 16 / sizeof(T);
   const T* src = static_cast<const T*>(p.src);
   T* dst = static_cast<T*>(p.dst);
-  const long long chunks_per_row = p.ld / CHUNK, total = p.rows * chunks_per_row;
+  const long long chunks_per_row = p.ld / CHUNK;
+  const long long r = q / chunks_per_row, c0 = (q % chunks_per_row) * CHUNK;
+  T v[CHUNK];
+#pragma unroll
+  for (int j = 0; j < CHUNK; ++j) v[j] = c0 + j < p.cols ? src[r * p.rs + (c0 + j) * p.cs] : T(0);
+  store16(dst + r * p.ld + c0, v);
+}
+
+// Both operands in one launch (one kernel fewer per GEMM): chunks of A first, then of B.
+template <class T>
+__device__ __forceinline__ void pack_pair(const PackPair& pp) {
+  const long long na = chunks<T>(pp.a), total = na + chunks<T>(pp.b);
   for (long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x; q < total;
        q += (long long)gridDim.x * blockDim.x) {
-    const long long r = q / chunks_per_row, c0 = (q % chunks_per_row) * CHUNK;
-    T v[CHUNK];
-#pragma unroll
-    for (int j = 0; j < CHUNK; ++j) v[j] = c0 + j < p.cols ? src[r * p.rs + (c0 + j) * p.cs] : T(0);
-    store16(dst + r * p.ld + c0, v);
+    if (q < na) {
+      pack_chunk<T>(pp.a, q);
+    } else {
+      pack_chunk<T>(pp.b, q - na);
+    }
   }
 }
 
 }  // namespace streamk
 
-extern "C" __global__ void streamk_pack_b16(const streamk::PackParams p) { streamk::pack<unsigned short>(p); }
+extern "C" __global__ void streamk_pack_b16(const streamk::PackPair p) { streamk::pack_pair<unsigned short>(p); }
 
-extern "C" __global__ void streamk_pack_b64(const streamk::PackParams p) { streamk::pack<unsigned long long>(p); }
+extern "C" __global__ void streamk_pack_b64(const streamk::PackPair p) { streamk::pack_pair<unsigned long long>(p); }

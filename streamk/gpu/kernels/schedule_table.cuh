@@ -89,4 +89,9 @@ struct PackParams {
   long long ld;
 };
 
+struct PackPair {
+  PackParams a;
+  PackParams b;
+};
+
 }  // namespace streamk
