@@ -158,7 +158,8 @@ def other_inputs(log):
     except ImportError:
         rows.append({"test": "cupy", "ok": True, "skipped": "cupy not installed"})
     dev = current()
-    slots = dev.sms * dev.occupancy("streamk_sm80_f16", dev.block_size("streamk_sm80_f16"), 75776)
+    slots = dev.sms * dev.occupancy("streamk_sm80_f16", dev.block_size("streamk_sm80_f16"),
+                                    dev.smem_bytes("streamk_sm80_f16"))
     t = slots + 1  # owners 0..t-1 wait on peers t..2t-1: needs t + 1 co-resident CTAs
     tile = TileShape(128, 128, 32)
     s = Schedule.from_ctas("custom", GemmShape(t * 128, 128, 64), tile,

@@ -41,7 +41,8 @@ def test_deadlock_prone_schedule_is_refused_on_the_device():
     from streamk.gpu.device import current
 
     dev = current()
-    t = dev.sms * dev.occupancy("streamk_sm80_f16", dev.block_size("streamk_sm80_f16"), 75776) + 1
+    t = dev.sms * dev.occupancy("streamk_sm80_f16", dev.block_size("streamk_sm80_f16"),
+                                    dev.smem_bytes("streamk_sm80_f16")) + 1
     s = Schedule.from_ctas("custom", GemmShape(t * 128, 128, 64), TileShape(128, 128, 32),
                            [[(i, 0, 1)] for i in range(t)] + [[(i, 1, 2)] for i in range(t)])
     A = np.ones((t * 128, 64), np.float16)

@@ -113,13 +113,13 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     from .device import current
 
     dev = current()
-    threads = dev.block_size(spec.main)
-    machine_fn = (lambda: machine) if machine is not None else (lambda: dev.machine(spec.main, threads, spec.smem))
+    threads, smem = dev.block_size(spec.main), dev.smem_bytes(spec.main)
+    machine_fn = (lambda: machine) if machine is not None else (lambda: dev.machine(spec.main, threads, smem))
     sched = resolve_schedule(schedule, shape, spec, machine_fn, fixup, options)
     plan = plan_fixup(sched)
-    residency = dev.occupancy(spec.main, threads, spec.smem) * dev.sms
+    residency = dev.occupancy(spec.main, threads, smem) * dev.sms
     if residency == 0:
-        raise CudaError(f"{spec.main} cannot be resident on {dev.name} ({threads} threads, {spec.smem} B shared "
+        raise CudaError(f"{spec.main} cannot be resident on {dev.name} ({threads} threads, {smem} B shared "
                         f"memory): the occupancy API gives 0 blocks per SM")
     check_residency(plan, residency)
 
@@ -148,7 +148,7 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     items = len(table.items)
     if plan.policy == "atomic" and items:
         steps.append(Step(spec.prescale, dev.function(spec.prescale), items, threads, 0, params))
-    steps.append(Step(spec.main, dev.function(spec.main, spec.smem), sched.grid, threads, spec.smem, params))
+    steps.append(Step(spec.main, dev.function(spec.main, smem), sched.grid, threads, smem, params))
     if plan.policy == "separate-reduce" and items:
         steps.append(Step(spec.reduce, dev.function(spec.reduce), items, threads, 0, params))
     prepared = Prepared(Launch(steps), sched, plan, out, residency, host_c, c_ptr if host_c is not None else 0)

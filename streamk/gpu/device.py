@@ -7,6 +7,7 @@ modules are compiled (or read from the cache) for the device's own arch at first
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 from dataclasses import dataclass
@@ -97,6 +98,16 @@ class Device:
             check(drv.cuFuncSetAttribute(fn, attr, dynamic_smem), f"cuFuncSetAttribute({name}, {dynamic_smem} B)")
             self._smem_limit[name] = dynamic_smem
         return fn
+
+    def smem_bytes(self, name: str) -> int:
+        """Dynamic shared memory of entry point ``name``: its module's ``<name>_smem`` constant."""
+        self.function(name)
+        source = next(s for s, entries in SOURCES.items() if name in entries)
+        ptr, size = check(driver().cuModuleGetGlobal(self._modules[source], f"{name}_smem".encode()),
+                          f"cuModuleGetGlobal({name}_smem)")
+        value = ctypes.c_int(0)
+        check(driver().cuMemcpyDtoH(ctypes.addressof(value), ptr, 4), "cuMemcpyDtoH(smem)")
+        return int(value.value)
 
     def block_size(self, name: str) -> int:
         """Threads per block of ``name``: its __launch_bounds__, read from the module."""

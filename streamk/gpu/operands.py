@@ -14,14 +14,14 @@ import numpy as np
 from ..errors import ScheduleError
 from ..shapes import TileShape
 
-# input dtype -> entry point, reduce pass, prescale pass, dynamic smem, tile, pack entry, element
-# bytes, accumulator/output dtype. Threads per block come from the kernel's __launch_bounds__.
+# input dtype -> entry point, reduce pass, prescale pass, tile, pack entry, element bytes,
+# accumulator/output dtype. Threads per block come from the kernel's __launch_bounds__, dynamic
+# shared memory from its module's <entry>_smem constant.
 @dataclass(frozen=True, slots=True)
 class KernelSpec:
     main: str
     reduce: str
     prescale: str
-    smem: int
     tile: TileShape
     pack: str
     itemsize: int
@@ -34,11 +34,11 @@ class KernelSpec:
 
 
 SPECS = {
-    "float16": KernelSpec("streamk_sm80_f16", "streamk_reduce_f32", "streamk_prescale_f32", 75776,
+    "float16": KernelSpec("streamk_sm80_f16", "streamk_reduce_f32", "streamk_prescale_f32",
                           TileShape(128, 128, 32), "streamk_pack_b16", 2, "float32"),
-    "bfloat16": KernelSpec("streamk_sm80_bf16", "streamk_reduce_f32", "streamk_prescale_f32", 75776,
+    "bfloat16": KernelSpec("streamk_sm80_bf16", "streamk_reduce_f32", "streamk_prescale_f32",
                            TileShape(128, 128, 32), "streamk_pack_b16", 2, "float32"),
-    "float64": KernelSpec("streamk_sm80_f64", "streamk_reduce_f64", "streamk_prescale_f64", 75776,
+    "float64": KernelSpec("streamk_sm80_f64", "streamk_reduce_f64", "streamk_prescale_f64",
                           TileShape(64, 64, 16), "streamk_pack_b64", 8, "float64"),
 }
 _TYPESTR = {"<f2": "float16", "<f4": "float32", "<f8": "float64"}

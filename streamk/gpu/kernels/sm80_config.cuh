@@ -7,7 +7,10 @@ namespace sm80 {
 constexpr int BM = 128;              // CTA tile rows (the paper's 128x128x32)
 constexpr int BN = 128;              // CTA tile columns
 constexpr int BK = 32;               // k per MAC iteration (elements)
-constexpr int STAGES = 4;            // cp.async pipeline depth
+#ifndef STREAMK_SM80_STAGES
+#define STREAMK_SM80_STAGES 4
+#endif
+constexpr int STAGES = STREAMK_SM80_STAGES;  // cp.async pipeline depth (STAGES - 1 iterations in flight)
 // Warp grid 2 x WARPS_N. Default 2 x 2 = 4 warps of 64x64 (CUTLASS's sm80 128x128x32 shape: fewer
 // ldmatrix bytes per mma than 8 warps of 64x32); -DSTREAMK_SM80_WARPS_N=4 builds the 8-warp variant
 // (STREAMK_DEFINES, see build.py) for comparison.
@@ -43,7 +46,7 @@ static_assert(BM * BK % (CHUNK * THREADS) == 0 && BK * BN % (CHUNK * THREADS) ==
               "every thread copies whole 16-byte chunks");
 static_assert(A_LD * ELEM_BYTES % 16 == 0 && B_LD * ELEM_BYTES % 16 == 0, "smem rows 16-byte aligned");
 static_assert(BK % MMA_K == 0, "whole mma k-steps per iteration");
-static_assert(SMEM_BYTES == 75776, "4 stages of (128x40 + 32x136) halves");
+static_assert(SMEM_BYTES == STAGES * 18944, "per stage: (128x40 + 32x136) halves");
 
 }  // namespace sm80
 }  // namespace streamk

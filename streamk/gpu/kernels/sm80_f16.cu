@@ -100,6 +100,10 @@ struct Sm80Half {
 
 using streamk::GemmParams;
 
+// Dynamic shared memory per block of each entry point; the host reads these (cuModuleGetGlobal).
+extern "C" __constant__ int streamk_sm80_f16_smem = streamk::sm80::SMEM_BYTES;
+extern "C" __constant__ int streamk_sm80_bf16_smem = streamk::sm80::SMEM_BYTES;
+
 extern "C" __global__ void __launch_bounds__(streamk::sm80::THREADS) streamk_sm80_f16(const GemmParams p) {
   extern __shared__ __align__(16) unsigned char smem[];
   streamk::run_schedule<streamk::Sm80Half<false>>(p, smem);

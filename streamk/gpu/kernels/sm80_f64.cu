@@ -83,6 +83,9 @@ struct Sm80Double {
 
 using streamk::GemmParams;
 
+// Dynamic shared memory per block (the host reads it with cuModuleGetGlobal).
+extern "C" __constant__ int streamk_sm80_f64_smem = streamk::sm80_f64::SMEM_BYTES;
+
 extern "C" __global__ void __launch_bounds__(streamk::sm80_f64::THREADS, 2) streamk_sm80_f64(const GemmParams p) {
   extern __shared__ __align__(16) unsigned char smem[];
   streamk::run_schedule<streamk::Sm80Double>(p, smem);
