@@ -68,3 +68,20 @@ def model_grid(problem: Problem, max_grid: int, costs: Costs = AUTO_COSTS) -> in
     candidates = np.arange(1, min(max_grid, problem.total_iters) + 1)
     times = model_time(problem, candidates, costs)
     return int(candidates[int(np.argmin(times))])  # argmin returns the first (smallest g) on ties
+
+
+def two_tile_beats_dp(tiles, iters_per_tile, slots: int, costs: Costs = AUTO_COSTS):
+    """Whether the model says two-tile SK + DP beats data-parallel (vectorized over shapes).
+
+    With t >= slots tiles, w = t // slots full waves and t % slots = r > 0 left over, DP takes
+    w + 1 waves of (a + c*ipt). The hybrid replaces the last full wave and the partial one by
+    one SK wave of a + b + d + c*ceil((r + slots)*ipt / slots) (each SK CTA stores one partial
+    and its owner reads one), then w - 1 DP waves. The difference reduces to
+    b + d + c*ceil(r*ipt/slots) < a + c*ipt: Stream-K pays off when the partial wave's share
+    of iterations plus one fixup costs less than a whole DP wave.
+    """
+    tiles = np.asarray(tiles, dtype=np.int64)
+    ipt = np.asarray(iters_per_tile, dtype=np.int64)
+    left = tiles % slots
+    share = -(-(left * ipt) // slots)
+    return (tiles >= slots) & (left > 0) & (costs.b + costs.d + costs.c * share < costs.a + costs.c * ipt)

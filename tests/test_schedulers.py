@@ -111,3 +111,18 @@ def test_a_registered_user_scheduler_runs_like_a_builtin_one():
 def test_registering_a_name_twice_is_refused():
     with pytest.raises(ScheduleError, match="already registered"):
         register("stream-k")(lambda shape, tile, machine: None)
+
+
+def test_auto_keeps_data_parallel_where_the_model_says_sk_costs_more_than_a_wave():
+    # 21 tiles on 4 SMs, 4 iterations per tile: one SK wave (b + d + c*1 = 41) costs more than
+    # the DP wave it saves (a + c*4 = 36) under the default constants, so auto stays DP.
+    s = build("auto", "896x384x128", "128x128x32")
+    assert s.grid == 21 and (s.iters_per_cta == 4).all()
+    cheap_fixup = AUTO_COSTS.__class__(32, 1, 1, 1)
+    assert build("auto", "896x384x128", "128x128x32", model_costs=cheap_fixup).grid == 4 + 16
+
+
+def test_two_tile_beats_dp_is_the_difference_of_modeled_waves():
+    from streamk.costs import two_tile_beats_dp
+    tiles, ipt = np.array([21, 21, 20, 3]), np.array([32, 4, 32, 32])
+    assert two_tile_beats_dp(tiles, ipt, 4).tolist() == [True, False, False, False]  # no leftover; < a wave
