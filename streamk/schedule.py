@@ -124,6 +124,20 @@ class Schedule:
         return Schedule(self.decomposition, self.shape, self.tile, self.units, self.cta_offsets,
                         self.machine, self.tile_order, fixup)
 
+    def walked_backward(self) -> Schedule:
+        """Each CTA's units in reverse order (CUTLASS's SK units walk their tiles backwards).
+
+        Under stream-k's contiguous ranges a CTA then computes the head (k = 0 part) of its last
+        tile first and the tail of its first tile last, so under ``turnstile`` every tail's
+        predecessor finished long before instead of at the very end of the previous CTA.
+        """
+        sizes = np.diff(self.cta_offsets)
+        cta = np.repeat(np.arange(self.grid), sizes)
+        within = np.arange(len(self.units)) - self.cta_offsets[cta]
+        order = self.cta_offsets[cta] + (sizes[cta] - 1 - within)
+        return Schedule(self.decomposition, self.shape, self.tile, self.units[order], self.cta_offsets,
+                        self.machine, self.tile_order, self.fixup)
+
     # ---- JSON (the CLI contract of DESIGN.md) --------------------------------------------
     def to_json_dict(self) -> dict[str, Any]:
         p = self.problem

@@ -79,3 +79,13 @@ def test_execute_checks_the_cpu_result_and_shows_atomic_is_not_deterministic(cap
                            "--shuffles", "5", "--json")
     obj = json.loads(out)
     assert obj["relative_error"] < 1e-6 and obj["bitwise_identical_over_shuffles"] is False
+
+
+def test_walk_backward_reverses_units_and_is_refused_when_unknown(capsys):
+    code, out, _ = run_cli(capsys, "schedule", "stream-k", "--shape", "384x384x128", "--tile", "128x128x4",
+                           "--sms", "4", "--walk", "backward", "--json")
+    assert json.loads(out)["ctas"][0] == [{"tile": 2, "k_begin": 0, "k_end": 8}, {"tile": 1, "k_begin": 0, "k_end": 32},
+                                          {"tile": 0, "k_begin": 0, "k_end": 32}]
+    with pytest.raises(SystemExit):
+        main(["schedule", "stream-k", "--shape", "8x8x8", "--sms", "1", "--walk", "sideways"])
+    assert "invalid choice: 'sideways'" in capsys.readouterr().err

@@ -145,3 +145,22 @@ def test_owner_waits_residency_bound_is_safe_and_tight_for_streamk(s):
     if s.decomposition in ("dp-one-tile-sk", "two-tile-sk-dp"):
         assert need <= s.machine.slots, "the hybrids never wait beyond one wave"
     assert Problem(s.shape, s.tile).total_iters == int(s.iters_per_cta.sum())
+
+
+@given(schedules(decompositions=["stream-k", "two-tile-sk-dp", "dp-one-tile-sk"]))
+def test_backward_walk_reverses_each_cta_and_turnstile_then_never_waits_on_deep_ctas(s):
+    from streamk.sim import simulate
+
+    describe(s)
+    back = s.walked_backward()
+    for cta_fwd, cta_back in zip(s.ctas, back.ctas):
+        assert cta_back == tuple(reversed(cta_fwd))
+    turnstile = simulate(back.with_fixup("turnstile"))
+    assert not turnstile.deadlock
+    assert plan_fixup(back, "turnstile").residency_needed() == 1
+    if s.iters_per_cta.min() >= s.problem.iters_per_tile:
+        # Each tile has <= 2 contributors; the head (computed first by the lower CTA) is done no
+        # later than the tail (computed last by the next CTA), iteration counts being within one.
+        assert turnstile.total_wait == 0
+        if s.grid <= s.machine.slots:  # all co-resident: forward owner-waits never waits either
+            assert turnstile.makespan == simulate(s.with_fixup("owner-waits")).makespan

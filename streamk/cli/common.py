@@ -56,6 +56,9 @@ def add_decomposition_args(p: argparse.ArgumentParser) -> None:
                    help="how split tiles are consolidated (default owner-waits, the paper's)")
     p.add_argument("--tile-order", choices=["row-major", "column-major"], default="row-major",
                    help="which tile index is which (tile_m, tile_n) (default row-major)")
+    p.add_argument("--walk", choices=["forward", "backward"], default="forward",
+                   help="order of each CTA's units: forward, or backward as CUTLASS's SK units walk "
+                        "(pair backward with --fixup turnstile) (default forward)")
 
 
 def machine_from(args: argparse.Namespace) -> Machine:
@@ -64,7 +67,8 @@ def machine_from(args: argparse.Namespace) -> Machine:
 
 def schedule_from(args: argparse.Namespace) -> Schedule:
     return make_schedule(args.decomposition, args.shape, args.tile, machine_from(args),
-                         fixup=args.fixup, tile_order=args.tile_order, grid=args.grid, splits=args.splits)
+                         fixup=args.fixup, tile_order=args.tile_order, walk=args.walk, grid=args.grid,
+                         splits=args.splits)
 
 
 def print_json(obj: Any) -> None:

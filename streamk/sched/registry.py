@@ -15,6 +15,7 @@ class Scheduler(Protocol):
 
 
 _REGISTRY: dict[str, Scheduler] = {}
+WALKS = ("forward", "backward")  # order of each CTA's units: as the scheduler made them, or reversed
 
 
 def register(name: str) -> Callable[[Scheduler], Scheduler]:
@@ -57,9 +58,14 @@ def make_schedule(
     *,
     fixup: str | None = None,
     tile_order: str = "row-major",
+    walk: str = "forward",
     **options: Any,
 ) -> Schedule:
-    """Run scheduler ``name``; options it does not take must be None (else a clear error)."""
+    """Run scheduler ``name``; options it does not take must be None (else a clear error).
+
+    ``fixup``, ``tile_order`` and ``walk`` (``backward`` reverses each CTA's units) apply to
+    any scheduler's result, a user's too.
+    """
     fn = get(name)
     allowed = accepted_options(name)
     given = {k: v for k, v in options.items() if v is not None}
@@ -71,6 +77,8 @@ def make_schedule(
         raise ScheduleError(f"fixup policy must be one of {', '.join(FIXUP_POLICIES)} (got {fixup!r})")
     if tile_order not in TILE_ORDERS:
         raise ScheduleError(f"tile order must be one of {', '.join(TILE_ORDERS)} (got {tile_order!r})")
+    if walk not in WALKS:
+        raise ScheduleError(f"walk must be one of {', '.join(WALKS)} (got {walk!r})")
     schedule = fn(shape, tile, machine, **given)
     if not isinstance(schedule, Schedule):
         raise ScheduleError(f"scheduler {name!r} returned {type(schedule).__name__}, not a Schedule")
@@ -79,6 +87,8 @@ def make_schedule(
     if tile_order != schedule.tile_order:
         schedule = Schedule(schedule.decomposition, schedule.shape, schedule.tile, schedule.units,
                             schedule.cta_offsets, schedule.machine, tile_order, schedule.fixup)
+    if walk == "backward":
+        schedule = schedule.walked_backward()
     return schedule
 
 
