@@ -17,7 +17,37 @@ import numpy as np
 from .errors import ScheduleError
 from .shapes import GemmShape, Machine, Problem, TileShape
 
-TILE_ORDERS = ("row-major", "column-major")
+TILE_ORDERS = ("row-major", "column-major", "grouped-G")
+"""Rasterizations: tile t -> (tile_m, tile_n). ``grouped-G`` (G >= 1, e.g. grouped-8) walks G
+tile rows at a time, column by column within the group (Triton's GROUP_M ordering, from
+triton-lang/triton python/tutorials/03-matrix-multiplication.py): CTAs running together then
+share A rows and B columns in L2 instead of streaming all of B for every tile row."""
+
+
+def check_tile_order(order: str) -> str:
+    if order in ("row-major", "column-major"):
+        return order
+    head, _, size = order.partition("-")
+    if head == "grouped" and size.isdigit() and int(size) >= 1:
+        return order
+    raise ScheduleError(f"tile order must be row-major, column-major or grouped-G with G >= 1 such as "
+                        f"grouped-8 (got {order!r})")
+
+
+def tile_coordinates(order: str, tiles_m: int, tiles_n: int, tile: np.ndarray | int) -> tuple:
+    """(tile_m, tile_n) of tile index(es) ``tile`` under rasterization ``order`` (vectorized)."""
+    t = np.asarray(tile, dtype=np.int64)
+    if order == "row-major":
+        tm, tn = np.divmod(t, tiles_n)
+    elif order == "column-major":
+        tn, tm = np.divmod(t, tiles_m)
+    else:
+        group = int(order.split("-")[1])
+        group_id, within = np.divmod(t, group * tiles_n)
+        first_m = group_id * group
+        rows = np.minimum(tiles_m - first_m, group)
+        tm, tn = first_m + within % rows, within // rows
+    return tm, tn
 FIXUP_POLICIES = ("owner-waits", "turnstile", "last-arrival", "atomic", "separate-reduce")
 DEFAULT_FIXUP = "owner-waits"
 
@@ -65,8 +95,7 @@ class Schedule:
         offsets = np.asarray(self.cta_offsets, dtype=np.int64).reshape(-1)
         object.__setattr__(self, "units", _readonly(units))
         object.__setattr__(self, "cta_offsets", _readonly(offsets))
-        if self.tile_order not in TILE_ORDERS:
-            raise ScheduleError(f"tile_order must be one of {TILE_ORDERS} (got {self.tile_order!r})")
+        check_tile_order(self.tile_order)
         if self.fixup not in FIXUP_POLICIES:
             raise ScheduleError(f"fixup must be one of {FIXUP_POLICIES} (got {self.fixup!r})")
         _validate(self)
@@ -113,11 +142,8 @@ class Schedule:
 
     def tile_coords(self, tile: int) -> tuple[int, int]:
         """(tile_m, tile_n) of a tile index under this schedule's rasterization."""
-        p = self.problem
-        if self.tile_order == "row-major":
-            return divmod(tile, p.tiles_n)
-        tile_n, tile_m = divmod(tile, p.tiles_m)
-        return tile_m, tile_n
+        tm, tn = tile_coordinates(self.tile_order, self.problem.tiles_m, self.problem.tiles_n, tile)
+        return int(tm), int(tn)
 
     def with_fixup(self, fixup: str) -> Schedule:
         """The same decomposition consolidated by another policy."""

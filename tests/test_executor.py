@@ -41,9 +41,11 @@ def check_close(out, a, b, c, alpha, beta, precision):
 
 
 @given(schedules(max_tiles=24, max_iters=12), st.sampled_from(FIXUP_POLICIES),
-       st.sampled_from(["fp16", "bf16", "fp64"]), st.sampled_from(["C", "F"]), st.integers(0, 2**32 - 1))
+       st.sampled_from(["fp16", "bf16", "fp64"]), st.sampled_from(["C", "F"]), st.integers(0, 2**32 - 1),
+       st.sampled_from(["row-major", "column-major", "grouped-2", "grouped-8"]))
 @settings(max_examples=40)
-def test_executor_matches_float64_reference(s, policy, precision, order, seed):
+def test_executor_matches_float64_reference(s, policy, precision, order, seed, tile_order):
+    s = Schedule(s.decomposition, s.shape, s.tile, s.units, s.cta_offsets, s.machine, tile_order, s.fixup)
     rng = np.random.default_rng(seed)
     a, b, c = inputs(s, precision, rng, order)
     alpha, beta = 1.25, -0.5

@@ -68,7 +68,7 @@ def test_malformed_json_is_a_schedule_error():
 
 @pytest.mark.parametrize("bad", [dict(tile_order="hilbert"), dict(fixup="hope")])
 def test_unknown_order_or_policy_is_refused(bad):
-    with pytest.raises(ScheduleError, match="must be one of"):
+    with pytest.raises(ScheduleError, match="must be one of|tile order must be"):
         Schedule("custom", SHAPE, TILE, np.array([[0, 0, 4], [1, 0, 4]]), np.array([0, 2]), **bad)
 
 
@@ -88,3 +88,27 @@ def test_tile_coords_follow_the_rasterization():
 def test_bad_shapes_raise_clear_errors(kwargs, message):
     with pytest.raises(ScheduleError, match=message):
         GemmShape(**kwargs)
+
+
+@pytest.mark.parametrize("order", ["row-major", "column-major", "grouped-1", "grouped-3", "grouped-8"])
+@pytest.mark.parametrize("tiles_m, tiles_n", [(1, 1), (7, 5), (16, 3), (2, 9)])
+def test_every_tile_order_is_a_bijection_onto_the_tile_grid(order, tiles_m, tiles_n):
+    from streamk.schedule import tile_coordinates
+
+    tm, tn = tile_coordinates(order, tiles_m, tiles_n, np.arange(tiles_m * tiles_n))
+    assert sorted(zip(tm.tolist(), tn.tolist())) == [(i, j) for i in range(tiles_m) for j in range(tiles_n)]
+
+
+def test_grouped_order_walks_g_rows_column_by_column():
+    from streamk.schedule import tile_coordinates
+
+    tm, tn = tile_coordinates("grouped-2", 3, 3, np.arange(9))
+    assert list(zip(tm.tolist(), tn.tolist())) == [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2),
+                                                   (2, 0), (2, 1), (2, 2)]  # the last group has one row
+    assert tile_coordinates("grouped-1", 3, 3, 5) == tile_coordinates("row-major", 3, 3, 5)
+
+
+@pytest.mark.parametrize("order", ["grouped-0", "grouped", "hilbert", "grouped-x"])
+def test_bad_tile_orders_are_refused(order):
+    with pytest.raises(ScheduleError, match="tile order must be row-major, column-major or grouped-G"):
+        make_schedule("data-parallel", SHAPE, TILE, Machine(1), tile_order=order)

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from ..errors import ScheduleError
-from ..schedule import FIXUP_POLICIES, Schedule
+from ..schedule import FIXUP_POLICIES, Schedule, check_tile_order
 from ..sched import make_schedule, names
 from ..shapes import GemmShape, Machine, TileShape
 
@@ -54,8 +54,9 @@ def add_decomposition_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--splits", type=positive_int, metavar="S", help="fixed-split splitting factor (default 2)")
     p.add_argument("--fixup", choices=FIXUP_POLICIES, default=None,
                    help="how split tiles are consolidated (default owner-waits, the paper's)")
-    p.add_argument("--tile-order", choices=["row-major", "column-major"], default="row-major",
-                   help="which tile index is which (tile_m, tile_n) (default row-major)")
+    p.add_argument("--tile-order", type=_typed(check_tile_order), default="row-major", metavar="ORDER",
+                   help="which tile index is which (tile_m, tile_n): row-major, column-major, or grouped-G "
+                        "(G tile rows at a time, for L2 reuse, e.g. grouped-8) (default row-major)")
     p.add_argument("--walk", choices=["forward", "backward"], default="forward",
                    help="order of each CTA's units: forward, or backward as CUTLASS's SK units walk "
                         "(pair backward with --fixup turnstile) (default forward)")

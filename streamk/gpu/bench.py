@@ -90,7 +90,9 @@ def cublas(A, B, out_dtype):
 
 
 def variant(decomp: str) -> dict:
-    """prepare() arguments for NAME[@CTAS_PER_SM][:A,B,C,D] (machine and auto's model constants)."""
+    """prepare() arguments for NAME[@CTAS_PER_SM][:A,B,C,D][/TILE_ORDER] (machine, auto's model
+    constants, rasterization such as grouped-8)."""
+    decomp, _, order = decomp.partition("/")
     head, _, costs = decomp.partition(":")
     name, _, per_sm = head.partition("@")
     args: dict = {"schedule": name}
@@ -98,6 +100,8 @@ def variant(decomp: str) -> dict:
         args["machine"] = Machine(current().sms, int(per_sm))
     if costs:
         args["model_costs"] = Costs.parse(costs)
+    if order:
+        args["tile_order"] = order
     return args
 
 
@@ -152,8 +156,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--dtype", default="float16", choices=list(DTYPES))
     ap.add_argument("--big", action="store_true", help="also 8192^3")
     ap.add_argument("--decomps", default=";".join(DECOMPS),
-                    help="';'-separated NAME[@CTAS_PER_SM][:A,B,C,D]: a scheduler, optionally planned for that many "
-                         "CTAs per SM and (auto) those model constants")
+                    help="';'-separated NAME[@CTAS_PER_SM][:A,B,C,D][/ORDER]: a scheduler, optionally planned for "
+                         "that many CTAs per SM, (auto) those model constants, and a tile order such as grouped-8")
     ap.add_argument("--seconds", type=float, default=400.0, help="stop starting new shapes after this")
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for the CSV (default $OUT or .)")
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import ScheduleError
 from ..fixup import Action, FixupPlan
+from ..schedule import tile_coordinates
 
 TABLE_VERSION = 1
 UNIT_FIELDS = ("tile", "tile_m", "tile_n", "k_begin", "k_end", "action", "slot",
@@ -63,10 +64,7 @@ def build_table(plan: FixupPlan) -> Table:
     s = plan.schedule
     units = s.units
     tiles = units[:, 0]
-    if s.tile_order == "row-major":
-        tile_m, tile_n = np.divmod(tiles, s.problem.tiles_n)
-    else:
-        tile_n, tile_m = np.divmod(tiles, s.problem.tiles_m)
+    tile_m, tile_n = tile_coordinates(s.tile_order, s.problem.tiles_m, s.problem.tiles_n, tiles)
     columns = {
         "tile": tiles, "tile_m": tile_m, "tile_n": tile_n, "k_begin": units[:, 1], "k_end": units[:, 2],
         "action": plan.action.astype(np.int64), "slot": plan.slot,

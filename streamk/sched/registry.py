@@ -6,7 +6,7 @@ import inspect
 from typing import Any, Callable, Protocol
 
 from ..errors import ScheduleError
-from ..schedule import DEFAULT_FIXUP, FIXUP_POLICIES, TILE_ORDERS, Schedule
+from ..schedule import DEFAULT_FIXUP, FIXUP_POLICIES, Schedule, check_tile_order
 from ..shapes import GemmShape, Machine, TileShape
 
 
@@ -75,8 +75,7 @@ def make_schedule(
         raise ScheduleError(f"{name} does not take --{extra[0]} (it takes {takes})")
     if fixup is not None and fixup not in FIXUP_POLICIES:
         raise ScheduleError(f"fixup policy must be one of {', '.join(FIXUP_POLICIES)} (got {fixup!r})")
-    if tile_order not in TILE_ORDERS:
-        raise ScheduleError(f"tile order must be one of {', '.join(TILE_ORDERS)} (got {tile_order!r})")
+    check_tile_order(tile_order)
     if walk not in WALKS:
         raise ScheduleError(f"walk must be one of {', '.join(WALKS)} (got {walk!r})")
     schedule = fn(shape, tile, machine, **given)
