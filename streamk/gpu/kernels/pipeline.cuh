@@ -1,10 +1,13 @@
 // pipeline.cuh: the multi-stage cp.async software pipeline both sm80 mainloops share.
-// ML provides Elem, Frag, STAGES, KSTEPS (mma k-steps per iteration), A_STAGE, B_STAGE (elements
-// per stage), load_stage (cp.async one iteration), load_frag (one k-step's fragments from shared
-// memory) and mma_frag. Fragments are double-buffered: k-step kk+1's (or the next stage's first)
-// are loaded before kk's mmas issue. Iteration `it` refills the stage iteration it-1 used with
-// iteration it+STAGES-1; the wait + barrier before the last k-step of `it` makes stage it+1
-// visible and retires every read of stage it-1 (the CUTLASS sm80 multistage order).
+// ML provides Elem, Frag, STAGES, STAGE_ITERS (MAC iterations per stage), STAGE_K (k elements per
+// stage), KSTEPS (mma k-steps per stage), A_STAGE, B_STAGE (elements per stage), load_frag (one
+// k-step's fragments from shared memory) and mma_frag. Fragments are double-buffered: k-step
+// kk+1's (or the next stage's first) are loaded before kk's mmas issue. Stage `it` refills the
+// buffer stage it-1 used with stage it+STAGES-1; the wait + barrier before the last k-step of `it`
+// makes stage it+1 visible and retires every read of stage it-1 (the CUTLASS sm80 multistage
+// order). A unit's k range ends at min(k, k_end * BK): past it both operands are zero-filled, so
+// a stage of two iterations may cover a unit's odd last iteration (whose zero half is skipped;
+// the wait + barrier after the loop still retire every copy and read).
 #pragma once
 
 #include "ptx.cuh"
@@ -12,28 +15,28 @@
 
 namespace streamk {
 
-// Global -> shared copies of one iteration's A (BM x BK) and B (BK x BN) tiles. Thread t copies
+// Global -> shared copies of one stage's A (BM x STAGE_K) and B (STAGE_K x BN) tiles. Thread t copies
 // the 16-byte chunk at column (t % COLS) of rows t / COLS + pass * ROWS_PER_PASS, so one pointer
-// per operand, advanced by an iteration per call, addresses every pass; row/column predicates
-// are fixed per unit, k predicates checked per iteration (zero-fill past k).
+// per operand, advanced by a stage per call, addresses every pass; row/column predicates are
+// fixed per unit, k predicates checked per stage (zero-fill past the unit's k limit).
 template <class ML>
 struct TileLoader {
   using Elem = typename ML::Elem;
   static constexpr int CHUNK = 16 / sizeof(Elem);
-  static constexpr int A_COLS = ML::BK / CHUNK;
+  static constexpr int A_COLS = ML::STAGE_K / CHUNK;
   static constexpr int A_ROWS_PER_PASS = ML::THREADS / A_COLS;
   static constexpr int A_PASSES = ML::BM / A_ROWS_PER_PASS;
   static constexpr int B_COLS = ML::BN / CHUNK;
   static constexpr int B_ROWS_PER_PASS = ML::THREADS / B_COLS;
-  static constexpr int B_PASSES = ML::BK / B_ROWS_PER_PASS;
+  static constexpr int B_PASSES = ML::STAGE_K / B_ROWS_PER_PASS;
   static_assert(ML::THREADS % A_COLS == 0 && ML::BM % A_ROWS_PER_PASS == 0, "A chunks tile the threads");
-  static_assert(ML::THREADS % B_COLS == 0 && ML::BK % B_ROWS_PER_PASS == 0, "B chunks tile the threads");
+  static_assert(ML::THREADS % B_COLS == 0 && ML::STAGE_K % B_ROWS_PER_PASS == 0, "B chunks tile the threads");
   static_assert(A_PASSES <= 32, "row mask fits 32 bits");
 
-  const Elem* a;       // this thread's A chunk of pass 0 at the next iteration
-  const Elem* b;       // this thread's B chunk of pass 0 at the next iteration
-  int a_kpos;          // k (elements) of this thread's A chunk at the next iteration
-  int b_kpos;          // k (row) of this thread's B chunk of pass 0 at the next iteration
+  const Elem* a;       // this thread's A chunk of pass 0 at the next stage
+  const Elem* b;       // this thread's B chunk of pass 0 at the next stage
+  int a_kpos;          // k (elements) of this thread's A chunk at the next stage
+  int b_kpos;          // k (row) of this thread's B chunk of pass 0 at the next stage
   unsigned a_rows_ok;  // bit i: pass i's A row is inside m
   bool b_col_ok;       // this thread's B columns are inside n
   unsigned a_dst;      // byte offset of this thread's A chunk inside a stage (pass 0)
@@ -54,9 +57,9 @@ struct TileLoader {
     b_dst = (br * ML::B_LD + bn) * sizeof(Elem);
   }
 
-  // Copy the next iteration into the stage at shared byte addresses (sa, sb); advance.
-  __device__ __forceinline__ void load(const GemmParams& p, unsigned sa, unsigned sb) {
-    const bool a_k_ok = a_kpos < p.k;
+  // Copy the next stage into the buffers at shared byte addresses (sa, sb), zero past k_lim; advance.
+  __device__ __forceinline__ void load(const GemmParams& p, int k_lim, unsigned sa, unsigned sb) {
+    const bool a_k_ok = a_kpos < k_lim;
 #pragma unroll
     for (int i = 0; i < A_PASSES; ++i) {
       const bool ok = a_k_ok && (a_rows_ok >> i & 1u);
@@ -65,14 +68,14 @@ struct TileLoader {
     }
 #pragma unroll
     for (int i = 0; i < B_PASSES; ++i) {
-      const bool ok = b_col_ok && b_kpos + i * B_ROWS_PER_PASS < p.k;
+      const bool ok = b_col_ok && b_kpos + i * B_ROWS_PER_PASS < k_lim;
       const Elem* src = b + static_cast<long long>(i * B_ROWS_PER_PASS) * p.ldb;
       cp_async16(sb + b_dst + i * B_ROWS_PER_PASS * ML::B_LD * sizeof(Elem), ok ? src : b, ok ? 16 : 0);
     }
-    a += ML::BK;
-    a_kpos += ML::BK;
-    b += static_cast<long long>(ML::BK) * p.ldb;
-    b_kpos += ML::BK;
+    a += ML::STAGE_K;
+    a_kpos += ML::STAGE_K;
+    b += static_cast<long long>(ML::STAGE_K) * p.ldb;
+    b_kpos += ML::STAGE_K;
   }
 };
 
@@ -84,11 +87,14 @@ __device__ __forceinline__ void pipelined_mainloop(const GemmParams& p, int m0, 
   constexpr unsigned A_BYTES = ML::A_STAGE * sizeof(Elem), B_BYTES = ML::B_STAGE * sizeof(Elem);
   const int tid = threadIdx.x;
   const unsigned sa = smem_u32(smem), sb = sa + ML::STAGES * A_BYTES;
-  const int iters = k_end - k_begin;
+  const int iters = (k_end - k_begin + ML::STAGE_ITERS - 1) / ML::STAGE_ITERS;  // stages
+  const int k_lim = ML::STAGE_ITERS == 1 ? p.k : min(p.k, k_end * ML::BK);
+  // a unit's odd last iteration shares its stage with zeros: that stage's second half is skipped
+  const bool half_last = ML::STAGE_ITERS == 2 && (k_end - k_begin) % 2 == 1;
   TileLoader<ML> loader(p, m0, n0, k_begin, tid);
 #pragma unroll
   for (int s = 0; s < ML::STAGES - 1; ++s) {
-    if (s < iters) loader.load(p, sa + s * A_BYTES, sb + s * B_BYTES);
+    if (s < iters) loader.load(p, k_lim, sa + s * A_BYTES, sb + s * B_BYTES);
     cp_async_commit();
   }
   cp_async_wait<ML::STAGES - 2>();
@@ -96,29 +102,33 @@ __device__ __forceinline__ void pipelined_mainloop(const GemmParams& p, int m0, 
   const typename ML::Lanes lanes = ML::lanes(tid);
   typename ML::Frag frag[2];
   ML::load_frag(sa, sb, 0, frag[0], lanes);
-  for (int it = 0; it < iters; ++it) {
-    const unsigned s = it % ML::STAGES;
+  unsigned rd = 0, wr = ML::STAGES - 1;  // buffer read by stage `it`; buffer its copies refill
+  // One stage: `ksteps` of its k-steps (all but a unit's half-empty last stage); the steady-state
+  // loop passes the constant KSTEPS, so its unrolled body has no branch between k-steps.
+  auto stage = [&](int it, int ksteps) {
+    const unsigned next = rd + 1 == ML::STAGES ? 0u : rd + 1;
 #pragma unroll
     for (int kk = 0; kk < ML::KSTEPS; ++kk) {
+      if (kk == ksteps) break;
       if (kk == ML::KSTEPS - 1) {
-        // next stage landed for every thread; nobody reads stage `s - 1` any more
+        // next stage landed for every thread; nobody reads stage `it - 1`'s buffer any more
         cp_async_wait<ML::STAGES - 2>();
         __syncthreads();
-        const unsigned s1 = (it + 1) % ML::STAGES;
-        ML::load_frag(sa + s1 * A_BYTES, sb + s1 * B_BYTES, 0, frag[(kk + 1) % 2], lanes);
+        ML::load_frag(sa + next * A_BYTES, sb + next * B_BYTES, 0, frag[(kk + 1) % 2], lanes);
       } else {
-        ML::load_frag(sa + s * A_BYTES, sb + s * B_BYTES, kk + 1, frag[(kk + 1) % 2], lanes);
+        ML::load_frag(sa + rd * A_BYTES, sb + rd * B_BYTES, kk + 1, frag[(kk + 1) % 2], lanes);
       }
       if (kk == 0) {
-        if (it + ML::STAGES - 1 < iters) {
-          const unsigned sn = (it + ML::STAGES - 1) % ML::STAGES;
-          loader.load(p, sa + sn * A_BYTES, sb + sn * B_BYTES);
-        }
+        if (it + ML::STAGES - 1 < iters) loader.load(p, k_lim, sa + wr * A_BYTES, sb + wr * B_BYTES);
         cp_async_commit();
       }
       ML::mma_frag(frag[kk % 2], acc);
     }
-  }
+    wr = rd;
+    rd = next;
+  };
+  for (int it = 0; it < iters - 1; ++it) stage(it, ML::KSTEPS);
+  if (iters > 0) stage(iters - 1, half_last ? ML::KSTEPS / 2 : ML::KSTEPS);
   cp_async_wait<0>();
   __syncthreads();  // the next unit may refill every stage
 }

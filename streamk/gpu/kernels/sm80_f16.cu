@@ -2,10 +2,11 @@
 // executing any Schedule table (see fixup.cuh for the table and the fixup policies).
 //
 // Tile 128x128x32 (one MAC iteration), 128 threads = 4 warps as 2 (m) x 2 (n), 64x64 per warp,
-// mma.sync.m16n8k16 (4x8 per warp per k16), ldmatrix (.trans for B), 4-stage cp.async pipeline
-// (sm80_config.cuh; an 8-warp 64x32 variant builds with -DSTREAMK_SM80_WARPS_N=4).
-// Shared memory: 4 x (128x40 + 32x136) x 2 B = 75,776 B dynamic (rows padded by 16 B, so
-// ldmatrix reads are conflict-free). Arch: sm_80 and later (runs on sm_90a).
+// mma.sync.m16n8k16 (4x8 per warp per k16), ldmatrix (.trans for B), 3-stage cp.async pipeline of
+// two MAC iterations (k 64) per stage (sm80_config.cuh; -DSTREAMK_SM80_STAGE_ITERS=1 builds the
+// 4-stage k-32 pipeline, -DSTREAMK_SM80_WARPS_N=4 an 8-warp 64x32 variant).
+// Shared memory: 3 x (128x72 + 64x136) x 2 B = 107,520 B dynamic (rows padded by 16 B, so
+// ldmatrix reads are conflict-free; 2 CTAs per SM). Arch: sm_80 and later (runs on sm_90a).
 // Operands: A m x k row-major (lda), B k x n row-major (ldb), 16-byte aligned rows; elements
 // past k in A's rows and past n in B's rows up to the next 8 must be zero (the host packs
 // unaligned operands into zero-padded copies). Out-of-range rows and k are zero-filled by
@@ -23,8 +24,9 @@ struct Sm80Half {
   using Elem = unsigned short;  // raw FP16 / BF16 bits
   static constexpr int BM = sm80::BM, BN = sm80::BN, THREADS = sm80::THREADS, ACC = sm80::ACC;
   static constexpr int STAGES = sm80::STAGES, A_STAGE = sm80::A_STAGE, B_STAGE = sm80::B_STAGE;
-  static constexpr int KSTEPS = sm80::BK / sm80::MMA_K;
+  static constexpr int KSTEPS = sm80::STAGE_K / sm80::MMA_K;  // mma k-steps per stage
   static constexpr int BK = sm80::BK, A_LD = sm80::A_LD, B_LD = sm80::B_LD;
+  static constexpr int STAGE_ITERS = sm80::STAGE_ITERS, STAGE_K = sm80::STAGE_K;
 
   // fragment element i of thread tid -> (row, col) inside the tile
   static __device__ __forceinline__ void coord(int i, int tid, int& r, int& c) {
