@@ -1,6 +1,7 @@
 """`streamk schedule`: the JSON object of DESIGN.md, the readable table, and one-line errors (exit 2)."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -89,3 +90,28 @@ def test_walk_backward_reverses_units_and_is_refused_when_unknown(capsys):
     with pytest.raises(SystemExit):
         main(["schedule", "stream-k", "--shape", "8x8x8", "--sms", "1", "--walk", "sideways"])
     assert "invalid choice: 'sideways'" in capsys.readouterr().err
+
+
+PLUGIN = '''
+import streamk as sk
+from streamk.sched.ranges import schedule_from_ranges, tile_ranges
+
+@sk.register("test-plugin-dp")
+def plugin_dp(shape, tile, machine):
+    p = sk.Problem(shape, tile)
+    return schedule_from_ranges("test-plugin-dp", shape, tile, machine, *tile_ranges(0, p.tiles, p.iters_per_tile))
+'''
+
+
+def test_a_plugin_scheduler_is_a_decomposition_of_every_verb(tmp_path):
+    plugin = tmp_path / "my_scheduler.py"
+    plugin.write_text(PLUGIN)
+    env = {**os.environ, "STREAMK_PLUGINS": str(plugin)}
+    common = ["--shape", "384x384x128", "--tile", "128x128x128", "--sms", "4", "--json"]
+    for verb, key, value in [("schedule", "grid", 9), ("simulate", "utilization", 0.75)]:
+        proc = subprocess.run([sys.executable, "-m", "streamk", verb, "test-plugin-dp", *common],
+                              capture_output=True, text=True, env=env, check=True)
+        assert json.loads(proc.stdout)[key] == value
+    bad = subprocess.run([sys.executable, "-m", "streamk", "schedule", "stream-k", *common],
+                         capture_output=True, text=True, env={**env, "STREAMK_PLUGINS": "no_such_module"})
+    assert bad.returncode == 2 and "could not be imported" in bad.stderr

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
+import os
 import sys
+from pathlib import Path
 
 from ..errors import StreamkError
 
@@ -47,7 +50,35 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     return parser, parsers
 
 
+PLUGINS_ENV = "STREAMK_PLUGINS"
+"""Comma-separated modules or .py files imported before the CLI runs, so a scheduler a user
+registers with ``@streamk.register`` is a DECOMP of every verb (and of ``sweep``'s default set)."""
+
+
+def load_plugins(spec: str | None = None) -> list[str]:
+    spec = os.environ.get(PLUGINS_ENV, "") if spec is None else spec
+    loaded = []
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        try:
+            if item.endswith(".py"):
+                name = f"streamk_plugin_{Path(item).stem}"
+                module_spec = importlib.util.spec_from_file_location(name, item)
+                if module_spec is None or module_spec.loader is None:
+                    raise ImportError(f"cannot load {item}")
+                module = importlib.util.module_from_spec(module_spec)
+                sys.modules[name] = module
+                module_spec.loader.exec_module(module)
+            else:
+                importlib.import_module(item)
+        except (ImportError, OSError) as exc:
+            print(f"streamk: error: {PLUGINS_ENV} item {item!r} could not be imported: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+        loaded.append(item)
+    return loaded
+
+
 def main(argv: list[str] | None = None) -> int:
+    load_plugins()
     parser, parsers = build_parser()
     args = parser.parse_args(argv)
     try:
