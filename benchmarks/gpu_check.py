@@ -32,7 +32,9 @@ from streamk.shapes import GemmShape, TileShape
 DECOMPS = [("data-parallel", {}), ("fixed-split", {"splits": 3}), ("stream-k", {}), ("stream-k", {"grid": 7}),
            ("dp-one-tile-sk", {}), ("two-tile-sk-dp", {}), ("auto", {})]
 EDGE = [(1, 1, 1), (1, 300, 77), (300, 1, 77), (129, 130, 1), (7, 13, 17), (127, 129, 31), (131, 257, 67),
-        (256, 256, 256), (509, 263, 1021), (1000, 999, 1001), (2048, 1536, 2000)]
+        (256, 256, 256), (509, 263, 1021), (1000, 999, 1001), (2048, 1536, 2000),
+        # rows 8- or 4-byte aligned (k or n % 8 != 0 but even): read in place by the _w8/_w4 kernels
+        (200, 130, 90), (150, 124, 252), (333, 136, 100), (96, 258, 44)]
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
 TORCH_ACC = {"float16": torch.float32, "bfloat16": torch.float32, "float64": torch.float64}
 
@@ -229,6 +231,13 @@ def main() -> int:
               f"{sum('refused' in r for r in rows):>8} "
               f"{max(r['ratio'] for r in ran):>14.3g} "
               f"{sum(r['bitwise'] for r in ran if r['policy'] != 'atomic'):>5}/{sum(r['policy'] != 'atomic' for r in ran)}")
+    mains: dict[str, int] = {}
+    for rows in summary.values():
+        for r in rows:
+            for step in r.get("steps", []):
+                if "_sm80_" in step:
+                    mains[step] = mains.get(step, 0) + 1
+    print("main kernels run: " + ", ".join(f"{k} {v}" for k, v in sorted(mains.items())))
     print(f"extra tests: {sum(r['ok'] for r in extra)}/{len(extra)} ok; failures: {len(failures)}; "
           f"{time.time() - start:.0f}s")
     return 1 if failures else 0

@@ -12,7 +12,7 @@ from streamk.errors import DeadlockError, ScheduleError
 from streamk.fixup import Action, plan_fixup
 from streamk.gpu import table as tbl
 from streamk.gpu.api import check_residency, resolve_schedule
-from streamk.gpu.operands import SPECS, Operand, check_operands, describe, needs_pack
+from streamk.gpu.operands import SPECS, Operand, check_operands, copy_widths, describe, load_bytes, needs_pack
 from streamk.sched import make_schedule
 from streamk.schedule import FIXUP_POLICIES, Schedule
 from streamk.shapes import GemmShape, Machine, TileShape
@@ -116,6 +116,38 @@ def test_unaligned_or_column_major_operands_get_packed():
     assert needs_pack(Operand(None, "cuda", 4098, (64, 64), (64, 1), "float16"), spec)  # misaligned base
     assert not needs_pack(_host((64, 64), "float64"), SPECS["float64"])
     assert needs_pack(_host((64, 63), "float64"), SPECS["float64"])
+
+
+def test_widest_copy_that_reads_an_operand_in_place():
+    f16, f64 = SPECS["float16"], SPECS["float64"]
+    assert load_bytes(_host((64, 64)), f16) == 16
+    assert load_bytes(_host((64, 252)), f16) == 8                    # rows of 504 B
+    assert load_bytes(_host((64, 90)), f16) == 4                     # rows of 180 B
+    assert load_bytes(_host((64, 63)), f16) == 0                     # odd k: 2-byte rows, packed
+    assert load_bytes(_host((64, 90)), f16, narrow=False) == 0       # the packing of v1-v8
+    assert load_bytes(_host((64, 64), strides=(1, 64)), f16) == 0    # column-major
+    assert load_bytes(_host((64, 60), strides=(66, 1)), f16) == 4    # row stride decides too
+    assert load_bytes(Operand(None, "cuda", 4100, (64, 64), (64, 1), "float16"), f16) == 4  # base
+    assert load_bytes(_host((64, 63), "float64"), f64) == 8          # any k: one double per copy
+    assert load_bytes(Operand(None, "numpy", 0, (64, 90), (90, 1), "float16"), f16) == 0  # host
+    assert (f16.entry(16), f16.entry(8), f16.entry(4)) == ("streamk_sm80_f16", "streamk_sm80_f16_w8",
+                                                           "streamk_sm80_f16_w4")
+    assert SPECS["bfloat16"].entry(4) == "streamk_sm80_bf16_w4" and f64.entry(8) == "streamk_sm80_f64_w8"
+
+
+def test_four_byte_copies_only_where_they_save_all_packing_on_a_small_problem():
+    f16 = SPECS["float16"]
+    small_a, small_b = _host((300, 90)), _host((90, 302))      # 4-byte rows, ~70 flop/B
+    assert copy_widths(small_a, small_b, f16) == (4, 4)
+    assert copy_widths(small_a, _host((90, 301)), f16) == (0, 0)   # B packed anyway: pack A too
+    assert copy_widths(small_a, _host((90, 304)), f16) == (4, 16)
+    assert copy_widths(small_a, small_b, f16, "never") == (0, 0)
+    big_a, big_b = _host((4000, 4002)), _host((4002, 4002))    # > W4_MAX_INTENSITY flop/B
+    assert copy_widths(big_a, big_b, f16) == (0, 0)
+    assert copy_widths(big_a, big_b, f16, "always") == (4, 4)
+    assert copy_widths(_host((4000, 4004)), _host((4004, 4002)), f16) == (8, 0)  # 8 bytes: always
+    with pytest.raises(ScheduleError, match="narrow must be one of"):
+        copy_widths(small_a, small_b, f16, "yes")
 
 
 def test_schedule_for_another_shape_or_tile_is_refused():

@@ -1,8 +1,9 @@
 """``streamk.gpu.gemm``: C = alpha*A@B + beta*C on the GPU, executing exactly a Schedule.
 
-Order of work: describe and check every input (no CUDA yet), pick or check the schedule, derive
-the fixup plan, refuse schedules that could deadlock at this launch's residency, then pack
-unaligned operands, upload the table and enqueue the kernels.
+Order of work: describe and check every input (no CUDA yet), pick the main kernel by the widest
+copy both operands allow, pick or check the schedule, derive the fixup plan, refuse schedules
+that could deadlock at this launch's residency, then pack the operands no copy width can read,
+upload the table and enqueue the kernels.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ..schedule import Schedule
 from ..sched import make_schedule
 from ..shapes import GemmShape, Machine
 from .launch import GemmParams, Launch, PackPair, PackParams, Step
-from .operands import KernelSpec, Operand, check_operands, describe, needs_pack, padded
+from .operands import KernelSpec, Operand, check_operands, copy_widths, describe, padded
 from .table import STATE_WORDS, TABLE_VERSION, build_table
 
 NO_WAIT_POLICIES = ("last-arrival", "separate-reduce", "atomic")
@@ -97,11 +98,15 @@ def _stream_of(x: Any) -> int:
 
 def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
             schedule: str | Schedule = "auto", fixup: str | None = None, machine: Machine | None = None,
-            **options: Any) -> Prepared:
+            narrow: str = "auto", **options: Any) -> Prepared:
     """Check everything, build and upload the table; return the launch without running it.
 
     ``machine`` is what a named scheduler plans for (default: the device's SMs and the occupancy
-    API's resident CTAs per SM); the deadlock check always uses the real residency.
+    API's resident CTAs per SM); the deadlock check always uses the real residency. ``narrow``:
+    how row-major operands whose rows are 8- or 4-byte aligned are read (``copy_widths``: "auto"
+    reads them in place with 8-byte copies, and 4-byte ones where that saves all packing on a
+    small problem; "always"; "never" packs them, as v1-v8 did); one kernel reads both operands
+    at the narrower width.
     """
     a, b = describe(A, "A"), describe(B, "B")
     c = describe(C, "C") if C is not None else None
@@ -112,20 +117,24 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
 
     from .device import current
 
+    # an operand no copy width reads in place is packed, and the packed copy is read 16 bytes wide
+    widths = dict(zip("AB", copy_widths(a, b, spec, narrow)))
+    main = spec.entry(min(w or 16 for w in widths.values()))
+
     dev = current()
-    threads, smem = dev.block_size(spec.main), dev.smem_bytes(spec.main)
-    machine_fn = (lambda: machine) if machine is not None else (lambda: dev.machine(spec.main, threads, smem))
+    threads, smem = dev.block_size(main), dev.smem_bytes(main)
+    machine_fn = (lambda: machine) if machine is not None else (lambda: dev.machine(main, threads, smem))
     sched = resolve_schedule(schedule, shape, spec, machine_fn, fixup, options)
     plan = plan_fixup(sched)
-    residency = dev.occupancy(spec.main, threads, smem) * dev.sms
+    residency = dev.occupancy(main, threads, smem) * dev.sms
     if residency == 0:
-        raise CudaError(f"{spec.main} cannot be resident on {dev.name} ({threads} threads, {smem} B shared "
+        raise CudaError(f"{main} cannot be resident on {dev.name} ({threads} threads, {smem} B shared "
                         f"memory): the occupancy API gives 0 blocks per SM")
     check_residency(plan, residency)
 
     steps: list[Step] = []
-    a_ptr, lda, pack_a = _operand(dev, a, "A", spec)
-    b_ptr, ldb, pack_b = _operand(dev, b, "B", spec)
+    a_ptr, lda, pack_a = _operand(dev, a, "A", spec, widths["A"] == 0)
+    b_ptr, ldb, pack_b = _operand(dev, b, "B", spec, widths["B"] == 0)
     if pack_a or pack_b:
         pair = PackPair(a=pack_a or PackParams(ld=spec.chunk), b=pack_b or PackParams(ld=spec.chunk))
         chunks = (pair.a.rows * pair.a.ld + pair.b.rows * pair.b.ld) // spec.chunk
@@ -148,15 +157,16 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     items = len(table.items)
     if plan.policy == "atomic" and items:
         steps.append(Step(spec.prescale, dev.function(spec.prescale), items, threads, 0, params))
-    steps.append(Step(spec.main, dev.function(spec.main, smem), sched.grid, threads, smem, params))
+    steps.append(Step(main, dev.function(main, smem), sched.grid, threads, smem, params))
     if plan.policy == "separate-reduce" and items:
         steps.append(Step(spec.reduce, dev.function(spec.reduce), items, threads, 0, params))
     prepared = Prepared(Launch(steps), sched, plan, out, residency, host_c, c_ptr if host_c is not None else 0)
     return prepared
 
 
-def _operand(dev, op: Operand, name: str, spec: KernelSpec) -> tuple[int, int, PackParams | None]:
-    """Pointer and row stride the kernel reads, and the packing copy an unaligned operand needs."""
+def _operand(dev, op: Operand, name: str, spec: KernelSpec, pack: bool) -> tuple[int, int, PackParams | None]:
+    """Pointer and row stride the kernel reads, and the packing copy an operand read in place by no
+    copy width needs (``pack``; NumPy operands are padded on the host)."""
     rows, cols = op.shape
     ld = padded(cols, spec)
     if op.on_host:
@@ -165,7 +175,7 @@ def _operand(dev, op: Operand, name: str, spec: KernelSpec) -> tuple[int, int, P
         ptr = dev.scratch(f"host_{name}", host.nbytes)
         dev.copy_in(ptr, host)
         return ptr, ld, None
-    if not needs_pack(op, spec):
+    if not pack:
         return op.ptr, op.strides[0], None
     ptr = dev.scratch(f"pack_{name}", rows * ld * spec.itemsize)
     return ptr, ld, PackParams(src=op.ptr, dst=ptr, rs=op.strides[0], cs=op.strides[1], rows=rows, cols=cols, ld=ld)
@@ -199,8 +209,9 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0
     """C = alpha * A @ B + beta * C on the GPU, executing ``schedule`` (a name or a Schedule).
 
     A (m x k) and B (k x n): float16, bfloat16 (FP32 C) or float64 (FP64 C); PyTorch or CuPy
-    CUDA tensors are used in place (any strides: unaligned or column-major operands are packed
-    into aligned copies on the device, counted in the launch), NumPy arrays are copied in and
+    CUDA tensors are used in place (any strides: row-major operands with 8- or 4-byte aligned rows
+    are read with narrower copies, others, column-major ones included, are packed into aligned
+    copies on the device, counted in the launch), NumPy arrays are copied in and
     out. C (m x n) is updated in place when given, else allocated like A. ``fixup`` overrides
     the schedule's policy; ``machine`` replaces the device's Machine for a named scheduler;
     ``options`` go to the scheduler (``grid``, ``splits``, ``model_costs``).

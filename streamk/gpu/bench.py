@@ -90,12 +90,17 @@ def cublas(A, B, out_dtype):
 
 
 def variant(decomp: str) -> dict:
-    """prepare() arguments for NAME[@CTAS_PER_SM][:A,B,C,D][/TILE_ORDER] (machine, auto's model
-    constants, rasterization such as grouped-8)."""
+    """prepare() arguments for NAME[@CTAS_PER_SM][:A,B,C,D][/TILE_ORDER][+pack|+narrow] (machine,
+    auto's model constants, rasterization such as grouped-8; +pack packs every operand that is
+    not 16-byte aligned, as v1-v8 did, +narrow reads every one it can with 8/4-byte copies)."""
+    decomp, plus, flag = decomp.partition("+")
+    modes = {"": "auto", "pack": "never", "narrow": "always"}
+    if flag not in modes:
+        raise ValueError(f"variant suffix must be +pack or +narrow (got +{flag})")
     decomp, _, order = decomp.partition("/")
     head, _, costs = decomp.partition(":")
     name, _, per_sm = head.partition("@")
-    args: dict = {"schedule": name}
+    args: dict = {"schedule": name, "narrow": modes[flag]}
     if per_sm:
         args["machine"] = Machine(current().sms, int(per_sm))
     if costs:
@@ -213,6 +218,20 @@ def summarize(rows, decomps, dtype):
             print(f"   {d:<16} vs DP geo {geomean(vs_dp):.3f} mean {statistics.mean(vs_dp):.3f} min {min(vs_dp):.3f} | "
                   f"vs cuBLAS raw geo {geomean(vs_raw):.3f} | vs padded geo {geomean(vs_pad):.3f} | "
                   f"max relerr {max(r[d + '_relerr'] for r in sel):.1e}")
+    for d in decomps:  # packing (or all-narrow copies) vs the default, same shapes, same process
+        base = d.removesuffix("+pack").removesuffix("+narrow")
+        if d == base or base not in decomps:
+            continue
+        changed = [r for r in corpus_rows if r[base + "_steps"] != r[d + "_steps"]]
+        for label, sel in (("changed", changed), ("compute-bound changed", [r for r in changed if r["intensity"] > 400])):
+            if sel:
+                gain = [r[d] / r[base] for r in sel]
+                print(f"   {base}: {d}/default time geo {geomean(gain):.3f} min {min(gain):.3f} max {max(gain):.3f} "
+                      f"on {len(sel)} {label} shapes")
+        for w in ("w8", "w4"):
+            sel = [r for r in changed if f"_{w}" in r[base + "_steps"]]
+            if sel:
+                print(f"   {base} {w}: {d}/default geo {geomean([r[d] / r[base] for r in sel]):.3f} on {len(sel)}")
     for r in big:
         tf = lambda key: 2 * r["m"] * r["n"] * r["k"] / r[key] / 1e9  # noqa: E731
         print("8192^3: " + " ".join(f"{key} {tf(key):.0f}" for key in ["cublas_raw", "cublas_padded"] + decomps)

@@ -26,7 +26,9 @@ KERNEL_DIR = Path(__file__).with_name("kernels")
 # Source file -> its entry points (extern "C" __global__ names), looked up by name at launch.
 SOURCES: dict[str, tuple[str, ...]] = {
     "sm80_f16.cu": ("streamk_sm80_f16", "streamk_sm80_bf16", "streamk_reduce_f32", "streamk_prescale_f32"),
-    "sm80_f64.cu": ("streamk_sm80_f64", "streamk_reduce_f64", "streamk_prescale_f64"),
+    "sm80_f16_w8.cu": ("streamk_sm80_f16_w8", "streamk_sm80_bf16_w8"),
+    "sm80_f16_w4.cu": ("streamk_sm80_f16_w4", "streamk_sm80_bf16_w4"),
+    "sm80_f64.cu": ("streamk_sm80_f64", "streamk_sm80_f64_w8", "streamk_reduce_f64", "streamk_prescale_f64"),
     "pack.cu": ("streamk_pack_b16", "streamk_pack_b64"),
 }
 ARCHS = ("sm_80", "sm_90a")

@@ -15,8 +15,9 @@ from ..errors import ScheduleError
 from ..shapes import TileShape
 
 # input dtype -> entry point, reduce pass, prescale pass, tile, pack entry, element bytes,
-# accumulator/output dtype. Threads per block come from the kernel's __launch_bounds__, dynamic
-# shared memory from its module's <entry>_smem constant.
+# accumulator/output dtype, and the entry points with narrower global->shared copies (bytes, name)
+# that read operands whose rows are only 8- or 4-byte aligned in place. Threads per block come
+# from the kernel's __launch_bounds__, dynamic shared memory from its module's <entry>_smem constant.
 @dataclass(frozen=True, slots=True)
 class KernelSpec:
     main: str
@@ -26,6 +27,13 @@ class KernelSpec:
     pack: str
     itemsize: int
     out_dtype: str
+    narrow: tuple[tuple[int, str], ...] = ()
+
+    def entry(self, load_bytes: int) -> str:
+        """The main entry point whose copies are ``load_bytes`` wide (16: ``main``)."""
+        if load_bytes == 16:
+            return self.main
+        return dict(self.narrow)[load_bytes]
 
     @property
     def chunk(self) -> int:
@@ -35,11 +43,14 @@ class KernelSpec:
 
 SPECS = {
     "float16": KernelSpec("streamk_sm80_f16", "streamk_reduce_f32", "streamk_prescale_f32",
-                          TileShape(128, 128, 32), "streamk_pack_b16", 2, "float32"),
+                          TileShape(128, 128, 32), "streamk_pack_b16", 2, "float32",
+                          ((8, "streamk_sm80_f16_w8"), (4, "streamk_sm80_f16_w4"))),
     "bfloat16": KernelSpec("streamk_sm80_bf16", "streamk_reduce_f32", "streamk_prescale_f32",
-                           TileShape(128, 128, 32), "streamk_pack_b16", 2, "float32"),
+                           TileShape(128, 128, 32), "streamk_pack_b16", 2, "float32",
+                           ((8, "streamk_sm80_bf16_w8"), (4, "streamk_sm80_bf16_w4"))),
     "float64": KernelSpec("streamk_sm80_f64", "streamk_reduce_f64", "streamk_prescale_f64",
-                          TileShape(64, 64, 16), "streamk_pack_b64", 8, "float64"),
+                          TileShape(64, 64, 16), "streamk_pack_b64", 8, "float64",
+                          ((8, "streamk_sm80_f64_w8"),)),
 }
 _TYPESTR = {"<f2": "float16", "<f4": "float32", "<f8": "float64"}
 
@@ -129,6 +140,50 @@ def needs_pack(op: Operand, spec: KernelSpec) -> bool:
     aligned = (col_stride == 1 or cols == 1) and row_stride % spec.chunk == 0 and cols % spec.chunk == 0 \
         and row_stride >= cols and op.ptr % 16 == 0
     return op.on_host or not aligned
+
+
+def load_bytes(op: Operand, spec: KernelSpec, *, narrow: bool = True) -> int:
+    """Widest copy (16, or with ``narrow`` 8 or 4 bytes) that reads ``op`` in place: row-major, base,
+    row stride and row length multiples of it. 0: the operand must be packed."""
+    if not needs_pack(op, spec):
+        return 16
+    rows, cols = op.shape
+    row_stride, col_stride = op.strides
+    if not narrow or op.on_host or not (col_stride == 1 or cols == 1) or row_stride < cols:
+        return 0
+    for width, _ in spec.narrow:
+        per = width // spec.itemsize
+        if row_stride % per == 0 and cols % per == 0 and op.ptr % width == 0:
+            return width
+    return 0
+
+
+NARROW_MODES = ("auto", "always", "never")
+# Per 64-k stage per warp the mainloop issues 327 instructions with 16-byte copies, 334 with 8-byte
+# and 458 with 4-byte ones (NVRTC 13.5, sm_90a): 8-byte copies beat packing wherever they apply;
+# 4-byte ones only where they save the whole pack launch on a problem of at most this many flops
+# per compulsory byte (H200, first 100 corpus shapes; benchmarks/LOG.md v9).
+W4_MAX_INTENSITY = 200.0
+
+
+def copy_widths(a: Operand, b: Operand, spec: KernelSpec, narrow: str = "auto") -> tuple[int, int]:
+    """Copy width (16, 8 or 4 bytes) A and B are read with in place, 0 for one that is packed.
+
+    ``narrow``: "auto" (8-byte copies wherever they apply, 4-byte ones under W4_MAX_INTENSITY when
+    neither operand is packed), "always" (the widest copy each operand allows) or "never" (pack
+    every operand that is not 16-byte aligned, as v1-v8 did).
+    """
+    if narrow not in NARROW_MODES:
+        raise ScheduleError(f"narrow must be one of {', '.join(NARROW_MODES)} (got {narrow!r})")
+    wa, wb = (load_bytes(op, spec, narrow=narrow != "never") for op in (a, b))
+    if narrow == "auto" and 4 in (wa, wb):
+        m, k = a.shape
+        n = b.shape[1]
+        out_bytes = 4 if spec.out_dtype == "float32" else 8
+        intensity = 2.0 * m * n * k / ((m * k + k * n) * spec.itemsize + m * n * out_bytes)
+        if 0 in (wa, wb) or intensity > W4_MAX_INTENSITY:
+            wa, wb = (0 if w == 4 else w for w in (wa, wb))
+    return wa, wb
 
 
 def padded(cols: int, spec: KernelSpec) -> int:

@@ -1,9 +1,9 @@
 // pipeline.cuh: the multi-stage cp.async software pipeline both sm80 mainloops share.
-// ML provides Elem, Frag, STAGES, STAGE_ITERS (MAC iterations per stage), STAGE_K (k elements per
-// stage), KSTEPS (mma k-steps per stage), A_STAGE, B_STAGE (elements per stage), load_frag (one
-// k-step's fragments from shared memory) and mma_frag. Fragments are double-buffered: k-step
-// kk+1's (or the next stage's first) are loaded before kk's mmas issue. Stage `it` refills the
-// buffer stage it-1 used with stage it+STAGES-1; the wait + barrier before the last k-step of `it`
+// ML provides Elem, LOAD_BYTES (copy width), Frag, STAGES, STAGE_ITERS (MAC iterations per stage),
+// STAGE_K (k elements per stage), KSTEPS (mma k-steps per stage), A_STAGE, B_STAGE (elements per
+// stage), load_frag (one k-step's fragments from shared memory) and mma_frag. Fragments are
+// double-buffered: k-step kk+1's (or the next stage's first) are loaded before kk's mmas issue.
+// Stage `it` refills the buffer stage it-1 used with stage it+STAGES-1; the wait + barrier before the last k-step of `it`
 // makes stage it+1 visible and retires every read of stage it-1 (the CUTLASS sm80 multistage
 // order). A unit's k range ends at min(k, k_end * BK): past it both operands are zero-filled, so
 // a stage of two iterations may cover a unit's odd last iteration (whose zero half is skipped;
@@ -16,13 +16,17 @@
 namespace streamk {
 
 // Global -> shared copies of one stage's A (BM x STAGE_K) and B (STAGE_K x BN) tiles. Thread t copies
-// the 16-byte chunk at column (t % COLS) of rows t / COLS + pass * ROWS_PER_PASS, so one pointer
-// per operand, advanced by a stage per call, addresses every pass; row/column predicates are
-// fixed per unit, k predicates checked per stage (zero-fill past the unit's k limit).
+// the ML::LOAD_BYTES chunk at column (t % COLS) of rows t / COLS + pass * ROWS_PER_PASS, so one
+// pointer per operand, advanced by a stage per call, addresses every pass; row/column predicates
+// are fixed per unit, k predicates checked per stage (zero-fill past the unit's k limit).
+// LOAD_BYTES is 16 for aligned operands; 8 or 4 reads operands whose rows are only 8- or 4-byte
+// aligned in place (more copies per stage, no packing pass); the shared layout is the same.
 template <class ML>
 struct TileLoader {
   using Elem = typename ML::Elem;
-  static constexpr int CHUNK = 16 / sizeof(Elem);
+  static constexpr int BYTES = ML::LOAD_BYTES;
+  static constexpr int CHUNK = BYTES / sizeof(Elem);
+  static_assert(CHUNK >= 1 && (BYTES == 16 || BYTES == 8 || BYTES == 4), "whole elements per 16/8/4-byte copy");
   static constexpr int A_COLS = ML::STAGE_K / CHUNK;
   static constexpr int A_ROWS_PER_PASS = ML::THREADS / A_COLS;
   static constexpr int A_PASSES = ML::BM / A_ROWS_PER_PASS;
@@ -31,13 +35,14 @@ struct TileLoader {
   static constexpr int B_PASSES = ML::STAGE_K / B_ROWS_PER_PASS;
   static_assert(ML::THREADS % A_COLS == 0 && ML::BM % A_ROWS_PER_PASS == 0, "A chunks tile the threads");
   static_assert(ML::THREADS % B_COLS == 0 && ML::STAGE_K % B_ROWS_PER_PASS == 0, "B chunks tile the threads");
-  static_assert(A_PASSES <= 32, "row mask fits 32 bits");
+  static_assert(A_PASSES <= 32, "row mask fits 32 bits");  // 16-byte copies: 8 passes
 
   const Elem* a;       // this thread's A chunk of pass 0 at the next stage
   const Elem* b;       // this thread's B chunk of pass 0 at the next stage
   int a_kpos;          // k (elements) of this thread's A chunk at the next stage
   int b_kpos;          // k (row) of this thread's B chunk of pass 0 at the next stage
-  unsigned a_rows_ok;  // bit i: pass i's A row is inside m
+  unsigned a_rows_ok;  // bit i: pass i's A row is inside m (16-byte copies)
+  int a_rows_left;     // rows of A from this thread's pass-0 row to m (narrow copies: up to 32 passes)
   bool b_col_ok;       // this thread's B columns are inside n
   unsigned a_dst;      // byte offset of this thread's A chunk inside a stage (pass 0)
   unsigned b_dst;
@@ -52,6 +57,7 @@ struct TileLoader {
     a_rows_ok = 0;
 #pragma unroll
     for (int i = 0; i < A_PASSES; ++i) a_rows_ok |= (m0 + ar + i * A_ROWS_PER_PASS < p.m ? 1u : 0u) << i;
+    a_rows_left = p.m - m0 - ar;
     b_col_ok = n0 + bn < p.n;
     a_dst = (ar * ML::A_LD + ak) * sizeof(Elem);
     b_dst = (br * ML::B_LD + bn) * sizeof(Elem);
@@ -59,18 +65,45 @@ struct TileLoader {
 
   // Copy the next stage into the buffers at shared byte addresses (sa, sb), zero past k_lim; advance.
   __device__ __forceinline__ void load(const GemmParams& p, int k_lim, unsigned sa, unsigned sb) {
-    const bool a_k_ok = a_kpos < k_lim;
+    if constexpr (BYTES == 16) {
+      const bool a_k_ok = a_kpos < k_lim;
 #pragma unroll
-    for (int i = 0; i < A_PASSES; ++i) {
-      const bool ok = a_k_ok && (a_rows_ok >> i & 1u);
-      const Elem* src = a + static_cast<long long>(i * A_ROWS_PER_PASS) * p.lda;
-      cp_async16(sa + a_dst + i * A_ROWS_PER_PASS * ML::A_LD * sizeof(Elem), ok ? src : a, ok ? 16 : 0);
-    }
+      for (int i = 0; i < A_PASSES; ++i) {
+        const bool ok = a_k_ok && (a_rows_ok >> i & 1u);
+        const Elem* src = a + static_cast<long long>(i * A_ROWS_PER_PASS) * p.lda;
+        cp_async16(sa + a_dst + i * A_ROWS_PER_PASS * ML::A_LD * sizeof(Elem), ok ? src : a, ok ? 16 : 0);
+      }
 #pragma unroll
-    for (int i = 0; i < B_PASSES; ++i) {
-      const bool ok = b_col_ok && b_kpos + i * B_ROWS_PER_PASS < k_lim;
-      const Elem* src = b + static_cast<long long>(i * B_ROWS_PER_PASS) * p.ldb;
-      cp_async16(sb + b_dst + i * B_ROWS_PER_PASS * ML::B_LD * sizeof(Elem), ok ? src : b, ok ? 16 : 0);
+      for (int i = 0; i < B_PASSES; ++i) {
+        const bool ok = b_col_ok && b_kpos + i * B_ROWS_PER_PASS < k_lim;
+        const Elem* src = b + static_cast<long long>(i * B_ROWS_PER_PASS) * p.ldb;
+        cp_async16(sb + b_dst + i * B_ROWS_PER_PASS * ML::B_LD * sizeof(Elem), ok ? src : b, ok ? 16 : 0);
+      }
+    } else {
+      // 2-4x the copies per stage, so each costs little: pointers step by a row stride, rows are
+      // counted (no mask to rebuild), and no pointer select: a copy of src-size 0 reads nothing
+      // (the 16-byte path's pass-0 pointer of a row past m lies outside A as well).
+      {
+        // rows left, or none past the unit's k: one compare per copy
+        const int rows = a_kpos < k_lim ? a_rows_left : 0;
+        const Elem* src = a;
+        const long long a_step = A_ROWS_PER_PASS * p.lda;
+#pragma unroll
+        for (int i = 0; i < A_PASSES; ++i, src += a_step) {
+          const bool ok = i * A_ROWS_PER_PASS < rows;
+          cp_async<BYTES>(sa + a_dst + i * A_ROWS_PER_PASS * ML::A_LD * sizeof(Elem), src, ok ? BYTES : 0);
+        }
+      }
+      {
+        const int rows = b_col_ok ? k_lim - b_kpos : 0;  // k rows of B left
+        const Elem* src = b;
+        const long long b_step = B_ROWS_PER_PASS * p.ldb;
+#pragma unroll
+        for (int i = 0; i < B_PASSES; ++i, src += b_step) {
+          const bool ok = i * B_ROWS_PER_PASS < rows;
+          cp_async<BYTES>(sb + b_dst + i * B_ROWS_PER_PASS * ML::B_LD * sizeof(Elem), src, ok ? BYTES : 0);
+        }
+      }
     }
     a += ML::STAGE_K;
     a_kpos += ML::STAGE_K;

@@ -16,6 +16,24 @@ __device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int sr
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
 
+// 8- or 4-byte global->shared copy (cp.async.ca: .cg takes 16 bytes only) for operands whose rows
+// are not 16-byte aligned; src_bytes = 0 zero-fills.
+template <int BYTES>
+__device__ __forceinline__ void cp_async_narrow(unsigned dst, const void* src, int src_bytes) {
+  static_assert(BYTES == 8 || BYTES == 4, "cp.async copies 4, 8 or 16 bytes");
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src), "n"(BYTES), "r"(src_bytes));
+}
+
+// A copy of BYTES (16, 8 or 4): the 16-byte one stays the L2-only .cg copy.
+template <int BYTES>
+__device__ __forceinline__ void cp_async(unsigned dst, const void* src, int src_bytes) {
+  if constexpr (BYTES == 16) {
+    cp_async16(dst, src, src_bytes);
+  } else {
+    cp_async_narrow<BYTES>(dst, src, src_bytes);
+  }
+}
+
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 
 template <int N>

@@ -5,17 +5,21 @@
 // shared memory with 8-byte loads (ldmatrix is 16-bit only). Shared memory: 4 x (64x20 + 16x68)
 // x 8 B = 75,776 B dynamic. Arch: sm_80 and later (DMMA; runs on sm_90a).
 // Operands: A m x k row-major (lda), B k x n row-major (ldb), 16-byte aligned rows; the element
-// past an odd k (A) or odd n (B) must be zero (the host packs unaligned operands). Out-of-range
+// past an odd k (A) or odd n (B) must be zero. streamk_sm80_f64_w8 copies 8 bytes (one double)
+// at a time and reads row-major operands of any k and n in place (the host packs only
+// column-major or misaligned ones). Out-of-range
 // rows and k are zero-filled by cp.async; C stores are predicated with any strides.
-// Entry points: streamk_sm80_f64, streamk_reduce_f64, streamk_prescale_f64.
+// Entry points: streamk_sm80_f64, streamk_sm80_f64_w8, streamk_reduce_f64, streamk_prescale_f64.
 #include "fixup.cuh"
 #include "pipeline.cuh"
 #include "sm80_f64_config.cuh"
 
 namespace streamk {
 
+template <int LOAD_BYTES_ = 16>
 struct Sm80Double {
   using Acc = double;
+  static constexpr int LOAD_BYTES = LOAD_BYTES_;  // 8: one double per copy, rows of any length
   static constexpr int BM = sm80_f64::BM, BN = sm80_f64::BN, THREADS = sm80_f64::THREADS,
                        ACC = sm80_f64::ACC;
   using Elem = double;
@@ -86,16 +90,22 @@ using streamk::GemmParams;
 
 // Dynamic shared memory per block (the host reads it with cuModuleGetGlobal).
 extern "C" __constant__ int streamk_sm80_f64_smem = streamk::sm80_f64::SMEM_BYTES;
+extern "C" __constant__ int streamk_sm80_f64_w8_smem = streamk::sm80_f64::SMEM_BYTES;
 
 extern "C" __global__ void __launch_bounds__(streamk::sm80_f64::THREADS, 2) streamk_sm80_f64(const GemmParams p) {
   extern __shared__ __align__(16) unsigned char smem[];
-  streamk::run_schedule<streamk::Sm80Double>(p, smem);
+  streamk::run_schedule<streamk::Sm80Double<>>(p, smem);
+}
+
+extern "C" __global__ void __launch_bounds__(streamk::sm80_f64::THREADS, 2) streamk_sm80_f64_w8(const GemmParams p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  streamk::run_schedule<streamk::Sm80Double<8>>(p, smem);
 }
 
 extern "C" __global__ void __launch_bounds__(streamk::sm80_f64::THREADS) streamk_reduce_f64(const GemmParams p) {
-  streamk::reduce_items<streamk::Sm80Double>(p);
+  streamk::reduce_items<streamk::Sm80Double<>>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(streamk::sm80_f64::THREADS) streamk_prescale_f64(const GemmParams p) {
-  streamk::prescale_items<streamk::Sm80Double>(p);
+  streamk::prescale_items<streamk::Sm80Double<>>(p);
 }

@@ -1,0 +1,110 @@
+// sm80_half.cuh: the FP16/BF16 -> FP32 mainloop (Sm80Half) that sm80_f16.cu and its narrow-copy
+// variants (sm80_f16_w8.cu, sm80_f16_w4.cu) instantiate; see sm80_f16.cu for the tile, warps,
+// stages and shared memory. LOAD_BYTES: width of the global->shared copies (16; 8 or 4 read
+// operands whose rows are only 8- or 4-byte aligned in place, pipeline.cuh).
+#pragma once
+
+#include "fixup.cuh"
+#include "pipeline.cuh"
+#include "sm80_config.cuh"
+
+namespace streamk {
+
+template <bool BF16, int LOAD_BYTES_ = 16>
+struct Sm80Half {
+  using Acc = float;
+  static constexpr int LOAD_BYTES = LOAD_BYTES_;
+  using Elem = unsigned short;  // raw FP16 / BF16 bits
+  static constexpr int BM = sm80::BM, BN = sm80::BN, THREADS = sm80::THREADS, ACC = sm80::ACC;
+  static constexpr int STAGES = sm80::STAGES, A_STAGE = sm80::A_STAGE, B_STAGE = sm80::B_STAGE;
+  static constexpr int KSTEPS = sm80::STAGE_K / sm80::MMA_K;  // mma k-steps per stage
+  static constexpr int BK = sm80::BK, A_LD = sm80::A_LD, B_LD = sm80::B_LD;
+  static constexpr int STAGE_ITERS = sm80::STAGE_ITERS, STAGE_K = sm80::STAGE_K;
+
+  // fragment element i of thread tid -> (row, col) inside the tile
+  static __device__ __forceinline__ void coord(int i, int tid, int& r, int& c) {
+    const int warp = tid / 32, lane = tid % 32;
+    const int mi = i / (sm80::FRAG_N * 4), ni = (i / 4) % sm80::FRAG_N, e = i % 4;
+    r = (warp / sm80::WARPS_N) * sm80::WARP_M + mi * sm80::MMA_M + lane / 4 + (e / 2) * 8;
+    c = (warp % sm80::WARPS_N) * sm80::WARP_N + ni * sm80::MMA_N + (lane % 4) * 2 + (e % 2);
+  }
+
+  static __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    if (BF16) {
+      asm volatile(
+          "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+          "{%0,%1,%2,%3};\n"
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    } else {
+      asm volatile(
+          "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+          "{%0,%1,%2,%3};\n"
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+  }
+
+  struct Frag {
+    unsigned a[sm80::FRAG_M][4];
+    unsigned b[sm80::FRAG_N / 2][4];
+  };
+
+  // per-thread ldmatrix byte offsets inside a stage (k-step and fragment offsets are immediates)
+  struct Lanes {
+    unsigned a, b;
+  };
+
+  static __device__ __forceinline__ Lanes lanes(int tid) {
+    using namespace sm80;
+    const int warp = tid / 32, lane = tid % 32;
+    const int wm = (warp / WARPS_N) * WARP_M, wn = (warp % WARPS_N) * WARP_N;
+    return {static_cast<unsigned>(((wm + lane % 16) * A_LD + (lane / 16) * 8) * ELEM_BYTES),
+            static_cast<unsigned>(((lane % 16) * B_LD + wn + (lane / 16) * 8) * ELEM_BYTES)};
+  }
+
+  static __device__ __forceinline__ void load_frag(unsigned sa, unsigned sb, int kstep, Frag& f, const Lanes& l) {
+    using namespace sm80;
+    const int kk = kstep * MMA_K;
+#pragma unroll
+    for (int mi = 0; mi < FRAG_M; ++mi) ldmatrix_x4(f.a[mi], sa + l.a + (mi * MMA_M * A_LD + kk) * ELEM_BYTES);
+#pragma unroll
+    for (int nj = 0; nj < FRAG_N / 2; ++nj)
+      ldmatrix_x4_trans(f.b[nj], sb + l.b + (kk * B_LD + nj * 16) * ELEM_BYTES);
+  }
+
+  static __device__ __forceinline__ void mma_frag(const Frag& f, float (&acc)[ACC]) {
+    using namespace sm80;
+#pragma unroll
+    for (int mi = 0; mi < FRAG_M; ++mi) {
+#pragma unroll
+      for (int ni = 0; ni < FRAG_N; ++ni) {
+        float(&d)[4] = *reinterpret_cast<float(*)[4]>(&acc[(mi * FRAG_N + ni) * 4]);
+        mma(d, f.a[mi], f.b[ni / 2][(ni % 2) * 2], f.b[ni / 2][(ni % 2) * 2 + 1]);
+      }
+    }
+  }
+
+  static __device__ __forceinline__ void mainloop(const GemmParams& p, int m0, int n0, int k_begin, int k_end,
+                                                  unsigned char* smem, Acc (&acc)[ACC]) {
+    pipelined_mainloop<Sm80Half>(p, m0, n0, k_begin, k_end, smem, acc);
+  }
+};
+
+}  // namespace streamk
+
+// The main entry points of one copy width: streamk_sm80_f16<SUFFIX> and streamk_sm80_bf16<SUFFIX>
+// with their <entry>_smem constants (dynamic shared memory, read by the host).
+#define STREAMK_SM80_HALF_ENTRIES(SUFFIX, LOAD_BYTES)                                                     \
+  extern "C" __constant__ int streamk_sm80_f16##SUFFIX##_smem = streamk::sm80::SMEM_BYTES;                \
+  extern "C" __constant__ int streamk_sm80_bf16##SUFFIX##_smem = streamk::sm80::SMEM_BYTES;               \
+  extern "C" __global__ void __launch_bounds__(streamk::sm80::THREADS)                                    \
+      streamk_sm80_f16##SUFFIX(const streamk::GemmParams p) {                                             \
+    extern __shared__ __align__(16) unsigned char smem[];                                                 \
+    streamk::run_schedule<streamk::Sm80Half<false, LOAD_BYTES>>(p, smem);                                 \
+  }                                                                                                       \
+  extern "C" __global__ void __launch_bounds__(streamk::sm80::THREADS)                                    \
+      streamk_sm80_bf16##SUFFIX(const streamk::GemmParams p) {                                            \
+    extern __shared__ __align__(16) unsigned char smem[];                                                 \
+    streamk::run_schedule<streamk::Sm80Half<true, LOAD_BYTES>>(p, smem);                                  \
+  }
