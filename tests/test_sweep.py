@@ -112,3 +112,22 @@ def test_cli_sweep_rejects_an_unknown_decomposition(capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "unknown decomposition 'nope'" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("fixup, walk", [("turnstile", "forward"), ("turnstile", "backward"), ("last-arrival", "forward")])
+def test_sweep_with_another_policy_or_walk_agrees_with_simulate(fixup, walk):
+    shapes = corpus(12, seed=3)
+    tile, machine, costs = TileShape(128, 128, 32), Machine(20), Costs(4, 8, 1, 2)
+    result = sweep(shapes, tile, machine, ["stream-k", "two-tile-sk-dp"], costs, workers=1, fixup=fixup, walk=walk)
+    for d, name in enumerate(result.decompositions):
+        for i, (m, n, k) in enumerate(shapes):
+            s = make_schedule(name, GemmShape(int(m), int(n), int(k)), tile, machine, fixup=fixup, walk=walk)
+            assert result.makespan[d, i] == simulate(s, costs).makespan
+
+
+def test_turnstile_forward_is_slower_than_backward_on_streamk():
+    shapes = corpus(30, seed=5)
+    tile, machine, costs = TileShape(128, 128, 32), Machine(16), Costs(4, 8, 1, 2)
+    fwd = sweep(shapes, tile, machine, ["stream-k"], costs, workers=1, fixup="turnstile")
+    back = sweep(shapes, tile, machine, ["stream-k"], costs, workers=1, fixup="turnstile", walk="backward")
+    assert (back.makespan <= fwd.makespan).all() and (back.makespan < fwd.makespan).any()

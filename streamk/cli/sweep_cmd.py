@@ -6,7 +6,9 @@ import argparse
 import sys
 
 from ..errors import ScheduleError
+from ..schedule import FIXUP_POLICIES
 from ..sched import names
+from ..sched.registry import WALKS
 from ..sim.corpus import CORPUS_SIZE, corpus
 from ..sim.sweep import SWEEP_SPLITS, sweep
 from .common import add_problem_args, machine_from, positive_int, print_json
@@ -27,6 +29,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--decomp", default=None, metavar="D[,D...]",
                    help=f"decompositions to simulate (default all: {', '.join(names())})")
     add_costs_arg(p)
+    p.add_argument("--fixup", choices=FIXUP_POLICIES, default=None,
+                   help="consolidate split tiles by this policy instead of each scheduler's own (owner-waits); "
+                        "timed from real schedules, so slower than the default")
+    p.add_argument("--walk", choices=WALKS, default="forward",
+                   help="order of each CTA's units (backward pairs with --fixup turnstile) (default forward)")
     p.add_argument("--out", metavar="FILE.csv", help="write one row per shape and decomposition "
                    "(m,n,k,decomposition,grid,makespan,utilization,deadlock,fast)")
     p.add_argument("--json", action="store_true",
@@ -45,16 +52,19 @@ def run(args: argparse.Namespace) -> int:
     shapes = corpus(args.count, args.seed)
     total = len(shapes) * (len(decomps) if decomps else len(names()))
     with tqdm(total=total, unit="shape", desc="sweep", file=sys.stderr, disable=None) as bar:
-        result = sweep(shapes, args.tile, machine_from(args), decomps, args.costs, progress=bar.update)
+        result = sweep(shapes, args.tile, machine_from(args), decomps, args.costs, progress=bar.update,
+                       fixup=args.fixup, walk=args.walk)
     if args.out:
         result.write_csv(args.out)
     summary = result.summary()
     summary["seed"] = args.seed
+    summary["fixup"] = args.fixup or "owner-waits"
+    summary["walk"] = args.walk
     if args.json:
         print_json(summary)
         return 0
     print(f"{summary['shapes']} shapes (seed {args.seed}), tile {args.tile}, {args.sms} SMs x {args.ctas_per_sm}, "
-          f"costs a,b,c,d = {args.costs}")
+          f"costs a,b,c,d = {args.costs}, fixup {summary['fixup']}, walk {args.walk}")
     speed = summary.get("speedup_vs_dp", {})
     print(f"{'decomposition':<16} {'mean util':>9} {'vs DP':>7} {'wins':>7} {'deadlocks':>9}")
     for d in summary["decompositions"]:

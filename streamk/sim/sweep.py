@@ -125,9 +125,11 @@ def batch_ranges(name: str, shapes: np.ndarray, tile: TileShape, machine: Machin
     return built
 
 
-def _schedule(name: str, row: np.ndarray, tile: TileShape, machine: Machine):
+def _schedule(name: str, row: np.ndarray, tile: TileShape, machine: Machine, fixup: str | None = None,
+              walk: str = "forward"):
     shape = GemmShape(*(int(v) for v in row))
-    return make_schedule(name, shape, tile, machine, **sweep_options(name, -(-shape.k // tile.bk)))
+    return make_schedule(name, shape, tile, machine, fixup=fixup, walk=walk,
+                         **sweep_options(name, -(-shape.k // tile.bk)))
 
 
 def _matches(name: str, shapes: np.ndarray, built: tuple, tile: TileShape, machine: Machine) -> bool:
@@ -152,20 +154,24 @@ class ChunkResult:
     fast: np.ndarray  # timed by the fast path (else by the event simulator)
 
 
-def time_chunk(name: str, shapes: np.ndarray, tile: TileShape, machine: Machine, costs: Costs) -> ChunkResult:
-    """Grid, makespan and deadlock of decomposition ``name`` on every shape row."""
+def time_chunk(name: str, shapes: np.ndarray, tile: TileShape, machine: Machine, costs: Costs,
+               fixup: str | None = None, walk: str = "forward") -> ChunkResult:
+    """Grid, makespan and deadlock of decomposition ``name`` on every shape row. The closed
+    forms assume each scheduler's own fixup policy and forward walk; any other ``fixup`` or
+    ``walk`` is timed from the real schedules (the wave engine, else the event simulator)."""
     n = len(shapes)
     makespan = np.full(n, np.nan)
     deadlock = np.zeros(n, dtype=bool)
     fast = np.zeros(n, dtype=bool)
     schedules: list = [None] * n
-    built = batch_ranges(name, shapes, tile, machine)
+    own_order = fixup is None and walk == "forward"
+    built = batch_ranges(name, shapes, tile, machine) if own_order else None
     if built is not None and _matches(name, shapes, built, tile, machine):
         grid = np.diff(built[1])
         times, ok = ranges_makespans(*built, costs, machine.slots)
         members = np.arange(n)
     else:
-        schedules = [_schedule(name, row, tile, machine) for row in shapes]
+        schedules = [_schedule(name, row, tile, machine, fixup, walk) for row in shapes]
         grid = np.array([s.grid for s in schedules], dtype=np.int64)
         progs = [programs_from_schedule(s, costs) for s in schedules]
         members = np.array([i for i, p in enumerate(progs) if p is not None], dtype=np.int64)
@@ -174,7 +180,7 @@ def time_chunk(name: str, shapes: np.ndarray, tile: TileShape, machine: Machine,
     makespan[members[ok]] = times[ok]
     fast[members[ok]] = True
     for i in np.flatnonzero(~fast):
-        schedule = schedules[i] or _schedule(name, shapes[i], tile, machine)
+        schedule = schedules[i] or _schedule(name, shapes[i], tile, machine, fixup, walk)
         timeline = simulate_events(schedule, costs)
         makespan[i], deadlock[i] = timeline.makespan, timeline.deadlock
     return ChunkResult(grid, makespan, deadlock, fast)
@@ -257,7 +263,7 @@ def _workers() -> int:
 
 def sweep(shapes: np.ndarray, tile: TileShape, machine: Machine, decompositions: Sequence[str] | None = None,
           costs: Costs = IDEAL, progress: Callable[[int], None] | None = None,
-          workers: int | None = None) -> SweepResult:
+          workers: int | None = None, fixup: str | None = None, walk: str = "forward") -> SweepResult:
     """Time every decomposition (default: all registered) on every shape row (m, n, k).
     ``progress(count)`` is called as chunks of ``count`` shape-decompositions finish."""
     shapes = np.asarray(shapes, dtype=np.int64).reshape(-1, 3)
@@ -281,7 +287,7 @@ def sweep(shapes: np.ndarray, tile: TileShape, machine: Machine, decompositions:
             progress(hi - lo)
 
     workers = _workers() if workers is None else workers
-    args = [(decomps[d], shapes[lo:lo + chunk], tile, machine, costs) for d, lo in tasks]
+    args = [(decomps[d], shapes[lo:lo + chunk], tile, machine, costs, fixup, walk) for d, lo in tasks]
     if workers <= 1 or len(tasks) == 1:
         for (d, lo), a in zip(tasks, args):
             store(d, lo, time_chunk(*a))
