@@ -175,8 +175,34 @@ def other_inputs(log):
         rows.append({"test": "deadlock-refused", "ok": True, "message": str(exc)})
     C2 = gemm(A2, B2, schedule=s, fixup="turnstile")
     rows.append({"test": "turnstile-runs-it", "ok": error_ratio(C2, A2, B2, 1.0, 0.0, None, "float16") <= 1})
+    rows += strided_outputs()
     for r in rows:
         log.write(json.dumps(r) + "\n")
+    return rows
+
+
+def strided_outputs() -> list[dict]:
+    """C that is column-major, or a view at an odd offset inside a wider matrix (rows 4-byte
+    aligned only), with beta != 0: the epilogue's element-wise and narrow store paths."""
+    rows = []
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    for dtype in ("float16", "float64"):
+        m, n, k = 300, 200, 160
+        A, B = make_inputs(m, n, k, dtype, "RR", gen)
+        for layout in ("column-major", "offset-view"):
+            for decomp, options, policy in (("data-parallel", {}, None), ("stream-k", {}, "atomic"),
+                                            ("fixed-split", {"splits": 2}, "separate-reduce"),
+                                            ("stream-k", {}, "owner-waits")):
+                C0 = torch.randn(m, n, generator=gen, device="cuda").to(TORCH_ACC[dtype])
+                if layout == "column-major":
+                    C = C0.t().contiguous().t()
+                else:
+                    big = torch.zeros(m + 3, n + 5, device="cuda", dtype=TORCH_ACC[dtype])
+                    C = big[1:1 + m, 3:3 + n]
+                    C.copy_(C0)
+                gemm(A, B, C, alpha=0.75, beta=-1.25, schedule=decomp, fixup=policy, **options)
+                ratio = error_ratio(C, A, B, 0.75, -1.25, C0, dtype)
+                rows.append({"test": f"strided-C {dtype} {layout} {decomp} {policy}", "ok": ratio <= 1, "ratio": ratio})
     return rows
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CudaError, DeadlockError, ScheduleError
-from ..fixup import FixupPlan, plan_fixup
+from ..fixup import Action, FixupPlan, plan_fixup
 from ..schedule import Schedule
 from ..sched import make_schedule
 from ..shapes import GemmShape, Machine
@@ -23,6 +23,7 @@ from .operands import KernelSpec, Operand, check_operands, copy_widths, describe
 from .table import STATE_WORDS, TABLE_VERSION, build_table
 
 NO_WAIT_POLICIES = ("last-arrival", "separate-reduce", "atomic")
+EPOCH_ACTIONS = [int(a) for a in (Action.PARTIAL, Action.REDUCE, Action.HANDOFF, Action.FINISH, Action.ARRIVE)]
 PACK_THREADS = 256
 PACK_BLOCKS_PER_SM = 8  # grid-stride pack copies: enough blocks to fill the chip
 
@@ -39,6 +40,12 @@ def check_residency(plan: FixupPlan, residency: int) -> None:
         f"schedule {s.decomposition} ({s.shape}, grid {s.grid}) with fixup {plan.policy!r} waits on CTAs that "
         f"may not be resident: it needs {needed} co-resident CTAs, this launch can hold {residency} "
         f"(occupancy API); use fixup={safe[0]!r} (safe here: {', '.join(safe)})")
+
+
+def needs_epoch(plan: FixupPlan) -> bool:
+    """Whether a launch of ``plan`` signals, waits or arrives (flags and counters carry epochs);
+    launches that do not skip the epoch read and the end-of-launch count."""
+    return bool(np.isin(plan.action, EPOCH_ACTIONS).any())
 
 
 def resolve_schedule(schedule: str | Schedule, shape: GemmShape, spec: KernelSpec, machine_fn,
@@ -133,38 +140,43 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     check_residency(plan, residency)
 
     steps: list[Step] = []
-    a_ptr, lda, pack_a = _operand(dev, a, "A", spec, widths["A"] == 0)
-    b_ptr, ldb, pack_b = _operand(dev, b, "B", spec, widths["B"] == 0)
+    held: list = []  # the device Buffers this launch's pointers lie in (kept alive with it)
+    a_ptr, lda, pack_a = _operand(dev, a, "A", spec, widths["A"] == 0, held)
+    b_ptr, ldb, pack_b = _operand(dev, b, "B", spec, widths["B"] == 0, held)
     if pack_a or pack_b:
         pair = PackPair(a=pack_a or PackParams(ld=spec.chunk), b=pack_b or PackParams(ld=spec.chunk))
         chunks = (pair.a.rows * pair.a.ld + pair.b.rows * pair.b.ld) // spec.chunk
         grid = max(1, min(-(-chunks // PACK_THREADS), dev.sms * PACK_BLOCKS_PER_SM))
         steps.append(Step(spec.pack, dev.function(spec.pack), grid, PACK_THREADS, 0, pair))
-    out, c_ptr, c_strides, host_c = _output(dev, A, a, c, C, shape, spec, beta)
+    out, c_ptr, c_strides, host_c = _output(dev, A, a, c, C, shape, spec, beta, held)
 
     table = build_table(plan)
-    ptrs = dev.upload([table.cta_offsets, table.units, table.reads, table.waits, table.items])
+    held += dev.upload([table.cta_offsets, table.units, table.reads, table.waits, table.items])
+    ptrs = [buf.ptr for buf in held[-5:]]
     acc_bytes = 4 if spec.out_dtype == "float32" else 8
+    held += [dev.scratch("workspace", table.num_slots * spec.tile.bm * spec.tile.bn * acc_bytes),
+             dev.scratch("flags", 4 * len(table.units), zero=True),
+             dev.scratch("counters", 8 * table.tiles, zero=True)]
     params = GemmParams(
         a=a_ptr, b=b_ptr, c=c_ptr, lda=lda, ldb=ldb, c_rs=c_strides[0], c_cs=c_strides[1],
         alpha=float(alpha), beta=float(beta), cta_offsets=ptrs[0], units=ptrs[1], reads=ptrs[2],
         waits=ptrs[3], items=ptrs[4],
-        workspace=dev.scratch("workspace", table.num_slots * spec.tile.bm * spec.tile.bn * acc_bytes),
-        flags=dev.scratch("flags", 4 * len(table.units), zero=True),
-        counters=dev.scratch("counters", 8 * table.tiles, zero=True),
-        state=dev.state, m=shape.m, n=shape.n, k=shape.k, table_version=TABLE_VERSION)
+        workspace=held[-3].ptr, flags=held[-2].ptr, counters=held[-1].ptr,
+        state=dev.state if needs_epoch(plan) else 0, m=shape.m, n=shape.n, k=shape.k, table_version=TABLE_VERSION)
     assert STATE_WORDS == 2
     items = len(table.items)
     if plan.policy == "atomic" and items:
         steps.append(Step(spec.prescale, dev.function(spec.prescale), items, threads, 0, params))
     steps.append(Step(main, dev.function(main, smem), sched.grid, threads, smem, params))
     if plan.policy == "separate-reduce" and items:
-        steps.append(Step(spec.reduce, dev.function(spec.reduce), items, threads, 0, params))
-    prepared = Prepared(Launch(steps), sched, plan, out, residency, host_c, c_ptr if host_c is not None else 0)
+        rsmem = dev.smem_bytes(spec.reduce)  # stages a C tile (epilogue.cuh)
+        steps.append(Step(spec.reduce, dev.function(spec.reduce, rsmem), items, threads, rsmem, params))
+    prepared = Prepared(Launch(steps, held), sched, plan, out, residency, host_c, c_ptr if host_c is not None else 0)
     return prepared
 
 
-def _operand(dev, op: Operand, name: str, spec: KernelSpec, pack: bool) -> tuple[int, int, PackParams | None]:
+def _operand(dev, op: Operand, name: str, spec: KernelSpec, pack: bool,
+             held: list) -> tuple[int, int, PackParams | None]:
     """Pointer and row stride the kernel reads, and the packing copy an operand read in place by no
     copy width needs (``pack``; NumPy operands are padded on the host)."""
     rows, cols = op.shape
@@ -172,20 +184,23 @@ def _operand(dev, op: Operand, name: str, spec: KernelSpec, pack: bool) -> tuple
     if op.on_host:
         host = np.zeros((rows, ld), dtype=op.obj.dtype)  # type: ignore[attr-defined]
         host[:, :cols] = op.obj
-        ptr = dev.scratch(f"host_{name}", host.nbytes)
+        held.append(dev.scratch(f"host_{name}", host.nbytes))
+        ptr = held[-1].ptr
         dev.copy_in(ptr, host)
         return ptr, ld, None
     if not pack:
         return op.ptr, op.strides[0], None
-    ptr = dev.scratch(f"pack_{name}", rows * ld * spec.itemsize)
+    held.append(dev.scratch(f"pack_{name}", rows * ld * spec.itemsize))
+    ptr = held[-1].ptr
     return ptr, ld, PackParams(src=op.ptr, dst=ptr, rs=op.strides[0], cs=op.strides[1], rows=rows, cols=cols, ld=ld)
 
 
-def _output(dev, A, a: Operand, c: Operand | None, C, shape: GemmShape, spec: KernelSpec, beta: float):
+def _output(dev, A, a: Operand, c: Operand | None, C, shape: GemmShape, spec: KernelSpec, beta: float, held: list):
     """(result object, device pointer, element strides, host array or None)."""
     if a.on_host:
         host = np.empty((shape.m, shape.n), dtype=spec.out_dtype) if C is None else C
-        ptr = dev.scratch("host_C", host.nbytes)
+        held.append(dev.scratch("host_C", host.nbytes))
+        ptr = held[-1].ptr
         dense = np.ascontiguousarray(host)
         if beta != 0.0:
             dev.copy_in(ptr, dense)

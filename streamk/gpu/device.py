@@ -32,12 +32,20 @@ def arch_for(major: int, minor: int) -> str:
     return "sm_90a" if (major, minor) == (9, 0) else f"sm_{major}{minor}"
 
 
-@dataclass
+@dataclass(eq=False)
 class Buffer:
-    """A device allocation that grows on demand (workspace, flags, packed operands)."""
+    """A device allocation (workspace, flags, packed operands, a schedule table). Every prepared
+    launch holds the Buffers its pointers lie in, so growing a scratch buffer or evicting a table
+    never frees memory a launch that is still held can use: a Buffer nothing holds any more puts
+    its pointer on the device's ``retired`` list, freed at the next synchronized growth."""
 
     ptr: int = 0
     nbytes: int = 0
+    retired: list | None = None
+
+    def __del__(self) -> None:
+        if self.ptr and self.retired is not None:
+            self.retired.append(self.ptr)
 
 
 class Device:
@@ -61,7 +69,8 @@ class Device:
         self._smem_limit: dict[str, int] = {}
         self._occupancy: dict[tuple[str, int, int], int] = {}
         self._buffers: dict[str, Buffer] = {}
-        self._tables: dict[bytes, tuple[int, ...]] = {}
+        self._tables: dict[bytes, tuple[Buffer, ...]] = {}
+        self._retired: list[int] = []  # pointers of Buffers nothing holds (Buffer.__del__)
         self._state = self.alloc(8)  # epoch, done counter (schedule_table.cuh StateWord)
         check(drv.cuMemsetD32(self._state, 1, 1), "cuMemsetD32(epoch)")
         check(drv.cuMemsetD32(self._state + 4, 0, 1), "cuMemsetD32(done)")
@@ -109,6 +118,16 @@ class Device:
         check(driver().cuMemcpyDtoH(ctypes.addressof(value), ptr, 4), "cuMemcpyDtoH(smem)")
         return int(value.value)
 
+    def read_global(self, name: str, symbol: str, nbytes: int) -> bytes:
+        """``nbytes`` of the device global ``symbol`` in entry point ``name``'s module (probe traces)."""
+        self.function(name)
+        source = next(s for s, entries in SOURCES.items() if name in entries)
+        ptr, size = check(driver().cuModuleGetGlobal(self._modules[source], symbol.encode()),
+                          f"cuModuleGetGlobal({symbol})")
+        out = ctypes.create_string_buffer(min(int(nbytes), int(size)))
+        check(driver().cuMemcpyDtoH(ctypes.addressof(out), ptr, len(out)), f"cuMemcpyDtoH({symbol})")
+        return out.raw
+
     def block_size(self, name: str) -> int:
         """Threads per block of ``name``: its __launch_bounds__, read from the module."""
         attr = driver().CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
@@ -131,39 +150,39 @@ class Device:
     def alloc(self, nbytes: int) -> int:
         return int(check(driver().cuMemAlloc(max(int(nbytes), 16)), f"cuMemAlloc({nbytes})"))
 
-    def scratch(self, key: str, nbytes: int, *, zero: bool = False) -> int:
-        """A named buffer of at least ``nbytes``; grown (and zeroed if ``zero``) when too small."""
-        buf = self._buffers.setdefault(key, Buffer())
-        if buf.nbytes < nbytes:
-            drv = driver()
-            if buf.ptr:
-                check(drv.cuCtxSynchronize(), "cuCtxSynchronize")  # a launch in flight may use it
-                check(drv.cuMemFree(buf.ptr), "cuMemFree")
-            size = max(int(nbytes), 2 * buf.nbytes, 4096)
-            buf.ptr, buf.nbytes = self.alloc(size), size
+    def scratch(self, key: str, nbytes: int, *, zero: bool = False) -> Buffer:
+        """The named buffer of at least ``nbytes``: a new (zeroed if ``zero``) one, at least twice
+        as large, when the current one is too small; launches holding the old one keep it."""
+        buf = self._buffers.get(key)
+        if buf is None or buf.nbytes < nbytes:
+            size = max(int(nbytes), 2 * buf.nbytes if buf else 0, 4096)
+            buf = self._buffers[key] = self._new_buffer(size)
             if zero:
-                check(drv.cuMemsetD8(buf.ptr, 0, size), "cuMemsetD8")
-        return buf.ptr
+                check(driver().cuMemsetD8(buf.ptr, 0, size), "cuMemsetD8")
+        return buf
 
-    def upload(self, arrays) -> tuple[int, ...]:
+    def _new_buffer(self, nbytes: int) -> Buffer:
+        if self._retired:  # free what nothing holds; a launch in flight may still read it
+            drv = driver()
+            check(drv.cuCtxSynchronize(), "cuCtxSynchronize")
+            while self._retired:
+                check(drv.cuMemFree(self._retired.pop()), "cuMemFree")
+        return Buffer(self.alloc(nbytes), int(nbytes), self._retired)
+
+    def upload(self, arrays) -> tuple[Buffer, ...]:
         """Device copies of int32 arrays, cached by content (schedule tables repeat)."""
         key = b"".join(a.tobytes() + len(a.tobytes()).to_bytes(8, "little") for a in arrays)
         if key in self._tables:
             return self._tables[key]
-        drv = driver()
         if len(self._tables) >= TABLE_CACHE_ENTRIES:
-            check(drv.cuCtxSynchronize(), "cuCtxSynchronize")
-            for ptrs in self._tables.values():
-                for p in ptrs:
-                    check(drv.cuMemFree(p), "cuMemFree")
-            self._tables.clear()
-        ptrs = []
+            self._tables.clear()  # launches that hold a table keep it
+        bufs = []
         for a in arrays:
-            p = self.alloc(a.nbytes)
+            buf = self._new_buffer(max(a.nbytes, 16))
             if a.nbytes:
-                check(drv.cuMemcpyHtoD(p, a.ctypes.data, a.nbytes), "cuMemcpyHtoD(table)")
-            ptrs.append(p)
-        self._tables[key] = tuple(ptrs)
+                check(driver().cuMemcpyHtoD(buf.ptr, a.ctypes.data, a.nbytes), "cuMemcpyHtoD(table)")
+            bufs.append(buf)
+        self._tables[key] = tuple(bufs)
         return self._tables[key]
 
     def copy_in(self, ptr: int, host) -> None:

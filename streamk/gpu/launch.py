@@ -61,6 +61,7 @@ class Step:
 @dataclass
 class Launch:
     steps: list[Step]
+    buffers: list = field(default_factory=list, repr=False)  # device memory its pointers lie in
 
     def enqueue(self, stream: int = 0) -> None:
         for step in self.steps:

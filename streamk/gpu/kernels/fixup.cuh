@@ -18,65 +18,11 @@
 // give bitwise-identical C); the host refuses schedules whose waits could deadlock.
 #pragma once
 
+#include "epilogue.cuh"
 #include "ptx.cuh"
 #include "schedule_table.cuh"
 
 namespace streamk {
-
-// Fragment elements 2j and 2j+1 of a thread are neighbours (r, c) and (r, c+1): with unit column
-// stride and 8-byte aligned rows they go out as one 8/16-byte store.
-template <class ML>
-__device__ __forceinline__ void write_c(const GemmParams& p, int m0, int n0,
-                                        const typename ML::Acc (&acc)[ML::ACC], int tid) {
-  using Acc = typename ML::Acc;
-  Acc* C = static_cast<Acc*>(p.c);
-  const Acc alpha = static_cast<Acc>(p.alpha), beta = static_cast<Acc>(p.beta);
-  const bool paired = p.c_cs == 1 && p.c_rs % 2 == 0 && (reinterpret_cast<unsigned long long>(C) % (2 * sizeof(Acc))) == 0;
-#pragma unroll
-  for (int i = 0; i < ML::ACC; i += 2) {
-    int r, c;
-    ML::coord(i, tid, r, c);
-    r += m0;
-    c += n0;
-    if (r >= p.m) continue;
-    Acc* dst = C + r * p.c_rs + c * p.c_cs;
-    Acc v0 = alpha * acc[i], v1 = alpha * acc[i + 1];
-    if (paired && c + 1 < p.n) {
-      if (beta != Acc(0)) {
-        v0 += beta * dst[0];
-        v1 += beta * dst[1];
-      }
-      Acc pair[2] = {v0, v1};
-      if (sizeof(Acc) == 4) {
-        *reinterpret_cast<unsigned long long*>(dst) = *reinterpret_cast<unsigned long long*>(pair);
-      } else {
-        *reinterpret_cast<ulonglong2*>(dst) = *reinterpret_cast<ulonglong2*>(pair);
-      }
-    } else {
-      if (c < p.n) *dst = beta != Acc(0) ? v0 + beta * *dst : v0;
-      if (c + 1 < p.n) {
-        Acc* dst1 = dst + p.c_cs;
-        *dst1 = beta != Acc(0) ? v1 + beta * *dst1 : v1;
-      }
-    }
-  }
-}
-
-template <class ML>
-__device__ __forceinline__ void atomic_c(const GemmParams& p, int m0, int n0,
-                                         const typename ML::Acc (&acc)[ML::ACC], int tid) {
-  using Acc = typename ML::Acc;
-  Acc* C = static_cast<Acc*>(p.c);
-  const Acc alpha = static_cast<Acc>(p.alpha);
-#pragma unroll
-  for (int i = 0; i < ML::ACC; ++i) {
-    int r, c;
-    ML::coord(i, tid, r, c);
-    r += m0;
-    c += n0;
-    if (r < p.m && c < p.n) atomicAdd(C + r * p.c_rs + c * p.c_cs, alpha * acc[i]);
-  }
-}
 
 template <class ML>
 __device__ __forceinline__ typename ML::Acc* slot_ptr(const GemmParams& p, int slot) {
@@ -179,15 +125,40 @@ __device__ __forceinline__ void finish_launch(const GemmParams& p) {
   }
 }
 
+#ifdef STREAMK_TRACE
+// Probe builds only (STREAMK_DEFINES=STREAMK_TRACE=1, benchmarks/gpu_probe.py): per CTA, the
+// %globaltimer (ns) at entry, when its first unit's mainloop starts (table and epoch read), when
+// that mainloop ends, and when its last epilogue ends; the host reads it by name.
+constexpr int TRACE_CTAS = 8192;
+extern "C" {
+__device__ unsigned long long streamk_trace[TRACE_CTAS * 4];
+}
+__device__ __forceinline__ void trace(int event) {
+  if (threadIdx.x == 0 && blockIdx.x < TRACE_CTAS) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    streamk_trace[blockIdx.x * 4 + event] = t;
+  }
+}
+#else
+__device__ __forceinline__ void trace(int) {}
+#endif
+
 template <class ML>
 __device__ __forceinline__ void run_schedule(const GemmParams& p, unsigned char* smem) {
   using Acc = typename ML::Acc;
   __shared__ unsigned launch_epoch;
   const int tid = threadIdx.x;
+  trace(0);
   if (p.table_version != TABLE_VERSION) __trap();
-  if (tid == 0) launch_epoch = ld_volatile(p.state + STATE_EPOCH);
-  __syncthreads();
-  const unsigned epoch = launch_epoch;
+  // state is null when no unit signals, waits or arrives (the host checks): such a launch needs
+  // no epoch, so it skips the epoch read and the end-of-launch count (~1 us, LOG.md v10)
+  const bool epochs = p.state != nullptr;
+  if (epochs) {
+    if (tid == 0) launch_epoch = ld_volatile(p.state + STATE_EPOCH);
+    __syncthreads();
+  }
+  const unsigned epoch = epochs ? launch_epoch : 0u;
   const int first = p.cta_offsets[blockIdx.x], last = p.cta_offsets[blockIdx.x + 1];
   for (int u = first; u < last; ++u) {
     const int* row = p.units + u * UNIT_FIELDS;
@@ -197,7 +168,9 @@ __device__ __forceinline__ void run_schedule(const GemmParams& p, unsigned char*
     Acc acc[ML::ACC];
 #pragma unroll
     for (int i = 0; i < ML::ACC; ++i) acc[i] = Acc(0);
+    if (u == first) trace(1);
     ML::mainloop(p, m0, n0, row[U_K_BEGIN], row[U_K_END], smem, acc);
+    if (u == first) trace(2);
 
     // Each epilogue piece appears once (the unrolled loops are large): sum peers' slots, store
     // our own, signal, write or add to C, as the unit's action asks.
@@ -217,22 +190,24 @@ __device__ __forceinline__ void run_schedule(const GemmParams& p, unsigned char*
     }
     if (action == ACT_PARTIAL || action == ACT_HANDOFF || action == ACT_DEFER) store_slot<ML>(p, slot, acc, tid);
     if (action == ACT_PARTIAL || action == ACT_HANDOFF) signal(p, u, epoch);
-    if (writes) write_c<ML>(p, m0, n0, acc, tid);
-    if (action == ACT_ATOMIC) atomic_c<ML>(p, m0, n0, acc, tid);
+    if (writes) write_c<ML>(p, m0, n0, acc, tid, smem);
+    if (action == ACT_ATOMIC) atomic_c<ML>(p, m0, n0, acc, tid, smem);
   }
-  finish_launch(p);
+  trace(3);
+  if (epochs) finish_launch(p);
 }
 
-// Separate-reduce pass: block b sums split tile b's slots in k order and writes C.
+// Separate-reduce pass: block b sums split tile b's slots in k order and writes C (`smem`:
+// TileStage<ML>::BYTES of dynamic shared memory).
 template <class ML>
-__device__ __forceinline__ void reduce_items(const GemmParams& p) {
+__device__ __forceinline__ void reduce_items(const GemmParams& p, unsigned char* smem) {
   using Acc = typename ML::Acc;
   const int* item = p.items + blockIdx.x * ITEM_FIELDS;
   const int offset = item[I_READS_OFFSET], count = item[I_READS_COUNT];
   Acc acc[ML::ACC];
   load_slot<ML>(p, p.reads[offset], acc, threadIdx.x);
   for (int j = 1; j < count; ++j) add_slot<ML>(p, p.reads[offset + j], acc, threadIdx.x);
-  write_c<ML>(p, item[I_TILE_M] * ML::BM, item[I_TILE_N] * ML::BN, acc, threadIdx.x);
+  write_c<ML>(p, item[I_TILE_M] * ML::BM, item[I_TILE_N] * ML::BN, acc, threadIdx.x, smem);
 }
 
 // Atomic prologue: block b sets split tile b's C to beta*C (0 when beta == 0: C is not read).

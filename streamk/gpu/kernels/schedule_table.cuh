@@ -72,7 +72,7 @@ struct GemmParams {
   void* workspace;                 // num_slots x BM x BN accumulators, fragment layout
   unsigned* flags;                 // one per unit row, holds the epoch of its last signal
   unsigned long long* counters;    // one per tile: epoch << 32 | arrivals (last-arrival)
-  unsigned* state;                 // STATE_WORDS words
+  unsigned* state;                 // STATE_WORDS words; null: no unit signals, waits or arrives
   int m;
   int n;
   int k;

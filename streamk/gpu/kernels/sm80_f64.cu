@@ -84,6 +84,8 @@ struct Sm80Double {
   }
 };
 
+static_assert(TileStage<Sm80Double<>>::BYTES <= sm80_f64::SMEM_BYTES, "the epilogue stages a C tile in the pipeline's shared memory");
+
 }  // namespace streamk
 
 using streamk::GemmParams;
@@ -102,8 +104,10 @@ extern "C" __global__ void __launch_bounds__(streamk::sm80_f64::THREADS, 2) stre
   streamk::run_schedule<streamk::Sm80Double<8>>(p, smem);
 }
 
+extern "C" __constant__ int streamk_reduce_f64_smem = streamk::TileStage<streamk::Sm80Double<>>::BYTES;
 extern "C" __global__ void __launch_bounds__(streamk::sm80_f64::THREADS) streamk_reduce_f64(const GemmParams p) {
-  streamk::reduce_items<streamk::Sm80Double<>>(p);
+  extern __shared__ __align__(16) unsigned char smem[];
+  streamk::reduce_items<streamk::Sm80Double<>>(p, smem);
 }
 
 extern "C" __global__ void __launch_bounds__(streamk::sm80_f64::THREADS) streamk_prescale_f64(const GemmParams p) {

@@ -91,6 +91,8 @@ struct Sm80Half {
   }
 };
 
+static_assert(TileStage<Sm80Half<false>>::BYTES <= sm80::SMEM_BYTES, "the epilogue stages a C tile in the pipeline's shared memory");
+
 }  // namespace streamk
 
 // The main entry points of one copy width: streamk_sm80_f16<SUFFIX> and streamk_sm80_bf16<SUFFIX>

@@ -1,0 +1,155 @@
+"""Where the time of a small GEMM goes: launch, lone-CTA iterations, co-resident CTAs, fixup.
+
+    PYTHONPATH=. python3 benchmarks/gpu_probe.py            # timings (CUDA graphs, medians)
+    STREAMK_DEFINES=STREAMK_TRACE=1 PYTHONPATH=. python3 benchmarks/gpu_probe.py --trace
+
+The first form times, as CUDA-graph replays interleaved per group (streamk.gpu.bench's method),
+an empty torch kernel, one 128x128 tile over k (a lone CTA), one and two tiles per SM, one tile
+split over s CTAs, a 40-tile problem under several grids, and tiny raw shapes against cuBLAS.
+The second runs a trace build (fixup.cuh's STREAMK_TRACE: %globaltimer per CTA at entry, first
+mainloop start and end, last epilogue end) and prints the phases of single launches.
+Every case uses 16-byte aligned operands unless its name says raw, so no packing is timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import struct
+import sys
+
+import torch
+
+from streamk.gpu.api import prepare
+from streamk.gpu.bench import time_interleaved
+from streamk.gpu.device import current
+
+
+def operands(m: int, n: int, k: int):
+    A = torch.randn(m, k, device="cuda").half()
+    B = torch.randn(k, n, device="cuda").half()
+    C = torch.empty(m, n, device="cuda", dtype=torch.float32)
+    return A, B, C
+
+
+def ours(A, B, C, stream, **kw):
+    p = prepare(A, B, C, **kw)
+    return p, (lambda: p.launch.enqueue(stream.cuda_stream))
+
+
+def group(title: str, cases: dict, stream) -> dict:
+    times = time_interleaved({name: fn for name, (fn, _) in cases.items()}, stream)
+    print(f"\n== {title}")
+    for name, (med, p20, p80) in times.items():
+        print(f"{name:<44} {cases[name][1]:>18} {med * 1e3:9.2f} us  (p20 {p20 * 1e3:.2f}, p80 {p80 * 1e3:.2f})")
+    return times
+
+
+def timings(stream) -> None:
+    keep = []  # tensors and launches must outlive the graphs of their group
+
+    def add(cases, name, shape, cublas=False, **kw):
+        A, B, C = operands(*shape)
+        keep.append((A, B, C))
+        if cublas:
+            cases[f"cublas {name}"] = ((lambda A=A, B=B: torch.mm(A, B, out_dtype=torch.float32)), "")
+        p, fn = ours(A, B, C, stream, **kw)
+        keep.append(p)
+        cases[name] = (fn, f"grid {p.schedule.grid} {'+'.join(s.removeprefix('streamk_') for s in p.launch.names)}")
+
+    x = torch.zeros(1, device="cuda")
+    cases = {"noop (torch add_ on 1 element)": ((lambda: x.add_(1)), "")}
+    for k in (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192):
+        add(cases, f"1 tile 128x128x{k}", (128, 128, k), cublas=k in (64, 1024, 8192), schedule="data-parallel")
+    group("lone CTA: one 128x128 tile, k = 32 .. 8192", cases, stream)
+
+    cases = {}
+    for tiles, (m, n) in ((132, (1536, 1408)), (264, (1536, 2816)), (528, (3072, 2816))):
+        for k in (64, 256, 1024, 4096):
+            add(cases, f"{tiles} tiles {m}x{n}x{k}", (m, n, k), cublas=k == 1024, schedule="data-parallel")
+    group("full machine: 1, 2 and 4 tiles per SM", cases, stream)
+
+    cases = {}
+    for fixup in ("owner-waits", "last-arrival"):
+        for s in (1, 2, 4, 8, 16, 32, 64):
+            add(cases, f"1 tile 128x128x4096 split {s} {fixup}", (128, 128, 4096), schedule="fixed-split",
+                splits=s, fixup=fixup)
+    group("fixup: one tile split over s CTAs", cases, stream)
+
+    cases = {}
+    shape = (2560, 256, 288)  # 40 tiles of 9 iterations (like 2490x167x261)
+    add(cases, "40 tiles x 9 it DP", shape, cublas=True, schedule="data-parallel")
+    for g in (80, 120, 132, 264):
+        add(cases, f"40 tiles x 9 it stream-k grid {g}", shape, schedule="stream-k", grid=g)
+    for s in (2, 3):
+        add(cases, f"40 tiles x 9 it fixed-split {s}", shape, schedule="fixed-split", splits=s)
+    add(cases, "40 tiles x 9 it auto", shape, schedule="auto")
+    group("a 40-tile problem under several grids", cases, stream)
+
+    cases = {}
+    for shape in ((426, 181, 199), (185, 134, 1362), (2490, 167, 261)):
+        name = "x".join(map(str, shape))
+        A, B, C = operands(*shape)
+        keep.append((A, B, C))
+        cases[f"cublas raw {name}"] = ((lambda A=A, B=B: torch.mm(A, B, out_dtype=torch.float32)), "")
+        p, fn = ours(A, B, C, stream, schedule="auto")
+        keep.append(p)
+        cases[f"auto raw {name}"] = (fn, f"grid {p.schedule.grid} {'+'.join(s.removeprefix('streamk_') for s in p.launch.names)}")
+        packs = [st for st in p.launch.steps if "pack" in st.name]
+        if packs:
+            cases[f"pack only {name}"] = ((lambda packs=packs: [st.enqueue(stream.cuda_stream) for st in packs]), "")
+    group("tiny raw shapes (packing included)", cases, stream)
+
+
+def traces(stream) -> None:
+    dev = current()
+    print("\n== traces (one launch each; us; phases: median [min, max] over CTAs)")
+    print(f"{'case':<40} {'event':>7} {'span':>7} {'skew':>6} {'prologue':>16} {'mainloop':>18} {'epilogue+':>16}")
+    for name, shape, kw in (
+            ("1 tile k=64", (128, 128, 64), dict(schedule="data-parallel")),
+            ("1 tile k=1024", (128, 128, 1024), dict(schedule="data-parallel")),
+            ("132 tiles k=1024", (1536, 1408, 1024), dict(schedule="data-parallel")),
+            ("264 tiles k=1024", (1536, 2816, 1024), dict(schedule="data-parallel")),
+            ("528 tiles k=1024", (3072, 2816, 1024), dict(schedule="data-parallel")),
+            ("1 tile k=4096 split 8 owner-waits", (128, 128, 4096), dict(schedule="fixed-split", splits=8)),
+            ("40 tiles x 9 it stream-k 120", (2560, 256, 288), dict(schedule="stream-k", grid=120))):
+        A, B, C = operands(*shape)
+        p = prepare(A, B, C, **kw)
+        entry = p.launch.names[-1]
+        with torch.cuda.stream(stream):
+            for _ in range(5):
+                p.launch.enqueue(stream.cuda_stream)
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record(stream)
+            p.launch.enqueue(stream.cuda_stream)
+            e1.record(stream)
+        torch.cuda.synchronize()
+        grid = p.schedule.grid
+        raw = struct.unpack(f"<{grid * 4}Q", dev.read_global(entry, "streamk_trace", grid * 32))
+        t = [raw[i * 4:(i + 1) * 4] for i in range(grid)]
+        t0 = min(r[0] for r in t)
+
+        def span(a, b):
+            xs = [(r[b] - r[a]) / 1e3 for r in t]
+            return f"{statistics.median(xs):6.2f} [{min(xs):.1f},{max(xs):.1f}]"
+
+        print(f"{name:<40} {e0.elapsed_time(e1) * 1e3:7.2f} {(max(r[3] for r in t) - t0) / 1e3:7.2f} "
+              f"{(max(r[0] for r in t) - t0) / 1e3:6.2f} {span(0, 1):>16} {span(1, 2):>18} {span(2, 3):>16}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trace", action="store_true", help="phases from a STREAMK_TRACE=1 build")
+    args = ap.parse_args()
+    dev = current()
+    print(f"device {dev.name} ({dev.arch}, {dev.sms} SMs), torch {torch.__version__}")
+    stream = torch.cuda.Stream()
+    if args.trace:
+        traces(stream)
+    else:
+        timings(stream)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+// epilogue.cuh: C = alpha*acc + beta*C and the atomic policy's C += alpha*acc, through shared
+// memory. Why not straight from the mma fragments: that was 64 unrolled, predicated element pairs
+// per thread (~3,300 SASS instructions, executed once each, so nearly every one an instruction-
+// cache miss) and took ~4.6 us per tile even for a lone CTA on an H100 (benchmarks/LOG.md v10).
+// Here the fragments go to shared memory as element pairs (the pipeline's buffers are free once
+// the mainloop has retired every copy), then a short loop stores whole rows: 16-, 8- or 4-byte
+// coalesced accesses where C's rows allow, one element at a time for any other strides.
+#pragma once
+
+#include "schedule_table.cuh"
+
+namespace streamk {
+
+template <class ML>
+struct TileStage {
+  using Acc = typename ML::Acc;
+  // Row stride (elements): 8 elements of padding make a half-warp's 8-byte pair stores (4 rows x
+  // 32 B for FP32) and a quarter-warp's 16-byte ones (2 rows x 64 B for FP64) bank-conflict-free.
+  static constexpr int LD = ML::BN + 8;
+  static constexpr int BYTES = ML::BM * LD * static_cast<int>(sizeof(Acc));
+  struct alignas(2 * sizeof(Acc)) Pair {
+    Acc x, y;
+  };
+
+  // Fragment elements 2j and 2j+1 of a thread are neighbours (r, c), (r, c+1): one pair store.
+  static __device__ __forceinline__ void store(unsigned char* smem, const Acc (&acc)[ML::ACC], int tid) {
+    Acc* s = reinterpret_cast<Acc*>(smem);
+#pragma unroll
+    for (int i = 0; i < ML::ACC; i += 2) {
+      int r, c;
+      ML::coord(i, tid, r, c);
+      *reinterpret_cast<Pair*>(s + r * LD + c) = Pair{acc[i], acc[i + 1]};
+    }
+    __syncthreads();
+  }
+};
+
+template <class T, int V>
+struct alignas(V * sizeof(T)) Vec {
+  T v[V];
+};
+
+// Rows of a unit-column-stride C, V elements per access (base and row stride V-aligned).
+template <class ML, int V>
+__device__ __forceinline__ void store_rows(const GemmParams& p, const unsigned char* smem, int m0, int n0, int tid) {
+  using Acc = typename ML::Acc;
+  using S = TileStage<ML>;
+  constexpr int PER_ROW = ML::BN / V;  // accesses per tile row
+  static_assert(ML::THREADS % PER_ROW == 0, "whole rows per pass");
+  constexpr int ROWS_PER_PASS = ML::THREADS / PER_ROW;
+  const int rows = min(ML::BM, p.m - m0), cols = min(ML::BN, p.n - n0);
+  const int c = (tid % PER_ROW) * V;
+  if (c >= cols) return;
+  const Acc alpha = static_cast<Acc>(p.alpha), beta = static_cast<Acc>(p.beta);
+  const Acc* s = reinterpret_cast<const Acc*>(smem) + c;
+  Acc* dst = static_cast<Acc*>(p.c) + static_cast<long long>(m0) * p.c_rs + n0 + c;
+  const int whole = cols - c >= V ? V : cols - c;  // elements of this thread's access inside n
+  for (int r = tid / PER_ROW; r < rows; r += ROWS_PER_PASS) {
+    const Vec<Acc, V> in = *reinterpret_cast<const Vec<Acc, V>*>(s + r * S::LD);
+    Acc* d = dst + static_cast<long long>(r) * p.c_rs;
+    if (whole == V) {
+      Vec<Acc, V> out;
+      if (beta != Acc(0)) {
+        out = *reinterpret_cast<const Vec<Acc, V>*>(d);
+#pragma unroll
+        for (int j = 0; j < V; ++j) out.v[j] = alpha * in.v[j] + beta * out.v[j];
+      } else {
+#pragma unroll
+        for (int j = 0; j < V; ++j) out.v[j] = alpha * in.v[j];
+      }
+      *reinterpret_cast<Vec<Acc, V>*>(d) = out;
+    } else {
+      for (int j = 0; j < whole; ++j) d[j] = beta != Acc(0) ? alpha * in.v[j] + beta * d[j] : alpha * in.v[j];
+    }
+  }
+}
+
+// Any strides (column-major C walks down columns so warps stay coalesced); ATOMIC adds alpha*acc.
+template <class ML, bool ATOMIC>
+__device__ __forceinline__ void store_any(const GemmParams& p, const unsigned char* smem, int m0, int n0, int tid) {
+  using Acc = typename ML::Acc;
+  using S = TileStage<ML>;
+  const int rows = min(ML::BM, p.m - m0), cols = min(ML::BN, p.n - n0);
+  const bool down = p.c_rs == 1 && p.c_cs != 1;
+  const Acc alpha = static_cast<Acc>(p.alpha), beta = static_cast<Acc>(p.beta);
+  const Acc* s = reinterpret_cast<const Acc*>(smem);
+  Acc* C = static_cast<Acc*>(p.c) + static_cast<long long>(m0) * p.c_rs + static_cast<long long>(n0) * p.c_cs;
+  for (int e = tid; e < ML::BM * ML::BN; e += ML::THREADS) {
+    const int r = down ? e % ML::BM : e / ML::BN, c = down ? e / ML::BM : e % ML::BN;
+    if (r >= rows || c >= cols) continue;
+    Acc* d = C + static_cast<long long>(r) * p.c_rs + static_cast<long long>(c) * p.c_cs;
+    const Acc v = alpha * s[r * S::LD + c];
+    if (ATOMIC) {
+      atomicAdd(d, v);
+    } else {
+      *d = beta != Acc(0) ? v + beta * *d : v;
+    }
+  }
+}
+
+// C tile (m0, n0) = alpha*acc + beta*C (beta == 0: C is never read). `smem` holds at least
+// TileStage<ML>::BYTES and no copy or read of it may be in flight; it is free again on return.
+template <class ML>
+__device__ __forceinline__ void write_c(const GemmParams& p, int m0, int n0, const typename ML::Acc (&acc)[ML::ACC],
+                                        int tid, unsigned char* smem) {
+  using Acc = typename ML::Acc;
+  TileStage<ML>::store(smem, acc, tid);
+  const unsigned long long base = reinterpret_cast<unsigned long long>(p.c);
+  const auto aligned = [&](unsigned bytes) {
+    return base % bytes == 0 && (static_cast<unsigned long long>(p.c_rs) * sizeof(Acc)) % bytes == 0;
+  };
+  if (p.c_cs == 1 && aligned(16)) {
+    store_rows<ML, 16 / sizeof(Acc)>(p, smem, m0, n0, tid);
+  } else if (sizeof(Acc) == 4 && p.c_cs == 1 && aligned(8)) {
+    store_rows<ML, 2>(p, smem, m0, n0, tid);
+  } else if (p.c_cs == 1) {
+    store_rows<ML, 1>(p, smem, m0, n0, tid);
+  } else {
+    store_any<ML, false>(p, smem, m0, n0, tid);
+  }
+  __syncthreads();
+}
+
+// C tile (m0, n0) += alpha*acc atomically (the atomic policy; the host prescaled C by beta).
+template <class ML>
+__device__ __forceinline__ void atomic_c(const GemmParams& p, int m0, int n0, const typename ML::Acc (&acc)[ML::ACC],
+                                         int tid, unsigned char* smem) {
+  TileStage<ML>::store(smem, acc, tid);
+  store_any<ML, true>(p, smem, m0, n0, tid);
+  __syncthreads();
+}
+
+}  // namespace streamk
