@@ -101,50 +101,100 @@ def timings(stream) -> None:
     group("tiny raw shapes (packing included)", cases, stream)
 
 
+TRACE_UNITS, TRACE_WORDS = 5, 16  # fixup.cuh's trace layout
+
+
+def trace_launch(p, stream) -> tuple[float, list[tuple[int, ...]]]:
+    """One launch of prepared ``p`` after warm-up: (event us, per-CTA timestamps in ns)."""
+    with torch.cuda.stream(stream):
+        for _ in range(5):
+            p.launch.enqueue(stream.cuda_stream)
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record(stream)
+        p.launch.enqueue(stream.cuda_stream)
+        e1.record(stream)
+    torch.cuda.synchronize()
+    grid = min(p.schedule.grid, 8192)
+    raw = struct.unpack(f"<{grid * TRACE_WORDS}Q",
+                        current().read_global(p.launch.names[-1], "streamk_trace", grid * TRACE_WORDS * 8))
+    return e0.elapsed_time(e1) * 1e3, [raw[i * TRACE_WORDS:(i + 1) * TRACE_WORDS] for i in range(grid)]
+
+
 def traces(stream) -> None:
-    dev = current()
-    print("\n== traces (one launch each; us; phases: median [min, max] over CTAs)")
-    print(f"{'case':<40} {'event':>7} {'span':>7} {'skew':>6} {'prologue':>16} {'mainloop':>18} {'epilogue+':>16}")
-    for name, shape, kw in (
-            ("1 tile k=64", (128, 128, 64), dict(schedule="data-parallel")),
-            ("1 tile k=1024", (128, 128, 1024), dict(schedule="data-parallel")),
-            ("132 tiles k=1024", (1536, 1408, 1024), dict(schedule="data-parallel")),
-            ("264 tiles k=1024", (1536, 2816, 1024), dict(schedule="data-parallel")),
-            ("528 tiles k=1024", (3072, 2816, 1024), dict(schedule="data-parallel")),
-            ("1 tile k=4096 split 8 owner-waits", (128, 128, 4096), dict(schedule="fixed-split", splits=8)),
-            ("40 tiles x 9 it stream-k 120", (2560, 256, 288), dict(schedule="stream-k", grid=120))):
+    from streamk.fixup import Action
+
+    print("\n== traces (one launch each, us). span: first CTA start to last unit end; per action: units, "
+          "mainloop us per MAC iteration (median), epilogue (fixup included) median / p90 / max")
+    cases = [("1 tile k=64", (128, 128, 64), dict(schedule="data-parallel")),
+             ("1 tile k=1024", (128, 128, 1024), dict(schedule="data-parallel")),
+             ("132 tiles k=1024", (1536, 1408, 1024), dict(schedule="data-parallel")),
+             ("264 tiles k=1024", (1536, 2816, 1024), dict(schedule="data-parallel")),
+             ("1 tile k=4096 split 8", (128, 128, 4096), dict(schedule="fixed-split", splits=8)),
+             ("40 tiles x 9 it stream-k 120", (2560, 256, 288), dict(schedule="stream-k", grid=120))]
+    for shape in ((2176, 3200, 3200), (1280, 1536, 6720)):  # 425 tiles x 100 it; 120 tiles x 210 it
+        cases += [(f"{shape} {d}", shape, dict(schedule=d, **kw)) for d, kw in
+                  (("data-parallel", {}), ("auto", {}), ("stream-k", {"grid": 264}), ("stream-k", {"grid": 132}))]
+    for name, shape, kw in cases:
         A, B, C = operands(*shape)
         p = prepare(A, B, C, **kw)
-        entry = p.launch.names[-1]
-        with torch.cuda.stream(stream):
-            for _ in range(5):
-                p.launch.enqueue(stream.cuda_stream)
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record(stream)
-            p.launch.enqueue(stream.cuda_stream)
-            e1.record(stream)
-        torch.cuda.synchronize()
-        grid = p.schedule.grid
-        raw = struct.unpack(f"<{grid * 4}Q", dev.read_global(entry, "streamk_trace", grid * 32))
-        t = [raw[i * 4:(i + 1) * 4] for i in range(grid)]
+        event, t = trace_launch(p, stream)
+        s, plan = p.schedule, p.plan
         t0 = min(r[0] for r in t)
+        ends = []
+        per_action: dict[str, tuple[list, list]] = {}
+        offsets = s.cta_offsets
+        for cta, r in enumerate(t):
+            for j in range(min(TRACE_UNITS, int(offsets[cta + 1] - offsets[cta]))):
+                u = int(offsets[cta]) + j
+                start, stop, done = r[1 + 3 * j:4 + 3 * j]
+                iters = int(s.units[u, 2] - s.units[u, 1])
+                ml, ep = per_action.setdefault(Action(int(plan.action[u])).name, ([], []))
+                ml.append((stop - start) / 1e3 / max(iters, 1))
+                ep.append((done - stop) / 1e3)
+                ends.append(done)
+        span = (max(ends) - t0) / 1e3
+        parts = []
+        for action, (ml, ep) in per_action.items():
+            ep.sort()
+            parts.append(f"{action} {len(ep)}: {statistics.median(ml):.3f}/it, epi {statistics.median(ep):.2f}"
+                         f"/{ep[int(0.9 * (len(ep) - 1))]:.2f}/{ep[-1]:.2f}")
+        print(f"{name:<44} grid {s.grid:>4} event {event:8.2f} span {span:8.2f} | " + " | ".join(parts))
 
-        def span(a, b):
-            xs = [(r[b] - r[a]) / 1e3 for r in t]
-            return f"{statistics.median(xs):6.2f} [{min(xs):.1f},{max(xs):.1f}]"
 
-        print(f"{name:<40} {e0.elapsed_time(e1) * 1e3:7.2f} {(max(r[3] for r in t) - t0) / 1e3:7.2f} "
-              f"{(max(r[0] for r in t) - t0) / 1e3:6.2f} {span(0, 1):>16} {span(1, 2):>18} {span(2, 3):>16}")
+def big(stream, reps: int = 10) -> None:
+    """8192^3 timed alone (no cuBLAS replays in between to heat the GPU), then cuBLAS alone."""
+    print("\n== 8192^3, each variant alone: median of back-to-back launches")
+    m = n = k = 8192
+    A, B, C = operands(m, n, k)
+    variants = [("data-parallel", dict(schedule="data-parallel")), ("auto", dict(schedule="auto")),
+                ("data-parallel grouped-8", dict(schedule="data-parallel", tile_order="grouped-8"))]
+    fns = [(name, ours(A, B, C, stream, **kw)[1]) for name, kw in variants]
+    fns.append(("cublas", lambda: torch.mm(A, B, out_dtype=torch.float32)))
+    for name, fn in fns:
+        with torch.cuda.stream(stream):
+            for _ in range(3):
+                fn()
+            events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+            for e0, e1 in events:
+                e0.record(stream)
+                fn()
+                e1.record(stream)
+        torch.cuda.synchronize()
+        ms = statistics.median(e0.elapsed_time(e1) for e0, e1 in events)
+        print(f"{name:<28} {ms * 1e3:9.1f} us  {2 * m * n * k / ms / 1e9:6.1f} TFLOP/s")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", action="store_true", help="phases from a STREAMK_TRACE=1 build")
+    ap.add_argument("--big", action="store_true", help="only 8192^3, each variant alone")
     args = ap.parse_args()
     dev = current()
     print(f"device {dev.name} ({dev.arch}, {dev.sms} SMs), torch {torch.__version__}")
     stream = torch.cuda.Stream()
-    if args.trace:
+    if args.big:
+        big(stream)
+    elif args.trace:
         traces(stream)
     else:
         timings(stream)

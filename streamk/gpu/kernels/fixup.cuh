@@ -127,21 +127,21 @@ __device__ __forceinline__ void finish_launch(const GemmParams& p) {
 
 #ifdef STREAMK_TRACE
 // Probe builds only (STREAMK_DEFINES=STREAMK_TRACE=1, benchmarks/gpu_probe.py): per CTA, the
-// %globaltimer (ns) at entry, when its first unit's mainloop starts (table and epoch read), when
-// that mainloop ends, and when its last epilogue ends; the host reads it by name.
-constexpr int TRACE_CTAS = 8192;
+// %globaltimer (ns) at entry, then for each of its first TRACE_UNITS units when the mainloop
+// starts, when it ends and when the unit's epilogue (fixup included) ends; the host reads it.
+constexpr int TRACE_CTAS = 8192, TRACE_UNITS = 5, TRACE_WORDS = 1 + 3 * TRACE_UNITS;
 extern "C" {
-__device__ unsigned long long streamk_trace[TRACE_CTAS * 4];
+__device__ unsigned long long streamk_trace[TRACE_CTAS * TRACE_WORDS];
 }
-__device__ __forceinline__ void trace(int event) {
-  if (threadIdx.x == 0 && blockIdx.x < TRACE_CTAS) {
+__device__ __forceinline__ void trace(int unit, int event) {
+  if (threadIdx.x == 0 && blockIdx.x < TRACE_CTAS && unit < TRACE_UNITS) {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    streamk_trace[blockIdx.x * 4 + event] = t;
+    streamk_trace[blockIdx.x * TRACE_WORDS + (unit < 0 ? 0 : 1 + 3 * unit + event)] = t;
   }
 }
 #else
-__device__ __forceinline__ void trace(int) {}
+__device__ __forceinline__ void trace(int, int) {}
 #endif
 
 template <class ML>
@@ -149,7 +149,7 @@ __device__ __forceinline__ void run_schedule(const GemmParams& p, unsigned char*
   using Acc = typename ML::Acc;
   __shared__ unsigned launch_epoch;
   const int tid = threadIdx.x;
-  trace(0);
+  trace(-1, 0);
   if (p.table_version != TABLE_VERSION) __trap();
   // state is null when no unit signals, waits or arrives (the host checks): such a launch needs
   // no epoch, so it skips the epoch read and the end-of-launch count (~1 us, LOG.md v10)
@@ -168,9 +168,9 @@ __device__ __forceinline__ void run_schedule(const GemmParams& p, unsigned char*
     Acc acc[ML::ACC];
 #pragma unroll
     for (int i = 0; i < ML::ACC; ++i) acc[i] = Acc(0);
-    if (u == first) trace(1);
+    trace(u - first, 0);
     ML::mainloop(p, m0, n0, row[U_K_BEGIN], row[U_K_END], smem, acc);
-    if (u == first) trace(2);
+    trace(u - first, 1);
 
     // Each epilogue piece appears once (the unrolled loops are large): sum peers' slots, store
     // our own, signal, write or add to C, as the unit's action asks.
@@ -192,8 +192,8 @@ __device__ __forceinline__ void run_schedule(const GemmParams& p, unsigned char*
     if (action == ACT_PARTIAL || action == ACT_HANDOFF) signal(p, u, epoch);
     if (writes) write_c<ML>(p, m0, n0, acc, tid, smem);
     if (action == ACT_ATOMIC) atomic_c<ML>(p, m0, n0, acc, tid, smem);
+    trace(u - first, 2);
   }
-  trace(3);
   if (epochs) finish_launch(p);
 }
 
