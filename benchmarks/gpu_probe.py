@@ -167,7 +167,11 @@ def big(stream, reps: int = 10) -> None:
     m = n = k = 8192
     A, B, C = operands(m, n, k)
     variants = [("data-parallel", dict(schedule="data-parallel")), ("auto", dict(schedule="auto")),
-                ("data-parallel grouped-8", dict(schedule="data-parallel", tile_order="grouped-8"))]
+                ("data-parallel grouped-8", dict(schedule="data-parallel", tile_order="grouped-8")),
+                ("persistent DP grid 264", dict(schedule="data-parallel", grid=264)),
+                ("persistent DP grid 264 grouped-8", dict(schedule="data-parallel", grid=264, tile_order="grouped-8")),
+                ("persistent DP grid 264 grouped-16", dict(schedule="data-parallel", grid=264, tile_order="grouped-16")),
+                ("persistent DP grid 132", dict(schedule="data-parallel", grid=132))]
     fns = [(name, ours(A, B, C, stream, **kw)[1]) for name, kw in variants]
     fns.append(("cublas", lambda: torch.mm(A, B, out_dtype=torch.float32)))
     for name, fn in fns:

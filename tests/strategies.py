@@ -60,6 +60,8 @@ def schedules(draw, *, decompositions: list[str] | None = None, max_tiles: int =
         options["splits"] = draw(st.integers(1, p.iters_per_tile))
     elif name == "stream-k":
         options["grid"] = draw(st.integers(1, min(p.total_iters, 3 * machine.slots)))
+    elif name == "data-parallel" and draw(st.booleans()):  # persistent: CTAs hold tiles c, c+grid, ...
+        options["grid"] = draw(st.integers(1, p.tiles))
     return make_schedule(name, shape, tile, machine, **options)
 
 

@@ -76,7 +76,8 @@ def test_auto_with_a_full_wave_of_tiles_is_the_two_tile_hybrid():
 @pytest.mark.parametrize("name, options, message", [
     ("stream-k", dict(grid=289), "--grid must be between 1 and the 288 MAC iterations"),
     ("fixed-split", dict(splits=33), "--splits must be between 1 and the 32 iterations per tile"),
-    ("data-parallel", dict(grid=4), "data-parallel does not take --grid"),
+    ("data-parallel", dict(splits=4), "data-parallel does not take --splits"),
+    ("data-parallel", dict(grid=0), "--grid must be at least 1"),
     ("nope", {}, "unknown decomposition 'nope'"),
 ])
 def test_bad_options_are_clear_errors(name, options, message):
@@ -126,3 +127,17 @@ def test_two_tile_beats_dp_is_the_difference_of_modeled_waves():
     from streamk.costs import two_tile_beats_dp
     tiles, ipt = np.array([21, 21, 20, 3]), np.array([32, 4, 32, 32])
     assert two_tile_beats_dp(tiles, ipt, 4).tolist() == [True, False, False, False]  # no leftover; < a wave
+
+
+def test_persistent_data_parallel_deals_tiles_round_robin():
+    from streamk.sched import make_schedule
+    from streamk.shapes import GemmShape, Machine, TileShape
+
+    s = make_schedule("data-parallel", GemmShape(1000, 700, 300), TileShape(128, 128, 32), Machine(4, 1), grid=4)
+    assert s.grid == 4 and s.problem.tiles == 48
+    for cta in range(4):
+        rows = s.units[s.cta_offsets[cta]:s.cta_offsets[cta + 1]]
+        assert rows[:, 0].tolist() == list(range(cta, 48, 4))
+        assert (rows[:, 1] == 0).all() and (rows[:, 2] == s.problem.iters_per_tile).all()
+    assert make_schedule("data-parallel", GemmShape(1000, 700, 300), TileShape(128, 128, 32), Machine(4, 1),
+                         grid=100).grid == 48  # a grid of at least the tile count is plain DP

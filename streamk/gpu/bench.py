@@ -90,9 +90,10 @@ def cublas(A, B, out_dtype):
 
 
 def variant(decomp: str) -> dict:
-    """prepare() arguments for NAME[@CTAS_PER_SM][:A,B,C,D][/TILE_ORDER][+pack|+narrow] (machine,
-    auto's model constants, rasterization such as grouped-8; +pack packs every operand that is
-    not 16-byte aligned, as v1-v8 did, +narrow reads every one it can with 8/4-byte copies)."""
+    """prepare() arguments for NAME[%GRID][@CTAS_PER_SM][:A,B,C,D][/TILE_ORDER][+pack|+narrow] (the
+    scheduler's grid, machine, auto's model constants, rasterization such as grouped-8; +pack packs
+    every operand that is not 16-byte aligned, as v1-v8 did, +narrow reads every one it can with
+    8/4-byte copies)."""
     decomp, plus, flag = decomp.partition("+")
     modes = {"": "auto", "pack": "never", "narrow": "always"}
     if flag not in modes:
@@ -100,7 +101,10 @@ def variant(decomp: str) -> dict:
     decomp, _, order = decomp.partition("/")
     head, _, costs = decomp.partition(":")
     name, _, per_sm = head.partition("@")
+    name, _, grid = name.partition("%")
     args: dict = {"schedule": name, "narrow": modes[flag]}
+    if grid:
+        args["grid"] = int(grid)
     if per_sm:
         args["machine"] = Machine(current().sms, int(per_sm))
     if costs:
@@ -161,8 +165,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--dtype", default="float16", choices=list(DTYPES))
     ap.add_argument("--big", action="store_true", help="also 8192^3")
     ap.add_argument("--decomps", default=";".join(DECOMPS),
-                    help="';'-separated NAME[@CTAS_PER_SM][:A,B,C,D][/ORDER]: a scheduler, optionally planned for "
-                         "that many CTAs per SM, (auto) those model constants, and a tile order such as grouped-8")
+                    help="';'-separated NAME[%%GRID][@CTAS_PER_SM][:A,B,C,D][/ORDER][+pack|+narrow]: a scheduler, "
+                         "optionally with that grid, planned for that many CTAs per SM, (auto) those model "
+                         "constants, a tile order such as grouped-8, and how unaligned operands are read")
     ap.add_argument("--seconds", type=float, default=400.0, help="stop starting new shapes after this")
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for the CSV (default $OUT or .)")
 

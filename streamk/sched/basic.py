@@ -12,10 +12,22 @@ from .registry import register
 
 
 @register("data-parallel")
-def data_parallel(shape: GemmShape, tile: TileShape, machine: Machine) -> Schedule:
-    """Algorithm 2: one CTA per output tile, all of its MAC iterations."""
+def data_parallel(shape: GemmShape, tile: TileShape, machine: Machine, *, grid: int | None = None) -> Schedule:
+    """Algorithm 2: one CTA per output tile, all of its MAC iterations. With ``grid`` below the
+    tile count the CTAs are persistent: CTA c runs whole tiles c, c + grid, c + 2*grid, ... in
+    order, so the grid's tiles advance through k in step, wave after wave, instead of starting
+    whenever a slot frees up (the working set of a wave stays in L2; LOG.md v10)."""
     p = Problem(shape, tile)
-    return schedule_from_ranges("data-parallel", shape, tile, machine, *tile_ranges(0, p.tiles, p.iters_per_tile))
+    if grid is None or grid >= p.tiles:
+        return schedule_from_ranges("data-parallel", shape, tile, machine, *tile_ranges(0, p.tiles, p.iters_per_tile))
+    if grid < 1:
+        raise ScheduleError(f"--grid must be at least 1 (got {grid})")
+    tiles = np.arange(p.tiles, dtype=np.int64)
+    order = np.lexsort((tiles // grid, tiles % grid))  # by CTA, then by wave
+    counts = np.bincount(tiles % grid, minlength=grid)
+    units = np.stack([tiles[order], np.zeros(p.tiles, np.int64), np.full(p.tiles, p.iters_per_tile)], axis=1)
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    return Schedule("data-parallel", shape, tile, units, offsets, machine=machine)
 
 
 @register("fixed-split")
