@@ -141,3 +141,14 @@ def test_persistent_data_parallel_deals_tiles_round_robin():
         assert (rows[:, 1] == 0).all() and (rows[:, 2] == s.problem.iters_per_tile).all()
     assert make_schedule("data-parallel", GemmShape(1000, 700, 300), TileShape(128, 128, 32), Machine(4, 1),
                          grid=100).grid == 48  # a grid of at least the tile count is plain DP
+
+
+def test_auto_plans_stream_k_over_sms_not_resident_slots():
+    # Two resident CTAs per SM share its MAC throughput: auto's Stream-K grid is at most one CTA
+    # per SM, and with a tile per SM or more it stays data-parallel (benchmarks/LOG.md v10).
+    two_per_sm = Machine(4, 2)
+    s = build("auto", "256x256x4096", "128x128x32", two_per_sm)  # 4 tiles of 128 iterations
+    assert s.grid == build("auto", "256x256x4096", "128x128x32", Machine(4)).grid <= 4
+    s = build("auto", "896x384x128", "128x128x4", two_per_sm)  # 21 tiles: 5 per SM
+    assert s.grid == 21 and (s.iters_per_cta == 32).all()
+    assert build("auto", "896x384x128", "128x128x4", Machine(4)).grid != 21  # one per SM: the hybrid

@@ -1,11 +1,16 @@
 """``auto``: the appendix's analytical model picks the decomposition and its grid.
 
-For fewer tiles than slots (the strong-scaling regime of the appendix's Figure 8) the model's
-grid g in [1, slots] gives a basic Stream-K schedule (g = t is data-parallel). With at least a
-wave of tiles the model's grid is always g = slots (no CTA can get fewer iterations than a
-tile's worth, so peers = 1 for every candidate), which we run as the paper's evaluated kernel,
-two-tile SK + DP (Stream-K's skew limited to one wave) -- but only where the same model says
-its SK wave beats the two DP waves it replaces (``costs.two_tile_beats_dp``); else plain DP.
+The model's processors are SMs (the appendix's p: one CTA per SM), not resident slots: CTAs
+that share an SM share its tensor cores and its L2 bandwidth, so a second CTA per SM adds no MAC
+throughput to a Stream-K grid, only fixup (measured on an H100: per-SM throughput with one or two
+resident 128x128 CTAs is the same, benchmarks/LOG.md v10). For fewer tiles than SMs (the
+strong-scaling regime of the appendix's Figure 8) the model's grid g in [1, SMs] gives a basic
+Stream-K schedule (g = t is data-parallel). With at least a tile per SM, on a machine of one CTA
+per SM, auto runs the paper's evaluated kernel, two-tile SK + DP (Stream-K's skew limited to one
+wave), but only where the same model says its SK wave beats the two DP waves it replaces
+(``costs.two_tile_beats_dp``); else plain DP. Where several CTAs are resident per SM the partial
+last wave needs no Stream-K: its tiles share SMs with fewer others and run faster (a lone tile
+gets the whole SM), so auto stays data-parallel there.
 """
 
 from __future__ import annotations
@@ -22,9 +27,9 @@ from .registry import register
 def auto(shape: GemmShape, tile: TileShape, machine: Machine, *, model_costs: Costs | None = None) -> Schedule:
     p = Problem(shape, tile)
     costs = model_costs or AUTO_COSTS
-    if p.tiles >= machine.slots:
-        if two_tile_beats_dp(p.tiles, p.iters_per_tile, machine.slots, costs):
+    if p.tiles >= machine.sms:
+        if machine.ctas_per_sm == 1 and two_tile_beats_dp(p.tiles, p.iters_per_tile, machine.sms, costs):
             return hybrid("auto", shape, tile, machine, sk_first=True)
         return schedule_from_ranges("auto", shape, tile, machine, *tile_ranges(0, p.tiles, p.iters_per_tile))
-    grid = model_grid(p, machine.slots, costs)
+    grid = model_grid(p, machine.sms, costs)
     return schedule_from_ranges("auto", shape, tile, machine, *streamk_ranges(0, p.total_iters, grid))

@@ -99,10 +99,11 @@ def builtin_ranges(name: str, shapes: np.ndarray, tile: TileShape, machine: Mach
         sk = (sk0, sk0 + sk_tiles * ipt, np.minimum(P, sk_tiles * ipt))
         dp = (dp0, dp0 + dp_tiles * ipt, dp_tiles)
         first, second = _pick(sk_first, sk, dp), _pick(sk_first, dp, sk)
-        if name == "auto":  # under a wave of tiles: basic Stream-K with the model's grid;
-            small = tiles < P  # above: the hybrid only where the model says it beats DP
-            dp = ~small & ~two_tile_beats_dp(tiles, ipt, P, AUTO_COSTS)
-            first = _pick(small, (zero, total, _auto_grids(total, ipt, P)), _pick(dp, whole, first))
+        if name == "auto":  # fewer tiles than SMs: basic Stream-K with the model's grid over SMs;
+            S = machine.sms  # above: the hybrid where the model says it beats DP (one CTA per SM)
+            small = tiles < S
+            dp = ~small & ((machine.ctas_per_sm > 1) | ~two_tile_beats_dp(tiles, ipt, S, AUTO_COSTS))
+            first = _pick(small, (zero, total, _auto_grids(total, ipt, S)), _pick(dp, whole, first))
             second = _pick(small | dp, (zero, zero, zero), second)
         first, second = _pick(left == 0, whole, first), _pick(left == 0, (zero, zero, zero), second)
     x0, x1, parts = (np.stack([a, b], axis=1).ravel() for a, b in zip(first, second))

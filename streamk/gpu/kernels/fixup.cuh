@@ -71,9 +71,11 @@ __device__ __forceinline__ void load_slot(const GemmParams& p, int slot, typenam
   for (int j = 0; j < ML::ACC / SV::V; ++j) ld_cg16(s + SV::at(j, tid), *reinterpret_cast<typename ML::Acc(*)[SV::V]>(&acc[j * SV::V]));
 }
 
-// Every thread's stores before this are visible GPU-wide before the flag carries `epoch`.
+// Every thread's stores before this are visible GPU-wide before the flag carries `epoch`: the
+// barrier orders them before thread 0's release store, and a release is cumulative (PTX memory
+// model), so no thread needs a fence of its own (the pattern of CUTLASS's
+// include/cutlass/barrier.h, arrive_inc: __syncthreads, then one red.release.gpu).
 __device__ __forceinline__ void signal(const GemmParams& p, int unit, unsigned epoch) {
-  __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) flag_release(p.flags + unit, epoch);
 }
@@ -85,17 +87,16 @@ __device__ __forceinline__ void wait_units(const GemmParams& p, int offset, int 
       while (flag_acquire(flag) != epoch) {
       }
     }
-    __threadfence();
   }
-  __syncthreads();
+  __syncthreads();  // thread 0's acquire loads order every thread's slot reads after the signals
 }
 
 // Count this unit's arrival at its tile; true for the last of `count` contributors.
 __device__ __forceinline__ bool arrive_last(const GemmParams& p, int tile, int count, unsigned epoch) {
   __shared__ int last;
-  __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) {
+    fence_acq_rel_gpu();  // our slot stores (ordered before it by the barrier) before the count
     unsigned long long* ctr = p.counters + tile;
     unsigned long long old = *reinterpret_cast<volatile unsigned long long*>(ctr), seen, next;
     do {
@@ -105,21 +106,19 @@ __device__ __forceinline__ bool arrive_last(const GemmParams& p, int tile, int c
       old = atomicCAS(ctr, seen, next);
     } while (old != seen);
     last = static_cast<int>(next & 0xffffffffull) == count;
-    __threadfence();
+    fence_acq_rel_gpu();  // the other arrivals' slot stores before our reads of them
   }
   __syncthreads();
   return last != 0;
 }
 
-// The last CTA to finish bumps the epoch for the next launch and re-arms the done counter.
+// The last CTA to finish bumps the epoch for the next launch and re-arms the done counter (every
+// CTA read the epoch at its start; the next launch sees both words after the kernel boundary).
 __device__ __forceinline__ void finish_launch(const GemmParams& p) {
-  __syncthreads();
   if (threadIdx.x == 0) {
-    __threadfence();
     const unsigned done = atomicAdd(p.state + STATE_DONE, 1u);
     if (done == gridDim.x - 1) {
       p.state[STATE_DONE] = 0u;
-      __threadfence();
       atomicAdd(p.state + STATE_EPOCH, 1u);
     }
   }
@@ -160,6 +159,11 @@ __device__ __forceinline__ void run_schedule(const GemmParams& p, unsigned char*
   }
   const unsigned epoch = epochs ? launch_epoch : 0u;
   const int first = p.cta_offsets[blockIdx.x], last = p.cta_offsets[blockIdx.x + 1];
+  // A PARTIAL unit's signal waits until the end of this CTA's next mainloop: by then its slot
+  // stores have landed, so the release costs nothing, where signalling at once stalled the CTA
+  // until 64 KB of stores drained (LOG.md v10). Pending signals go out before any wait, and a
+  // mainloop never waits, so no wait can depend on a deferred signal: no new deadlock.
+  int pending = -1;
   for (int u = first; u < last; ++u) {
     const int* row = p.units + u * UNIT_FIELDS;
     const int m0 = row[U_TILE_M] * ML::BM, n0 = row[U_TILE_N] * ML::BN;
@@ -171,6 +175,10 @@ __device__ __forceinline__ void run_schedule(const GemmParams& p, unsigned char*
     trace(u - first, 0);
     ML::mainloop(p, m0, n0, row[U_K_BEGIN], row[U_K_END], smem, acc);
     trace(u - first, 1);
+    if (pending >= 0) {
+      signal(p, pending, epoch);
+      pending = -1;
+    }
 
     // Each epilogue piece appears once (the unrolled loops are large): sum peers' slots, store
     // our own, signal, write or add to C, as the unit's action asks.
@@ -189,12 +197,19 @@ __device__ __forceinline__ void run_schedule(const GemmParams& p, unsigned char*
       for (int j = 0; j < nreads; ++j) add_slot<ML>(p, p.reads[reads + j], acc, tid);
     }
     if (action == ACT_PARTIAL || action == ACT_HANDOFF || action == ACT_DEFER) store_slot<ML>(p, slot, acc, tid);
-    if (action == ACT_PARTIAL || action == ACT_HANDOFF) signal(p, u, epoch);
+    if (action == ACT_PARTIAL && u + 1 < last) {
+      pending = u;
+    } else if (action == ACT_PARTIAL || action == ACT_HANDOFF) {
+      signal(p, u, epoch);
+    }
     if (writes) write_c<ML>(p, m0, n0, acc, tid, smem);
     if (action == ACT_ATOMIC) atomic_c<ML>(p, m0, n0, acc, tid, smem);
     trace(u - first, 2);
   }
-  if (epochs) finish_launch(p);
+  if (epochs) {
+    __syncthreads();
+    finish_launch(p);
+  }
 }
 
 // Separate-reduce pass: block b sums split tile b's slots in k order and writes C (`smem`:

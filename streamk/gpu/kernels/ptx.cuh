@@ -67,6 +67,9 @@ __device__ __forceinline__ void flag_release(unsigned* flag, unsigned epoch) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(flag), "r"(epoch) : "memory");
 }
 
+// GPU-scope acquire-release fence (lighter than __threadfence's fence.sc: no L1 invalidation).
+__device__ __forceinline__ void fence_acq_rel_gpu() { asm volatile("fence.acq_rel.gpu;\n" ::: "memory"); }
+
 __device__ __forceinline__ unsigned flag_acquire(const unsigned* flag) {
   unsigned v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(flag) : "memory");
