@@ -223,6 +223,14 @@ def summarize(rows, decomps, dtype):
             print(f"   {d:<16} vs DP geo {geomean(vs_dp):.3f} mean {statistics.mean(vs_dp):.3f} min {min(vs_dp):.3f} | "
                   f"vs cuBLAS raw geo {geomean(vs_raw):.3f} | vs padded geo {geomean(vs_pad):.3f} | "
                   f"max relerr {max(r[d + '_relerr'] for r in sel):.1e}")
+    if "data-parallel" in decomps:  # timing noise: a variant that ran DP's very launch sequence
+        for d in decomps:
+            same = [r["data-parallel"] / r[d] for r in corpus_rows if d != "data-parallel"
+                    and r[d + "_grid"] == r["data-parallel_grid"] and r[d + "_steps"] == r["data-parallel_steps"]]
+            if same:
+                off = [x for x in same if not 0.97 <= x <= 1.03]
+                print(f"   {d}: {len(same)} shapes ran DP's own schedule; DP/{d} there {min(same):.3f}..{max(same):.3f}"
+                      f" ({len(off)} outside 0.97..1.03: timing noise)")
     for d in decomps:  # packing (or all-narrow copies) vs the default, same shapes, same process
         base = d.removesuffix("+pack").removesuffix("+narrow")
         if d == base or base not in decomps:
