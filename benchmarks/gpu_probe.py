@@ -162,30 +162,29 @@ def traces(stream) -> None:
 
 
 def big(stream, reps: int = 10) -> None:
-    """8192^3 timed alone (no cuBLAS replays in between to heat the GPU), then cuBLAS alone."""
-    print("\n== 8192^3, each variant alone: median of back-to-back launches")
-    m = n = k = 8192
-    A, B, C = operands(m, n, k)
-    variants = [("data-parallel", dict(schedule="data-parallel")), ("auto", dict(schedule="auto")),
-                ("data-parallel grouped-8", dict(schedule="data-parallel", tile_order="grouped-8")),
-                ("persistent DP grid 264", dict(schedule="data-parallel", grid=264)),
-                ("persistent DP grid 264 grouped-8", dict(schedule="data-parallel", grid=264, tile_order="grouped-8")),
-                ("persistent DP grid 264 grouped-16", dict(schedule="data-parallel", grid=264, tile_order="grouped-16")),
-                ("persistent DP grid 132", dict(schedule="data-parallel", grid=132))]
-    fns = [(name, ours(A, B, C, stream, **kw)[1]) for name, kw in variants]
-    fns.append(("cublas", lambda: torch.mm(A, B, out_dtype=torch.float32)))
-    for name, fn in fns:
-        with torch.cuda.stream(stream):
-            for _ in range(3):
-                fn()
-            events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-            for e0, e1 in events:
-                e0.record(stream)
-                fn()
-                e1.record(stream)
-        torch.cuda.synchronize()
-        ms = statistics.median(e0.elapsed_time(e1) for e0, e1 in events)
-        print(f"{name:<28} {ms * 1e3:9.1f} us  {2 * m * n * k / ms / 1e9:6.1f} TFLOP/s")
+    """Large problems timed alone (no cuBLAS replays in between to heat the GPU), then cuBLAS."""
+    for m, n, k in ((8192, 8192, 8192), (4096, 4096, 4096), (7168, 4224, 3584)):
+        print(f"\n== {m}x{n}x{k}, each variant alone: median of back-to-back launches")
+        A, B, C = operands(m, n, k)
+        variants = [("data-parallel", dict(schedule="data-parallel")), ("auto", dict(schedule="auto"))]
+        if m == 8192:
+            variants += [("data-parallel grouped-8", dict(schedule="data-parallel", tile_order="grouped-8")),
+                         ("persistent DP grid 264", dict(schedule="data-parallel", grid=264))]
+        fns = [(name, ours(A, B, C, stream, **kw)[1]) for name, kw in variants]
+        fns.append(("cublas", lambda A=A, B=B: torch.mm(A, B, out_dtype=torch.float32)))
+        for name, fn in fns:
+            with torch.cuda.stream(stream):
+                for _ in range(3):
+                    fn()
+                events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                          for _ in range(reps)]
+                for e0, e1 in events:
+                    e0.record(stream)
+                    fn()
+                    e1.record(stream)
+            torch.cuda.synchronize()
+            ms = statistics.median(e0.elapsed_time(e1) for e0, e1 in events)
+            print(f"{name:<28} {ms * 1e3:9.1f} us  {2 * m * n * k / ms / 1e9:6.1f} TFLOP/s")
 
 
 def main() -> int:
