@@ -173,3 +173,18 @@ def test_waits_beyond_residency_are_refused_with_a_safe_policy():
         check_residency(plan, 4)
     check_residency(plan_fixup(s, "turnstile"), 1)
     check_residency(plan_fixup(s, "last-arrival"), 1)
+
+
+def test_auto_on_an_h100_uses_its_measured_model_constants():
+    from streamk import Costs, make_schedule
+    from streamk.gpu.api import MEASURED_AUTO_COSTS
+    from streamk.gpu.operands import SPECS
+
+    spec, shape, machine = SPECS["float16"], GemmShape(640, 1536, 2000), Machine(132, 2)  # 60 tiles x 63 it
+    measured = MEASURED_AUTO_COSTS[("sm_90a", spec.tile)]
+    s = resolve_schedule("auto", shape, spec, lambda: machine, None, {}, "sm_90a")
+    assert s.grid == make_schedule("auto", shape, spec.tile, machine, model_costs=measured).grid == 119
+    paper = resolve_schedule("auto", shape, spec, lambda: machine, None, {}, "sm_80")  # no measurement: AUTO_COSTS
+    assert paper.grid == 60  # b = 32: splitting the 60 tiles in two is not worth it
+    mine = resolve_schedule("auto", shape, spec, lambda: machine, None, {"model_costs": Costs(0, 0, 1, 0)}, "sm_90a")
+    assert mine.grid == make_schedule("auto", shape, spec.tile, machine, model_costs=Costs(0, 0, 1, 0)).grid != 119

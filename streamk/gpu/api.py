@@ -13,11 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from ..costs import Costs
 from ..errors import CudaError, DeadlockError, ScheduleError
 from ..fixup import Action, FixupPlan, plan_fixup
 from ..schedule import Schedule
 from ..sched import make_schedule
-from ..shapes import GemmShape, Machine
+from ..shapes import GemmShape, Machine, TileShape
 from .launch import GemmParams, Launch, PackPair, PackParams, Step
 from .operands import KernelSpec, Operand, check_operands, copy_widths, describe, padded
 from .table import STATE_WORDS, TABLE_VERSION, build_table
@@ -48,8 +49,18 @@ def needs_epoch(plan: FixupPlan) -> bool:
     return bool(np.isin(plan.action, EPOCH_ACTIONS).any())
 
 
+# auto's model constants as measured for our kernels on a GPU family and tile (a, b, c, d in MAC
+# iterations), used when the caller passes none; others get streamk.costs.AUTO_COSTS (the
+# paper's A100 Figure 8 region). sm_90a (H100, FP16 128x128x32): b = 16 chosen from b in
+# {32, 16, 8, 5} and d in {8, 9.5} on the 400-shape sample, both halves alike: 1.074 / 1.110
+# geomean vs DP on shapes 0-199 / 200-399 against 1.064 / 1.092 with b = 32, and wherever it
+# picks Stream-K it wins (worst 1.011x); b = 8 gains a little more on average but loses to
+# 0.888x near one tile per SM (benchmarks/LOG.md v10). b + d = 24 stays inside Figure 8's region.
+MEASURED_AUTO_COSTS = {("sm_90a", TileShape(128, 128, 32)): Costs(a=32.0, b=16.0, c=1.0, d=8.0)}
+
+
 def resolve_schedule(schedule: str | Schedule, shape: GemmShape, spec: KernelSpec, machine_fn,
-                     fixup: str | None, options: dict[str, Any]) -> Schedule:
+                     fixup: str | None, options: dict[str, Any], arch: str = "") -> Schedule:
     """A Schedule for this shape and the kernel's tile: built by name, or checked if given."""
     if isinstance(schedule, Schedule):
         if schedule.shape != shape:
@@ -59,6 +70,9 @@ def resolve_schedule(schedule: str | Schedule, shape: GemmShape, spec: KernelSpe
         return schedule if fixup is None or fixup == schedule.fixup else schedule.with_fixup(fixup)
     if not isinstance(schedule, str):
         raise ScheduleError(f"schedule must be a name or a Schedule (got {type(schedule).__name__})")
+    measured = MEASURED_AUTO_COSTS.get((arch, spec.tile))
+    if schedule == "auto" and options.get("model_costs") is None and measured is not None:
+        options = {**options, "model_costs": measured}
     return make_schedule(schedule, shape, spec.tile, machine_fn(), fixup=fixup, **options)
 
 
@@ -131,7 +145,7 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     dev = current()
     threads, smem = dev.block_size(main), dev.smem_bytes(main)
     machine_fn = (lambda: machine) if machine is not None else (lambda: dev.machine(main, threads, smem))
-    sched = resolve_schedule(schedule, shape, spec, machine_fn, fixup, options)
+    sched = resolve_schedule(schedule, shape, spec, machine_fn, fixup, options, dev.arch)
     plan = plan_fixup(sched)
     residency = dev.occupancy(main, threads, smem) * dev.sms
     if residency == 0:
