@@ -16,6 +16,11 @@ __device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int sr
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
 
+// The same through L1 (cp.async.ca), for operands whose lines a later stage reads again.
+__device__ __forceinline__ void cp_async16_ca(unsigned dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+
 // 8- or 4-byte global->shared copy (cp.async.ca: .cg takes 16 bytes only) for operands whose rows
 // are not 16-byte aligned; src_bytes = 0 zero-fills.
 template <int BYTES>

@@ -53,7 +53,7 @@ constexpr int B_CHUNKS = STAGE_K * BN / CHUNK / THREADS;
 static_assert(THREADS == 128 || THREADS == 256, "4 or 8 warps");
 static_assert(FRAG_N % 2 == 0, "B fragments come in pairs of n8 tiles (one ldmatrix.x4.trans)");
 static_assert(ACC * THREADS == BM * BN, "accumulators cover the tile once");
-static_assert(STAGE_ITERS == 1 || STAGE_ITERS == 2, "one or two MAC iterations per stage");
+static_assert(STAGE_ITERS == 1 || STAGE_ITERS == 2, "one or two MAC iterations per stage (k-128 stages, LOG.md v10: slower)");
 static_assert(BM * STAGE_K % (CHUNK * THREADS) == 0 && STAGE_K * BN % (CHUNK * THREADS) == 0,
               "every thread copies whole 16-byte chunks");
 static_assert(A_LD * ELEM_BYTES % 16 == 0 && B_LD * ELEM_BYTES % 16 == 0, "smem rows 16-byte aligned");
