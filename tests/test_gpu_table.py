@@ -188,3 +188,26 @@ def test_auto_on_an_h100_uses_its_measured_model_constants():
     assert paper.grid == 60  # b = 32: splitting the 60 tiles in two is not worth it
     mine = resolve_schedule("auto", shape, spec, lambda: machine, None, {"model_costs": Costs(0, 0, 1, 0)}, "sm_90a")
     assert mine.grid == make_schedule("auto", shape, spec.tile, machine, model_costs=Costs(0, 0, 1, 0)).grid != 119
+
+
+def test_launches_without_signals_waits_or_arrivals_need_no_epoch():
+    from streamk import make_schedule, plan_fixup
+    from streamk.gpu.api import needs_epoch
+
+    shape, tile, machine = GemmShape(384, 384, 128), TileShape(128, 128, 4), Machine(4)
+    assert not needs_epoch(plan_fixup(make_schedule("data-parallel", shape, tile, machine)))
+    sk = make_schedule("stream-k", shape, tile, machine, grid=4)
+    assert needs_epoch(plan_fixup(sk, "owner-waits")) and needs_epoch(plan_fixup(sk, "last-arrival"))
+    assert not needs_epoch(plan_fixup(sk, "atomic")) and not needs_epoch(plan_fixup(sk, "separate-reduce"))
+
+
+def test_a_buffer_nothing_holds_is_retired_not_freed_under_a_launch():
+    from streamk.gpu.device import Buffer
+
+    retired: list[int] = []
+    old = Buffer(0x1000, 4096, retired)
+    held_by_launch = [old]
+    del old
+    assert retired == []  # a prepared launch still points into it
+    held_by_launch.clear()
+    assert retired == [0x1000]  # freed at the device's next synchronized growth
