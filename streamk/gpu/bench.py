@@ -21,6 +21,8 @@ import time
 import torch
 
 from ..costs import Costs
+from ..errors import ScheduleError
+from ..sched import names
 from ..shapes import Machine
 from ..sim.corpus import corpus as draw_corpus
 from .api import prepare
@@ -94,15 +96,20 @@ def variant(decomp: str) -> dict:
     scheduler's grid, machine, auto's model constants, rasterization such as grouped-8; +pack packs
     every operand that is not 16-byte aligned, as v1-v8 did, +narrow reads every one it can with
     8/4-byte copies)."""
+    text = decomp
     decomp, plus, flag = decomp.partition("+")
     modes = {"": "auto", "pack": "never", "narrow": "always"}
     if flag not in modes:
-        raise ValueError(f"variant suffix must be +pack or +narrow (got +{flag})")
+        raise ScheduleError(f"variant {text!r}: the suffix must be +pack or +narrow (got +{flag})")
     decomp, _, order = decomp.partition("/")
     head, _, costs = decomp.partition(":")
     name, _, per_sm = head.partition("@")
     name, _, grid = name.partition("%")
+    if name not in names():
+        raise ScheduleError(f"variant {text!r}: unknown decomposition {name!r} (known: {', '.join(names())})")
     args: dict = {"schedule": name, "narrow": modes[flag]}
+    if not (grid or "0").isdigit() or not (per_sm or "0").isdigit():
+        raise ScheduleError(f"variant {text!r}: %GRID and @CTAS_PER_SM must be whole numbers")
     if grid:
         args["grid"] = int(grid)
     if per_sm:
@@ -179,6 +186,8 @@ def main(args: argparse.Namespace) -> int:
         return 2
     dev = current()
     decomps = args.decomps.split(";")
+    for d in decomps:  # a typo fails here, before any shape is timed
+        variant(d)
     print(f"device {dev.name} ({dev.arch}, {dev.sms} SMs), torch {torch.__version__}", flush=True)
     stream = torch.cuda.Stream()
     shapes = ([(8192, 8192, 8192)] if args.big else []) + corpus(args.count)
