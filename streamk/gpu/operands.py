@@ -186,5 +186,12 @@ def copy_widths(a: Operand, b: Operand, spec: KernelSpec, narrow: str = "auto") 
     return wa, wb
 
 
+PACKED_ROW_BYTES = 128  # packed rows start on an L2 line: a stage's 128-byte A row segment is one line
+
+
 def padded(cols: int, spec: KernelSpec) -> int:
-    return -(-cols // spec.chunk) * spec.chunk
+    """Row length (elements) of a packed or host-padded copy: ``cols`` rounded up to whole 128-byte
+    lines, so every row the mainloop copies starts on a line (rounded to 16 bytes only, most rows
+    straddled two lines per stage; LOG.md v10b)."""
+    per_line = PACKED_ROW_BYTES // spec.itemsize
+    return -(-cols // per_line) * per_line
