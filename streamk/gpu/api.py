@@ -54,8 +54,9 @@ def needs_epoch(plan: FixupPlan) -> bool:
 # paper's A100 Figure 8 region). sm_90a (H100, FP16 128x128x32): b = 16 chosen from b in
 # {32, 16, 8, 5} and d in {8, 9.5} on the 400-shape sample, both halves alike: 1.074 / 1.110
 # geomean vs DP on shapes 0-199 / 200-399 against 1.064 / 1.092 with b = 32, and wherever it
-# picks Stream-K it wins (worst 1.011x); b = 8 gains a little more on average but loses to
-# 0.888x near one tile per SM (benchmarks/LOG.md v10). b + d = 24 stays inside Figure 8's region.
+# picked Stream-K it won (worst 1.011x, kernels of LOG.md v10b; 0.957x on v10c's faster DP); b = 8
+# gains a little more on average but loses to 0.888x near one tile per SM. b + d = 24 stays inside
+# Figure 8's region.
 MEASURED_AUTO_COSTS = {("sm_90a", TileShape(128, 128, 32)): Costs(a=32.0, b=16.0, c=1.0, d=8.0)}
 
 
