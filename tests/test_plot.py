@@ -151,3 +151,42 @@ def test_cli_demo_writes_the_paper_figures_and_landscapes(tmp_path, capsys):
                     "landscape-utilization.png"]
     assert png_size(tmp_path / "fig4-hybrids-896x384x128.png") == (1210, 834)
     assert len(load_sweep_csv(tmp_path / "sweep.csv")["m"]) == 12 * len(names())  # every decomposition
+
+
+def write_bench_csv(path: Path, with_dp: bool = True) -> Path:
+    """A `streamk bench` CSV of six shapes (and the --big row, which the plot leaves out)."""
+    ours = (["data-parallel"] if with_dp else []) + ["auto"]
+    fields = ["m", "n", "k", "dtype", "intensity", "cublas_raw", "cublas_padded"] + \
+        [f"{d}{suffix}" for d in ours for suffix in ("", "_grid", "_steps")]
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        for i, (m, n, k) in enumerate([(8192, 8192, 8192), (128, 256, 4096), (1000, 999, 1001), (3000, 2000, 500),
+                                       (512, 512, 8000), (4096, 300, 129), (200, 7000, 3000)]):
+            row = {"m": m, "n": n, "k": k, "dtype": "float16", "intensity": 2 * m * n * k / ((m * k + k * n) * 2 + m * n * 4),
+                   "cublas_raw": 0.02 * (i + 1), "cublas_padded": 0.01 * (i + 1)}
+            for j, d in enumerate(ours):
+                row.update({d: 0.015 * (i + 1) / (1 + 0.2 * j), f"{d}_grid": 40 + j, f"{d}_steps": "streamk_sm80_f16"})
+            w.writerow(row)
+    return path
+
+
+def test_bench_plot_leaves_out_the_big_row_and_writes_one_png(tmp_path):
+    from streamk.plot import load_bench_csv, plot_bench
+
+    rows = load_bench_csv(write_bench_csv(tmp_path / "bench.csv"))
+    assert len(rows["m"]) == 6 and 8192 not in rows["k"]
+    assert np.allclose(rows["data-parallel"] / rows["auto"], 1.2)
+    width, height = png_size(plot_bench(rows, tmp_path / "bench.png", "title"))
+    assert width > 3 * height > 0  # three panels side by side
+
+
+def test_cli_plot_bench_needs_a_data_parallel_column(tmp_path, capsys):
+    csv_path = write_bench_csv(tmp_path / "bench.csv", with_dp=False)
+    with pytest.raises(SystemExit) as exc:
+        main(["plot", "bench", "--csv", str(csv_path), "--out", str(tmp_path / "b.png")])
+    assert exc.value.code == 2
+    assert "data-parallel among --decomps" in capsys.readouterr().err
+    good = write_bench_csv(tmp_path / "good.csv")
+    assert main(["plot", "bench", "--csv", str(good), "--out", str(tmp_path / "b.png")]) == 0
+    assert png_size(tmp_path / "b.png")[0] > 0

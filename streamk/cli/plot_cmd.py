@@ -1,4 +1,4 @@
-"""``streamk plot``: draw a simulated wave schedule, or a corpus landscape, to a PNG."""
+"""``streamk plot``: draw a simulated wave schedule, a corpus landscape, or GPU benchmark results to a PNG."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..costs import IDEAL, Costs
 from ..errors import StreamkError
-from ..plot import METRICS, load_sweep_csv, plot_landscape, plot_schedule
+from ..plot import METRICS, load_bench_csv, load_sweep_csv, plot_bench, plot_landscape, plot_schedule
 from ..shapes import TileShape
 from ..sim import simulate
 from .common import add_decomposition_args, add_problem_args, positive_int, schedule_from
@@ -67,6 +67,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
     corpus.add_argument("--decomp", metavar="D[,D...]", help="decompositions (default: all)")
     add_problem_args(corpus, shape=False)
     add_costs_arg(corpus)
+    bench = what.add_parser("bench", help="GPU benchmark results (the CSV of `streamk bench`)",
+                            description="Speedup of each of our decompositions over our data-parallel kernel "
+                                        "by tile count, ours against cuBLAS (raw and padded) by flops, and "
+                                        "TFLOP/s by arithmetic intensity, one point per corpus shape.",
+                            epilog="Example: streamk plot bench --csv bench_float16.csv --out bench.png")
+    bench.add_argument("--csv", required=True, type=Path, metavar="FILE.csv", help="written by `streamk bench`")
+    bench.add_argument("--title", default="", help="figure title")
+    bench.add_argument("--out", required=True, type=Path, metavar="FILE.png", help="where to write the PNG")
     land.set_defaults(sms=None)
     for action in land._actions:  # --sms is only needed to run a sweep, so not required here
         if action.dest == "sms":
@@ -80,6 +88,17 @@ def run(args: argparse.Namespace) -> int:
         path = plot_schedule(timeline, args.out, args.title)
         print(f"{timeline.schedule.decomposition}: utilization {timeline.utilization:.4f}, makespan "
               f"{timeline.makespan:g}{', DEADLOCK' if timeline.deadlock else ''} -> {path}")
+        return 0
+    if args.what == "bench":
+        try:
+            path = plot_bench(load_bench_csv(args.csv), args.out, args.title)
+        except OSError as exc:
+            raise StreamkError(f"cannot read --csv {args.csv}: {exc.strerror}") from None
+        except KeyError as exc:
+            raise StreamkError(f"--csv {args.csv} is not a `streamk bench` CSV (no column {exc})") from None
+        except ValueError as exc:
+            raise StreamkError(f"--csv {args.csv}: {exc}") from None
+        print(f"benchmark plot -> {path}", file=sys.stderr)
         return 0
     if args.csv is not None:
         try:

@@ -211,6 +211,12 @@ def main(args: argparse.Namespace) -> int:
         w.writeheader()
         w.writerows(rows)
     summarize(rows, decomps, args.dtype)
+    if "data-parallel" in decomps and any((r["m"], r["n"], r["k"]) != (8192, 8192, 8192) for r in rows):
+        from ..plot import load_bench_csv, plot_bench
+
+        png = plot_bench(load_bench_csv(path), os.path.splitext(path)[0] + ".png",
+                         f"{dev.name}, {args.dtype}, {len(rows)} shapes")
+        print(f"plot: {png}")
     return 0
 
 

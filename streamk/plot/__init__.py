@@ -5,9 +5,13 @@
 * ``landscape.plot_landscape(rows, path, metric)``: utilization against arithmetic intensity,
   mean utilization over (m*n, k), or speedup over data-parallel, from ``streamk sweep`` rows
   (``landscape.load_sweep_csv``).
+* ``bench.plot_bench(rows, path)``: a GPU benchmark CSV (``streamk bench``; ``bench.load_bench_csv``)
+  as speedup over our DP by tile count, ours vs cuBLAS by flops, and TFLOP/s by intensity.
 """
 
+from .bench import load_bench_csv, plot_bench
 from .gantt import plot_schedule, plot_schedules
 from .landscape import METRICS, load_sweep_csv, plot_landscape
 
-__all__ = ["plot_schedule", "plot_schedules", "plot_landscape", "load_sweep_csv", "METRICS"]
+__all__ = ["plot_schedule", "plot_schedules", "plot_landscape", "load_sweep_csv", "METRICS", "plot_bench",
+           "load_bench_csv"]
