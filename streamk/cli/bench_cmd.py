@@ -12,7 +12,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        description="For each shape of the seeded corpus sample (and 8192^3 with --big): "
                                    "cuBLAS on the raw and the zero-padded shape, and each decomposition of "
                                    "ours with every overhead inside the timing. CUDA events, median of 50 "
-                                   "runs, CUDA graphs for small problems; writes a CSV, prints geomeans.")
+                                   "runs, CUDA graphs for small problems; writes a CSV and a plot of it (PNG), "
+                                   "prints geomeans and the noise floor.")
     try:
         from ..gpu.bench import add_arguments
     except ImportError:  # no torch: the verb still parses and says what is missing
