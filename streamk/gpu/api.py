@@ -166,17 +166,17 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     out, c_ptr, c_strides, host_c = _output(dev, A, a, c, C, shape, spec, beta, held)
 
     table = build_table(plan)
-    held += dev.upload([table.cta_offsets, table.units, table.reads, table.waits, table.items])
-    ptrs = [buf.ptr for buf in held[-5:]]
+    offsets, units, reads, waits, items_buf = dev.upload(
+        [table.cta_offsets, table.units, table.reads, table.waits, table.items])
     acc_bytes = 4 if spec.out_dtype == "float32" else 8
-    held += [dev.scratch("workspace", table.num_slots * spec.tile.bm * spec.tile.bn * acc_bytes),
-             dev.scratch("flags", 4 * len(table.units), zero=True),
-             dev.scratch("counters", 8 * table.tiles, zero=True)]
+    workspace = dev.scratch("workspace", table.num_slots * spec.tile.bm * spec.tile.bn * acc_bytes)
+    flags = dev.scratch("flags", 4 * len(table.units), zero=True)
+    counters = dev.scratch("counters", 8 * table.tiles, zero=True)
+    held += [offsets, units, reads, waits, items_buf, workspace, flags, counters]
     params = GemmParams(
         a=a_ptr, b=b_ptr, c=c_ptr, lda=lda, ldb=ldb, c_rs=c_strides[0], c_cs=c_strides[1],
-        alpha=float(alpha), beta=float(beta), cta_offsets=ptrs[0], units=ptrs[1], reads=ptrs[2],
-        waits=ptrs[3], items=ptrs[4],
-        workspace=held[-3].ptr, flags=held[-2].ptr, counters=held[-1].ptr,
+        alpha=float(alpha), beta=float(beta), cta_offsets=offsets.ptr, units=units.ptr, reads=reads.ptr,
+        waits=waits.ptr, items=items_buf.ptr, workspace=workspace.ptr, flags=flags.ptr, counters=counters.ptr,
         state=dev.state if needs_epoch(plan) else 0, m=shape.m, n=shape.n, k=shape.k, table_version=TABLE_VERSION)
     assert STATE_WORDS == 2
     items = len(table.items)

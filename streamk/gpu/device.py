@@ -110,16 +110,11 @@ class Device:
 
     def smem_bytes(self, name: str) -> int:
         """Dynamic shared memory of entry point ``name``: its module's ``<name>_smem`` constant."""
-        self.function(name)
-        source = next(s for s, entries in SOURCES.items() if name in entries)
-        ptr, size = check(driver().cuModuleGetGlobal(self._modules[source], f"{name}_smem".encode()),
-                          f"cuModuleGetGlobal({name}_smem)")
-        value = ctypes.c_int(0)
-        check(driver().cuMemcpyDtoH(ctypes.addressof(value), ptr, 4), "cuMemcpyDtoH(smem)")
-        return int(value.value)
+        return int.from_bytes(self.read_global(name, f"{name}_smem", 4), "little", signed=True)
 
     def read_global(self, name: str, symbol: str, nbytes: int) -> bytes:
-        """``nbytes`` of the device global ``symbol`` in entry point ``name``'s module (probe traces)."""
+        """``nbytes`` of the device global ``symbol`` in entry point ``name``'s module (the ``_smem``
+        constants, probe traces)."""
         self.function(name)
         source = next(s for s, entries in SOURCES.items() if name in entries)
         ptr, size = check(driver().cuModuleGetGlobal(self._modules[source], symbol.encode()),
