@@ -70,7 +70,7 @@ def timings(stream) -> None:
     group("full machine: 1, 2 and 4 tiles per SM", cases, stream)
 
     cases = {}
-    for fixup in ("owner-waits", "last-arrival"):
+    for fixup in ("owner-waits", "last-arrival", "separate-reduce", "atomic"):
         for s in (1, 2, 4, 8, 16, 32, 64):
             add(cases, f"1 tile 128x128x4096 split {s} {fixup}", (128, 128, 4096), schedule="fixed-split",
                 splits=s, fixup=fixup)
@@ -81,6 +81,8 @@ def timings(stream) -> None:
     add(cases, "40 tiles x 9 it DP", shape, cublas=True, schedule="data-parallel")
     for g in (80, 120, 132, 264):
         add(cases, f"40 tiles x 9 it stream-k grid {g}", shape, schedule="stream-k", grid=g)
+        add(cases, f"40 tiles x 9 it stream-k grid {g} sep-reduce", shape, schedule="stream-k", grid=g,
+            fixup="separate-reduce")
     for s in (2, 3):
         add(cases, f"40 tiles x 9 it fixed-split {s}", shape, schedule="fixed-split", splits=s)
     add(cases, "40 tiles x 9 it auto", shape, schedule="auto")
@@ -95,6 +97,11 @@ def timings(stream) -> None:
         p, fn = ours(A, B, C, stream, schedule="auto")
         keep.append(p)
         cases[f"auto raw {name}"] = (fn, f"grid {p.schedule.grid} {'+'.join(s.removeprefix('streamk_') for s in p.launch.names)}")
+        iters = -(-shape[0] // 128) * -(-shape[1] // 128) * -(-shape[2] // 32)
+        for g in sorted({min(g, iters) for g in (66, 132)}):
+            p, fn = ours(A, B, C, stream, schedule="stream-k", grid=g, fixup="separate-reduce")
+            keep.append(p)
+            cases[f"sk {g} sep-reduce {name}"] = (fn, f"grid {p.schedule.grid}")
         packs = [st for st in p.launch.steps if "pack" in st.name]
         if packs:
             cases[f"pack only {name}"] = ((lambda packs=packs: [st.enqueue(stream.cuda_stream) for st in packs]), "")

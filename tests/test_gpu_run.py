@@ -56,3 +56,20 @@ def test_deadlock_prone_schedule_is_refused_on_the_device():
 def test_mismatched_dtypes_fail_before_cuda():
     with pytest.raises(ScheduleError, match="same dtype"):
         gemm(np.ones((4, 4), np.float16), np.ones((4, 4), np.float64))
+
+
+@requires_gpu
+def test_auto_sums_few_deep_tiles_in_the_sliced_reduce_pass_where_measured():
+    from streamk.gpu.api import MEASURED_REDUCE_COSTS, prepare
+    from streamk.gpu.device import current
+
+    rng = np.random.default_rng(11)
+    A = rng.standard_normal((185, 1362)).astype(np.float16)  # 4 tiles of 43 iterations
+    B = rng.standard_normal((1362, 134)).astype(np.float16)
+    prepared = prepare(A, B)
+    C = prepared.run()
+    err, bound = _bound(A, B, C)
+    assert np.all(err <= bound), float((err / bound).max())
+    if (current().arch, TileShape(128, 128, 32)) in MEASURED_REDUCE_COSTS:
+        assert prepared.schedule.fixup == "separate-reduce" and prepared.schedule.grid > 4
+        assert prepared.launch.names[-1] == "streamk_reduce_f32"

@@ -177,13 +177,16 @@ def test_waits_beyond_residency_are_refused_with_a_safe_policy():
 
 def test_auto_on_an_h100_uses_its_measured_model_constants():
     from streamk import Costs, make_schedule
-    from streamk.gpu.api import MEASURED_AUTO_COSTS
+    from streamk.gpu.api import MEASURED_AUTO_COSTS, MEASURED_REDUCE_COSTS
     from streamk.gpu.operands import SPECS
 
     spec, shape, machine = SPECS["float16"], GemmShape(640, 1536, 2000), Machine(132, 2)  # 60 tiles x 63 it
-    measured = MEASURED_AUTO_COSTS[("sm_90a", spec.tile)]
+    measured, reduce = MEASURED_AUTO_COSTS[("sm_90a", spec.tile)], MEASURED_REDUCE_COSTS[("sm_90a", spec.tile)]
     s = resolve_schedule("auto", shape, spec, lambda: machine, None, {}, "sm_90a")
-    assert s.grid == make_schedule("auto", shape, spec.tile, machine, model_costs=measured).grid == 119
+    both = make_schedule("auto", shape, spec.tile, machine, model_costs=measured, reduce_costs=reduce)
+    assert (s.grid, s.fixup) == (both.grid, both.fixup) == (131, "separate-reduce")  # 2-3 peers per tile
+    owner = resolve_schedule("auto", shape, spec, lambda: machine, "owner-waits", {}, "sm_90a")  # a policy given
+    assert owner.grid == make_schedule("auto", shape, spec.tile, machine, model_costs=measured).grid == 119
     paper = resolve_schedule("auto", shape, spec, lambda: machine, None, {}, "sm_80")  # no measurement: AUTO_COSTS
     assert paper.grid == 60  # b = 32: splitting the 60 tiles in two is not worth it
     mine = resolve_schedule("auto", shape, spec, lambda: machine, None, {"model_costs": Costs(0, 0, 1, 0)}, "sm_90a")

@@ -7,7 +7,7 @@ import pytest
 
 from streamk import (AUTO_COSTS, GemmShape, Machine, Problem, Schedule, ScheduleError, TileShape,
                      make_schedule, register)
-from streamk.costs import model_grid
+from streamk.costs import Costs, model_grid
 from streamk.sched import accepted_options, names
 
 PAPER_4SM = Machine(4)
@@ -152,3 +152,17 @@ def test_auto_plans_stream_k_over_sms_not_resident_slots():
     s = build("auto", "896x384x128", "128x128x4", two_per_sm)  # 21 tiles: 5 per SM
     assert s.grid == 21 and (s.iters_per_cta == 32).all()
     assert build("auto", "896x384x128", "128x128x4", Machine(4)).grid != 21  # one per SM: the hybrid
+
+
+def test_auto_weighs_the_separate_reduce_fixup_when_given_its_constants():
+    # Few tiles split many ways: the reduce pass sums them on many SMs, where owner-waits reads
+    # its peers one after another (the H100's constants, streamk.gpu.api.MEASURED_REDUCE_COSTS).
+    machine, owner, reduce = Machine(132, 2), Costs(32, 16, 1, 8), Costs(32, 24, 1, 0.5)
+    deep = build("auto", "185x134x1362", "128x128x32", machine, model_costs=owner, reduce_costs=reduce)
+    assert deep.fixup == "separate-reduce" and deep.grid > 4  # 4 tiles of 43 iterations
+    assert (deep.iters_per_cta.max() - deep.iters_per_cta.min()) <= 1  # basic Stream-K over its grid
+    without = build("auto", "185x134x1362", "128x128x32", machine, model_costs=owner)
+    assert without.fixup == "owner-waits" and without.grid < deep.grid
+    # Tiles split two ways: one peer read is cheaper than the extra pass, so owner-waits stays
+    two_way = build("auto", "2743x325x1706", "128x128x32", machine, model_costs=owner, reduce_costs=reduce)
+    assert two_way.fixup == "owner-waits" and two_way.grid == 132

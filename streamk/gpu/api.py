@@ -43,6 +43,22 @@ def check_residency(plan: FixupPlan, residency: int) -> None:
         f"(occupancy API); use fixup={safe[0]!r} (safe here: {', '.join(safe)})")
 
 
+REDUCE_MAX_VECS = 4  # fixup.cuh: accumulator vectors per thread of one reduce block
+
+
+def reduce_slices(items: int, spec: KernelSpec, threads: int, sms: int) -> int:
+    """Blocks per split tile of the separate-reduce pass: enough for two blocks per SM where the
+    split tiles are few (one block per tile read its slots at ~1.3 us per 64 KB, LOG.md v10), a
+    power of two dividing the tile's 16-byte vectors per thread, with at most REDUCE_MAX_VECS of
+    them per block (fixup.cuh reduce_slice)."""
+    acc_bytes = 4 if spec.out_dtype == "float32" else 8
+    vecs = spec.tile.bm * spec.tile.bn * acc_bytes // (16 * threads)
+    slices = max(1, vecs // REDUCE_MAX_VECS)
+    while slices < vecs and items * slices < 2 * sms:
+        slices *= 2
+    return slices
+
+
 def needs_epoch(plan: FixupPlan) -> bool:
     """Whether a launch of ``plan`` signals, waits or arrives (flags and counters carry epochs);
     launches that do not skip the epoch read and the end-of-launch count."""
@@ -58,6 +74,12 @@ def needs_epoch(plan: FixupPlan) -> bool:
 # gains a little more on average but loses to 0.888x near one tile per SM. b + d = 24 stays inside
 # Figure 8's region.
 MEASURED_AUTO_COSTS = {("sm_90a", TileShape(128, 128, 32)): Costs(a=32.0, b=16.0, c=1.0, d=8.0)}
+# The same model's constants for the separate-reduce fixup, which auto weighs against owner-waits
+# below a tile per SM (streamk.sched.auto): sm_90a (H100, FP16 128x128x32, sliced reduce pass)
+# b = 24, d = 0.5 from b in {16, 20, 24, 28, 32, 40} x d in {0.5, 1, 2} on the 400-shape sample
+# (benchmarks/LOG.md v11): 1.144 geomean vs DP, 1.221 mean, worst 0.952 (owner-waits alone: 1.081,
+# 1.108, 0.952); b <= 20 also takes it on tiles split two ways, where it loses up to 0.73x.
+MEASURED_REDUCE_COSTS = {("sm_90a", TileShape(128, 128, 32)): Costs(a=32.0, b=24.0, c=1.0, d=0.5)}
 
 
 def resolve_schedule(schedule: str | Schedule, shape: GemmShape, spec: KernelSpec, machine_fn,
@@ -71,9 +93,13 @@ def resolve_schedule(schedule: str | Schedule, shape: GemmShape, spec: KernelSpe
         return schedule if fixup is None or fixup == schedule.fixup else schedule.with_fixup(fixup)
     if not isinstance(schedule, str):
         raise ScheduleError(f"schedule must be a name or a Schedule (got {type(schedule).__name__})")
-    measured = MEASURED_AUTO_COSTS.get((arch, spec.tile))
-    if schedule == "auto" and options.get("model_costs") is None and measured is not None:
-        options = {**options, "model_costs": measured}
+    if schedule == "auto":  # measured constants fill in what the caller did not give
+        measured = MEASURED_AUTO_COSTS.get((arch, spec.tile))
+        if options.get("model_costs") is None and measured is not None:
+            options = {**options, "model_costs": measured}
+        reduce = MEASURED_REDUCE_COSTS.get((arch, spec.tile))
+        if options.get("reduce_costs") is None and fixup is None and reduce is not None:
+            options = {**options, "reduce_costs": reduce}
     return make_schedule(schedule, shape, spec.tile, machine_fn(), fixup=fixup, **options)
 
 
@@ -184,8 +210,9 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
         steps.append(Step(spec.prescale, dev.function(spec.prescale), items, threads, 0, params))
     steps.append(Step(main, dev.function(main, smem), sched.grid, threads, smem, params))
     if plan.policy == "separate-reduce" and items:
-        rsmem = dev.smem_bytes(spec.reduce)  # stages a C tile (epilogue.cuh)
-        steps.append(Step(spec.reduce, dev.function(spec.reduce, rsmem), items, threads, rsmem, params))
+        rsmem = dev.smem_bytes(spec.reduce)
+        slices = reduce_slices(items, spec, threads, dev.sms)
+        steps.append(Step(spec.reduce, dev.function(spec.reduce, rsmem), items, threads, rsmem, params, slices))
     prepared = Prepared(Launch(steps, held), sched, plan, out, residency, host_c, c_ptr if host_c is not None else 0)
     return prepared
 

@@ -22,6 +22,7 @@ import torch
 
 from ..costs import Costs
 from ..errors import ScheduleError
+from ..schedule import FIXUP_POLICIES
 from ..sched import names
 from ..shapes import Machine
 from ..sim.corpus import corpus as draw_corpus
@@ -92,15 +93,18 @@ def cublas(A, B, out_dtype):
 
 
 def variant(decomp: str) -> dict:
-    """prepare() arguments for NAME[%GRID][@CTAS_PER_SM][:A,B,C,D][/TILE_ORDER][+pack|+narrow] (the
-    scheduler's grid, machine, auto's model constants, rasterization such as grouped-8; +pack packs
-    every operand that is not 16-byte aligned, as v1-v8 did, +narrow reads every one it can with
-    8/4-byte copies)."""
+    """prepare() arguments for NAME[%GRID][@CTAS_PER_SM][:A,B,C,D][/TILE_ORDER][!FIXUP][+pack|+narrow]
+    (the scheduler's grid, machine, auto's model constants, rasterization such as grouped-8, the
+    fixup policy; +pack packs every operand that is not 16-byte aligned, as v1-v8 did, +narrow
+    reads every one it can with 8/4-byte copies)."""
     text = decomp
     decomp, plus, flag = decomp.partition("+")
     modes = {"": "auto", "pack": "never", "narrow": "always"}
     if flag not in modes:
         raise ScheduleError(f"variant {text!r}: the suffix must be +pack or +narrow (got +{flag})")
+    decomp, _, fixup = decomp.partition("!")
+    if fixup and fixup not in FIXUP_POLICIES:
+        raise ScheduleError(f"variant {text!r}: !FIXUP must be one of {', '.join(FIXUP_POLICIES)} (got {fixup!r})")
     decomp, _, order = decomp.partition("/")
     head, _, costs = decomp.partition(":")
     name, _, per_sm = head.partition("@")
@@ -108,6 +112,8 @@ def variant(decomp: str) -> dict:
     if name not in names():
         raise ScheduleError(f"variant {text!r}: unknown decomposition {name!r} (known: {', '.join(names())})")
     args: dict = {"schedule": name, "narrow": modes[flag]}
+    if fixup:
+        args["fixup"] = fixup
     if not (grid or "0").isdigit() or not (per_sm or "0").isdigit():
         raise ScheduleError(f"variant {text!r}: %GRID and @CTAS_PER_SM must be whole numbers")
     if grid:
@@ -137,10 +143,10 @@ def bench_shape(shape, dtype, stream, rows, decomps):
     ref_norm = float(ref.double().norm())
     result = {"m": m, "n": n, "k": k, "dtype": dtype, "intensity": flops / ((m * k + k * n) * A.element_size() + m * n * 4)}
     fns = {"cublas_raw": cublas(A, B, out_dtype), "cublas_padded": cublas(Ap, Bp, out_dtype)}
-    outs, prepared = {}, {}
-    for decomp in decomps:  # each launch holds the buffers it points into (api.prepare)
-        outs[decomp] = torch.full((m, n), float("nan"), device="cuda", dtype=out_dtype)
-        prepared[decomp] = prepare(A, B, outs[decomp], **variant(decomp))
+    # every variant writes the same C, so none gains or loses by where its output lies (each
+    # launch holds the other buffers it points into, api.prepare)
+    out = torch.full((m, n), float("nan"), device="cuda", dtype=out_dtype)
+    prepared = {decomp: prepare(A, B, out, **variant(decomp)) for decomp in decomps}
     for decomp, p in prepared.items():
         fns[decomp] = lambda launch=p.launch: launch.enqueue(stream.cuda_stream)
     packs = [st for st in prepared[decomps[-1]].launch.steps if "pack" in st.name]
@@ -152,10 +158,12 @@ def bench_shape(shape, dtype, stream, rows, decomps):
         result[key] = med
         if name != "pack":
             result[name + "_p20"], result[name + "_p80"] = p20, p80
-    for decomp, p in prepared.items():
-        C = outs[decomp]
+    for decomp, p in prepared.items():  # each variant's result, checked on its own
+        out.fill_(float("nan"))
+        p.launch.enqueue(stream.cuda_stream)
+        stream.synchronize()
         result[decomp + "_grid"] = p.schedule.grid
-        result[decomp + "_relerr"] = float((C.double() - ref.double()).norm()) / max(ref_norm, 1e-300)
+        result[decomp + "_relerr"] = float((out.double() - ref.double()).norm()) / max(ref_norm, 1e-300)
         result[decomp + "_steps"] = "+".join(p.launch.names)
     rows.append(result)
     return result
@@ -168,12 +176,14 @@ def geomean(xs):
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--count", type=int, default=400, help="corpus shapes (first N of the seeded 400)")
+    ap.add_argument("--seed", type=int, default=SEED, help="corpus seed (default: the GPU sample of GPU-NOTES.md)")
     ap.add_argument("--dtype", default="float16", choices=list(DTYPES))
     ap.add_argument("--big", action="store_true", help="also 8192^3")
     ap.add_argument("--decomps", default=";".join(DECOMPS),
-                    help="';'-separated NAME[%%GRID][@CTAS_PER_SM][:A,B,C,D][/ORDER][+pack|+narrow]: a scheduler, "
-                         "optionally with that grid, planned for that many CTAs per SM, (auto) those model "
-                         "constants, a tile order such as grouped-8, and how unaligned operands are read")
+                    help="';'-separated NAME[%%GRID][@CTAS_PER_SM][:A,B,C,D][/ORDER][!FIXUP][+pack|+narrow]: a "
+                         "scheduler, optionally with that grid, planned for that many CTAs per SM, (auto) those "
+                         "model constants, a tile order such as grouped-8, a fixup policy, and how unaligned "
+                         "operands are read")
     ap.add_argument("--seconds", type=float, default=400.0, help="stop starting new shapes after this")
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for the CSV (default $OUT or .)")
 
@@ -189,7 +199,7 @@ def main(args: argparse.Namespace) -> int:
         variant(d)
     print(f"device {dev.name} ({dev.arch}, {dev.sms} SMs), torch {torch.__version__}", flush=True)
     stream = torch.cuda.Stream()
-    shapes = ([(8192, 8192, 8192)] if args.big else []) + corpus(args.count)
+    shapes = ([(8192, 8192, 8192)] if args.big else []) + corpus(args.count, args.seed)
     rows = []
     start = time.time()
     for i, shape in enumerate(shapes):

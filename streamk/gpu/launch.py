@@ -35,7 +35,8 @@ class PackPair(ctypes.Structure):
 
 @dataclass
 class Step:
-    """One kernel launch: function, grid, block, dynamic shared memory, parameter block."""
+    """One kernel launch: function, grid (x, and y for the sliced reduce pass), block, dynamic
+    shared memory, parameter block."""
 
     name: str
     function: object
@@ -43,6 +44,7 @@ class Step:
     block: int
     smem: int
     params: ctypes.Structure
+    grid_y: int = 1
     _argv: object = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -53,9 +55,9 @@ class Step:
 
         if self.grid == 0:
             return
-        check(driver.cuLaunchKernel(self.function, self.grid, 1, 1, self.block, 1, 1, self.smem,
+        check(driver.cuLaunchKernel(self.function, self.grid, self.grid_y, 1, self.block, 1, 1, self.smem,
                                     driver.CUstream(stream), ctypes.addressof(self._argv), 0),
-              f"cuLaunchKernel({self.name}, grid={self.grid}, block={self.block}, smem={self.smem})")
+              f"cuLaunchKernel({self.name}, grid=({self.grid}, {self.grid_y}), block={self.block}, smem={self.smem})")
 
 
 @dataclass

@@ -11,11 +11,18 @@ wave), but only where the same model says its SK wave beats the two DP waves it 
 (``costs.two_tile_beats_dp``); else plain DP. Where several CTAs are resident per SM the partial
 last wave needs no Stream-K: its tiles share SMs with fewer others and run faster (a lone tile
 gets the whole SM), so auto stays data-parallel there.
+
+Below a tile per SM, given ``reduce_costs`` (the same model's constants for the separate-reduce
+fixup, whose pass sums a split tile's slots on many SMs at once), auto also plans that grid and
+takes it where the model says it is faster than owner-waits: the owner reads its peers one after
+another (``d`` per peer), the reduce pass costs one more launch and every CTA's partial store
+(larger ``b``) but little per peer, so it wins on few tiles split many ways (GPU measurements in
+docs/auto-model.md).
 """
 
 from __future__ import annotations
 
-from ..costs import AUTO_COSTS, Costs, model_grid, two_tile_beats_dp
+from ..costs import AUTO_COSTS, Costs, model_grid, model_time, two_tile_beats_dp
 from ..schedule import Schedule
 from ..shapes import GemmShape, Machine, Problem, TileShape
 from .hybrid import hybrid
@@ -24,7 +31,8 @@ from .registry import register
 
 
 @register("auto")
-def auto(shape: GemmShape, tile: TileShape, machine: Machine, *, model_costs: Costs | None = None) -> Schedule:
+def auto(shape: GemmShape, tile: TileShape, machine: Machine, *, model_costs: Costs | None = None,
+         reduce_costs: Costs | None = None) -> Schedule:
     p = Problem(shape, tile)
     costs = model_costs or AUTO_COSTS
     if p.tiles >= machine.sms:
@@ -32,4 +40,9 @@ def auto(shape: GemmShape, tile: TileShape, machine: Machine, *, model_costs: Co
             return hybrid("auto", shape, tile, machine, sk_first=True)
         return schedule_from_ranges("auto", shape, tile, machine, *tile_ranges(0, p.tiles, p.iters_per_tile))
     grid = model_grid(p, machine.sms, costs)
+    if reduce_costs is not None:
+        reduce_grid = model_grid(p, machine.sms, reduce_costs)
+        if model_time(p, reduce_grid, reduce_costs) < model_time(p, grid, costs):
+            ranges = streamk_ranges(0, p.total_iters, reduce_grid)
+            return schedule_from_ranges("auto", shape, tile, machine, *ranges).with_fixup("separate-reduce")
     return schedule_from_ranges("auto", shape, tile, machine, *streamk_ranges(0, p.total_iters, grid))

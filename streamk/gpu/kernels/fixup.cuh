@@ -212,17 +212,67 @@ __device__ __forceinline__ void run_schedule(const GemmParams& p, unsigned char*
   }
 }
 
-// Separate-reduce pass: block b sums split tile b's slots in k order and writes C (`smem`:
-// TileStage<ML>::BYTES of dynamic shared memory).
+// Separate-reduce pass, grid (split tiles, slices): block (b, r) sums slice r of split tile b's
+// slots in k order and writes that part of C. A slice is a run of every thread's accumulator
+// vectors, so it is one contiguous range of each slot (SlotVec) and maps to whole mma fragments
+// of C. Why slices: one CTA per tile read its s slots of 64 KB at ~1.3 us each (LOG.md v10), so
+// the pass cost grew with s on one SM; spread over gridDim.y blocks it shrinks by that factor.
+// The host picks gridDim.y, a divisor of the tile's vectors per thread, with at most
+// REDUCE_MAX_VECS vectors per block; the sums are the same adds in the same order (bitwise equal
+// to one block per tile).
+constexpr int REDUCE_MAX_VECS = 4;
+
 template <class ML>
-__device__ __forceinline__ void reduce_items(const GemmParams& p, unsigned char* smem) {
+__device__ __forceinline__ void reduce_slice(const GemmParams& p) {
   using Acc = typename ML::Acc;
+  using SV = SlotVec<ML>;
+  constexpr int V = SV::V, MAXV = REDUCE_MAX_VECS;
   const int* item = p.items + blockIdx.x * ITEM_FIELDS;
   const int offset = item[I_READS_OFFSET], count = item[I_READS_COUNT];
-  Acc acc[ML::ACC];
-  load_slot<ML>(p, p.reads[offset], acc, threadIdx.x);
-  for (int j = 1; j < count; ++j) add_slot<ML>(p, p.reads[offset + j], acc, threadIdx.x);
-  write_c<ML>(p, item[I_TILE_M] * ML::BM, item[I_TILE_N] * ML::BN, acc, threadIdx.x, smem);
+  const int m0 = item[I_TILE_M] * ML::BM, n0 = item[I_TILE_N] * ML::BN;
+  const int per = (ML::ACC / V) / gridDim.y, j0 = blockIdx.y * per, tid = threadIdx.x;
+  Acc sum[MAXV][V], next[2][MAXV][V];
+  const auto load = [&](int q, Acc (&v)[MAXV][V]) {
+    const Acc* s = slot_ptr<ML>(p, p.reads[offset + q]);
+#pragma unroll
+    for (int i = 0; i < MAXV; ++i)
+      if (i < per) ld_cg16(s + SV::at(j0 + i, tid), v[i]);
+  };
+  const auto add = [&](const Acc (&v)[MAXV][V]) {
+#pragma unroll
+    for (int i = 0; i < MAXV; ++i)
+#pragma unroll
+      for (int e = 0; e < V; ++e) sum[i][e] += v[i][e];
+  };
+  load(0, sum);
+  int q = 1;
+  for (; q + 1 < count; q += 2) {  // two slots' loads in flight before their adds
+    load(q, next[0]);
+    load(q + 1, next[1]);
+    add(next[0]);
+    add(next[1]);
+  }
+  if (q < count) {
+    load(q, next[0]);
+    add(next[0]);
+  }
+  const int rows = min(ML::BM, p.m - m0), cols = min(ML::BN, p.n - n0);
+  const Acc alpha = static_cast<Acc>(p.alpha), beta = static_cast<Acc>(p.beta);
+  Acc* C = static_cast<Acc*>(p.c) + static_cast<long long>(m0) * p.c_rs + static_cast<long long>(n0) * p.c_cs;
+#pragma unroll
+  for (int i = 0; i < MAXV; ++i) {
+    if (i >= per) break;
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      int r, c;
+      ML::coord((j0 + i) * V + e, tid, r, c);
+      if (r < rows && c < cols) {
+        Acc* d = C + static_cast<long long>(r) * p.c_rs + static_cast<long long>(c) * p.c_cs;
+        const Acc v = alpha * sum[i][e];
+        *d = beta != Acc(0) ? v + beta * *d : v;
+      }
+    }
+  }
 }
 
 // Atomic prologue: block b sets split tile b's C to beta*C (0 when beta == 0: C is not read).

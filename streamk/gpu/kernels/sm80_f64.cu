@@ -104,10 +104,10 @@ extern "C" __global__ void __launch_bounds__(streamk::sm80_f64::THREADS, 2) stre
   streamk::run_schedule<streamk::Sm80Double<8>>(p, smem);
 }
 
-extern "C" __constant__ int streamk_reduce_f64_smem = streamk::TileStage<streamk::Sm80Double<>>::BYTES;
+// The separate-reduce pass (fixup.cuh reduce_slice): grid (split tiles, slices), no shared memory.
+extern "C" __constant__ int streamk_reduce_f64_smem = 0;
 extern "C" __global__ void __launch_bounds__(streamk::sm80_f64::THREADS) streamk_reduce_f64(const GemmParams p) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  streamk::reduce_items<streamk::Sm80Double<>>(p, smem);
+  streamk::reduce_slice<streamk::Sm80Double<>>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(streamk::sm80_f64::THREADS) streamk_prescale_f64(const GemmParams p) {
