@@ -206,6 +206,52 @@ def strided_outputs() -> list[dict]:
     return rows
 
 
+def shifted_rows(log) -> list[dict]:
+    """Row-major FP16/BF16 operands whose rows are only 2-byte aligned (odd k or n, views at odd
+    element offsets) read in place by the _w2 kernels (narrow="always"): shifted 4-byte copies,
+    element-wise k and n limits, every fixup path; each case must run a _w2 kernel."""
+    rows = []
+    gen = torch.Generator(device="cuda").manual_seed(13)
+    shapes = [(1, 1, 1), (7, 13, 17), (129, 130, 63), (131, 257, 67), (509, 263, 1021), (1000, 999, 1001),
+              (300, 301, 3001), (2048, 1536, 2001)]
+    cases = [("data-parallel", {}, None), ("stream-k", {"grid": 7}, "owner-waits"), ("auto", {}, None),
+             ("fixed-split", {"splits": 3}, "separate-reduce"), ("stream-k", {}, "turnstile")]
+    for dtype in ("float16", "bfloat16"):
+        for m, n, k in shapes:
+            for view in (False, True):
+                A, B = make_inputs(m, n, k, dtype, "RR", gen)
+                if view:  # base one element past an aligned address, row strides k + 3 and n + 2
+                    bigA = torch.zeros(m, k + 3, device="cuda", dtype=DTYPES[dtype])
+                    bigB = torch.zeros(k + 1, n + 2, device="cuda", dtype=DTYPES[dtype])
+                    bigA[:, 1:1 + k] = A
+                    bigB[1:, 1:1 + n] = B
+                    A, B = bigA[:, 1:1 + k], bigB[1:, 1:1 + n]
+                for decomp, options, policy in cases:
+                    if "splits" in options:
+                        options = {"splits": min(3, -(-k // 32))}
+                    C = torch.full((m, n), float("nan"), device="cuda")
+                    row = {"test": f"shifted {dtype} {m}x{n}x{k}{' view' if view else ''} {decomp} {policy}"}
+                    try:
+                        p = prepare(A, B, C, schedule=decomp, fixup=policy, narrow="always", **options)
+                    except ScheduleError as exc:
+                        row.update(ok=True, skipped=str(exc))
+                        rows.append(row)
+                        continue
+                    p.run()
+                    torch.cuda.synchronize()
+                    ratio = error_ratio(C, A, B, 1.0, 0.0, None, dtype)
+                    shifted = any(name.endswith("_w2") for name in p.launch.names)
+                    needs = k % 2 == 1 or n % 2 == 1 or view
+                    row.update(ok=ratio <= 1 and shifted == needs, ratio=ratio, steps=p.launch.names)
+                    rows.append(row)
+    for r in rows:
+        log.write(json.dumps(r) + "\n")
+    ran = [r for r in rows if "ratio" in r]
+    print(f"shifted rows (_w2): {sum(r['ok'] for r in rows)}/{len(rows)} ok, "
+          f"max err/bound {max(r['ratio'] for r in ran):.3g}", flush=True)
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
@@ -243,7 +289,7 @@ def main() -> int:
                         failures.append(row)
                         print("FAIL", json.dumps(row), flush=True)
         print(f"{dtype}: {len(summary[dtype])} cases, {time.time() - start:.0f}s", flush=True)
-    extra = back_to_back(log) + other_inputs(log)
+    extra = back_to_back(log) + other_inputs(log) + shifted_rows(log)
     for r in extra:
         if not r["ok"]:
             failures.append(r)

@@ -123,7 +123,9 @@ def test_widest_copy_that_reads_an_operand_in_place():
     assert load_bytes(_host((64, 64)), f16) == 16
     assert load_bytes(_host((64, 252)), f16) == 8                    # rows of 504 B
     assert load_bytes(_host((64, 90)), f16) == 4                     # rows of 180 B
-    assert load_bytes(_host((64, 63)), f16) == 0                     # odd k: 2-byte rows, packed
+    assert load_bytes(_host((64, 63)), f16) == 2                     # odd k: 2-byte rows, shifted copies
+    assert load_bytes(_host((64, 63)), f16, narrow=False) == 0       # ... or packed
+    assert load_bytes(Operand(None, "cuda", 4097, (64, 64), (64, 1), "float16"), f16) == 0  # odd address
     assert load_bytes(_host((64, 90)), f16, narrow=False) == 0       # the packing of v1-v8
     assert load_bytes(_host((64, 64), strides=(1, 64)), f16) == 0    # column-major
     assert load_bytes(_host((64, 60), strides=(66, 1)), f16) == 4    # row stride decides too
@@ -133,19 +135,23 @@ def test_widest_copy_that_reads_an_operand_in_place():
     assert (f16.entry(16), f16.entry(8), f16.entry(4)) == ("streamk_sm80_f16", "streamk_sm80_f16_w8",
                                                            "streamk_sm80_f16_w4")
     assert SPECS["bfloat16"].entry(4) == "streamk_sm80_bf16_w4" and f64.entry(8) == "streamk_sm80_f64_w8"
+    assert (f16.entry(2), SPECS["bfloat16"].entry(2)) == ("streamk_sm80_f16_w2", "streamk_sm80_bf16_w2")
 
 
 def test_four_byte_copies_only_where_they_save_all_packing_on_a_small_problem():
     f16 = SPECS["float16"]
     small_a, small_b = _host((300, 90)), _host((90, 302))      # 4-byte rows, ~70 flop/B
     assert copy_widths(small_a, small_b, f16) == (4, 4)
-    assert copy_widths(small_a, _host((90, 301)), f16) == (0, 0)   # B packed anyway: pack A too
+    assert copy_widths(small_a, _host((90, 301)), f16) == (4, 2)   # odd n: B's rows shifted in place
+    assert copy_widths(small_a, _host((90, 301), strides=(1, 90)), f16) == (0, 0)  # B packed: pack A too
     assert copy_widths(small_a, _host((90, 304)), f16) == (4, 16)
     assert copy_widths(small_a, small_b, f16, "never") == (0, 0)
     big_a, big_b = _host((4000, 4002)), _host((4002, 4002))    # > W4_MAX_INTENSITY flop/B
     assert copy_widths(big_a, big_b, f16) == (0, 0)
     assert copy_widths(big_a, big_b, f16, "always") == (4, 4)
     assert copy_widths(_host((4000, 4004)), _host((4004, 4002)), f16) == (8, 0)  # 8 bytes: always
+    assert copy_widths(_host((4000, 4003)), _host((4003, 4002)), f16) == (0, 0)  # odd k, compute-bound: packed
+    assert copy_widths(_host((4000, 4003)), _host((4003, 4002)), f16, "always") == (2, 4)
     with pytest.raises(ScheduleError, match="narrow must be one of"):
         copy_widths(small_a, small_b, f16, "yes")
 

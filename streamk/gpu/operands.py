@@ -44,10 +44,11 @@ class KernelSpec:
 SPECS = {
     "float16": KernelSpec("streamk_sm80_f16", "streamk_reduce_f32", "streamk_prescale_f32",
                           TileShape(128, 128, 32), "streamk_pack_b16", 2, "float32",
-                          ((8, "streamk_sm80_f16_w8"), (4, "streamk_sm80_f16_w4"))),
+                          ((8, "streamk_sm80_f16_w8"), (4, "streamk_sm80_f16_w4"), (2, "streamk_sm80_f16_w2"))),
     "bfloat16": KernelSpec("streamk_sm80_bf16", "streamk_reduce_f32", "streamk_prescale_f32",
                            TileShape(128, 128, 32), "streamk_pack_b16", 2, "float32",
-                           ((8, "streamk_sm80_bf16_w8"), (4, "streamk_sm80_bf16_w4"))),
+                           ((8, "streamk_sm80_bf16_w8"), (4, "streamk_sm80_bf16_w4"),
+                            (2, "streamk_sm80_bf16_w2"))),
     "float64": KernelSpec("streamk_sm80_f64", "streamk_reduce_f64", "streamk_prescale_f64",
                           TileShape(64, 64, 16), "streamk_pack_b64", 8, "float64",
                           ((8, "streamk_sm80_f64_w8"),)),
@@ -164,24 +165,35 @@ NARROW_MODES = ("auto", "always", "never")
 # 4-byte ones only where they save the whole pack launch on a problem of at most this many flops
 # per compulsory byte (H200, first 100 corpus shapes; benchmarks/LOG.md v9).
 W4_MAX_INTENSITY = 200.0
+# 2-byte-aligned rows (an odd k or n): read in place with shifted 4-byte copies (sm80_f16_w2.cu)
+# on problems of at most this many flops per compulsory byte, packed above (LOG.md v11).
+W2_MAX_INTENSITY = 200.0
+
+
+def intensity(a: Operand, b: Operand, spec: KernelSpec) -> float:
+    """Flops per compulsory byte (A and B read once, C written once)."""
+    m, k = a.shape
+    n = b.shape[1]
+    out_bytes = 4 if spec.out_dtype == "float32" else 8
+    return 2.0 * m * n * k / ((m * k + k * n) * spec.itemsize + m * n * out_bytes)
 
 
 def copy_widths(a: Operand, b: Operand, spec: KernelSpec, narrow: str = "auto") -> tuple[int, int]:
-    """Copy width (16, 8 or 4 bytes) A and B are read with in place, 0 for one that is packed.
+    """Copy width (16, 8, 4 or 2 bytes) A and B are read with in place, 0 for one that is packed.
 
-    ``narrow``: "auto" (8-byte copies wherever they apply, 4-byte ones under W4_MAX_INTENSITY when
-    neither operand is packed), "always" (the widest copy each operand allows) or "never" (pack
-    every operand that is not 16-byte aligned, as v1-v8 did).
+    ``narrow``: "auto" (8-byte copies wherever they apply; for rows only 2-byte aligned, shifted
+    4-byte copies under W2_MAX_INTENSITY; 4-byte ones under W4_MAX_INTENSITY when neither operand
+    is packed), "always" (the widest copy each operand allows) or "never" (pack every operand that
+    is not 16-byte aligned, as v1-v8 did). One kernel reads both at the narrower width.
     """
     if narrow not in NARROW_MODES:
         raise ScheduleError(f"narrow must be one of {', '.join(NARROW_MODES)} (got {narrow!r})")
     wa, wb = (load_bytes(op, spec, narrow=narrow != "never") for op in (a, b))
-    if narrow == "auto" and 4 in (wa, wb):
-        m, k = a.shape
-        n = b.shape[1]
-        out_bytes = 4 if spec.out_dtype == "float32" else 8
-        intensity = 2.0 * m * n * k / ((m * k + k * n) * spec.itemsize + m * n * out_bytes)
-        if 0 in (wa, wb) or intensity > W4_MAX_INTENSITY:
+    if narrow == "auto" and {2, 4} & {wa, wb}:
+        flops_per_byte = intensity(a, b, spec)
+        if flops_per_byte > W2_MAX_INTENSITY:
+            wa, wb = (0 if w == 2 else w for w in (wa, wb))
+        if 4 in (wa, wb) and (0 in (wa, wb) or flops_per_byte > W4_MAX_INTENSITY):
             wa, wb = (0 if w == 4 else w for w in (wa, wb))
     return wa, wb
 

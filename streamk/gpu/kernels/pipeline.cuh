@@ -21,12 +21,22 @@ namespace streamk {
 // are fixed per unit, k predicates checked per stage (zero-fill past the unit's k limit).
 // LOAD_BYTES is 16 for aligned operands; 8 or 4 reads operands whose rows are only 8- or 4-byte
 // aligned in place (more copies per stage, no packing pass); the shared layout is the same.
+//
+// LOAD_BYTES 2 (FP16/BF16 rows only 2-byte aligned, as any odd k or n leaves them): 4-byte copies
+// from the 4-byte word holding each row segment's first element, so a row whose segment starts
+// mid-word lands one element late with one more word at its end; `shift` then moves those rows
+// back one element in shared memory (a funnel shift per word) before any fragment is read.
+// A row's parity is fixed by its index (rows a thread copies are 4 or 2 apart, so one shift per
+// thread), and k and n limits are checked per element (src-size 2 copies the word's first half).
 template <class ML>
 struct TileLoader {
   using Elem = typename ML::Elem;
-  static constexpr int BYTES = ML::LOAD_BYTES;
+  static constexpr bool SHIFTED = ML::LOAD_BYTES == 2;
+  static constexpr int BYTES = SHIFTED ? 4 : ML::LOAD_BYTES;  // bytes per copy
   static constexpr int CHUNK = BYTES / sizeof(Elem);
   static_assert(CHUNK >= 1 && (BYTES == 16 || BYTES == 8 || BYTES == 4), "whole elements per 16/8/4-byte copy");
+  static_assert(!SHIFTED || (sizeof(Elem) == 2 && ML::THREADS >= ML::BM && ML::THREADS >= ML::STAGE_K),
+                "shifted rows: 2-byte elements, a thread per A row and per B row for the extra word");
   static constexpr int A_COLS = ML::STAGE_K / CHUNK;
   static constexpr int A_ROWS_PER_PASS = ML::THREADS / A_COLS;
   static constexpr int A_PASSES = ML::BM / A_ROWS_PER_PASS;
@@ -46,6 +56,14 @@ struct TileLoader {
   bool b_col_ok;       // this thread's B columns are inside n
   unsigned a_dst;      // byte offset of this thread's A chunk inside a stage (pass 0)
   unsigned b_dst;
+  // SHIFTED only: the parity (0/1 element) each row lands late by, as a base and a step per row,
+  // and the extra word past each row segment (A row tid, B row tid) with its limits
+  int a_par, a_par_step, b_par, b_par_step;
+  int a_shift, b_shift;  // this thread's copies: A rows ar + 4i, B rows br + 2i (one parity each)
+  int b_col_bytes;       // bytes of this thread's B word inside n (0, 2 or 4)
+  const Elem* ax;        // A row tid's extra word at the next stage
+  const Elem* bx;        // B row tid's extra word at the next stage (tid < STAGE_K)
+  int ax_row_ok, ax_kpos, bx_col_bytes, bx_kpos;
 
   __device__ __forceinline__ TileLoader(const GemmParams& p, int m0, int n0, int k_begin, int tid) {
     const int ar = tid / A_COLS, ak = (tid % A_COLS) * CHUNK;
@@ -61,6 +79,28 @@ struct TileLoader {
     b_col_ok = n0 + bn < p.n;
     a_dst = (ar * ML::A_LD + ak) * sizeof(Elem);
     b_dst = (br * ML::B_LD + bn) * sizeof(Elem);
+    if constexpr (SHIFTED) {
+      // element parity of row r's start: (address / 2 + r * ld) & 1 (m0, n0 and every stage's
+      // k start are even, so only the row index inside the tile counts)
+      a_par = static_cast<int>(reinterpret_cast<unsigned long long>(p.a) >> 1) & 1;
+      a_par_step = static_cast<int>(p.lda & 1);
+      b_par = static_cast<int>(reinterpret_cast<unsigned long long>(p.b) >> 1) & 1;
+      b_par_step = static_cast<int>(p.ldb & 1);
+      a_shift = (a_par + ar * a_par_step) & 1;
+      b_shift = (b_par + br * b_par_step) & 1;
+      a -= a_shift;
+      a_kpos -= a_shift;  // k of this thread's word's first element
+      b -= b_shift;
+      b_col_bytes = min(max(p.n - (n0 + bn - b_shift), 0), 2) * 2;
+      const int xs = (a_par + tid * a_par_step) & 1;  // A row tid: word STAGE_K / 2 of its segment
+      ax_kpos = k_begin * ML::BK + ML::STAGE_K - xs;
+      ax = static_cast<const Elem*>(p.a) + static_cast<long long>(m0 + tid) * p.lda + ax_kpos;
+      ax_row_ok = xs && m0 + tid < p.m;  // unshifted rows need no extra word
+      const int ys = (b_par + tid * b_par_step) & 1;  // B row tid: word BN / 2 of its segment
+      bx_kpos = k_begin * ML::BK + tid;
+      bx = static_cast<const Elem*>(p.b) + static_cast<long long>(bx_kpos) * p.ldb + n0 + ML::BN - ys;
+      bx_col_bytes = ys && tid < ML::STAGE_K ? min(max(p.n - (n0 + ML::BN - ys), 0), 2) * 2 : 0;
+    }
   }
 
   // Copy the next stage into the buffers at shared byte addresses (sa, sb), zero past k_lim; advance.
@@ -82,6 +122,33 @@ struct TileLoader {
         const Elem* src = b + static_cast<long long>(i * B_ROWS_PER_PASS) * p.ldb;
         cp_async16(sb + b_dst + i * B_ROWS_PER_PASS * ML::B_LD * sizeof(Elem), ok ? src : b, ok ? 16 : 0);
       }
+    } else if constexpr (SHIFTED) {
+      {
+        const int kb = min(max(k_lim - a_kpos, 0), 2) * 2;  // the word's elements inside k
+        const int rows = kb ? a_rows_left : 0;
+        const Elem* src = a;
+        const long long a_step = A_ROWS_PER_PASS * p.lda;
+#pragma unroll
+        for (int i = 0; i < A_PASSES; ++i, src += a_step)
+          cp_async<4>(sa + a_dst + i * A_ROWS_PER_PASS * ML::A_LD * sizeof(Elem), src, i * A_ROWS_PER_PASS < rows ? kb : 0);
+        const int xb = ax_row_ok ? min(max(k_lim - ax_kpos, 0), 2) * 2 : 0;
+        cp_async<4>(sa + (threadIdx.x * ML::A_LD + ML::STAGE_K) * sizeof(Elem), ax, xb);
+      }
+      {
+        const int rows = b_col_bytes ? k_lim - b_kpos : 0;  // k rows of B left
+        const Elem* src = b;
+        const long long b_step = B_ROWS_PER_PASS * p.ldb;
+#pragma unroll
+        for (int i = 0; i < B_PASSES; ++i, src += b_step)
+          cp_async<4>(sb + b_dst + i * B_ROWS_PER_PASS * ML::B_LD * sizeof(Elem), src,
+                      i * B_ROWS_PER_PASS < rows ? b_col_bytes : 0);
+        if (threadIdx.x < ML::STAGE_K)
+          cp_async<4>(sb + (threadIdx.x * ML::B_LD + ML::BN) * sizeof(Elem), bx, bx_kpos < k_lim ? bx_col_bytes : 0);
+      }
+      ax += ML::STAGE_K;
+      ax_kpos += ML::STAGE_K;
+      bx += static_cast<long long>(ML::STAGE_K) * p.ldb;
+      bx_kpos += ML::STAGE_K;
     } else {
       // 2-4x the copies per stage, so each costs little: pointers step by a row stride, rows are
       // counted (no mask to rebuild), and no pointer select: a copy of src-size 0 reads nothing
@@ -113,6 +180,40 @@ struct TileLoader {
     b += static_cast<long long>(ML::STAGE_K) * p.ldb;
     b_kpos += ML::STAGE_K;
   }
+
+  // SHIFTED: move the rows that landed one element late back by one, in place (every copy of
+  // the stage has landed and is visible; the caller's barrier follows). Each warp takes 32 A
+  // rows (8 lanes x 4 words a row) and 16 B rows (16 lanes x 4 words), in groups of rows of one
+  // parity, so a group shifts or not as a whole: no divergence inside the warp.
+  __device__ __forceinline__ void shift(unsigned sa, unsigned sb) const {
+    if constexpr (SHIFTED) {
+      const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+      static_assert(ML::BM == 32 * (ML::THREADS / 32) && ML::STAGE_K == 16 * (ML::THREADS / 32), "rows per warp");
+      static_assert(ML::STAGE_K / 2 == 8 * 4 && ML::BN / 2 == 16 * 4, "a row's words: 8 or 16 lanes x 4");
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {  // A rows 32 w + 8 (j / 2) + j % 2 + {0, 2, 4, 6}
+        const int r = 32 * warp + 8 * (j / 2) + j % 2 + 2 * (lane / 8);
+        if ((a_par + r * a_par_step) & 1) shift_words(sa + (r * ML::A_LD + (lane % 8) * 8) * sizeof(Elem));
+      }
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {  // B rows 16 w + 4 (j / 2) + j % 2 + {0, 2}
+        const int r = 16 * warp + 4 * (j / 2) + j % 2 + 2 * (lane / 16);
+        if ((b_par + r * b_par_step) & 1) shift_words(sb + (r * ML::B_LD + (lane % 16) * 8) * sizeof(Elem));
+      }
+    }
+  }
+
+  // words w..w+3 <- elements one later (funnel shifts over w..w+4); the warp reads before it writes
+  static __device__ __forceinline__ void shift_words(unsigned addr) {
+    unsigned v[5];
+    asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n" : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3]) : "r"(addr));
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v[4]) : "r"(addr + 16));
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = __funnelshift_r(v[i], v[i + 1], 16);
+    asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};\n" ::"r"(addr), "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3])
+                 : "memory");
+  }
 };
 
 template <class ML>
@@ -137,6 +238,10 @@ __device__ __forceinline__ void pipelined_mainloop(const GemmParams& p, int m0, 
   }
   cp_async_wait<ML::STAGES - 2>();
   __syncthreads();
+  if constexpr (TileLoader<ML>::SHIFTED) {
+    loader.shift(sa, sb);
+    __syncthreads();
+  }
   const typename ML::Lanes lanes = ML::lanes(tid);
   typename ML::Frag frag[2];
   ML::load_frag(sa, sb, 0, frag[0], lanes);
@@ -152,6 +257,10 @@ __device__ __forceinline__ void pipelined_mainloop(const GemmParams& p, int m0, 
         // next stage landed for every thread; nobody reads stage `it - 1`'s buffer any more
         cp_async_wait<ML::STAGES - 2>();
         __syncthreads();
+        if constexpr (TileLoader<ML>::SHIFTED) {
+          loader.shift(sa + next * A_BYTES, sb + next * B_BYTES);
+          __syncthreads();
+        }
         ML::load_frag(sa + next * A_BYTES, sb + next * B_BYTES, 0, frag[(kk + 1) % 2], lanes);
       } else {
         ML::load_frag(sa + rd * A_BYTES, sb + rd * B_BYTES, kk + 1, frag[(kk + 1) % 2], lanes);
