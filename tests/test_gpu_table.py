@@ -142,15 +142,15 @@ def test_four_byte_copies_only_where_they_save_all_packing_on_a_small_problem():
     f16 = SPECS["float16"]
     small_a, small_b = _host((300, 90)), _host((90, 302))      # 4-byte rows, ~70 flop/B
     assert copy_widths(small_a, small_b, f16) == (4, 4)
-    assert copy_widths(small_a, _host((90, 301)), f16) == (4, 2)   # odd n: B's rows shifted in place
-    assert copy_widths(small_a, _host((90, 301), strides=(1, 90)), f16) == (0, 0)  # B packed: pack A too
+    assert copy_widths(small_a, _host((90, 301)), f16) == (0, 0)   # odd n: B packed, so A too
+    assert copy_widths(small_a, _host((90, 301)), f16, "always") == (4, 2)  # or B's rows shifted in place
     assert copy_widths(small_a, _host((90, 304)), f16) == (4, 16)
     assert copy_widths(small_a, small_b, f16, "never") == (0, 0)
     big_a, big_b = _host((4000, 4002)), _host((4002, 4002))    # > W4_MAX_INTENSITY flop/B
     assert copy_widths(big_a, big_b, f16) == (0, 0)
     assert copy_widths(big_a, big_b, f16, "always") == (4, 4)
     assert copy_widths(_host((4000, 4004)), _host((4004, 4002)), f16) == (8, 0)  # 8 bytes: always
-    assert copy_widths(_host((4000, 4003)), _host((4003, 4002)), f16) == (0, 0)  # odd k, compute-bound: packed
+    assert copy_widths(_host((4000, 4003)), _host((4003, 4002)), f16) == (0, 0)  # odd k: packed
     assert copy_widths(_host((4000, 4003)), _host((4003, 4002)), f16, "always") == (2, 4)
     with pytest.raises(ScheduleError, match="narrow must be one of"):
         copy_widths(small_a, small_b, f16, "yes")

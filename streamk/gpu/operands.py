@@ -165,9 +165,10 @@ NARROW_MODES = ("auto", "always", "never")
 # 4-byte ones only where they save the whole pack launch on a problem of at most this many flops
 # per compulsory byte (H200, first 100 corpus shapes; benchmarks/LOG.md v9).
 W4_MAX_INTENSITY = 200.0
-# 2-byte-aligned rows (an odd k or n): read in place with shifted 4-byte copies (sm80_f16_w2.cu)
-# on problems of at most this many flops per compulsory byte, packed above (LOG.md v11).
-W2_MAX_INTENSITY = 200.0
+# 2-byte-aligned rows (an odd k or n) can be read in place with shifted 4-byte copies
+# (sm80_f16_w2.cu), but that mainloop measured 1.3-2.5x slower than the 16-byte one after a pack
+# (DP 38.5 against 50.4 TFLOP/s geomean on the 400 shapes, H100, LOG.md v11), so "auto" packs
+# them and only narrow="always" takes the _w2 kernels (no second copy of the operand in memory).
 
 
 def intensity(a: Operand, b: Operand, spec: KernelSpec) -> float:
@@ -181,19 +182,17 @@ def intensity(a: Operand, b: Operand, spec: KernelSpec) -> float:
 def copy_widths(a: Operand, b: Operand, spec: KernelSpec, narrow: str = "auto") -> tuple[int, int]:
     """Copy width (16, 8, 4 or 2 bytes) A and B are read with in place, 0 for one that is packed.
 
-    ``narrow``: "auto" (8-byte copies wherever they apply; for rows only 2-byte aligned, shifted
-    4-byte copies under W2_MAX_INTENSITY; 4-byte ones under W4_MAX_INTENSITY when neither operand
-    is packed), "always" (the widest copy each operand allows) or "never" (pack every operand that
+    ``narrow``: "auto" (8-byte copies wherever they apply, 4-byte ones under W4_MAX_INTENSITY when
+    neither operand is packed, 2-byte-aligned rows packed), "always" (the widest copy each operand
+    allows, shifted copies for 2-byte-aligned rows included) or "never" (pack every operand that
     is not 16-byte aligned, as v1-v8 did). One kernel reads both at the narrower width.
     """
     if narrow not in NARROW_MODES:
         raise ScheduleError(f"narrow must be one of {', '.join(NARROW_MODES)} (got {narrow!r})")
     wa, wb = (load_bytes(op, spec, narrow=narrow != "never") for op in (a, b))
-    if narrow == "auto" and {2, 4} & {wa, wb}:
-        flops_per_byte = intensity(a, b, spec)
-        if flops_per_byte > W2_MAX_INTENSITY:
-            wa, wb = (0 if w == 2 else w for w in (wa, wb))
-        if 4 in (wa, wb) and (0 in (wa, wb) or flops_per_byte > W4_MAX_INTENSITY):
+    if narrow == "auto":
+        wa, wb = (0 if w == 2 else w for w in (wa, wb))
+        if 4 in (wa, wb) and (0 in (wa, wb) or intensity(a, b, spec) > W4_MAX_INTENSITY):
             wa, wb = (0 if w == 4 else w for w in (wa, wb))
     return wa, wb
 

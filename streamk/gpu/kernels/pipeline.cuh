@@ -126,22 +126,39 @@ struct TileLoader {
       {
         const int kb = min(max(k_lim - a_kpos, 0), 2) * 2;  // the word's elements inside k
         const int rows = kb ? a_rows_left : 0;
-        const Elem* src = a;
         const long long a_step = A_ROWS_PER_PASS * p.lda;
+        // a copy size of 4 or 0 is a predicate; any other costs ~6 more instructions a copy
+        // (LDGSTS.ZFILL encodes it in the address), so only the word at k's end takes that path
+        const auto copy_a = [&](int bytes) {
+          const Elem* src = a;
 #pragma unroll
-        for (int i = 0; i < A_PASSES; ++i, src += a_step)
-          cp_async<4>(sa + a_dst + i * A_ROWS_PER_PASS * ML::A_LD * sizeof(Elem), src, i * A_ROWS_PER_PASS < rows ? kb : 0);
+          for (int i = 0; i < A_PASSES; ++i, src += a_step)
+            cp_async<4>(sa + a_dst + i * A_ROWS_PER_PASS * ML::A_LD * sizeof(Elem), src,
+                        i * A_ROWS_PER_PASS < rows ? bytes : 0);
+        };
+        if (kb == 4) {
+          copy_a(4);
+        } else {
+          copy_a(kb);
+        }
         const int xb = ax_row_ok ? min(max(k_lim - ax_kpos, 0), 2) * 2 : 0;
         cp_async<4>(sa + (threadIdx.x * ML::A_LD + ML::STAGE_K) * sizeof(Elem), ax, xb);
       }
       {
         const int rows = b_col_bytes ? k_lim - b_kpos : 0;  // k rows of B left
-        const Elem* src = b;
         const long long b_step = B_ROWS_PER_PASS * p.ldb;
+        const auto copy_b = [&](int bytes) {
+          const Elem* src = b;
 #pragma unroll
-        for (int i = 0; i < B_PASSES; ++i, src += b_step)
-          cp_async<4>(sb + b_dst + i * B_ROWS_PER_PASS * ML::B_LD * sizeof(Elem), src,
-                      i * B_ROWS_PER_PASS < rows ? b_col_bytes : 0);
+          for (int i = 0; i < B_PASSES; ++i, src += b_step)
+            cp_async<4>(sb + b_dst + i * B_ROWS_PER_PASS * ML::B_LD * sizeof(Elem), src,
+                        i * B_ROWS_PER_PASS < rows ? bytes : 0);
+        };
+        if (b_col_bytes == 4) {  // all but the thread whose word holds n's end
+          copy_b(4);
+        } else {
+          copy_b(b_col_bytes);
+        }
         if (threadIdx.x < ML::STAGE_K)
           cp_async<4>(sb + (threadIdx.x * ML::B_LD + ML::BN) * sizeof(Elem), bx, bx_kpos < k_lim ? bx_col_bytes : 0);
       }
@@ -253,7 +270,11 @@ __device__ __forceinline__ void pipelined_mainloop(const GemmParams& p, int m0, 
 #pragma unroll
     for (int kk = 0; kk < ML::KSTEPS; ++kk) {
       if (kk == ksteps) break;
+      // shifted rows: the last k-step's mmas go first, so the tensor pipe works through them
+      // while the warps wait for the next stage and shift it
+      constexpr bool MMA_FIRST = TileLoader<ML>::SHIFTED;
       if (kk == ML::KSTEPS - 1) {
+        if (MMA_FIRST) ML::mma_frag(frag[kk % 2], acc);
         // next stage landed for every thread; nobody reads stage `it - 1`'s buffer any more
         cp_async_wait<ML::STAGES - 2>();
         __syncthreads();
@@ -269,7 +290,7 @@ __device__ __forceinline__ void pipelined_mainloop(const GemmParams& p, int m0, 
         if (it + ML::STAGES - 1 < iters) loader.load(p, k_lim, sa + wr * A_BYTES, sb + wr * B_BYTES);
         cp_async_commit();
       }
-      ML::mma_frag(frag[kk % 2], acc);
+      if (!MMA_FIRST || kk != ML::KSTEPS - 1) ML::mma_frag(frag[kk % 2], acc);
     }
     wr = rd;
     rd = next;
