@@ -30,12 +30,21 @@ __device__ __forceinline__ typename ML::Acc* slot_ptr(const GemmParams& p, int s
 }
 
 // A slot holds each thread's accumulators in 16-byte vectors: vector j of thread t (elements
-// j*V .. j*V+V-1) at (j*THREADS + t)*V, so every warp access is 512 contiguous bytes.
+// j*V .. j*V+V-1) at (j*THREADS + t)*V, so every warp access is 512 contiguous bytes. A vector's
+// first element is its least row and column (one mma fragment's pairs), so the reduce pass skips
+// the vectors wholly outside the matrix (an edge tile's rows past m or columns past n): their sums
+// are never written to C. The main kernel stores and reads whole slots: the same test there took
+// ptxas from 72 to 272 bytes of spills and our DP kernel 6% slower (LOG.md v11).
 template <class ML>
 struct SlotVec {
   static constexpr int V = 16 / sizeof(typename ML::Acc);
   static_assert(ML::ACC % V == 0, "accumulators come in whole 16-byte vectors");
   static __device__ __forceinline__ long long at(int j, int tid) { return (static_cast<long long>(j) * ML::THREADS + tid) * V; }
+  static __device__ __forceinline__ bool inside(int j, int tid, int rows, int cols) {
+    int r, c;
+    ML::coord(j * V, tid, r, c);
+    return r < rows && c < cols;
+  }
 };
 
 template <class ML>
@@ -60,15 +69,6 @@ __device__ __forceinline__ void add_slot(const GemmParams& p, int slot, typename
 #pragma unroll
     for (int e = 0; e < SV::V; ++e) acc[j * SV::V + e] += v[e];
   }
-}
-
-template <class ML>
-__device__ __forceinline__ void load_slot(const GemmParams& p, int slot, typename ML::Acc (&acc)[ML::ACC],
-                                          int tid) {
-  using SV = SlotVec<ML>;
-  const typename ML::Acc* s = slot_ptr<ML>(p, slot);
-#pragma unroll
-  for (int j = 0; j < ML::ACC / SV::V; ++j) ld_cg16(s + SV::at(j, tid), *reinterpret_cast<typename ML::Acc(*)[SV::V]>(&acc[j * SV::V]));
 }
 
 // Every thread's stores before this are visible GPU-wide before the flag carries `epoch`: the
@@ -232,11 +232,12 @@ __device__ __forceinline__ void reduce_slice(const GemmParams& p) {
   const int m0 = item[I_TILE_M] * ML::BM, n0 = item[I_TILE_N] * ML::BN;
   const int per = (ML::ACC / V) / gridDim.y, j0 = blockIdx.y * per, tid = threadIdx.x;
   Acc sum[MAXV][V], next[2][MAXV][V];
-  const auto load = [&](int q, Acc (&v)[MAXV][V]) {
+  const int rows = min(ML::BM, p.m - m0), cols = min(ML::BN, p.n - n0);
+  const auto load = [&](int q, Acc (&v)[MAXV][V]) {  // vectors outside the matrix were never stored
     const Acc* s = slot_ptr<ML>(p, p.reads[offset + q]);
 #pragma unroll
     for (int i = 0; i < MAXV; ++i)
-      if (i < per) ld_cg16(s + SV::at(j0 + i, tid), v[i]);
+      if (i < per && SV::inside(j0 + i, tid, rows, cols)) ld_cg16(s + SV::at(j0 + i, tid), v[i]);
   };
   const auto add = [&](const Acc (&v)[MAXV][V]) {
 #pragma unroll
@@ -256,7 +257,6 @@ __device__ __forceinline__ void reduce_slice(const GemmParams& p) {
     load(q, next[0]);
     add(next[0]);
   }
-  const int rows = min(ML::BM, p.m - m0), cols = min(ML::BN, p.n - n0);
   const Acc alpha = static_cast<Acc>(p.alpha), beta = static_cast<Acc>(p.beta);
   Acc* C = static_cast<Acc*>(p.c) + static_cast<long long>(m0) * p.c_rs + static_cast<long long>(n0) * p.c_cs;
 #pragma unroll

@@ -270,11 +270,7 @@ __device__ __forceinline__ void pipelined_mainloop(const GemmParams& p, int m0, 
 #pragma unroll
     for (int kk = 0; kk < ML::KSTEPS; ++kk) {
       if (kk == ksteps) break;
-      // shifted rows: the last k-step's mmas go first, so the tensor pipe works through them
-      // while the warps wait for the next stage and shift it
-      constexpr bool MMA_FIRST = TileLoader<ML>::SHIFTED;
       if (kk == ML::KSTEPS - 1) {
-        if (MMA_FIRST) ML::mma_frag(frag[kk % 2], acc);
         // next stage landed for every thread; nobody reads stage `it - 1`'s buffer any more
         cp_async_wait<ML::STAGES - 2>();
         __syncthreads();
@@ -290,7 +286,7 @@ __device__ __forceinline__ void pipelined_mainloop(const GemmParams& p, int m0, 
         if (it + ML::STAGES - 1 < iters) loader.load(p, k_lim, sa + wr * A_BYTES, sb + wr * B_BYTES);
         cp_async_commit();
       }
-      if (!MMA_FIRST || kk != ML::KSTEPS - 1) ML::mma_frag(frag[kk % 2], acc);
+      ML::mma_frag(frag[kk % 2], acc);
     }
     wr = rd;
     rd = next;
