@@ -252,14 +252,18 @@ def main(args: argparse.Namespace) -> int:
             print(f"plot skipped ({exc}); draw it later with streamk plot bench --csv {path}")
             return 0
         png = plot_bench(load_bench_csv(path), os.path.splitext(path)[0] + ".png",
-                         f"{dev.name}, {args.dtype}, {len(rows)} shapes")
+                         f"{dev.name}, {args.dtype}, {len(rows) - len(big_rows(rows))} corpus shapes")
         print(f"plot: {png}")
     return 0
 
 
+def big_rows(rows):
+    return [r for r in rows if (r["m"], r["n"], r["k"]) == (8192, 8192, 8192)]
+
+
 def summarize(rows, decomps, dtype):
-    corpus_rows = [r for r in rows if (r["m"], r["n"], r["k"]) != (8192, 8192, 8192)]
-    big = [r for r in rows if (r["m"], r["n"], r["k"]) == (8192, 8192, 8192)]
+    big = big_rows(rows)
+    corpus_rows = [r for r in rows if r not in big]
     print(f"\n{dtype}: {len(corpus_rows)} corpus shapes (TFLOP/s geomean; ratios = time_other / time_ours)")
     for part, sel in (("all", corpus_rows), ("compute-bound (>400 flop/B)", [r for r in corpus_rows if r["intensity"] > 400])):
         if not sel:
