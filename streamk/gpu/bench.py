@@ -24,14 +24,10 @@ import time
 
 import torch
 
-from ..costs import Costs
-from ..errors import ScheduleError
-from ..schedule import FIXUP_POLICIES
-from ..sched import names
-from ..shapes import Machine
 from ..sim.corpus import corpus as draw_corpus
 from .api import prepare
 from .device import available, current
+from .variants import launch_key, variant
 
 DECOMPS = ["data-parallel", "stream-k", "dp-one-tile-sk", "two-tile-sk-dp", "auto"]
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
@@ -96,45 +92,6 @@ def cublas(A, B, out_dtype):
         return lambda: torch.mm(A, B).to(out_dtype)
 
 
-def variant(decomp: str) -> dict:
-    """prepare() arguments for NAME[%GRID][@CTAS_PER_SM][:A,B,C,D[&A,B,C,D]][/TILE_ORDER][!FIXUP]
-    [+pack|+narrow]: the scheduler's grid, machine, auto's model constants and after & its
-    separate-reduce ones, rasterization such as grouped-8, the fixup policy; +pack packs every
-    operand that is not 16-byte aligned, as v1-v8 did, +narrow reads every one it can with 8/4-byte
-    copies."""
-    text = decomp
-    decomp, plus, flag = decomp.partition("+")
-    modes = {"": "auto", "pack": "never", "narrow": "always"}
-    if flag not in modes:
-        raise ScheduleError(f"variant {text!r}: the suffix must be +pack or +narrow (got +{flag})")
-    decomp, _, fixup = decomp.partition("!")
-    if fixup and fixup not in FIXUP_POLICIES:
-        raise ScheduleError(f"variant {text!r}: !FIXUP must be one of {', '.join(FIXUP_POLICIES)} (got {fixup!r})")
-    decomp, _, order = decomp.partition("/")
-    head, _, costs = decomp.partition(":")
-    name, _, per_sm = head.partition("@")
-    name, _, grid = name.partition("%")
-    if name not in names():
-        raise ScheduleError(f"variant {text!r}: unknown decomposition {name!r} (known: {', '.join(names())})")
-    args: dict = {"schedule": name, "narrow": modes[flag]}
-    if fixup:
-        args["fixup"] = fixup
-    if not (grid or "0").isdigit() or not (per_sm or "0").isdigit():
-        raise ScheduleError(f"variant {text!r}: %GRID and @CTAS_PER_SM must be whole numbers")
-    if grid:
-        args["grid"] = int(grid)
-    if per_sm:
-        args["machine"] = Machine(current().sms, int(per_sm))
-    if costs:
-        costs, _, reduce = costs.partition("&")
-        args["model_costs"] = Costs.parse(costs)
-        if reduce:
-            args["reduce_costs"] = Costs.parse(reduce)
-    if order:
-        args["tile_order"] = order
-    return args
-
-
 def bench_shape(shape, dtype, stream, rows, decomps):
     m, n, k = shape
     flops = 2.0 * m * n * k
@@ -154,7 +111,7 @@ def bench_shape(shape, dtype, stream, rows, decomps):
     # every variant writes the same C, so none gains or loses by where its output lies (each
     # launch holds the other buffers it points into, api.prepare)
     out = torch.full((m, n), float("nan"), device="cuda", dtype=out_dtype)
-    prepared = {decomp: prepare(A, B, out, **variant(decomp)) for decomp in decomps}
+    prepared = {decomp: prepare(A, B, out, **variant(decomp, lambda: current().sms)) for decomp in decomps}
     first, same_as = {}, {}  # a variant whose launch is another's (auto running DP's schedule) is
     for decomp, p in prepared.items():  # timed once: the same kernels twice only measure noise
         key = launch_key(p)
@@ -186,14 +143,6 @@ def bench_shape(shape, dtype, stream, rows, decomps):
     return result
 
 
-def launch_key(p) -> tuple:
-    """What makes two prepared launches the same computation: kernels, grids, the schedule's
-    units and CTA ranges, the fixup plan's actions (buffers and pointers aside)."""
-    steps = tuple((st.name, st.grid, st.grid_y, st.block, st.smem) for st in p.launch.steps)
-    s = p.schedule
-    return steps, s.tile_order, s.units.tobytes(), s.cta_offsets.tobytes(), p.plan.action.tobytes()
-
-
 def geomean(xs):
     xs = [x for x in xs if x > 0 and math.isfinite(x)]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
@@ -221,7 +170,7 @@ def main(args: argparse.Namespace) -> int:
     dev = current()
     decomps = args.decomps.split(";")
     for d in decomps:  # a typo fails here, before any shape is timed
-        variant(d)
+        variant(d, lambda: dev.sms)
     print(f"device {dev.name} ({dev.arch}, {dev.sms} SMs), torch {torch.__version__}", flush=True)
     stream = torch.cuda.Stream()
     shapes = ([(8192, 8192, 8192)] if args.big else []) + corpus(args.count, args.seed)

@@ -1,0 +1,60 @@
+"""Benchmark variants: the text of `streamk bench --decomps` to prepare() arguments, and when two
+prepared launches are the same computation (no torch or GPU needed, so both are unit-tested)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..costs import Costs
+from ..errors import ScheduleError
+from ..schedule import FIXUP_POLICIES
+from ..sched import names
+from ..shapes import Machine
+
+NARROW_SUFFIXES = {"": "auto", "pack": "never", "narrow": "always"}
+
+
+def variant(text: str, sms: Callable[[], int]) -> dict[str, Any]:
+    """prepare() arguments for NAME[%GRID][@CTAS_PER_SM][:A,B,C,D[&A,B,C,D]][/TILE_ORDER][!FIXUP]
+    [+pack|+narrow]: the scheduler's grid, a machine of ``sms()`` SMs and that many CTAs per SM,
+    auto's model constants and after & its separate-reduce ones, a rasterization such as
+    grouped-8, the fixup policy; +pack packs every operand that is not 16-byte aligned (as v1-v8
+    did), +narrow reads every one it can in place (narrow="always")."""
+    decomp, _, flag = text.partition("+")
+    if flag not in NARROW_SUFFIXES:
+        raise ScheduleError(f"variant {text!r}: the suffix must be +pack or +narrow (got +{flag})")
+    decomp, _, fixup = decomp.partition("!")
+    if fixup and fixup not in FIXUP_POLICIES:
+        raise ScheduleError(f"variant {text!r}: !FIXUP must be one of {', '.join(FIXUP_POLICIES)} (got {fixup!r})")
+    decomp, _, order = decomp.partition("/")
+    head, _, costs = decomp.partition(":")
+    name, _, per_sm = head.partition("@")
+    name, _, grid = name.partition("%")
+    if name not in names():
+        raise ScheduleError(f"variant {text!r}: unknown decomposition {name!r} (known: {', '.join(names())})")
+    if not (grid or "0").isdigit() or not (per_sm or "0").isdigit():
+        raise ScheduleError(f"variant {text!r}: %GRID and @CTAS_PER_SM must be whole numbers")
+    args: dict[str, Any] = {"schedule": name, "narrow": NARROW_SUFFIXES[flag]}
+    if fixup:
+        args["fixup"] = fixup
+    if grid:
+        args["grid"] = int(grid)
+    if per_sm:
+        args["machine"] = Machine(sms(), int(per_sm))
+    if costs:
+        costs, _, reduce = costs.partition("&")
+        args["model_costs"] = Costs.parse(costs)
+        if reduce:
+            args["reduce_costs"] = Costs.parse(reduce)
+    if order:
+        args["tile_order"] = order
+    return args
+
+
+def launch_key(prepared: Any) -> tuple:
+    """What makes two prepared launches the same computation: kernels, grids, the schedule's
+    units and CTA ranges, the fixup plan's actions (buffers and pointers aside). The bench times
+    such a pair once: two timings of identical kernels differed by up to 20% (LOG.md v11)."""
+    steps = tuple((st.name, st.grid, st.grid_y, st.block, st.smem) for st in prepared.launch.steps)
+    s = prepared.schedule
+    return steps, s.tile_order, s.units.tobytes(), s.cta_offsets.tobytes(), prepared.plan.action.tobytes()

@@ -1,0 +1,59 @@
+"""`streamk bench --decomps` variants and when two prepared launches count as one (no GPU)."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from streamk import Costs, GemmShape, Machine, ScheduleError, TileShape, make_schedule, plan_fixup
+from streamk.gpu.launch import GemmParams, Launch, Step
+from streamk.gpu.variants import launch_key, variant
+
+
+def sms() -> int:
+    return 132
+
+
+def test_a_bare_name_runs_with_default_copies():
+    assert variant("auto", sms) == {"schedule": "auto", "narrow": "auto"}
+
+
+def test_every_part_of_a_variant_reaches_prepare():
+    args = variant("stream-k%66@1:32,16,1,8&32,24,1,0.5/grouped-8!separate-reduce+pack", sms)
+    assert args == {"schedule": "stream-k", "narrow": "never", "fixup": "separate-reduce", "grid": 66,
+                    "machine": Machine(132, 1), "model_costs": Costs(32, 16, 1, 8),
+                    "reduce_costs": Costs(32, 24, 1, 0.5), "tile_order": "grouped-8"}
+    assert variant("data-parallel+narrow", sms)["narrow"] == "always"
+    assert "reduce_costs" not in variant("auto:32,32,1,8", sms)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("autoo", "unknown decomposition 'autoo'"),
+    ("auto!owner-wait", "!FIXUP must be one of"),
+    ("auto+fast", "the suffix must be \\+pack or \\+narrow"),
+    ("stream-k%x", "whole numbers"),
+    ("auto:1,2,3", "four numbers"),
+])
+def test_a_bad_variant_names_what_is_wrong(text, message):
+    with pytest.raises(ScheduleError, match=message):
+        variant(text, sms)
+
+
+def _prepared(schedule, fixup=None, grid_y=1):
+    plan = plan_fixup(schedule, fixup)
+    steps = [Step("streamk_sm80_f16", None, schedule.grid, 128, 107520, GemmParams())]
+    if plan.policy == "separate-reduce" and len(plan.split_tiles):
+        steps.append(Step("streamk_reduce_f32", None, len(plan.split_tiles), 128, 0, GemmParams(), grid_y))
+    return SimpleNamespace(launch=Launch(steps), schedule=schedule, plan=plan)
+
+
+def test_launches_of_one_schedule_plan_and_kernels_are_timed_once():
+    shape, tile, machine = GemmShape(1000, 700, 3000), TileShape(128, 128, 32), Machine(132, 2)
+    dp = make_schedule("data-parallel", shape, tile, machine)
+    auto_as_dp = make_schedule("auto", shape, tile, machine, model_costs=Costs(32, 1000, 1, 8))
+    assert auto_as_dp.grid == dp.grid  # the model's fixup cost keeps auto data-parallel here
+    assert launch_key(_prepared(dp)) == launch_key(_prepared(auto_as_dp))
+    sk = make_schedule("stream-k", shape, tile, machine, grid=66)
+    assert launch_key(_prepared(sk)) != launch_key(_prepared(dp))
+    # same schedule, another policy or another reduce grid: another computation
+    assert launch_key(_prepared(sk)) != launch_key(_prepared(sk, "separate-reduce"))
+    assert launch_key(_prepared(sk, "separate-reduce")) != launch_key(_prepared(sk, "separate-reduce", 8))
