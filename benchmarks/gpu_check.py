@@ -105,11 +105,10 @@ def run_case(log, dtype, shape, decomp, options, policy, layout, alpha, beta, ge
 
 
 def back_to_back(log, launches=1000):
-    """1,000 launches of waiting schedules with no reset (separate-reduce: its grid barrier), then
-    graph replays: still correct."""
+    """1,000 launches of waiting schedules with no reset, then graph replays: still correct."""
     gen = torch.Generator(device="cuda").manual_seed(7)
     rows = []
-    for policy in ("owner-waits", "turnstile", "last-arrival", "separate-reduce"):  # the last: grid barrier
+    for policy in ("owner-waits", "turnstile", "last-arrival"):
         m, n, k = 1000, 1000, 3000
         A, B = make_inputs(m, n, k, "float16", "RR", gen)
         C = torch.full((m, n), float("nan"), device="cuda")
@@ -207,32 +206,6 @@ def strided_outputs() -> list[dict]:
     return rows
 
 
-def reduce_launches(log) -> list[dict]:
-    """The separate-reduce pass inside the main launch (grid barrier) and as its own launch give
-    bitwise the same C, for grids that fit the machine and one that does not (own launch only)."""
-    rows = []
-    gen = torch.Generator(device="cuda").manual_seed(17)
-    for dtype, shape, grid in (("float16", (185, 134, 1362), 35), ("float16", (700, 900, 3001), 132),
-                               ("bfloat16", (300, 301, 3001), 64), ("float64", (200, 190, 999), 100),
-                               ("float16", (2000, 2000, 512), 600)):
-        A, B = make_inputs(*shape, dtype, "RR", gen)
-        outs = {}
-        for launch in ("auto", "separate"):
-            C = torch.full(shape[:2], float("nan"), device="cuda", dtype=TORCH_ACC[dtype])
-            p = prepare(A, B, C, schedule="stream-k", grid=grid, fixup="separate-reduce", reduce_launch=launch)
-            p.run()
-            torch.cuda.synchronize()
-            outs[launch] = (C, p.launch.names, p.launch.steps[-1].params.reduce_slices)
-        ratio = error_ratio(outs["auto"][0], A, B, 1.0, 0.0, None, dtype)
-        inside = outs["auto"][2] > 0
-        row = {"test": f"reduce-launch {dtype} {shape} grid {grid}", "in_kernel": inside, "ratio": ratio,
-               "ok": ratio <= 1 and torch.equal(outs["auto"][0], outs["separate"][0])
-               and inside == (grid <= p.residency) and outs["separate"][1][-1].startswith("streamk_reduce")}
-        rows.append(row)
-        log.write(json.dumps(row) + "\n")
-    return rows
-
-
 def shifted_rows(log) -> list[dict]:
     """Row-major FP16/BF16 operands whose rows are only 2-byte aligned (odd k or n, views at odd
     element offsets) read in place by the _w2 kernels (narrow="always"): shifted 4-byte copies,
@@ -316,7 +289,7 @@ def main() -> int:
                         failures.append(row)
                         print("FAIL", json.dumps(row), flush=True)
         print(f"{dtype}: {len(summary[dtype])} cases, {time.time() - start:.0f}s", flush=True)
-    extra = back_to_back(log) + other_inputs(log) + shifted_rows(log) + reduce_launches(log)
+    extra = back_to_back(log) + other_inputs(log) + shifted_rows(log)
     for r in extra:
         if not r["ok"]:
             failures.append(r)

@@ -23,8 +23,6 @@ def test_every_part_of_a_variant_reaches_prepare():
                     "machine": Machine(132, 1), "model_costs": Costs(32, 16, 1, 8),
                     "reduce_costs": Costs(32, 24, 1, 0.5), "tile_order": "grouped-8"}
     assert variant("data-parallel+narrow", sms)["narrow"] == "always"
-    assert variant("auto!separate-reduce^separate", sms)["reduce_launch"] == "separate"
-    assert "reduce_launch" not in variant("auto", sms)
     assert "reduce_costs" not in variant("auto:32,32,1,8", sms)
 
 
@@ -34,7 +32,6 @@ def test_every_part_of_a_variant_reaches_prepare():
     ("auto+fast", "the suffix must be \\+pack or \\+narrow"),
     ("stream-k%x", "whole numbers"),
     ("auto:1,2,3", "four numbers"),
-    ("auto^fused", "\\^separate is the only"),
 ])
 def test_a_bad_variant_names_what_is_wrong(text, message):
     with pytest.raises(ScheduleError, match=message):

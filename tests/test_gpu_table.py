@@ -220,13 +220,3 @@ def test_a_buffer_nothing_holds_is_retired_not_freed_under_a_launch():
     assert retired == []  # a prepared launch still points into it
     held_by_launch.clear()
     assert retired == [0x1000]  # freed at the device's next synchronized growth
-
-
-def test_reduce_pass_parts_fill_the_blocks_it_is_given():
-    from streamk.gpu.api import reduce_slices
-
-    f16, f64 = SPECS["float16"], SPECS["float64"]  # 32 and 16 vectors of 16 bytes per thread
-    assert reduce_slices(1, f16, 128, 264) == 32       # one tile: every vector its own part
-    assert reduce_slices(4, f16, 128, 35) == 16        # in the main launch: a part per CTA
-    assert reduce_slices(500, f16, 128, 264) == 8      # many tiles: REDUCE_MAX_VECS vectors a part
-    assert reduce_slices(1, f64, 128, 264) == 16 and reduce_slices(500, f64, 128, 264) == 4

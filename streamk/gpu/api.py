@@ -46,16 +46,15 @@ def check_residency(plan: FixupPlan, residency: int) -> None:
 REDUCE_MAX_VECS = 4  # fixup.cuh: accumulator vectors per thread of one reduce block
 
 
-def reduce_slices(items: int, spec: KernelSpec, threads: int, blocks: int) -> int:
-    """Parts per split tile of the separate-reduce pass: enough for ``blocks`` parts in all where
-    the split tiles are few (two per SM as its own launch, one per CTA inside the main one; one
-    block per tile read its slots at ~1.3 us per 64 KB, LOG.md v10), a power of two dividing the
-    tile's 16-byte vectors per thread, with at most REDUCE_MAX_VECS of them per part (fixup.cuh
-    reduce_part)."""
+def reduce_slices(items: int, spec: KernelSpec, threads: int, sms: int) -> int:
+    """Blocks per split tile of the separate-reduce pass: enough for two blocks per SM where the
+    split tiles are few (one block per tile read its slots at ~1.3 us per 64 KB, LOG.md v10), a
+    power of two dividing the tile's 16-byte vectors per thread, with at most REDUCE_MAX_VECS of
+    them per block (fixup.cuh reduce_slice)."""
     acc_bytes = 4 if spec.out_dtype == "float32" else 8
     vecs = spec.tile.bm * spec.tile.bn * acc_bytes // (16 * threads)
     slices = max(1, vecs // REDUCE_MAX_VECS)
-    while slices < vecs and items * slices < blocks:
+    while slices < vecs and items * slices < 2 * sms:
         slices *= 2
     return slices
 
@@ -152,7 +151,7 @@ def _stream_of(x: Any) -> int:
 
 def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
             schedule: str | Schedule = "auto", fixup: str | None = None, machine: Machine | None = None,
-            narrow: str = "auto", reduce_launch: str = "auto", **options: Any) -> Prepared:
+            narrow: str = "auto", **options: Any) -> Prepared:
     """Check everything, build and upload the table; return the launch without running it.
 
     ``machine`` is what a named scheduler plans for (default: the device's SMs and the occupancy
@@ -160,12 +159,8 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     how row-major operands whose rows are 8- or 4-byte aligned are read (``copy_widths``: "auto"
     reads them in place with 8-byte copies, and 4-byte ones where that saves all packing on a
     small problem; "always"; "never" packs them, as v1-v8 did); one kernel reads both operands
-    at the narrower width. ``reduce_launch``: where the separate-reduce pass runs: "auto" (at the
-    end of the main launch after a grid barrier when every CTA is resident, else as its own
-    launch) or "separate" (always its own launch, as before v11's last change).
+    at the narrower width.
     """
-    if reduce_launch not in ("auto", "separate"):
-        raise ScheduleError(f"reduce_launch must be 'auto' or 'separate' (got {reduce_launch!r})")
     a, b = describe(A, "A"), describe(B, "B")
     c = describe(C, "C") if C is not None else None
     spec = check_operands(a, b, c)
@@ -177,8 +172,7 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
 
     # an operand no copy width reads in place is packed, and the packed copy is read 16 bytes wide
     widths = dict(zip("AB", copy_widths(a, b, spec, narrow)))
-    width = min(w or 16 for w in widths.values())
-    main = spec.entry(width)
+    main = spec.entry(min(w or 16 for w in widths.values()))
 
     dev = current()
     threads, smem = dev.block_size(main), dev.smem_bytes(main)
@@ -210,24 +204,19 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     flags = dev.scratch("flags", 4 * len(table.units), zero=True)
     counters = dev.scratch("counters", 8 * table.tiles, zero=True)
     held += [offsets, units, reads, waits, items_buf, workspace, flags, counters]
-    items = len(table.items)
-    reduce = plan.policy == "separate-reduce" and items > 0
-    # the reduce pass inside the main launch needs every CTA resident for its grid barrier; the
-    # shifted-copy (_w2) kernels have no room for it (fixup.cuh run_schedule)
-    in_kernel = reduce and sched.grid <= residency and reduce_launch != "separate" and width != 2
-    slices = reduce_slices(items, spec, threads, sched.grid if in_kernel else 2 * dev.sms) if reduce else 0
     params = GemmParams(
         a=a_ptr, b=b_ptr, c=c_ptr, lda=lda, ldb=ldb, c_rs=c_strides[0], c_cs=c_strides[1],
         alpha=float(alpha), beta=float(beta), cta_offsets=offsets.ptr, units=units.ptr, reads=reads.ptr,
         waits=waits.ptr, items=items_buf.ptr, workspace=workspace.ptr, flags=flags.ptr, counters=counters.ptr,
-        state=dev.state if needs_epoch(plan) or in_kernel else 0, m=shape.m, n=shape.n, k=shape.k,
-        table_version=TABLE_VERSION, reduce_items=items if in_kernel else 0, reduce_slices=slices if in_kernel else 0)
+        state=dev.state if needs_epoch(plan) else 0, m=shape.m, n=shape.n, k=shape.k, table_version=TABLE_VERSION)
     assert STATE_WORDS == 2
+    items = len(table.items)
     if plan.policy == "atomic" and items:
         steps.append(Step(spec.prescale, dev.function(spec.prescale), items, threads, 0, params))
     steps.append(Step(main, dev.function(main, smem), sched.grid, threads, smem, params))
-    if reduce and not in_kernel:
+    if plan.policy == "separate-reduce" and items:
         rsmem = dev.smem_bytes(spec.reduce)
+        slices = reduce_slices(items, spec, threads, dev.sms)
         steps.append(Step(spec.reduce, dev.function(spec.reduce, rsmem), items, threads, rsmem, params, slices))
     prepared = Prepared(Launch(steps, held), sched, plan, out, residency, host_c, c_ptr if host_c is not None else 0)
     return prepared

@@ -22,8 +22,7 @@ class GemmParams(ctypes.Structure):
                 ("alpha", ctypes.c_double), ("beta", ctypes.c_double),
                 ("cta_offsets", _P), ("units", _P), ("reads", _P), ("waits", _P), ("items", _P),
                 ("workspace", _P), ("flags", _P), ("counters", _P), ("state", _P),
-                ("m", ctypes.c_int), ("n", ctypes.c_int), ("k", ctypes.c_int), ("table_version", ctypes.c_int),
-                ("reduce_items", ctypes.c_int), ("reduce_slices", ctypes.c_int)]
+                ("m", ctypes.c_int), ("n", ctypes.c_int), ("k", ctypes.c_int), ("table_version", ctypes.c_int)]
 
 
 class PackParams(ctypes.Structure):

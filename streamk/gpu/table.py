@@ -21,7 +21,7 @@ from ..errors import ScheduleError
 from ..fixup import Action, FixupPlan
 from ..schedule import tile_coordinates
 
-TABLE_VERSION = 2
+TABLE_VERSION = 1
 UNIT_FIELDS = ("tile", "tile_m", "tile_n", "k_begin", "k_end", "action", "slot",
                "reads_offset", "reads_count", "waits_offset", "waits_count")
 ITEM_FIELDS = ("tile_m", "tile_n", "reads_offset", "reads_count")

@@ -16,17 +16,13 @@ NARROW_SUFFIXES = {"": "auto", "pack": "never", "narrow": "always"}
 
 def variant(text: str, sms: Callable[[], int]) -> dict[str, Any]:
     """prepare() arguments for NAME[%GRID][@CTAS_PER_SM][:A,B,C,D[&A,B,C,D]][/TILE_ORDER][!FIXUP]
-    [^separate][+pack|+narrow]: the scheduler's grid, a machine of ``sms()`` SMs and that many
-    CTAs per SM, auto's model constants and after & its separate-reduce ones, a rasterization
-    such as grouped-8, the fixup policy, the separate-reduce pass as its own launch; +pack packs
-    every operand that is not 16-byte aligned (as v1-v8 did), +narrow reads every one it can in
-    place (narrow="always")."""
+    [+pack|+narrow]: the scheduler's grid, a machine of ``sms()`` SMs and that many CTAs per SM,
+    auto's model constants and after & its separate-reduce ones, a rasterization such as
+    grouped-8, the fixup policy; +pack packs every operand that is not 16-byte aligned (as v1-v8
+    did), +narrow reads every one it can in place (narrow="always")."""
     decomp, _, flag = text.partition("+")
     if flag not in NARROW_SUFFIXES:
         raise ScheduleError(f"variant {text!r}: the suffix must be +pack or +narrow (got +{flag})")
-    decomp, caret, launch = decomp.partition("^")
-    if caret and launch != "separate":
-        raise ScheduleError(f"variant {text!r}: ^separate is the only reduce-launch suffix (got ^{launch})")
     decomp, _, fixup = decomp.partition("!")
     if fixup and fixup not in FIXUP_POLICIES:
         raise ScheduleError(f"variant {text!r}: !FIXUP must be one of {', '.join(FIXUP_POLICIES)} (got {fixup!r})")
@@ -41,8 +37,6 @@ def variant(text: str, sms: Callable[[], int]) -> dict[str, Any]:
     args: dict[str, Any] = {"schedule": name, "narrow": NARROW_SUFFIXES[flag]}
     if fixup:
         args["fixup"] = fixup
-    if caret:
-        args["reduce_launch"] = "separate"
     if grid:
         args["grid"] = int(grid)
     if per_sm:

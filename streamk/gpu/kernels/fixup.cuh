@@ -91,46 +91,25 @@ __device__ __forceinline__ void wait_units(const GemmParams& p, int offset, int 
   __syncthreads();  // thread 0's acquire loads order every thread's slot reads after the signals
 }
 
-// Arrivals this launch at counter `ctr` (epoch << 32 | count: a count of an older epoch is 0),
-// ours included; thread 0 only, after a fence that orders our stores before it.
-__device__ __forceinline__ unsigned count_arrival(unsigned long long* ctr, unsigned epoch) {
-  unsigned long long old = *reinterpret_cast<volatile unsigned long long*>(ctr), seen, next;
-  do {
-    seen = old;
-    const unsigned long long arrived = (seen >> 32) == epoch ? (seen & 0xffffffffull) : 0ull;
-    next = (static_cast<unsigned long long>(epoch) << 32) | (arrived + 1);
-    old = atomicCAS(ctr, seen, next);
-  } while (old != seen);
-  return static_cast<unsigned>(next & 0xffffffffull);
-}
-
 // Count this unit's arrival at its tile; true for the last of `count` contributors.
 __device__ __forceinline__ bool arrive_last(const GemmParams& p, int tile, int count, unsigned epoch) {
   __shared__ int last;
   __syncthreads();
   if (threadIdx.x == 0) {
     fence_acq_rel_gpu();  // our slot stores (ordered before it by the barrier) before the count
-    last = count_arrival(p.counters + tile, epoch) == static_cast<unsigned>(count);
+    unsigned long long* ctr = p.counters + tile;
+    unsigned long long old = *reinterpret_cast<volatile unsigned long long*>(ctr), seen, next;
+    do {
+      seen = old;
+      const unsigned long long arrived = (seen >> 32) == epoch ? (seen & 0xffffffffull) : 0ull;
+      next = (static_cast<unsigned long long>(epoch) << 32) | (arrived + 1);
+      old = atomicCAS(ctr, seen, next);
+    } while (old != seen);
+    last = static_cast<int>(next & 0xffffffffull) == count;
     fence_acq_rel_gpu();  // the other arrivals' slot stores before our reads of them
   }
   __syncthreads();
   return last != 0;
-}
-
-// Every CTA of the launch has arrived (all resident: the host checks). counters[0] serves: a
-// launch that reduces in-kernel has no ARRIVE units, and epochs keep other launches' counts apart.
-__device__ __forceinline__ void grid_barrier(const GemmParams& p, unsigned epoch) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    fence_acq_rel_gpu();  // our slot stores before the arrival
-    if (count_arrival(p.counters, epoch) < gridDim.x) {
-      const unsigned long long done = (static_cast<unsigned long long>(epoch) << 32) | gridDim.x;
-      while (*reinterpret_cast<volatile unsigned long long*>(p.counters) != done) {
-      }
-    }
-    fence_acq_rel_gpu();  // every CTA's slot stores before our reads of them
-  }
-  __syncthreads();
 }
 
 // The last CTA to finish bumps the epoch for the next launch and re-arms the done counter (every
@@ -163,71 +142,6 @@ __device__ __forceinline__ void trace(int unit, int event) {
 #else
 __device__ __forceinline__ void trace(int, int) {}
 #endif
-
-// Separate-reduce pass, (split tiles, slices) parts: part (b, r) sums slice r of split tile b's
-// slots in k order and writes that part of C. A slice is a run of every thread's accumulator
-// vectors, so it is one contiguous range of each slot (SlotVec) and maps to whole mma fragments
-// of C. Why slices: one CTA per tile read its s slots of 64 KB at ~1.3 us each (LOG.md v10), so
-// the pass cost grew with s on one SM; spread over gridDim.y blocks it shrinks by that factor.
-// The host picks gridDim.y, a divisor of the tile's vectors per thread, with at most
-// REDUCE_MAX_VECS vectors per part; the sums are the same adds in the same order (bitwise equal
-// to one block per tile). The parts run as their own launch (streamk_reduce_*, grid (tiles,
-// slices)) or, where every CTA of the main launch is resident, at the end of it after a grid
-// barrier (run_schedule), which saves a launch and its gap (~2 us of a 12 us GEMM, LOG.md v11).
-constexpr int REDUCE_MAX_VECS = 4;
-
-template <class ML>
-__device__ __forceinline__ void reduce_part(const GemmParams& p, int item_index, int slice, int slices) {
-  using Acc = typename ML::Acc;
-  using SV = SlotVec<ML>;
-  constexpr int V = SV::V, MAXV = REDUCE_MAX_VECS;
-  const int* item = p.items + item_index * ITEM_FIELDS;
-  const int offset = item[I_READS_OFFSET], count = item[I_READS_COUNT];
-  const int m0 = item[I_TILE_M] * ML::BM, n0 = item[I_TILE_N] * ML::BN;
-  const int per = (ML::ACC / V) / slices, j0 = slice * per, tid = threadIdx.x;
-  Acc sum[MAXV][V], next[2][MAXV][V];
-  const int rows = min(ML::BM, p.m - m0), cols = min(ML::BN, p.n - n0);
-  const auto load = [&](int q, Acc (&v)[MAXV][V]) {  // vectors outside the matrix were never stored
-    const Acc* s = slot_ptr<ML>(p, p.reads[offset + q]);
-#pragma unroll
-    for (int i = 0; i < MAXV; ++i)
-      if (i < per && SV::inside(j0 + i, tid, rows, cols)) ld_cg16(s + SV::at(j0 + i, tid), v[i]);
-  };
-  const auto add = [&](const Acc (&v)[MAXV][V]) {
-#pragma unroll
-    for (int i = 0; i < MAXV; ++i)
-#pragma unroll
-      for (int e = 0; e < V; ++e) sum[i][e] += v[i][e];
-  };
-  load(0, sum);
-  int q = 1;
-  for (; q + 1 < count; q += 2) {  // two slots' loads in flight before their adds
-    load(q, next[0]);
-    load(q + 1, next[1]);
-    add(next[0]);
-    add(next[1]);
-  }
-  if (q < count) {
-    load(q, next[0]);
-    add(next[0]);
-  }
-  const Acc alpha = static_cast<Acc>(p.alpha), beta = static_cast<Acc>(p.beta);
-  Acc* C = static_cast<Acc*>(p.c) + static_cast<long long>(m0) * p.c_rs + static_cast<long long>(n0) * p.c_cs;
-#pragma unroll
-  for (int i = 0; i < MAXV; ++i) {
-    if (i >= per) break;
-#pragma unroll
-    for (int e = 0; e < V; ++e) {
-      int r, c;
-      ML::coord((j0 + i) * V + e, tid, r, c);
-      if (r < rows && c < cols) {
-        Acc* d = C + static_cast<long long>(r) * p.c_rs + static_cast<long long>(c) * p.c_cs;
-        const Acc v = alpha * sum[i][e];
-        *d = beta != Acc(0) ? v + beta * *d : v;
-      }
-    }
-  }
-}
 
 template <class ML>
 __device__ __forceinline__ void run_schedule(const GemmParams& p, unsigned char* smem) {
@@ -292,20 +206,72 @@ __device__ __forceinline__ void run_schedule(const GemmParams& p, unsigned char*
     if (action == ACT_ATOMIC) atomic_c<ML>(p, m0, n0, acc, tid, smem);
     trace(u - first, 2);
   }
-  // the separate-reduce pass, once every CTA's slots are stored; not in the shifted-copy (_w2)
-  // kernels, whose loader leaves no registers for it (spills in the mainloop): the host gives
-  // them the pass as its own launch
-  if constexpr (ML::LOAD_BYTES != 2) {
-    if (p.reduce_slices > 0) {
-      grid_barrier(p, epoch);
-      for (int w = blockIdx.x; w < p.reduce_items * p.reduce_slices; w += gridDim.x) {
-        reduce_part<ML>(p, w / p.reduce_slices, w % p.reduce_slices, p.reduce_slices);
-      }
-    }
-  }
   if (epochs) {
     __syncthreads();
     finish_launch(p);
+  }
+}
+
+// Separate-reduce pass, grid (split tiles, slices): block (b, r) sums slice r of split tile b's
+// slots in k order and writes that part of C. A slice is a run of every thread's accumulator
+// vectors, so it is one contiguous range of each slot (SlotVec) and maps to whole mma fragments
+// of C. Why slices: one CTA per tile read its s slots of 64 KB at ~1.3 us each (LOG.md v10), so
+// the pass cost grew with s on one SM; spread over gridDim.y blocks it shrinks by that factor.
+// The host picks gridDim.y, a divisor of the tile's vectors per thread, with at most
+// REDUCE_MAX_VECS vectors per block; the sums are the same adds in the same order (bitwise equal
+// to one block per tile).
+constexpr int REDUCE_MAX_VECS = 4;
+
+template <class ML>
+__device__ __forceinline__ void reduce_slice(const GemmParams& p) {
+  using Acc = typename ML::Acc;
+  using SV = SlotVec<ML>;
+  constexpr int V = SV::V, MAXV = REDUCE_MAX_VECS;
+  const int* item = p.items + blockIdx.x * ITEM_FIELDS;
+  const int offset = item[I_READS_OFFSET], count = item[I_READS_COUNT];
+  const int m0 = item[I_TILE_M] * ML::BM, n0 = item[I_TILE_N] * ML::BN;
+  const int per = (ML::ACC / V) / gridDim.y, j0 = blockIdx.y * per, tid = threadIdx.x;
+  Acc sum[MAXV][V], next[2][MAXV][V];
+  const int rows = min(ML::BM, p.m - m0), cols = min(ML::BN, p.n - n0);
+  const auto load = [&](int q, Acc (&v)[MAXV][V]) {  // vectors outside the matrix were never stored
+    const Acc* s = slot_ptr<ML>(p, p.reads[offset + q]);
+#pragma unroll
+    for (int i = 0; i < MAXV; ++i)
+      if (i < per && SV::inside(j0 + i, tid, rows, cols)) ld_cg16(s + SV::at(j0 + i, tid), v[i]);
+  };
+  const auto add = [&](const Acc (&v)[MAXV][V]) {
+#pragma unroll
+    for (int i = 0; i < MAXV; ++i)
+#pragma unroll
+      for (int e = 0; e < V; ++e) sum[i][e] += v[i][e];
+  };
+  load(0, sum);
+  int q = 1;
+  for (; q + 1 < count; q += 2) {  // two slots' loads in flight before their adds
+    load(q, next[0]);
+    load(q + 1, next[1]);
+    add(next[0]);
+    add(next[1]);
+  }
+  if (q < count) {
+    load(q, next[0]);
+    add(next[0]);
+  }
+  const Acc alpha = static_cast<Acc>(p.alpha), beta = static_cast<Acc>(p.beta);
+  Acc* C = static_cast<Acc*>(p.c) + static_cast<long long>(m0) * p.c_rs + static_cast<long long>(n0) * p.c_cs;
+#pragma unroll
+  for (int i = 0; i < MAXV; ++i) {
+    if (i >= per) break;
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      int r, c;
+      ML::coord((j0 + i) * V + e, tid, r, c);
+      if (r < rows && c < cols) {
+        Acc* d = C + static_cast<long long>(r) * p.c_rs + static_cast<long long>(c) * p.c_cs;
+        const Acc v = alpha * sum[i][e];
+        *d = beta != Acc(0) ? v + beta * *d : v;
+      }
+    }
   }
 }
 

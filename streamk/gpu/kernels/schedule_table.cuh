@@ -13,7 +13,7 @@
 
 namespace streamk {
 
-constexpr int TABLE_VERSION = 2;
+constexpr int TABLE_VERSION = 1;
 
 enum UnitField : int {
   U_TILE = 0,
@@ -77,10 +77,6 @@ struct GemmParams {
   int n;
   int k;
   int table_version;
-  // > 0: the separate-reduce pass runs in this launch, after a grid barrier on counters[0]
-  // (every CTA resident, checked by the host): reduce_items split tiles x reduce_slices slices
-  int reduce_items;
-  int reduce_slices;
 };
 
 struct PackParams {

@@ -104,10 +104,10 @@ extern "C" __global__ void __launch_bounds__(streamk::sm80_f64::THREADS, 2) stre
   streamk::run_schedule<streamk::Sm80Double<8>>(p, smem);
 }
 
-// The separate-reduce pass as its own launch (fixup.cuh reduce_part): grid (split tiles, slices).
+// The separate-reduce pass (fixup.cuh reduce_slice): grid (split tiles, slices), no shared memory.
 extern "C" __constant__ int streamk_reduce_f64_smem = 0;
 extern "C" __global__ void __launch_bounds__(streamk::sm80_f64::THREADS) streamk_reduce_f64(const GemmParams p) {
-  streamk::reduce_part<streamk::Sm80Double<>>(p, blockIdx.x, blockIdx.y, gridDim.y);
+  streamk::reduce_slice<streamk::Sm80Double<>>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(streamk::sm80_f64::THREADS) streamk_prescale_f64(const GemmParams p) {
