@@ -108,7 +108,7 @@ def back_to_back(log, launches=1000):
     """1,000 launches of waiting schedules with no reset, then graph replays: still correct."""
     gen = torch.Generator(device="cuda").manual_seed(7)
     rows = []
-    for policy in ("owner-waits", "turnstile", "last-arrival"):
+    for policy in ("owner-waits", "turnstile", "last-arrival", "separate-reduce"):
         m, n, k = 1000, 1000, 3000
         A, B = make_inputs(m, n, k, "float16", "RR", gen)
         C = torch.full((m, n), float("nan"), device="cuda")

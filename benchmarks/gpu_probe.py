@@ -137,7 +137,14 @@ def traces(stream) -> None:
              ("132 tiles k=1024", (1536, 1408, 1024), dict(schedule="data-parallel")),
              ("264 tiles k=1024", (1536, 2816, 1024), dict(schedule="data-parallel")),
              ("1 tile k=4096 split 8", (128, 128, 4096), dict(schedule="fixed-split", splits=8)),
-             ("40 tiles x 9 it stream-k 120", (2560, 256, 288), dict(schedule="stream-k", grid=120))]
+             ("40 tiles x 9 it stream-k 120", (2560, 256, 288), dict(schedule="stream-k", grid=120)),
+             ("1 tile k=4096 split 16 separate-reduce", (128, 128, 4096),
+              dict(schedule="fixed-split", splits=16, fixup="separate-reduce")),
+             ("40 tiles x 9 it stream-k 120 separate-reduce", (2560, 256, 288),
+              dict(schedule="stream-k", grid=120, fixup="separate-reduce")),
+             ("4 tiles 185x134x1362 auto", (185, 134, 1362), dict(schedule="auto")),
+             ("6 tiles 313x181x5973 auto", (313, 181, 5973), dict(schedule="auto")),
+             ("6 tiles 313x181x5973 data-parallel", (313, 181, 5973), dict(schedule="data-parallel"))]
     for shape in ((2176, 3200, 3200), (1280, 1536, 6720)):  # 425 tiles x 100 it; 120 tiles x 210 it
         cases += [(f"{shape} {d}", shape, dict(schedule=d, **kw)) for d, kw in
                   (("data-parallel", {}), ("auto", {}), ("stream-k", {"grid": 264}), ("stream-k", {"grid": 132}))]
@@ -165,7 +172,8 @@ def traces(stream) -> None:
             ep.sort()
             parts.append(f"{action} {len(ep)}: {statistics.median(ml):.3f}/it, epi {statistics.median(ep):.2f}"
                          f"/{ep[int(0.9 * (len(ep) - 1))]:.2f}/{ep[-1]:.2f}")
-        print(f"{name:<44} grid {s.grid:>4} event {event:8.2f} span {span:8.2f} | " + " | ".join(parts))
+        print(f"{name:<44} grid {s.grid:>4} {'+'.join(n.removeprefix('streamk_') for n in p.launch.names)} "
+              f"event {event:8.2f} span {span:8.2f} | " + " | ".join(parts))
 
 
 def big(stream, reps: int = 10) -> None:
