@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from streamk import GemmShape, Machine, Problem, Schedule, TileShape, make_schedule
+from streamk import Costs, GemmShape, Machine, Problem, Schedule, TileShape, make_schedule
 from streamk.sched import names
 
 BUILT_IN = ["data-parallel", "fixed-split", "stream-k", "dp-one-tile-sk", "two-tile-sk-dp", "auto"]
@@ -62,7 +62,18 @@ def schedules(draw, *, decompositions: list[str] | None = None, max_tiles: int =
         options["grid"] = draw(st.integers(1, min(p.total_iters, 3 * machine.slots)))
     elif name == "data-parallel" and draw(st.booleans()):  # persistent: CTAs hold tiles c, c+grid, ...
         options["grid"] = draw(st.integers(1, p.tiles))
+    elif name == "auto" and draw(st.booleans()):  # its constants, and separate-reduce weighed too
+        options["model_costs"] = draw(costs())
+        if draw(st.booleans()):
+            options["reduce_costs"] = draw(costs())
     return make_schedule(name, shape, tile, machine, **options)
+
+
+@st.composite
+def costs(draw) -> Costs:
+    """Appendix-model constants (a, b, d >= 0, c > 0) in a range that moves auto's choices."""
+    cost = st.floats(0.0, 64.0, allow_nan=False)
+    return Costs(draw(cost), draw(cost), draw(st.floats(0.25, 4.0)), draw(cost))
 
 
 def all_decompositions() -> list[str]:
