@@ -49,8 +49,9 @@ def problems(*, max_tiles: int = 48, max_iters: int = 40) -> st.SearchStrategy[t
 
 @st.composite
 def schedules(draw, *, decompositions: list[str] | None = None, max_tiles: int = 48,
-              max_iters: int = 40) -> Schedule:
-    """A schedule of a built-in decomposition with its options drawn in range."""
+              max_iters: int = 40, weigh_reduce: bool = False) -> Schedule:
+    """A schedule of a built-in decomposition with its options drawn in range; ``weigh_reduce``:
+    auto may also get separate-reduce constants (and then pick that fixup, not owner-waits)."""
     shape, tile = draw(problems(max_tiles=max_tiles, max_iters=max_iters))
     machine = draw(machines())
     name = draw(st.sampled_from(decompositions or BUILT_IN))
@@ -64,7 +65,7 @@ def schedules(draw, *, decompositions: list[str] | None = None, max_tiles: int =
         options["grid"] = draw(st.integers(1, p.tiles))
     elif name == "auto" and draw(st.booleans()):  # its constants, and separate-reduce weighed too
         options["model_costs"] = draw(costs())
-        if draw(st.booleans()):
+        if weigh_reduce and draw(st.booleans()):
             options["reduce_costs"] = draw(costs())
     return make_schedule(name, shape, tile, machine, **options)
 

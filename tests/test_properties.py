@@ -24,7 +24,7 @@ def describe(s):
     note(f"{s!r} machine={s.machine} units={s.units.tolist()} offsets={s.cta_offsets.tolist()}")
 
 
-@given(schedules())
+@given(schedules(weigh_reduce=True))
 def test_every_mac_iteration_covered_once(s):
     describe(s)
     p = s.problem
@@ -81,7 +81,7 @@ def test_turnstile_waits_point_only_at_lower_ctas_and_owner_waits_only_higher(s,
         assert (edges[:, 1] > edges[:, 0]).all()
 
 
-@given(schedules(decompositions=["stream-k", "fixed-split", "auto"] + HYBRIDS))
+@given(schedules(decompositions=["stream-k", "fixed-split", "auto"] + HYBRIDS, weigh_reduce=True))
 def test_balance_within_one(s):
     describe(s)
     p = s.problem
