@@ -67,7 +67,7 @@ def needs_epoch(plan: FixupPlan) -> bool:
 
 # auto's model constants as measured for our kernels on a GPU family and tile (a, b, c, d in MAC
 # iterations), used when the caller passes none; others get streamk.costs.AUTO_COSTS (the
-# paper's A100 Figure 8 region). sm_90a (H100, FP16 128x128x32): b = 16 chosen from b in
+# paper's A100 Figure 8 region). sm_90a (H100, FP16/BF16 128x128x32): b = 16 chosen from b in
 # {32, 16, 8, 5} and d in {8, 9.5} on the 400-shape sample, both halves alike: 1.074 / 1.110
 # geomean vs DP on shapes 0-199 / 200-399 against 1.064 / 1.092 with b = 32, and wherever it
 # picked Stream-K it won (worst 1.011x, kernels of LOG.md v10b; 0.957x on v10c's faster DP); b = 8
@@ -80,9 +80,9 @@ MEASURED_AUTO_COSTS = {("sm_90a", TileShape(128, 128, 32)): Costs(a=32.0, b=16.0
 # b = 24, d = 0.5 from b in {16, 20, 24, 28, 32, 40} x d in {0.5, 1, 2} on the 400-shape sample
 # (benchmarks/LOG.md v11): 1.144 geomean vs DP, 1.221 mean, worst 0.952 (owner-waits alone: 1.081,
 # 1.108, 0.952); b <= 20 also takes it on tiles split two ways, where it loses up to 0.73x.
-# FP64 64x64x16 on sm_90a: OW (32, 16, 1, 8) with SR (32, 16, 1, 1), the best of four pairs on two
-# 120-shape samples (seeds 20260121 and 7): 1.208 and 1.255 geomean vs DP, against 1.121 and 1.186
-# for the paper's defaults without separate-reduce (LOG.md v11).
+# FP64 64x64x16 on sm_90a: OW (32, 16, 1, 8) with SR (32, 16, 1, 1), the best of four pairs on
+# 120 shapes of seed 7 (1.255 geomean vs DP, against 1.186 for the paper's defaults without
+# separate-reduce); on the default 120-shape sample it measured 1.204 against 1.120 (LOG.md v11).
 MEASURED_REDUCE_COSTS = {("sm_90a", TileShape(128, 128, 32)): Costs(a=32.0, b=24.0, c=1.0, d=0.5),
                          ("sm_90a", TileShape(64, 64, 16)): Costs(a=32.0, b=16.0, c=1.0, d=1.0)}
 

@@ -233,7 +233,7 @@ __device__ __forceinline__ void reduce_slice(const GemmParams& p) {
   const int per = (ML::ACC / V) / gridDim.y, j0 = blockIdx.y * per, tid = threadIdx.x;
   Acc sum[MAXV][V], next[2][MAXV][V];
   const int rows = min(ML::BM, p.m - m0), cols = min(ML::BN, p.n - n0);
-  const auto load = [&](int q, Acc (&v)[MAXV][V]) {  // vectors outside the matrix were never stored
+  const auto load = [&](int q, Acc (&v)[MAXV][V]) {  // vectors wholly outside the matrix: not read
     const Acc* s = slot_ptr<ML>(p, p.reads[offset + q]);
 #pragma unroll
     for (int i = 0; i < MAXV; ++i)
