@@ -115,3 +115,19 @@ def test_a_plugin_scheduler_is_a_decomposition_of_every_verb(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "streamk", "schedule", "stream-k", *common],
                          capture_output=True, text=True, env={**env, "STREAMK_PLUGINS": "no_such_module"})
     assert bad.returncode == 2 and "could not be imported" in bad.stderr
+
+
+def test_auto_takes_model_and_separate_reduce_constants(capsys):
+    base = ["schedule", "auto", "--shape", "185x134x1362", "--tile", "128x128x32", "--sms", "132",
+            "--ctas-per-sm", "2", "--model-costs", "32,16,1,8", "--json"]
+    code, out, _ = run_cli(capsys, *base)
+    owner = json.loads(out)
+    code2, out2, _ = run_cli(capsys, *base, "--reduce-costs", "32,24,1,0.5")
+    reduce = json.loads(out2)
+    assert code == code2 == 0
+    assert owner["fixup"] == "owner-waits" and reduce["fixup"] == "separate-reduce"
+    assert reduce["grid"] > owner["grid"]  # 4 tiles of 43 iterations: split many ways when summed on many SMs
+    with pytest.raises(SystemExit) as info:
+        main(["schedule", "stream-k", "--shape", "384x384x128", "--tile", "128x128x4", "--sms", "4",
+              "--reduce-costs", "1,2,3,4"])
+    assert info.value.code == 2 and "stream-k does not take --reduce-costs" in capsys.readouterr().err

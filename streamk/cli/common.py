@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from ..costs import Costs
 from ..errors import ScheduleError
 from ..schedule import FIXUP_POLICIES, Schedule, check_tile_order
 from ..sched import make_schedule, names
@@ -60,6 +61,13 @@ def add_decomposition_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--walk", choices=["forward", "backward"], default="forward",
                    help="order of each CTA's units: forward, or backward as CUTLASS's SK units walk "
                         "(pair backward with --fixup turnstile) (default forward)")
+    p.add_argument("--model-costs", type=_typed(Costs.parse), metavar="A,B,C,D",
+                   help="auto: the appendix model's constants in MAC iterations (default 32,32,1,8, inside "
+                        "the region that reproduces the paper's Figure 8; docs/auto-model.md)")
+    p.add_argument("--reduce-costs", type=_typed(Costs.parse), metavar="A,B,C,D",
+                   help="auto: below a tile per SM also plan the separate-reduce fixup with these constants "
+                        "and take it where the model says it is faster (the GPU backend uses 32,24,1,0.5 "
+                        "on an H100)")
 
 
 def machine_from(args: argparse.Namespace) -> Machine:
@@ -69,7 +77,7 @@ def machine_from(args: argparse.Namespace) -> Machine:
 def schedule_from(args: argparse.Namespace) -> Schedule:
     return make_schedule(args.decomposition, args.shape, args.tile, machine_from(args),
                          fixup=args.fixup, tile_order=args.tile_order, walk=args.walk, grid=args.grid,
-                         splits=args.splits)
+                         splits=args.splits, model_costs=args.model_costs, reduce_costs=args.reduce_costs)
 
 
 def print_json(obj: Any) -> None:

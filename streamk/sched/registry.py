@@ -71,8 +71,9 @@ def make_schedule(
     given = {k: v for k, v in options.items() if v is not None}
     extra = sorted(set(given) - set(allowed))
     if extra:
-        takes = ", ".join(f"--{a}" for a in allowed) or "no options"
-        raise ScheduleError(f"{name} does not take --{extra[0]} (it takes {takes})")
+        flag = lambda option: "--" + option.replace("_", "-")  # noqa: E731 (as the CLI spells it)
+        takes = ", ".join(flag(a) for a in allowed) or "no options"
+        raise ScheduleError(f"{name} does not take {flag(extra[0])} (it takes {takes})")
     if fixup is not None and fixup not in FIXUP_POLICIES:
         raise ScheduleError(f"fixup policy must be one of {', '.join(FIXUP_POLICIES)} (got {fixup!r})")
     check_tile_order(tile_order)
