@@ -127,7 +127,7 @@ def trace_launch(p, stream) -> tuple[float, list[tuple[int, ...]]]:
     return e0.elapsed_time(e1) * 1e3, [raw[i * TRACE_WORDS:(i + 1) * TRACE_WORDS] for i in range(grid)]
 
 
-def traces(stream) -> None:
+def traces(stream, shapes: list[tuple[int, int, int]] | None = None) -> None:
     from streamk.fixup import Action
 
     print("\n== traces (one launch each, us). span: first CTA start to last unit end; per action: units, "
@@ -148,6 +148,9 @@ def traces(stream) -> None:
     for shape in ((2176, 3200, 3200), (1280, 1536, 6720)):  # 425 tiles x 100 it; 120 tiles x 210 it
         cases += [(f"{shape} {d}", shape, dict(schedule=d, **kw)) for d, kw in
                   (("data-parallel", {}), ("auto", {}), ("stream-k", {"grid": 264}), ("stream-k", {"grid": 132}))]
+    if shapes:  # --trace-shape: just these, under DP and auto
+        cases = [(f"{'x'.join(map(str, sh))} {d}", sh, dict(schedule=d)) for sh in shapes
+                 for d in ("data-parallel", "auto")]
     for name, shape, kw in cases:
         A, B, C = operands(*shape)
         p = prepare(A, B, C, **kw)
@@ -206,6 +209,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", action="store_true", help="phases from a STREAMK_TRACE=1 build")
     ap.add_argument("--big", action="store_true", help="only 8192^3, each variant alone")
+    ap.add_argument("--trace-shape", action="append", default=[], metavar="MxNxK",
+                    help="with --trace: trace these shapes (DP and auto) instead of the built-in cases")
     args = ap.parse_args()
     dev = current()
     print(f"device {dev.name} ({dev.arch}, {dev.sms} SMs), torch {torch.__version__}")
@@ -213,7 +218,7 @@ def main() -> int:
     if args.big:
         big(stream)
     elif args.trace:
-        traces(stream)
+        traces(stream, [tuple(int(v) for v in t.split("x")) for t in args.trace_shape])
     else:
         timings(stream)
     return 0
