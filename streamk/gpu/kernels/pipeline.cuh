@@ -123,45 +123,25 @@ struct TileLoader {
         cp_async16(sb + b_dst + i * B_ROWS_PER_PASS * ML::B_LD * sizeof(Elem), ok ? src : b, ok ? 16 : 0);
       }
     } else if constexpr (SHIFTED) {
-      {
-        const int kb = min(max(k_lim - a_kpos, 0), 2) * 2;  // the word's elements inside k
-        const int rows = kb ? a_rows_left : 0;
-        const long long a_step = A_ROWS_PER_PASS * p.lda;
-        // a copy size of 4 or 0 is a predicate; any other costs ~6 more instructions a copy
-        // (LDGSTS.ZFILL encodes it in the address), so only the word at k's end takes that path
-        const auto copy_a = [&](int bytes) {
-          const Elem* src = a;
-#pragma unroll
-          for (int i = 0; i < A_PASSES; ++i, src += a_step)
-            cp_async<4>(sa + a_dst + i * A_ROWS_PER_PASS * ML::A_LD * sizeof(Elem), src,
-                        i * A_ROWS_PER_PASS < rows ? bytes : 0);
-        };
-        if (kb == 4) {
-          copy_a(4);
-        } else {
-          copy_a(kb);
-        }
-        const int xb = ax_row_ok ? min(max(k_lim - ax_kpos, 0), 2) * 2 : 0;
-        cp_async<4>(sa + (threadIdx.x * ML::A_LD + ML::STAGE_K) * sizeof(Elem), ax, xb);
+      // a copy size of 4 or 0 is a predicate; any other costs ~6 more instructions a copy
+      // (LDGSTS.ZFILL encodes it in the address), so only the word at k's or n's end takes that path
+      const int kb = min(max(k_lim - a_kpos, 0), 2) * 2;  // the A word's elements inside k
+      const int a_rows = kb ? a_rows_left : 0;
+      if (kb == 4) {
+        copy_rows<A_PASSES, A_ROWS_PER_PASS, ML::A_LD>(sa + a_dst, a, A_ROWS_PER_PASS * p.lda, a_rows, 4);
+      } else {
+        copy_rows<A_PASSES, A_ROWS_PER_PASS, ML::A_LD>(sa + a_dst, a, A_ROWS_PER_PASS * p.lda, a_rows, kb);
       }
-      {
-        const int rows = b_col_bytes ? k_lim - b_kpos : 0;  // k rows of B left
-        const long long b_step = B_ROWS_PER_PASS * p.ldb;
-        const auto copy_b = [&](int bytes) {
-          const Elem* src = b;
-#pragma unroll
-          for (int i = 0; i < B_PASSES; ++i, src += b_step)
-            cp_async<4>(sb + b_dst + i * B_ROWS_PER_PASS * ML::B_LD * sizeof(Elem), src,
-                        i * B_ROWS_PER_PASS < rows ? bytes : 0);
-        };
-        if (b_col_bytes == 4) {  // all but the thread whose word holds n's end
-          copy_b(4);
-        } else {
-          copy_b(b_col_bytes);
-        }
-        if (threadIdx.x < ML::STAGE_K)
-          cp_async<4>(sb + (threadIdx.x * ML::B_LD + ML::BN) * sizeof(Elem), bx, bx_kpos < k_lim ? bx_col_bytes : 0);
+      const int xb = ax_row_ok ? min(max(k_lim - ax_kpos, 0), 2) * 2 : 0;
+      cp_async<4>(sa + (threadIdx.x * ML::A_LD + ML::STAGE_K) * sizeof(Elem), ax, xb);
+      const int b_rows = b_col_bytes ? k_lim - b_kpos : 0;  // k rows of B left
+      if (b_col_bytes == 4) {  // all but the thread whose word holds n's end
+        copy_rows<B_PASSES, B_ROWS_PER_PASS, ML::B_LD>(sb + b_dst, b, B_ROWS_PER_PASS * p.ldb, b_rows, 4);
+      } else {
+        copy_rows<B_PASSES, B_ROWS_PER_PASS, ML::B_LD>(sb + b_dst, b, B_ROWS_PER_PASS * p.ldb, b_rows, b_col_bytes);
       }
+      if (threadIdx.x < ML::STAGE_K)
+        cp_async<4>(sb + (threadIdx.x * ML::B_LD + ML::BN) * sizeof(Elem), bx, bx_kpos < k_lim ? bx_col_bytes : 0);
       ax += ML::STAGE_K;
       ax_kpos += ML::STAGE_K;
       bx += static_cast<long long>(ML::STAGE_K) * p.ldb;
@@ -169,33 +149,26 @@ struct TileLoader {
     } else {
       // 2-4x the copies per stage, so each costs little: pointers step by a row stride, rows are
       // counted (no mask to rebuild), and no pointer select: a copy of src-size 0 reads nothing
-      // (the 16-byte path's pass-0 pointer of a row past m lies outside A as well).
-      {
-        // rows left, or none past the unit's k: one compare per copy
-        const int rows = a_kpos < k_lim ? a_rows_left : 0;
-        const Elem* src = a;
-        const long long a_step = A_ROWS_PER_PASS * p.lda;
-#pragma unroll
-        for (int i = 0; i < A_PASSES; ++i, src += a_step) {
-          const bool ok = i * A_ROWS_PER_PASS < rows;
-          cp_async<BYTES>(sa + a_dst + i * A_ROWS_PER_PASS * ML::A_LD * sizeof(Elem), src, ok ? BYTES : 0);
-        }
-      }
-      {
-        const int rows = b_col_ok ? k_lim - b_kpos : 0;  // k rows of B left
-        const Elem* src = b;
-        const long long b_step = B_ROWS_PER_PASS * p.ldb;
-#pragma unroll
-        for (int i = 0; i < B_PASSES; ++i, src += b_step) {
-          const bool ok = i * B_ROWS_PER_PASS < rows;
-          cp_async<BYTES>(sb + b_dst + i * B_ROWS_PER_PASS * ML::B_LD * sizeof(Elem), src, ok ? BYTES : 0);
-        }
-      }
+      // (the 16-byte path's pass-0 pointer of a row past m lies outside A as well). Rows left, or
+      // none past the unit's k: one compare per copy.
+      copy_rows<A_PASSES, A_ROWS_PER_PASS, ML::A_LD>(sa + a_dst, a, A_ROWS_PER_PASS * p.lda,
+                                                     a_kpos < k_lim ? a_rows_left : 0, BYTES);
+      copy_rows<B_PASSES, B_ROWS_PER_PASS, ML::B_LD>(sb + b_dst, b, B_ROWS_PER_PASS * p.ldb,
+                                                     b_col_ok ? k_lim - b_kpos : 0, BYTES);  // k rows of B left
     }
     a += ML::STAGE_K;
     a_kpos += ML::STAGE_K;
     b += static_cast<long long>(ML::STAGE_K) * p.ldb;
     b_kpos += ML::STAGE_K;
+  }
+
+  // Narrow copies of PASSES rows ROWS_PER_PASS apart (src steps by `step` elements, dst by LD
+  // elements a row): `bytes` each for the first `rows` rows, nothing (zero-fill) past them.
+  template <int PASSES, int ROWS_PER_PASS, int LD>
+  static __device__ __forceinline__ void copy_rows(unsigned dst, const Elem* src, long long step, int rows, int bytes) {
+#pragma unroll
+    for (int i = 0; i < PASSES; ++i, src += step)
+      cp_async<BYTES>(dst + i * ROWS_PER_PASS * LD * sizeof(Elem), src, i * ROWS_PER_PASS < rows ? bytes : 0);
   }
 
   // SHIFTED: move the rows that landed one element late back by one, in place (every copy of
