@@ -1,8 +1,8 @@
 """Run one GEMM a few times, for a profiler to pick a launch (e.g. ncu -k regex:streamk -s 2 -c 1).
 
-    PYTHONPATH=. ncu ... python3 benchmarks/ncu_one.py 4096x4096x4096 [SCHEDULE [NARROW]]
+    PYTHONPATH=. ncu ... python3 benchmarks/ncu_one.py 4096x4096x4096 [SCHEDULE [NARROW [DTYPE]]]
 
-NARROW is prepare()'s narrow mode (auto, always, never).
+NARROW is prepare()'s narrow mode (auto, always, never); DTYPE float16 (default), bfloat16, float64.
 """
 
 import sys
@@ -13,9 +13,10 @@ from streamk.gpu.api import prepare
 from streamk.shapes import parse_triple
 
 m, n, k = parse_triple(sys.argv[1], "shape")
-A = torch.randn(m, k, device="cuda").half()
-B = torch.randn(k, n, device="cuda").half()
-C = torch.empty(m, n, device="cuda")
+dtype = getattr(torch, sys.argv[4] if len(sys.argv) > 4 else "float16")
+A = torch.randn(m, k, device="cuda").to(dtype)
+B = torch.randn(k, n, device="cuda").to(dtype)
+C = torch.empty(m, n, device="cuda", dtype=torch.float64 if dtype == torch.float64 else torch.float32)
 p = prepare(A, B, C, schedule=sys.argv[2] if len(sys.argv) > 2 else "data-parallel",
             narrow=sys.argv[3] if len(sys.argv) > 3 else "auto")
 for _ in range(3):

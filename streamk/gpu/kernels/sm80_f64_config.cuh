@@ -13,12 +13,23 @@ constexpr int WARPS_N = 2;
 constexpr int THREADS = WARPS_M * WARPS_N * 32;
 constexpr int WARP_M = BM / WARPS_M;
 constexpr int WARP_N = BN / WARPS_N;
-constexpr int MMA_M = 8;             // mma.sync m8n8k4 f64 (DMMA)
+// DMMA shape. sm_80 has only m8n8k4; sm_90 adds m16n8k{4,8,16} (PTX ISA 7.8), and on an H100
+// m8n8k4 keeps the FP64 tensor pipe 90% busy at half the FP64 peak (ncu, LOG.md v12), so sm_90
+// builds use m16n8k8 (-DSTREAMK_F64_M8N8K4 builds the sm_80 shape there, for comparison).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(STREAMK_F64_M8N8K4)
+constexpr bool WIDE = true;
+#else
+constexpr bool WIDE = false;
+#endif
+constexpr int MMA_M = WIDE ? 16 : 8;  // mma.sync m16n8k8 / m8n8k4 f64 (DMMA)
 constexpr int MMA_N = 8;
-constexpr int MMA_K = 4;
-constexpr int FRAG_M = WARP_M / MMA_M;  // 4
+constexpr int MMA_K = WIDE ? 8 : 4;
+constexpr int FRAG_M = WARP_M / MMA_M;  // 2 / 4
 constexpr int FRAG_N = WARP_N / MMA_N;  // 4
-constexpr int ACC = FRAG_M * FRAG_N * 2;  // fp64 accumulators per thread
+constexpr int MMA_ACC = MMA_M * MMA_N / 32;  // accumulators per thread per mma: 4 / 2
+constexpr int MMA_A = MMA_M * MMA_K / 32;    // A fragment doubles per thread per mma: 4 / 1
+constexpr int MMA_B = MMA_N * MMA_K / 32;    // B fragment doubles: 2 / 1
+constexpr int ACC = FRAG_M * FRAG_N * MMA_ACC;  // fp64 accumulators per thread (32 either way)
 constexpr int ELEM_BYTES = 8;
 constexpr int CHUNK = 16 / ELEM_BYTES;  // 2 doubles per cp.async
 constexpr int A_PAD = 4;                // A rows 160 B: a warp's fragment loads take the minimum 2 wavefronts
