@@ -78,7 +78,14 @@ struct TileLoader {
     a_rows_left = p.m - m0 - ar;
     b_col_ok = n0 + bn < p.n;
     a_dst = (ar * ML::A_LD + ak) * sizeof(Elem);
-    b_dst = (br * ML::B_LD + bn) * sizeof(Elem);
+    // ML::B_SWIZZLE (16-byte copies): chunk c of row r at chunk c ^ (r % 8); a thread's rows are
+    // B_ROWS_PER_PASS (8) apart, so one offset serves every pass
+    if constexpr (ML::B_SWIZZLE) {
+      static_assert(BYTES == 16 && B_ROWS_PER_PASS % 8 == 0, "swizzled B: 16-byte chunks, rows 8 apart per thread");
+      b_dst = (br * ML::B_LD + ((bn / CHUNK) ^ (br % 8)) * CHUNK) * sizeof(Elem);
+    } else {
+      b_dst = (br * ML::B_LD + bn) * sizeof(Elem);
+    }
     if constexpr (SHIFTED) {
       // element parity of row r's start: (address / 2 + r * ld) & 1 (m0, n0 and every stage's
       // k start are even, so only the row index inside the tile counts)

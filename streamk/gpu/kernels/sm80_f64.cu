@@ -27,6 +27,7 @@ struct Sm80Double {
   static constexpr int STAGES = sm80_f64::STAGES, A_STAGE = sm80_f64::A_STAGE, B_STAGE = sm80_f64::B_STAGE;
   static constexpr int KSTEPS = sm80_f64::BK / sm80_f64::MMA_K;
   static constexpr int BK = sm80_f64::BK, A_LD = sm80_f64::A_LD, B_LD = sm80_f64::B_LD;
+  static constexpr bool B_SWIZZLE = false;  // padded rows (pipeline.cuh)
   static constexpr int STAGE_ITERS = 1, STAGE_K = BK;  // one MAC iteration per stage
 
   // fragment element i of thread tid -> (row, col) inside the tile. m8n8k4: 2 accumulators per

@@ -16,9 +16,20 @@ struct Sm80Half {
   static constexpr int LOAD_BYTES = LOAD_BYTES_;
   using Elem = unsigned short;  // raw FP16 / BF16 bits
   static constexpr int BM = sm80::BM, BN = sm80::BN, THREADS = sm80::THREADS, ACC = sm80::ACC;
-  static constexpr int STAGES = sm80::STAGES, A_STAGE = sm80::A_STAGE, B_STAGE = sm80::B_STAGE;
+  // B's shared rows: 16-byte copies use whole 256-byte rows with each 16-byte chunk c of row r
+  // stored at chunk c ^ (r % 8) (ldmatrix.trans reads 8 rows of one chunk: 8 bank groups). The
+  // padded rows (272 B) made every B copy take 2.6x the ideal shared wavefronts and 1.5x the L2
+  // sectors, a third of the bytes L2 sent the SMs on 4096^3 (ncu source counters, LOG.md v12).
+  // Narrow copies keep the padded rows (their shift pass and row steps assume them).
+#ifndef STREAMK_B_SWIZZLE
+#define STREAMK_B_SWIZZLE 1
+#endif
+  static constexpr bool B_SWIZZLE = STREAMK_B_SWIZZLE && LOAD_BYTES_ == 16;
+  static constexpr int B_LD = B_SWIZZLE ? sm80::BN : sm80::B_LD;
+  static constexpr int STAGES = sm80::STAGES, A_STAGE = sm80::A_STAGE, B_STAGE = sm80::STAGE_K * B_LD;
+  static constexpr int SMEM_BYTES = STAGES * (A_STAGE + B_STAGE) * sm80::ELEM_BYTES;
   static constexpr int KSTEPS = sm80::STAGE_K / sm80::MMA_K;  // mma k-steps per stage
-  static constexpr int BK = sm80::BK, A_LD = sm80::A_LD, B_LD = sm80::B_LD;
+  static constexpr int BK = sm80::BK, A_LD = sm80::A_LD;
   static constexpr int STAGE_ITERS = sm80::STAGE_ITERS, STAGE_K = sm80::STAGE_K;
 
   // fragment element i of thread tid -> (row, col) inside the tile
@@ -59,8 +70,9 @@ struct Sm80Half {
     using namespace sm80;
     const int warp = tid / 32, lane = tid % 32;
     const int wm = (warp / WARPS_N) * WARP_M, wn = (warp % WARPS_N) * WARP_N;
+    const int b_chunk = wn / 8 + lane / 16;  // of this lane's row kk + lane % 16, whose row % 8 is lane % 8
     return {static_cast<unsigned>(((wm + lane % 16) * A_LD + (lane / 16) * 8) * ELEM_BYTES),
-            static_cast<unsigned>(((lane % 16) * B_LD + wn + (lane / 16) * 8) * ELEM_BYTES)};
+            static_cast<unsigned>(((lane % 16) * B_LD + (B_SWIZZLE ? b_chunk ^ (lane % 8) : b_chunk) * 8) * ELEM_BYTES)};
   }
 
   static __device__ __forceinline__ void load_frag(unsigned sa, unsigned sb, int kstep, Frag& f, const Lanes& l) {
@@ -70,7 +82,10 @@ struct Sm80Half {
     for (int mi = 0; mi < FRAG_M; ++mi) ldmatrix_x4(f.a[mi], sa + l.a + (mi * MMA_M * A_LD + kk) * ELEM_BYTES);
 #pragma unroll
     for (int nj = 0; nj < FRAG_N / 2; ++nj)
-      ldmatrix_x4_trans(f.b[nj], sb + l.b + (kk * B_LD + nj * 16) * ELEM_BYTES);
+      // swizzled: chunk (c + 2 nj) ^ s = (c ^ s) ^ 2 nj (c's bits 1-2 are 0), so the address of
+      // pair nj is pair 0's with bits 5-6 flipped (stage bases are 128-byte aligned)
+      ldmatrix_x4_trans(f.b[nj], B_SWIZZLE ? (sb + l.b + kk * B_LD * ELEM_BYTES) ^ (nj * 32)
+                                           : sb + l.b + (kk * B_LD + nj * 16) * ELEM_BYTES);
   }
 
   static __device__ __forceinline__ void mma_frag(const Frag& f, float (&acc)[ACC]) {
@@ -91,22 +106,24 @@ struct Sm80Half {
   }
 };
 
-static_assert(TileStage<Sm80Half<false>>::BYTES <= sm80::SMEM_BYTES, "the epilogue stages a C tile in the pipeline's shared memory");
+static_assert(TileStage<Sm80Half<false>>::BYTES <= Sm80Half<false>::SMEM_BYTES, "the epilogue stages a C tile in the pipeline's shared memory");
+static_assert(sm80::STAGES * sm80::A_STAGE * sm80::ELEM_BYTES % 128 == 0 && sm80::BN * sm80::ELEM_BYTES == 256,
+              "swizzled B: stage bases 128-byte aligned, 16 chunks a row");
 
 }  // namespace streamk
 
 // The main entry points of one copy width: streamk_sm80_f16<SUFFIX> and streamk_sm80_bf16<SUFFIX>
 // with their <entry>_smem constants (dynamic shared memory, read by the host).
 #define STREAMK_SM80_HALF_ENTRIES(SUFFIX, LOAD_BYTES)                                                     \
-  extern "C" __constant__ int streamk_sm80_f16##SUFFIX##_smem = streamk::sm80::SMEM_BYTES;                \
-  extern "C" __constant__ int streamk_sm80_bf16##SUFFIX##_smem = streamk::sm80::SMEM_BYTES;               \
+  extern "C" __constant__ int streamk_sm80_f16##SUFFIX##_smem = streamk::Sm80Half<false, LOAD_BYTES>::SMEM_BYTES; \
+  extern "C" __constant__ int streamk_sm80_bf16##SUFFIX##_smem = streamk::Sm80Half<true, LOAD_BYTES>::SMEM_BYTES;  \
   extern "C" __global__ void __launch_bounds__(streamk::sm80::THREADS)                                    \
       streamk_sm80_f16##SUFFIX(const streamk::GemmParams p) {                                             \
-    extern __shared__ __align__(16) unsigned char smem[];                                                 \
+    extern __shared__ __align__(128) unsigned char smem[];                                                 \
     streamk::run_schedule<streamk::Sm80Half<false, LOAD_BYTES>>(p, smem);                                 \
   }                                                                                                       \
   extern "C" __global__ void __launch_bounds__(streamk::sm80::THREADS)                                    \
       streamk_sm80_bf16##SUFFIX(const streamk::GemmParams p) {                                            \
-    extern __shared__ __align__(16) unsigned char smem[];                                                 \
+    extern __shared__ __align__(128) unsigned char smem[];                                                 \
     streamk::run_schedule<streamk::Sm80Half<true, LOAD_BYTES>>(p, smem);                                  \
   }
