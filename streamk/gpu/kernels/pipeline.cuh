@@ -118,9 +118,8 @@ struct TileLoader {
       for (int i = 0; i < A_PASSES; ++i) {
         const bool ok = a_k_ok && (a_rows_ok >> i & 1u);
         const Elem* src = a + static_cast<long long>(i * A_ROWS_PER_PASS) * p.lda;
-        // through L1 (.ca): a stage reads 128 bytes of each A row, the L2 delivers more, and the
-        // rest of the line serves the next stage from L1 (3.22 -> 2.69 GB moved L2 -> SM on
-        // 4096^3, +5-8% on large problems; LOG.md v10)
+        // through L1 (.ca): +5-8% on large problems when B's padded rows still cost extra L2
+        // sectors (LOG.md v10b), +4% on 8192^3 against .cg with swizzled B rows (v12)
         cp_async16_ca(sa + a_dst + i * A_ROWS_PER_PASS * ML::A_LD * sizeof(Elem), ok ? src : a, ok ? 16 : 0);
       }
 #pragma unroll

@@ -5,8 +5,10 @@
 // mma.sync.m16n8k16 (4x8 per warp per k16), ldmatrix (.trans for B), 3-stage cp.async pipeline of
 // two MAC iterations (k 64) per stage (sm80_config.cuh; -DSTREAMK_SM80_STAGE_ITERS=1 builds the
 // 4-stage k-32 pipeline, -DSTREAMK_SM80_WARPS_N=4 an 8-warp 64x32 variant).
-// Shared memory: 3 x (128x72 + 64x136) x 2 B = 107,520 B dynamic (rows padded by 16 B, so
-// ldmatrix reads are conflict-free; 2 CTAs per SM). Arch: sm_80 and later (runs on sm_90a).
+// Shared memory: 3 x (128x72 + 64x128) x 2 B = 104,448 B dynamic (A rows padded by 16 B, B rows
+// XOR-swizzled in 16-byte chunks, so ldmatrix reads and cp.async writes are conflict-free; the
+// narrow-copy kernels keep B rows padded: 3 x (128x72 + 64x136) x 2 B = 107,520 B; 2 CTAs per
+// SM). Arch: sm_80 and later (runs on sm_90a).
 // Operands: A m x k row-major (lda), B k x n row-major (ldb), 16-byte aligned rows; elements
 // past k in A's rows and past n in B's rows up to the next 8 must be zero (the host reads rows
 // that are 8- or 4-byte aligned with sm80_f16_w8.cu / _w4.cu and packs the others into
