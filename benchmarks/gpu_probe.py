@@ -18,8 +18,10 @@ import statistics
 import struct
 import sys
 
+import numpy as np
 import torch
 
+from streamk.fixup import Action
 from streamk.gpu.api import prepare
 from streamk.gpu.bench import time_interleaved
 from streamk.gpu.device import current
@@ -128,7 +130,6 @@ def trace_launch(p, stream) -> tuple[float, list[tuple[int, ...]]]:
 
 
 def traces(stream, shapes: list[tuple[int, int, int]] | None = None) -> None:
-    from streamk.fixup import Action
 
     print("\n== traces (one launch each, us). span: first CTA start to last unit end; per action: units, "
           "mainloop us per MAC iteration (median), epilogue (fixup included) median / p90 / max")
@@ -148,12 +149,17 @@ def traces(stream, shapes: list[tuple[int, int, int]] | None = None) -> None:
     for shape in ((2176, 3200, 3200), (1280, 1536, 6720)):  # 425 tiles x 100 it; 120 tiles x 210 it
         cases += [(f"{shape} {d}", shape, dict(schedule=d, **kw)) for d, kw in
                   (("data-parallel", {}), ("auto", {}), ("stream-k", {"grid": 264}), ("stream-k", {"grid": 132}))]
-    if shapes:  # --trace-shape: just these, under DP and auto
+    if shapes:  # --trace-shape: just these, under DP and auto, and auto with one CTA per SM
         cases = [(f"{'x'.join(map(str, sh))} {d}", sh, dict(schedule=d)) for sh in shapes
-                 for d in ("data-parallel", "auto")]
+                 for d in ("data-parallel", "auto", "auto 1/SM")]
     for name, shape, kw in cases:
         A, B, C = operands(*shape)
-        p = prepare(A, B, C, **kw)
+        one_per_sm = kw["schedule"] == "auto 1/SM"
+        p = prepare(A, B, C, **{**kw, "schedule": "auto"} if one_per_sm else kw)
+        if one_per_sm:  # ask for more shared memory than two CTAs of an SM can have
+            main = next(st for st in p.launch.steps if "_sm80_" in st.name)
+            main.function = current().function(main.name, 160 * 1024)
+            main.smem = 160 * 1024
         event, t = trace_launch(p, stream)
         s, plan = p.schedule, p.plan
         t0 = min(r[0] for r in t)
@@ -177,6 +183,42 @@ def traces(stream, shapes: list[tuple[int, int, int]] | None = None) -> None:
                          f"/{ep[int(0.9 * (len(ep) - 1))]:.2f}/{ep[-1]:.2f}")
         print(f"{name:<44} grid {s.grid:>4} {'+'.join(n.removeprefix('streamk_') for n in p.launch.names)} "
               f"event {event:8.2f} span {span:8.2f} | " + " | ".join(parts))
+        if shapes:
+            waits_report(s, plan, t, t0)
+
+
+def waits_report(s, plan, t, t0) -> None:
+    """Where an owner-waits schedule's time goes: how long owners wait past their mainloop for
+    the flags they need (a unit's signal goes out when its epilogue ends, or, deferred, when the
+    CTA's next mainloop ends), and the last CTA to finish, unit by unit."""
+    offsets = s.cta_offsets
+    cta_of = np.repeat(np.arange(s.grid), np.diff(offsets))
+    times = {}  # unit -> (start, stop, done) ns
+    for cta, r in enumerate(t):
+        for j in range(min(TRACE_UNITS, int(offsets[cta + 1] - offsets[cta]))):
+            times[int(offsets[cta]) + j] = r[1 + 3 * j:4 + 3 * j]
+
+    def signalled(q: int) -> float:
+        deferred = q + 1 < offsets[cta_of[q] + 1] and q + 1 in times
+        return times[q + 1][1] if deferred else times[q][2]
+
+    waits = []
+    for u, (start, stop, done) in times.items():
+        need = [int(q) for q in plan.waits(u) if int(q) in times]
+        if need:
+            waits.append(((max(signalled(q) for q in need) - stop) / 1e3, u))
+    if waits:
+        w = sorted(x for x, _ in waits)
+        print(f"    owner waits past its mainloop (us): median {statistics.median(w):.2f} p90 "
+              f"{w[int(0.9 * (len(w) - 1))]:.2f} max {w[-1]:.2f} ({sum(x > 0 for x in w)} of {len(w)} wait)")
+    last = max(range(len(t)), key=lambda c: max(times[u][2] for u in range(offsets[c], offsets[c + 1]) if u in times))
+    steps = []
+    for u in range(int(offsets[last]), int(offsets[last + 1])):
+        if u in times:
+            start, stop, done = times[u]
+            steps.append(f"unit {u} {Action(int(plan.action[u])).name} it {int(s.units[u, 2] - s.units[u, 1])}: "
+                         f"{(start - t0) / 1e3:.1f} -> {(stop - t0) / 1e3:.1f} -> {(done - t0) / 1e3:.1f}")
+    print(f"    last CTA {last}: " + "; ".join(steps))
 
 
 def big(stream, reps: int = 10) -> None:

@@ -179,9 +179,17 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     machine_fn = (lambda: machine) if machine is not None else (lambda: dev.machine(main, threads, smem))
     sched = resolve_schedule(schedule, shape, spec, machine_fn, fixup, options, dev.arch)
     plan = plan_fixup(sched)
-    residency = dev.occupancy(main, threads, smem) * dev.sms
+    # A grid of at most one block per SM is launched asking for half an SM's shared memory, so
+    # the hardware puts one block on each SM: with room for two it placed pairs of a 132-block
+    # grid on one SM while other SMs idled (H100 traces: Stream-K owners waited up to 25 us for
+    # peers running at half speed; 5615x240x6211 auto 152.7 -> 133.9 us; 400 shapes: auto vs
+    # cuBLAS raw 1.132 -> 1.160, worst vs DP 0.945 -> 0.976; LOG.md v12).
+    launch_smem = smem
+    if sched.grid <= dev.sms and dev.occupancy(main, threads, smem) > 1:
+        launch_smem = dev.one_per_sm_smem(main, threads, smem)
+    residency = dev.occupancy(main, threads, launch_smem) * dev.sms
     if residency == 0:
-        raise CudaError(f"{main} cannot be resident on {dev.name} ({threads} threads, {smem} B shared "
+        raise CudaError(f"{main} cannot be resident on {dev.name} ({threads} threads, {launch_smem} B shared "
                         f"memory): the occupancy API gives 0 blocks per SM")
     check_residency(plan, residency)
 
@@ -213,7 +221,7 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     items = len(table.items)
     if plan.policy == "atomic" and items:
         steps.append(Step(spec.prescale, dev.function(spec.prescale), items, threads, 0, params))
-    steps.append(Step(main, dev.function(main, smem), sched.grid, threads, smem, params))
+    steps.append(Step(main, dev.function(main, launch_smem), sched.grid, threads, launch_smem, params))
     if plan.policy == "separate-reduce" and items:
         rsmem = dev.smem_bytes(spec.reduce)
         slices = reduce_slices(items, spec, threads, dev.sms)

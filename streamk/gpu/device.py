@@ -138,6 +138,18 @@ class Device:
             self._occupancy[key] = int(blocks)
         return self._occupancy[key]
 
+    def one_per_sm_smem(self, name: str, threads: int, dynamic_smem: int) -> int:
+        """Dynamic shared memory to ask for so that only one block of ``name`` fits on an SM (half
+        of an SM's shared memory; at least ``dynamic_smem``), or ``dynamic_smem`` where the
+        occupancy API still gives more than one or the block limit forbids it."""
+        attr = driver().CUdevice_attribute
+        per_sm = self._attr(attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)
+        per_block = self._attr(attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        want = max(dynamic_smem, per_sm // 2)
+        if want > per_block or self.occupancy(name, threads, want) != 1:
+            return dynamic_smem
+        return want
+
     def machine(self, name: str, threads: int, dynamic_smem: int) -> Machine:
         return Machine(self.sms, max(1, self.occupancy(name, threads, dynamic_smem)))
 
