@@ -73,3 +73,21 @@ def test_auto_sums_few_deep_tiles_in_the_sliced_reduce_pass_where_measured():
     if (current().arch, TileShape(128, 128, 32)) in MEASURED_REDUCE_COSTS:
         assert prepared.schedule.fixup == "separate-reduce" and prepared.schedule.grid > 4
         assert prepared.launch.names[-1] == "streamk_reduce_f32"
+
+
+@requires_gpu
+def test_grids_of_at_most_a_block_per_sm_get_one_sm_each():
+    from streamk.gpu.api import prepare
+    from streamk.gpu.device import current
+
+    dev = current()
+    A = np.ones((256, 64), np.float16)  # 4 tiles: one block per SM fits the device
+    B = np.ones((64, 256), np.float16)
+    small = prepare(A, B, schedule="data-parallel")
+    main = next(st for st in small.launch.steps if "_sm80_" in st.name)
+    assert dev.occupancy(main.name, main.block, main.smem) == 1
+    assert np.all(small.run() == 64.0)
+    wide = dev.sms * 2 * 128  # two blocks per SM: the kernel's own shared memory
+    big = prepare(np.ones((wide, 32), np.float16), np.ones((32, 128), np.float16), schedule="data-parallel")
+    main = next(st for st in big.launch.steps if "_sm80_" in st.name)
+    assert main.smem == dev.smem_bytes(main.name)
