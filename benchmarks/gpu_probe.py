@@ -149,17 +149,12 @@ def traces(stream, shapes: list[tuple[int, int, int]] | None = None) -> None:
     for shape in ((2176, 3200, 3200), (1280, 1536, 6720)):  # 425 tiles x 100 it; 120 tiles x 210 it
         cases += [(f"{shape} {d}", shape, dict(schedule=d, **kw)) for d, kw in
                   (("data-parallel", {}), ("auto", {}), ("stream-k", {"grid": 264}), ("stream-k", {"grid": 132}))]
-    if shapes:  # --trace-shape: just these, under DP and auto, and auto with one CTA per SM
+    if shapes:  # --trace-shape: just these, under DP and auto
         cases = [(f"{'x'.join(map(str, sh))} {d}", sh, dict(schedule=d)) for sh in shapes
-                 for d in ("data-parallel", "auto", "auto 1/SM")]
+                 for d in ("data-parallel", "auto")]
     for name, shape, kw in cases:
         A, B, C = operands(*shape)
-        one_per_sm = kw["schedule"] == "auto 1/SM"
-        p = prepare(A, B, C, **{**kw, "schedule": "auto"} if one_per_sm else kw)
-        if one_per_sm:  # ask for more shared memory than two CTAs of an SM can have
-            main = next(st for st in p.launch.steps if "_sm80_" in st.name)
-            main.function = current().function(main.name, 160 * 1024)
-            main.smem = 160 * 1024
+        p = prepare(A, B, C, **kw)
         event, t = trace_launch(p, stream)
         s, plan = p.schedule, p.plan
         t0 = min(r[0] for r in t)

@@ -118,10 +118,10 @@ struct TileLoader {
       for (int i = 0; i < A_PASSES; ++i) {
         const bool ok = a_k_ok && (a_rows_ok >> i & 1u);
         const Elem* src = a + static_cast<long long>(i * A_ROWS_PER_PASS) * p.lda;
-        // through L1 (.ca): +5-8% on large problems when B's padded rows still cost extra L2
-        // sectors (LOG.md v10b), +4% on 8192^3 against .cg with swizzled B rows (v12)
-        // a copy of src-size 0 reads nothing, so src needs no select for rows past m or k past
-        // the unit (32 fewer instructions a stage; compute-bound shapes +4%, LOG.md v12)
+        // Through L1 (.ca): +5-8% on large problems when B's padded rows still cost extra L2
+        // sectors (LOG.md v10b), +4% on 8192^3 against .cg with swizzled B rows (v12). A copy of
+        // src-size 0 reads nothing, so src needs no select for rows past m or k past the unit
+        // (32 fewer instructions a stage; compute-bound shapes +4%, v12).
         cp_async16_ca(sa + a_dst + i * A_ROWS_PER_PASS * ML::A_LD * sizeof(Elem), src, ok ? 16 : 0);
       }
 #pragma unroll
