@@ -57,6 +57,8 @@ class Device:
         self.activate()
         attr = drv.CUdevice_attribute
         self.sms = self._attr(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        self.smem_per_sm = self._attr(attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)
+        self.smem_per_block = self._attr(attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
         major = self._attr(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
         minor = self._attr(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
         if major < 8:
@@ -142,11 +144,8 @@ class Device:
         """Dynamic shared memory to ask for so that only one block of ``name`` fits on an SM (half
         of an SM's shared memory; at least ``dynamic_smem``), or ``dynamic_smem`` where the
         occupancy API still gives more than one or the block limit forbids it."""
-        attr = driver().CUdevice_attribute
-        per_sm = self._attr(attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)
-        per_block = self._attr(attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
-        want = max(dynamic_smem, per_sm // 2)
-        if want > per_block or self.occupancy(name, threads, want) != 1:
+        want = max(dynamic_smem, self.smem_per_sm // 2)
+        if want > self.smem_per_block or self.occupancy(name, threads, want) != 1:
             return dynamic_smem
         return want
 
