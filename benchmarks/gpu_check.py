@@ -8,7 +8,7 @@ deterministic policies bitwise identical over repeated launches, 1,000 back-to-b
 with no reset, CUDA-graph replays (fresh epochs from device memory), NumPy and CuPy inputs, and
 a deadlock-prone schedule refused. Prints a summary table last; full log in $OUT/check.jsonl.
 
-    PYTHONPATH=. python3 benchmarks/gpu_check.py [--quick]
+    PYTHONPATH=. python3 benchmarks/gpu_check.py [--quick] [--dtypes float16,...] [--tiles 128,64]
 """
 
 from __future__ import annotations
@@ -108,11 +108,13 @@ def back_to_back(log, launches=1000):
     """1,000 launches of waiting schedules with no reset, then graph replays: still correct."""
     gen = torch.Generator(device="cuda").manual_seed(7)
     rows = []
-    for policy in ("owner-waits", "turnstile", "last-arrival", "separate-reduce"):
+    cases = [(policy, 128) for policy in ("owner-waits", "turnstile", "last-arrival", "separate-reduce")]
+    cases += [("owner-waits", 64), ("separate-reduce", 64)]  # the small tile's kernels share the epochs
+    for policy, tile in cases:
         m, n, k = 1000, 1000, 3000
         A, B = make_inputs(m, n, k, "float16", "RR", gen)
         C = torch.full((m, n), float("nan"), device="cuda")
-        p = prepare(A, B, C, schedule="stream-k", fixup=policy)
+        p = prepare(A, B, C, schedule="stream-k", fixup=policy, tile=tile)
         p.run()
         torch.cuda.synchronize()
         first = C.clone()
@@ -134,7 +136,7 @@ def back_to_back(log, launches=1000):
             graph.replay()
         torch.cuda.synchronize()
         graph_same = torch.equal(C, first)
-        row = {"test": "back-to-back", "policy": policy, "launches": launches, "ratio": ratio, "bitwise": same,
+        row = {"test": "back-to-back", "policy": policy, "tile": tile, "launches": launches, "ratio": ratio, "bitwise": same,
                "graph_replays_bitwise": graph_same, "ok": ratio <= 1 and same and graph_same}
         log.write(json.dumps(row) + "\n")
         rows.append(row)
@@ -259,8 +261,11 @@ def main() -> int:
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
     parser.add_argument("--dtypes", default=",".join(DTYPES),
                         help="comma list; anything but all of them skips the extra tests (a kernel variant's check)")
+    parser.add_argument("--tiles", default="128,64",
+                        help="FP16/BF16 tile edges to check, each case run on each (FP64 runs its one tile)")
     args = parser.parse_args()
     dtypes = [d for d in args.dtypes.split(",") if d]
+    tiles = [int(t) for t in args.tiles.split(",") if t]
     unknown = set(dtypes) - set(DTYPES)
     if unknown:
         parser.error(f"unknown dtypes {sorted(unknown)} (known: {', '.join(DTYPES)})")
@@ -276,7 +281,8 @@ def main() -> int:
     failures = []
     start = time.time()
     shapes = EDGE + corpus(args.corpus)
-    for dtype in dtypes:
+    for dtype, tile in [(d, t) for d in dtypes for t in (tiles if d != "float64" else [None])]:
+        key = dtype if tile is None else f"{dtype} {tile}"
         for shape in shapes:
             if dtype == "float64" and math.prod(shape) > 2e9:
                 continue
@@ -289,12 +295,13 @@ def main() -> int:
                         alpha, beta = 0.75, -1.25
                     if "splits" in options:  # fixed-split needs splits <= iterations per tile
                         options = {"splits": min(3, -(-shape[2] // (16 if dtype == "float64" else 32)))}
-                    row = run_case(log, dtype, shape, decomp, options, policy, layout, alpha, beta, gen)
-                    summary.setdefault(dtype, []).append(row)
+                    tiled = options if tile is None else {**options, "tile": tile}
+                    row = run_case(log, dtype, shape, decomp, tiled, policy, layout, alpha, beta, gen)
+                    summary.setdefault(key, []).append(row)
                     if not row["ok"]:
                         failures.append(row)
                         print("FAIL", json.dumps(row), flush=True)
-        print(f"{dtype}: {len(summary[dtype])} cases, {time.time() - start:.0f}s", flush=True)
+        print(f"{key}: {len(summary[key])} cases, {time.time() - start:.0f}s", flush=True)
     extra = back_to_back(log) + other_inputs(log) + shifted_rows(log) if set(dtypes) == set(DTYPES) else []
     for r in extra:
         if not r["ok"]:
@@ -302,10 +309,10 @@ def main() -> int:
             print("FAIL", json.dumps(r), flush=True)
         else:
             print("ok", json.dumps(r)[:300])
-    print(f"\n{'dtype':<9} {'cases':>6} {'pass':>6} {'skipped':>8} {'refused':>8} {'max err/bound':>14} {'bitwise-det':>12}")
+    print(f"\n{'dtype tile':<13} {'cases':>6} {'pass':>6} {'skipped':>8} {'refused':>8} {'max err/bound':>14} {'bitwise-det':>12}")
     for dtype, rows in summary.items():
         ran = [r for r in rows if "ratio" in r]
-        print(f"{dtype:<9} {len(rows):>6} {sum(r['ok'] for r in rows):>6} {sum('skipped' in r for r in rows):>8} "
+        print(f"{dtype:<13} {len(rows):>6} {sum(r['ok'] for r in rows):>6} {sum('skipped' in r for r in rows):>8} "
               f"{sum('refused' in r for r in rows):>8} "
               f"{max(r['ratio'] for r in ran):>14.3g} "
               f"{sum(r['bitwise'] for r in ran if r['policy'] != 'atomic'):>5}/{sum(r['policy'] != 'atomic' for r in ran)}")

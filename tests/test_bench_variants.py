@@ -18,8 +18,8 @@ def test_a_bare_name_runs_with_default_copies():
 
 
 def test_every_part_of_a_variant_reaches_prepare():
-    args = variant("stream-k%66@1:32,16,1,8&32,24,1,0.5/grouped-8!separate-reduce+pack", sms)
-    assert args == {"schedule": "stream-k", "narrow": "never", "fixup": "separate-reduce", "grid": 66,
+    args = variant("stream-k%66@1:32,16,1,8&32,24,1,0.5/grouped-8!separate-reduce#64+pack", sms)
+    assert args == {"schedule": "stream-k", "narrow": "never", "fixup": "separate-reduce", "grid": 66, "tile": 64,
                     "machine": Machine(132, 1), "model_costs": Costs(32, 16, 1, 8),
                     "reduce_costs": Costs(32, 24, 1, 0.5), "tile_order": "grouped-8"}
     assert variant("data-parallel+narrow", sms)["narrow"] == "always"
@@ -32,6 +32,7 @@ def test_every_part_of_a_variant_reaches_prepare():
     ("auto+fast", "the suffix must be \\+pack or \\+narrow"),
     ("stream-k%x", "whole numbers"),
     ("auto:1,2,3", "four numbers"),
+    ("auto#small", "#TILE must be a tile edge"),
 ])
 def test_a_bad_variant_names_what_is_wrong(text, message):
     with pytest.raises(ScheduleError, match=message):

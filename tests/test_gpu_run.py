@@ -66,7 +66,7 @@ def test_auto_sums_few_deep_tiles_in_the_sliced_reduce_pass_where_measured():
     rng = np.random.default_rng(11)
     A = rng.standard_normal((185, 1362)).astype(np.float16)  # 4 tiles of 43 iterations
     B = rng.standard_normal((1362, 134)).astype(np.float16)
-    prepared = prepare(A, B)
+    prepared = prepare(A, B, tile=128)  # auto would take the small tile here
     C = prepared.run()
     err, bound = _bound(A, B, C)
     assert np.all(err <= bound), float((err / bound).max())
@@ -91,3 +91,37 @@ def test_grids_of_at_most_a_block_per_sm_get_one_sm_each():
     big = prepare(np.ones((wide, 32), np.float16), np.ones((32, 128), np.float16), schedule="data-parallel")
     main = next(st for st in big.launch.steps if "_sm80_" in st.name)
     assert main.smem == dev.smem_bytes(main.name)
+
+
+@requires_gpu
+@pytest.mark.parametrize("policy", FIXUP_POLICIES)
+def test_small_tile_kernels_run_every_policy(policy):
+    from streamk.gpu.api import prepare
+
+    rng = np.random.default_rng(13)
+    A = rng.standard_normal((301, 260)).astype(np.float16)  # 5 x 4 tiles of 64x64, 9 iterations
+    B = rng.standard_normal((260, 200)).astype(np.float16)
+    prepared = prepare(A, B, schedule="stream-k", fixup=policy, grid=11, tile=64)
+    assert prepared.schedule.tile == TileShape(64, 64, 32)
+    assert any("_t64" in name for name in prepared.launch.names)
+    C = prepared.run()
+    err, bound = _bound(A, B, C)
+    assert np.all(err <= bound), float((err / bound).max())
+
+
+@requires_gpu
+def test_auto_takes_the_small_tile_for_few_tiles_and_a_schedule_brings_its_own():
+    from streamk.gpu.api import prepare
+    from streamk.sched import make_schedule
+    from streamk.shapes import Machine
+
+    A = np.ones((200, 96), np.float16)  # 2 x 2 tiles of 128: auto runs 64x64 tiles
+    B = np.ones((96, 256), np.float16)
+    small = prepare(A, B)
+    assert small.schedule.tile == TileShape(64, 64, 32) and "streamk_sm80_f16_t64" in small.launch.names
+    assert np.all(small.run() == 96.0)
+    s = make_schedule("data-parallel", GemmShape(200, 256, 96), TileShape(128, 128, 32), Machine(132))
+    assert prepare(A, B, schedule=s).launch.names == ["streamk_sm80_f16"]
+    with pytest.raises(ScheduleError, match="no float16 kernel runs 32x32x32"):
+        prepare(A, B, schedule=make_schedule("data-parallel", GemmShape(200, 256, 96), TileShape(32, 32, 32),
+                                             Machine(132)))

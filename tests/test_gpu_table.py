@@ -220,3 +220,29 @@ def test_a_buffer_nothing_holds_is_retired_not_freed_under_a_launch():
     assert retired == []  # a prepared launch still points into it
     held_by_launch.clear()
     assert retired == [0x1000]  # freed at the device's next synchronized growth
+
+
+def test_small_tile_kernels_and_autos_tile_choice():
+    from streamk.gpu.api import choose_tile
+    from streamk.gpu.operands import SMALL_SPECS, spec_for_tile, tile_specs
+
+    assert list(tile_specs("float16")) == [TileShape(128, 128, 32), TileShape(64, 64, 32)]
+    assert list(tile_specs("float64")) == [TileShape(64, 64, 16)]  # the paper's FP64 tile only
+    assert spec_for_tile("bfloat16", 64) is SMALL_SPECS["bfloat16"]
+    assert spec_for_tile("float16", TileShape(128, 128, 32)) is SPECS["float16"]
+    assert SMALL_SPECS["float16"].entry(8) == "streamk_sm80_f16_t64_w8"
+    with pytest.raises(ScheduleError, match="no float64 kernel runs 128.*there are: 64x64x16"):
+        spec_for_tile("float64", 128)
+    with pytest.raises(ScheduleError, match="no float16 kernel runs 96x96x32"):
+        spec_for_tile("float16", TileShape(96, 96, 32))
+    # 2-byte-aligned rows: the small tile has no shifted-copy kernel, so they are packed
+    odd = _host((100, 33))
+    assert copy_widths(odd, odd, SMALL_SPECS["float16"], "always") == (0, 0)
+    # 64x64 tiles that fit one wave on the SMs -> the small tile; the FP64 tile is the paper's
+    few = GemmShape(300, 300, 4000)  # 25 tiles of 64x64
+    edge = GemmShape(64 * 12, 64 * 11, 64)  # 132
+    many = GemmShape(64 * 12, 64 * 11 + 1, 64)  # 144
+    assert choose_tile(few, "float16", 132) == TileShape(64, 64, 32)
+    assert choose_tile(edge, "float16", 132) == TileShape(64, 64, 32)
+    assert choose_tile(many, "bfloat16", 132) == TileShape(128, 128, 32)
+    assert choose_tile(few, "float64", 132) == TileShape(64, 64, 16)

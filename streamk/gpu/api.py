@@ -20,7 +20,7 @@ from ..schedule import Schedule
 from ..sched import make_schedule
 from ..shapes import GemmShape, Machine, TileShape
 from .launch import GemmParams, Launch, PackPair, PackParams, Step
-from .operands import KernelSpec, Operand, check_operands, copy_widths, describe, padded
+from .operands import KernelSpec, Operand, check_operands, copy_widths, describe, padded, spec_for_tile, tile_specs
 from .table import STATE_WORDS, TABLE_VERSION, build_table
 
 NO_WAIT_POLICIES = ("last-arrival", "separate-reduce", "atomic")
@@ -74,6 +74,7 @@ def needs_epoch(plan: FixupPlan) -> bool:
 # gains a little more on average but loses to 0.888x near one tile per SM. b + d = 24 stays inside
 # Figure 8's region.
 MEASURED_AUTO_COSTS = {("sm_90a", TileShape(128, 128, 32)): Costs(a=32.0, b=16.0, c=1.0, d=8.0),
+                       ("sm_90a", TileShape(64, 64, 32)): Costs(a=32.0, b=16.0, c=1.0, d=8.0),
                        ("sm_90a", TileShape(64, 64, 16)): Costs(a=32.0, b=16.0, c=1.0, d=8.0)}
 # The same model's constants for the separate-reduce fixup, which auto weighs against owner-waits
 # below a tile per SM (streamk.sched.auto): sm_90a (H100, FP16 128x128x32, sliced reduce pass)
@@ -84,7 +85,24 @@ MEASURED_AUTO_COSTS = {("sm_90a", TileShape(128, 128, 32)): Costs(a=32.0, b=16.0
 # 120 shapes of seed 7 (1.255 geomean vs DP, against 1.186 for the paper's defaults without
 # separate-reduce); on the default 120-shape sample it measured 1.204 against 1.120 (LOG.md v11).
 MEASURED_REDUCE_COSTS = {("sm_90a", TileShape(128, 128, 32)): Costs(a=32.0, b=24.0, c=1.0, d=0.5),
+                         ("sm_90a", TileShape(64, 64, 32)): Costs(a=32.0, b=24.0, c=1.0, d=0.5),
                          ("sm_90a", TileShape(64, 64, 16)): Costs(a=32.0, b=16.0, c=1.0, d=1.0)}
+
+
+# auto's tile: the small (64x64) kernels where their tiles fit one wave on the SMs. Why: a GEMM
+# of few 128x128 tiles leaves most SMs idle under DP, splits each tile many ways under Stream-K,
+# and each tile's 64 KB of C (or of partials) leaves one SM at ~25 GB/s (~2.5 us, LOG.md v10);
+# 64x64 tiles give four times the CTAs a quarter of that each. Measured (H100, 400 shapes, LOG.md
+# v13): auto on the small tile vs on 128x128 1.50x geomean below 33 128-tiles, 1.03x at 66-99,
+# 0.78x above 400; of the rules tried, "64x64 tiles <= SMs" lost least (worst 0.85x) and gained
+# most where it never lost (auto vs cuBLAS raw 1.169 -> 1.334).
+def choose_tile(shape: GemmShape, dtype: str, sms: int) -> TileShape:
+    """The tile ``schedule="auto"`` runs when the caller names none."""
+    specs = list(tile_specs(dtype))
+    for small in specs[1:]:
+        if -(-shape.m // small.bm) * -(-shape.n // small.bn) <= sms:
+            return small
+    return specs[0]
 
 
 def resolve_schedule(schedule: str | Schedule, shape: GemmShape, spec: KernelSpec, machine_fn,
@@ -151,7 +169,7 @@ def _stream_of(x: Any) -> int:
 
 def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
             schedule: str | Schedule = "auto", fixup: str | None = None, machine: Machine | None = None,
-            narrow: str = "auto", **options: Any) -> Prepared:
+            narrow: str = "auto", tile: TileShape | int | None = None, **options: Any) -> Prepared:
     """Check everything, build and upload the table; return the launch without running it.
 
     ``machine`` is what a named scheduler plans for (default: the device's SMs and the occupancy
@@ -159,22 +177,32 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     how row-major operands whose rows are 8- or 4-byte aligned are read (``copy_widths``: "auto"
     reads them in place with 8-byte copies, and 4-byte ones where that saves all packing on a
     small problem; "always"; "never" packs them, as v1-v8 did); one kernel reads both operands
-    at the narrower width.
+    at the narrower width. ``tile``: the CTA tile (a TileShape, or 128 / 64 for the square ones a
+    kernel runs) of a named schedule; by default the paper's (128x128x32 for FP16/BF16, 64x64x16
+    for FP64), except that "auto" takes 64x64x32 for FP16/BF16 problems of few 128x128 tiles
+    (``choose_tile``). A Schedule brings its own tile.
     """
     a, b = describe(A, "A"), describe(B, "B")
     c = describe(C, "C") if C is not None else None
     spec = check_operands(a, b, c)
     shape = GemmShape(a.shape[0], b.shape[1], a.shape[1])
+    if isinstance(schedule, Schedule):
+        if tile is not None and spec_for_tile(a.dtype, tile).tile != schedule.tile:
+            raise ScheduleError(f"tile={tile} disagrees with the schedule's tile {schedule.tile}")
+        spec = spec_for_tile(a.dtype, schedule.tile)
+    elif tile is not None:
+        spec = spec_for_tile(a.dtype, tile)
     if C is None:
         beta = 0.0
 
     from .device import current
 
+    dev = current()
+    if isinstance(schedule, str) and schedule == "auto" and tile is None:
+        spec = spec_for_tile(a.dtype, choose_tile(shape, a.dtype, dev.sms))
     # an operand no copy width reads in place is packed, and the packed copy is read 16 bytes wide
     widths = dict(zip("AB", copy_widths(a, b, spec, narrow)))
     main = spec.entry(min(w or 16 for w in widths.values()))
-
-    dev = current()
     threads, smem = dev.block_size(main), dev.smem_bytes(main)
     machine_fn = (lambda: machine) if machine is not None else (lambda: dev.machine(main, threads, smem))
     sched = resolve_schedule(schedule, shape, spec, machine_fn, fixup, options, dev.arch)

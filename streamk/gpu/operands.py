@@ -53,7 +53,36 @@ SPECS = {
                           TileShape(64, 64, 16), "streamk_pack_b64", 8, "float64",
                           ((8, "streamk_sm80_f64_w8"),)),
 }
+# The small-tile kernels (sm80_f16_t64.cu): 64x64x32, for GEMMs of few 128x128 tiles
+# (streamk.gpu.api.choose_tile); no 2-byte-aligned variant, so such rows are packed.
+SMALL_SPECS = {
+    "float16": KernelSpec("streamk_sm80_f16_t64", "streamk_reduce_f32_t64", "streamk_prescale_f32_t64",
+                          TileShape(64, 64, 32), "streamk_pack_b16", 2, "float32",
+                          ((8, "streamk_sm80_f16_t64_w8"), (4, "streamk_sm80_f16_t64_w4"))),
+    "bfloat16": KernelSpec("streamk_sm80_bf16_t64", "streamk_reduce_f32_t64", "streamk_prescale_f32_t64",
+                           TileShape(64, 64, 32), "streamk_pack_b16", 2, "float32",
+                           ((8, "streamk_sm80_bf16_t64_w8"), (4, "streamk_sm80_bf16_t64_w4"))),
+}
 _TYPESTR = {"<f2": "float16", "<f4": "float32", "<f8": "float64"}
+
+
+def tile_specs(dtype: str) -> dict[TileShape, KernelSpec]:
+    """Every tile a kernel runs for ``dtype``, the default (the paper's) first."""
+    specs = {SPECS[dtype].tile: SPECS[dtype]}
+    if dtype in SMALL_SPECS:
+        specs[SMALL_SPECS[dtype].tile] = SMALL_SPECS[dtype]
+    return specs
+
+
+def spec_for_tile(dtype: str, tile: TileShape | int) -> KernelSpec:
+    """The kernel for ``dtype`` on ``tile`` (a TileShape, or its edge: 128 or 64 for a square tile);
+    ScheduleError naming the tiles there are otherwise."""
+    specs = tile_specs(dtype)
+    for t, spec in specs.items():
+        if t == tile or (isinstance(tile, int) and not isinstance(tile, bool) and t.bm == t.bn == tile):
+            return spec
+    offered = ", ".join(f"{t.bm}x{t.bn}x{t.bk}" for t in specs)
+    raise ScheduleError(f"no {dtype} kernel runs {tile} tiles (there are: {offered})")
 
 
 @dataclass(frozen=True, slots=True)

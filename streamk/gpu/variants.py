@@ -16,13 +16,17 @@ NARROW_SUFFIXES = {"": "auto", "pack": "never", "narrow": "always"}
 
 def variant(text: str, sms: Callable[[], int]) -> dict[str, Any]:
     """prepare() arguments for NAME[%GRID][@CTAS_PER_SM][:A,B,C,D[&A,B,C,D]][/TILE_ORDER][!FIXUP]
-    [+pack|+narrow]: the scheduler's grid, a machine of ``sms()`` SMs and that many CTAs per SM,
-    auto's model constants and after & its separate-reduce ones, a rasterization such as
-    grouped-8, the fixup policy; +pack packs every operand that is not 16-byte aligned (as v1-v8
-    did), +narrow reads every one it can in place (narrow="always")."""
+    [#TILE][+pack|+narrow]: the scheduler's grid, a machine of ``sms()`` SMs and that many CTAs
+    per SM, auto's model constants and after & its separate-reduce ones, a rasterization such as
+    grouped-8, the fixup policy, the square tile's edge (128 or 64; auto picks one by default);
+    +pack packs every operand that is not 16-byte aligned (as v1-v8 did), +narrow reads every
+    one it can in place (narrow="always")."""
     decomp, _, flag = text.partition("+")
     if flag not in NARROW_SUFFIXES:
         raise ScheduleError(f"variant {text!r}: the suffix must be +pack or +narrow (got +{flag})")
+    decomp, _, tile = decomp.partition("#")
+    if tile and not tile.isdigit():
+        raise ScheduleError(f"variant {text!r}: #TILE must be a tile edge such as 64 or 128 (got #{tile})")
     decomp, _, fixup = decomp.partition("!")
     if fixup and fixup not in FIXUP_POLICIES:
         raise ScheduleError(f"variant {text!r}: !FIXUP must be one of {', '.join(FIXUP_POLICIES)} (got {fixup!r})")
@@ -35,6 +39,8 @@ def variant(text: str, sms: Callable[[], int]) -> dict[str, Any]:
     if not (grid or "0").isdigit() or not (per_sm or "0").isdigit():
         raise ScheduleError(f"variant {text!r}: %GRID and @CTAS_PER_SM must be whole numbers")
     args: dict[str, Any] = {"schedule": name, "narrow": NARROW_SUFFIXES[flag]}
+    if tile:
+        args["tile"] = int(tile)
     if fixup:
         args["fixup"] = fixup
     if grid:

@@ -20,14 +20,14 @@
 using streamk::GemmParams;
 
 // The main entry points (16-byte copies) and their dynamic shared memory (cuModuleGetGlobal).
-STREAMK_SM80_HALF_ENTRIES(, 16)
+STREAMK_SM80_HALF_ENTRIES(, 16, streamk::sm80::Tile128, streamk::sm80::THREADS_128)
 
 // The separate-reduce pass (fixup.cuh reduce_slice): grid (split tiles, slices), no shared memory.
 extern "C" __constant__ int streamk_reduce_f32_smem = 0;
-extern "C" __global__ void __launch_bounds__(streamk::sm80::THREADS) streamk_reduce_f32(const GemmParams p) {
+extern "C" __global__ void __launch_bounds__(streamk::sm80::THREADS_128) streamk_reduce_f32(const GemmParams p) {
   streamk::reduce_slice<streamk::Sm80Half<false>>(p);
 }
 
-extern "C" __global__ void __launch_bounds__(streamk::sm80::THREADS) streamk_prescale_f32(const GemmParams p) {
+extern "C" __global__ void __launch_bounds__(streamk::sm80::THREADS_128) streamk_prescale_f32(const GemmParams p) {
   streamk::prescale_items<streamk::Sm80Half<false>>(p);
 }

@@ -7,4 +7,4 @@
 // compile it. Entry points: streamk_sm80_f16_w2, streamk_sm80_bf16_w2.
 #include "sm80_half.cuh"
 
-STREAMK_SM80_HALF_ENTRIES(_w2, 2)
+STREAMK_SM80_HALF_ENTRIES(_w2, 2, streamk::sm80::Tile128, streamk::sm80::THREADS_128)

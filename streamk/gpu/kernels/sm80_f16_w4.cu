@@ -7,4 +7,4 @@
 // streamk_sm80_bf16_w4.
 #include "sm80_half.cuh"
 
-STREAMK_SM80_HALF_ENTRIES(_w4, 4)
+STREAMK_SM80_HALF_ENTRIES(_w4, 4, streamk::sm80::Tile128, streamk::sm80::THREADS_128)

@@ -6,4 +6,4 @@
 // streamk_sm80_bf16_w8.
 #include "sm80_half.cuh"
 
-STREAMK_SM80_HALF_ENTRIES(_w8, 8)
+STREAMK_SM80_HALF_ENTRIES(_w8, 8, streamk::sm80::Tile128, streamk::sm80::THREADS_128)

@@ -10,12 +10,13 @@
 
 namespace streamk {
 
-template <bool BF16, int LOAD_BYTES_ = 16>
+template <bool BF16, int LOAD_BYTES_ = 16, class T = sm80::Tile128>
 struct Sm80Half {
+  using Config = T;
   using Acc = float;
   static constexpr int LOAD_BYTES = LOAD_BYTES_;
   using Elem = unsigned short;  // raw FP16 / BF16 bits
-  static constexpr int BM = sm80::BM, BN = sm80::BN, THREADS = sm80::THREADS, ACC = sm80::ACC;
+  static constexpr int BM = T::BM, BN = T::BN, THREADS = T::THREADS, ACC = T::ACC;
   // B's shared rows: 16-byte copies use whole 256-byte rows with each 16-byte chunk c of row r
   // stored at chunk c ^ (r % 8) (ldmatrix.trans reads 8 rows of one chunk: 8 bank groups). The
   // padded rows (272 B) made every B copy take 2.6x the ideal shared wavefronts and 1.5x the L2
@@ -25,19 +26,19 @@ struct Sm80Half {
 #define STREAMK_B_SWIZZLE 1
 #endif
   static constexpr bool B_SWIZZLE = STREAMK_B_SWIZZLE && LOAD_BYTES_ == 16;
-  static constexpr int B_LD = B_SWIZZLE ? sm80::BN : sm80::B_LD;
-  static constexpr int STAGES = sm80::STAGES, A_STAGE = sm80::A_STAGE, B_STAGE = sm80::STAGE_K * B_LD;
-  static constexpr int SMEM_BYTES = STAGES * (A_STAGE + B_STAGE) * sm80::ELEM_BYTES;
-  static constexpr int KSTEPS = sm80::STAGE_K / sm80::MMA_K;  // mma k-steps per stage
-  static constexpr int BK = sm80::BK, A_LD = sm80::A_LD;
-  static constexpr int STAGE_ITERS = sm80::STAGE_ITERS, STAGE_K = sm80::STAGE_K;
+  static constexpr int B_LD = B_SWIZZLE ? T::BN : T::B_LD;
+  static constexpr int STAGES = T::STAGES, A_STAGE = T::A_STAGE, B_STAGE = T::STAGE_K * B_LD;
+  static constexpr int SMEM_BYTES = STAGES * (A_STAGE + B_STAGE) * T::ELEM_BYTES;
+  static constexpr int KSTEPS = T::STAGE_K / T::MMA_K;  // mma k-steps per stage
+  static constexpr int BK = T::BK, A_LD = T::A_LD;
+  static constexpr int STAGE_ITERS = T::STAGE_ITERS, STAGE_K = T::STAGE_K;
 
   // fragment element i of thread tid -> (row, col) inside the tile
   static __device__ __forceinline__ void coord(int i, int tid, int& r, int& c) {
     const int warp = tid / 32, lane = tid % 32;
-    const int mi = i / (sm80::FRAG_N * 4), ni = (i / 4) % sm80::FRAG_N, e = i % 4;
-    r = (warp / sm80::WARPS_N) * sm80::WARP_M + mi * sm80::MMA_M + lane / 4 + (e / 2) * 8;
-    c = (warp % sm80::WARPS_N) * sm80::WARP_N + ni * sm80::MMA_N + (lane % 4) * 2 + (e % 2);
+    const int mi = i / (T::FRAG_N * 4), ni = (i / 4) % T::FRAG_N, e = i % 4;
+    r = (warp / T::WARPS_N) * T::WARP_M + mi * T::MMA_M + lane / 4 + (e / 2) * 8;
+    c = (warp % T::WARPS_N) * T::WARP_N + ni * T::MMA_N + (lane % 4) * 2 + (e % 2);
   }
 
   static __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
@@ -57,8 +58,8 @@ struct Sm80Half {
   }
 
   struct Frag {
-    unsigned a[sm80::FRAG_M][4];
-    unsigned b[sm80::FRAG_N / 2][4];
+    unsigned a[T::FRAG_M][4];
+    unsigned b[T::FRAG_N / 2][4];
   };
 
   // per-thread ldmatrix byte offsets inside a stage (k-step and fragment offsets are immediates)
@@ -67,34 +68,31 @@ struct Sm80Half {
   };
 
   static __device__ __forceinline__ Lanes lanes(int tid) {
-    using namespace sm80;
     const int warp = tid / 32, lane = tid % 32;
-    const int wm = (warp / WARPS_N) * WARP_M, wn = (warp % WARPS_N) * WARP_N;
+    const int wm = (warp / T::WARPS_N) * T::WARP_M, wn = (warp % T::WARPS_N) * T::WARP_N;
     const int b_chunk = wn / 8 + lane / 16;  // of this lane's row kk + lane % 16, whose row % 8 is lane % 8
-    return {static_cast<unsigned>(((wm + lane % 16) * A_LD + (lane / 16) * 8) * ELEM_BYTES),
-            static_cast<unsigned>(((lane % 16) * B_LD + (B_SWIZZLE ? b_chunk ^ (lane % 8) : b_chunk) * 8) * ELEM_BYTES)};
+    return {static_cast<unsigned>(((wm + lane % 16) * A_LD + (lane / 16) * 8) * T::ELEM_BYTES),
+            static_cast<unsigned>(((lane % 16) * B_LD + (B_SWIZZLE ? b_chunk ^ (lane % 8) : b_chunk) * 8) * T::ELEM_BYTES)};
   }
 
   static __device__ __forceinline__ void load_frag(unsigned sa, unsigned sb, int kstep, Frag& f, const Lanes& l) {
-    using namespace sm80;
-    const int kk = kstep * MMA_K;
+    const int kk = kstep * T::MMA_K;
 #pragma unroll
-    for (int mi = 0; mi < FRAG_M; ++mi) ldmatrix_x4(f.a[mi], sa + l.a + (mi * MMA_M * A_LD + kk) * ELEM_BYTES);
+    for (int mi = 0; mi < T::FRAG_M; ++mi) ldmatrix_x4(f.a[mi], sa + l.a + (mi * T::MMA_M * A_LD + kk) * T::ELEM_BYTES);
 #pragma unroll
-    for (int nj = 0; nj < FRAG_N / 2; ++nj)
+    for (int nj = 0; nj < T::FRAG_N / 2; ++nj)
       // swizzled: chunk (c + 2 nj) ^ s = (c ^ s) ^ 2 nj (c's bits 1-2 are 0), so the address of
       // pair nj is pair 0's with bits 5-6 flipped (stage bases are 128-byte aligned)
-      ldmatrix_x4_trans(f.b[nj], B_SWIZZLE ? (sb + l.b + kk * B_LD * ELEM_BYTES) ^ (nj * 32)
-                                           : sb + l.b + (kk * B_LD + nj * 16) * ELEM_BYTES);
+      ldmatrix_x4_trans(f.b[nj], B_SWIZZLE ? (sb + l.b + kk * B_LD * T::ELEM_BYTES) ^ (nj * 32)
+                                           : sb + l.b + (kk * B_LD + nj * 16) * T::ELEM_BYTES);
   }
 
   static __device__ __forceinline__ void mma_frag(const Frag& f, float (&acc)[ACC]) {
-    using namespace sm80;
 #pragma unroll
-    for (int mi = 0; mi < FRAG_M; ++mi) {
+    for (int mi = 0; mi < T::FRAG_M; ++mi) {
 #pragma unroll
-      for (int ni = 0; ni < FRAG_N; ++ni) {
-        float(&d)[4] = *reinterpret_cast<float(*)[4]>(&acc[(mi * FRAG_N + ni) * 4]);
+      for (int ni = 0; ni < T::FRAG_N; ++ni) {
+        float(&d)[4] = *reinterpret_cast<float(*)[4]>(&acc[(mi * T::FRAG_N + ni) * 4]);
         mma(d, f.a[mi], f.b[ni / 2][(ni % 2) * 2], f.b[ni / 2][(ni % 2) * 2 + 1]);
       }
     }
@@ -106,24 +104,31 @@ struct Sm80Half {
   }
 };
 
-static_assert(TileStage<Sm80Half<false>>::BYTES <= Sm80Half<false>::SMEM_BYTES, "the epilogue stages a C tile in the pipeline's shared memory");
-static_assert(sm80::STAGES * sm80::A_STAGE * sm80::ELEM_BYTES % 128 == 0 && sm80::BN * sm80::ELEM_BYTES == 256,
-              "swizzled B: stage bases 128-byte aligned, 16 chunks a row");
+template <class T>
+constexpr bool sm80_half_fits() {
+  static_assert(TileStage<Sm80Half<false, 16, T>>::BYTES <= Sm80Half<false, 16, T>::SMEM_BYTES,
+                "the epilogue stages a C tile in the pipeline's shared memory");
+  static_assert(T::STAGES * T::A_STAGE * T::ELEM_BYTES % 128 == 0 && (T::BN * T::ELEM_BYTES == 256 || T::BN * T::ELEM_BYTES == 128),
+                "swizzled B: stage bases 128-byte aligned, 16 or 8 chunks a row (chunk c ^ (r % 8))");
+  return true;
+}
+static_assert(sm80_half_fits<sm80::Tile128>() && sm80_half_fits<sm80::Tile64>(), "tile configurations");
 
 }  // namespace streamk
 
-// The main entry points of one copy width: streamk_sm80_f16<SUFFIX> and streamk_sm80_bf16<SUFFIX>
-// with their <entry>_smem constants (dynamic shared memory, read by the host).
-#define STREAMK_SM80_HALF_ENTRIES(SUFFIX, LOAD_BYTES)                                                     \
-  extern "C" __constant__ int streamk_sm80_f16##SUFFIX##_smem = streamk::Sm80Half<false, LOAD_BYTES>::SMEM_BYTES; \
-  extern "C" __constant__ int streamk_sm80_bf16##SUFFIX##_smem = streamk::Sm80Half<true, LOAD_BYTES>::SMEM_BYTES;  \
-  extern "C" __global__ void __launch_bounds__(streamk::sm80::THREADS)                                    \
+// The main entry points of one tile and copy width: streamk_sm80_f16<SUFFIX> and
+// streamk_sm80_bf16<SUFFIX> with their <entry>_smem constants (dynamic shared memory, read by the
+// host). TILE: streamk::sm80::Tile128 or Tile64; the rest: __launch_bounds__' arguments.
+#define STREAMK_SM80_HALF_ENTRIES(SUFFIX, LOAD_BYTES, TILE, ...)                                    \
+  extern "C" __constant__ int streamk_sm80_f16##SUFFIX##_smem = streamk::Sm80Half<false, LOAD_BYTES, TILE>::SMEM_BYTES; \
+  extern "C" __constant__ int streamk_sm80_bf16##SUFFIX##_smem = streamk::Sm80Half<true, LOAD_BYTES, TILE>::SMEM_BYTES;  \
+  extern "C" __global__ void __launch_bounds__(__VA_ARGS__)                                 \
       streamk_sm80_f16##SUFFIX(const streamk::GemmParams p) {                                             \
     extern __shared__ __align__(128) unsigned char smem[];                                                 \
-    streamk::run_schedule<streamk::Sm80Half<false, LOAD_BYTES>>(p, smem);                                 \
+    streamk::run_schedule<streamk::Sm80Half<false, LOAD_BYTES, TILE>>(p, smem);                           \
   }                                                                                                       \
-  extern "C" __global__ void __launch_bounds__(streamk::sm80::THREADS)                                    \
+  extern "C" __global__ void __launch_bounds__(__VA_ARGS__)                                 \
       streamk_sm80_bf16##SUFFIX(const streamk::GemmParams p) {                                            \
     extern __shared__ __align__(128) unsigned char smem[];                                                 \
-    streamk::run_schedule<streamk::Sm80Half<true, LOAD_BYTES>>(p, smem);                                  \
+    streamk::run_schedule<streamk::Sm80Half<true, LOAD_BYTES, TILE>>(p, smem);                            \
   }

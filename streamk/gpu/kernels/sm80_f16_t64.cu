@@ -1,0 +1,25 @@
+// sm80_f16_t64.cu: the sm80_f16.cu kernels on a 64x64x32 tile (4 warps of 32x32, the same k-64
+// stages, 3 deep: 3 x (64x72 + 64x64) x 2 B = 52,224 B of shared memory, up to 4 CTAs per SM),
+// for GEMMs of few 128x128 tiles: a CTA writes 16 KB of C instead of 64 KB (one SM stores ~25
+// GB/s, so a 128x128 tile's epilogue alone took ~2.5 us on an H100) and four times as many CTAs
+// share the work. The host picks it (streamk.gpu.api.choose_tile) or a Schedule of 64x64x32
+// tiles asks for it. Same table, fixup policies and operand rules as sm80_f16.cu; 16-, 8- and
+// 4-byte copies (rows only 2-byte aligned are packed). Entry points: streamk_sm80_f16_t64,
+// streamk_sm80_bf16_t64 (and _t64_w8, _t64_w4), streamk_reduce_f32_t64, streamk_prescale_f32_t64.
+#include "sm80_half.cuh"
+
+using streamk::GemmParams;
+using Tile64 = streamk::sm80::Tile64;
+
+STREAMK_SM80_HALF_ENTRIES(_t64, 16, Tile64, Tile64::THREADS, 4)
+STREAMK_SM80_HALF_ENTRIES(_t64_w8, 8, Tile64, Tile64::THREADS, 4)
+STREAMK_SM80_HALF_ENTRIES(_t64_w4, 4, Tile64, Tile64::THREADS, 4)
+
+extern "C" __constant__ int streamk_reduce_f32_t64_smem = 0;
+extern "C" __global__ void __launch_bounds__(Tile64::THREADS) streamk_reduce_f32_t64(const GemmParams p) {
+  streamk::reduce_slice<streamk::Sm80Half<false, 16, Tile64>>(p);
+}
+
+extern "C" __global__ void __launch_bounds__(Tile64::THREADS) streamk_prescale_f32_t64(const GemmParams p) {
+  streamk::prescale_items<streamk::Sm80Half<false, 16, Tile64>>(p);
+}
