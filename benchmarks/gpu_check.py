@@ -108,13 +108,19 @@ def back_to_back(log, launches=1000):
     """1,000 launches of waiting schedules with no reset, then graph replays: still correct."""
     gen = torch.Generator(device="cuda").manual_seed(7)
     rows = []
-    cases = [(policy, 128) for policy in ("owner-waits", "turnstile", "last-arrival", "separate-reduce")]
-    cases += [("owner-waits", 64), ("separate-reduce", 64)]  # the small tile's kernels share the epochs
-    for policy, tile in cases:
-        m, n, k = 1000, 1000, 3000
+    cases = [(policy, 128, False, (1000, 1000, 3000))
+             for policy in ("owner-waits", "turnstile", "last-arrival", "separate-reduce")]
+    cases += [("owner-waits", 64, False, (1000, 1000, 3000)),  # the small tile's kernels share the epochs
+              ("separate-reduce", 64, False, (1000, 1000, 3000)),
+              # packed operands: main kernel behind the pack pass, reduce pass behind it, with PDL
+              ("separate-reduce", 64, True, (999, 1001, 2999)), ("separate-reduce", 128, True, (999, 1001, 2999)),
+              ("owner-waits", 128, True, (999, 1001, 2999))]
+    for policy, tile, pdl, (m, n, k) in cases:
         A, B = make_inputs(m, n, k, "float16", "RR", gen)
         C = torch.full((m, n), float("nan"), device="cuda")
-        p = prepare(A, B, C, schedule="stream-k", fixup=policy, tile=tile)
+        p = prepare(A, B, C, schedule="stream-k", fixup=policy, tile=tile, pdl=pdl)
+        if pdl and not any(st.pdl for st in p.launch.steps):
+            raise AssertionError(f"no PDL step in {p.launch.steps}")
         p.run()
         torch.cuda.synchronize()
         first = C.clone()
@@ -136,7 +142,7 @@ def back_to_back(log, launches=1000):
             graph.replay()
         torch.cuda.synchronize()
         graph_same = torch.equal(C, first)
-        row = {"test": "back-to-back", "policy": policy, "tile": tile, "launches": launches, "ratio": ratio, "bitwise": same,
+        row = {"test": "back-to-back", "policy": policy, "tile": tile, "pdl": pdl, "shape": (m, n, k), "launches": launches, "ratio": ratio, "bitwise": same,
                "graph_replays_bitwise": graph_same, "ok": ratio <= 1 and same and graph_same}
         log.write(json.dumps(row) + "\n")
         rows.append(row)
@@ -234,7 +240,8 @@ def shifted_rows(log) -> list[dict]:
                     C = torch.full((m, n), float("nan"), device="cuda")
                     row = {"test": f"shifted {dtype} {m}x{n}x{k}{' view' if view else ''} {decomp} {policy}"}
                     try:
-                        p = prepare(A, B, C, schedule=decomp, fixup=policy, narrow="always", **options)
+                        # the 128x128 tile: the small tile has no _w2 kernel (it packs such rows)
+                        p = prepare(A, B, C, schedule=decomp, fixup=policy, narrow="always", tile=128, **options)
                     except ScheduleError as exc:
                         row.update(ok=True, skipped=str(exc))
                         rows.append(row)

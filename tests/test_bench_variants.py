@@ -23,13 +23,16 @@ def test_every_part_of_a_variant_reaches_prepare():
                     "machine": Machine(132, 1), "model_costs": Costs(32, 16, 1, 8),
                     "reduce_costs": Costs(32, 24, 1, 0.5), "tile_order": "grouped-8"}
     assert variant("data-parallel+narrow", sms)["narrow"] == "always"
+    assert variant("auto+pdl", sms) == {"schedule": "auto", "narrow": "auto", "pdl": True}
+    assert variant("auto+pack+nopdl", sms) == {"schedule": "auto", "narrow": "never", "pdl": False}
     assert "reduce_costs" not in variant("auto:32,32,1,8", sms)
 
 
 @pytest.mark.parametrize("text, message", [
     ("autoo", "unknown decomposition 'autoo'"),
     ("auto!owner-wait", "!FIXUP must be one of"),
-    ("auto+fast", "the suffix must be \\+pack or \\+narrow"),
+    ("auto+fast", "the suffixes must be one of \\+pack or \\+narrow"),
+    ("auto+pdl+nopdl", "one of \\+pdl or \\+nopdl"),
     ("stream-k%x", "whole numbers"),
     ("auto:1,2,3", "four numbers"),
     ("auto#small", "#TILE must be a tile edge"),

@@ -246,3 +246,11 @@ def test_small_tile_kernels_and_autos_tile_choice():
     assert choose_tile(edge, "float16", 132) == TileShape(64, 64, 32)
     assert choose_tile(many, "bfloat16", 132) == TileShape(128, 128, 32)
     assert choose_tile(few, "float64", 132) == TileShape(64, 64, 16)
+
+
+def test_programmatic_dependent_launch_only_on_sm90_and_by_default_for_one_wave():
+    from streamk.gpu.api import use_pdl
+
+    assert use_pdl(None, 132, 132, "sm_90a") and not use_pdl(None, 133, 132, "sm_90a")
+    assert use_pdl(True, 500, 132, "sm_90a") and not use_pdl(False, 10, 132, "sm_90a")
+    assert not use_pdl(True, 10, 108, "sm_80") and use_pdl(None, 10, 148, "sm_100")

@@ -36,7 +36,8 @@ class PackPair(ctypes.Structure):
 @dataclass
 class Step:
     """One kernel launch: function, grid (x, and y for the sliced reduce pass), block, dynamic
-    shared memory, parameter block."""
+    shared memory, parameter block; ``pdl``: launched with programmatic stream serialization, so
+    it may start while the step before it finishes (the kernel waits for it: ptx.cuh pdl_wait)."""
 
     name: str
     function: object
@@ -45,7 +46,9 @@ class Step:
     smem: int
     params: ctypes.Structure
     grid_y: int = 1
+    pdl: bool = False
     _argv: object = field(default=None, repr=False)
+    _config: object = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self._argv = (ctypes.c_void_p * 1)(ctypes.addressof(self.params))
@@ -55,9 +58,32 @@ class Step:
 
         if self.grid == 0:
             return
+        if self.pdl:
+            check(driver.cuLaunchKernelEx(self._pdl_config(stream), self.function, ctypes.addressof(self._argv), 0),
+                  f"cuLaunchKernelEx({self.name}, grid=({self.grid}, {self.grid_y}), block={self.block}, "
+                  f"smem={self.smem}, programmatic stream serialization)")
+            return
         check(driver.cuLaunchKernel(self.function, self.grid, self.grid_y, 1, self.block, 1, 1, self.smem,
                                     driver.CUstream(stream), ctypes.addressof(self._argv), 0),
               f"cuLaunchKernel({self.name}, grid=({self.grid}, {self.grid_y}), block={self.block}, smem={self.smem})")
+
+
+    def _pdl_config(self, stream: int):
+        from cuda.bindings import driver
+
+        if self._config is None:
+            attr = driver.CUlaunchAttribute()
+            attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+            attr.value.programmaticStreamSerializationAllowed = 1
+            config = driver.CUlaunchConfig()
+            config.gridDimX, config.gridDimY, config.gridDimZ = self.grid, self.grid_y, 1
+            config.blockDimX, config.blockDimY, config.blockDimZ = self.block, 1, 1
+            config.sharedMemBytes = self.smem
+            config.attrs = [attr]
+            config.numAttrs = 1
+            self._config = config
+        self._config.hStream = driver.CUstream(stream)
+        return self._config
 
 
 @dataclass

@@ -12,18 +12,23 @@ from ..sched import names
 from ..shapes import Machine
 
 NARROW_SUFFIXES = {"": "auto", "pack": "never", "narrow": "always"}
+PDL_SUFFIXES = {"pdl": True, "nopdl": False}
 
 
 def variant(text: str, sms: Callable[[], int]) -> dict[str, Any]:
     """prepare() arguments for NAME[%GRID][@CTAS_PER_SM][:A,B,C,D[&A,B,C,D]][/TILE_ORDER][!FIXUP]
-    [#TILE][+pack|+narrow]: the scheduler's grid, a machine of ``sms()`` SMs and that many CTAs
+    [#TILE][+pack|+narrow][+pdl|+nopdl]: the scheduler's grid, a machine of ``sms()`` SMs and that many CTAs
     per SM, auto's model constants and after & its separate-reduce ones, a rasterization such as
     grouped-8, the fixup policy, the square tile's edge (128 or 64; auto picks one by default);
     +pack packs every operand that is not 16-byte aligned (as v1-v8 did), +narrow reads every
-    one it can in place (narrow="always")."""
-    decomp, _, flag = text.partition("+")
-    if flag not in NARROW_SUFFIXES:
-        raise ScheduleError(f"variant {text!r}: the suffix must be +pack or +narrow (got +{flag})")
+    one it can in place (narrow="always"); +pdl / +nopdl launch the kernels after the first with or
+    without programmatic dependent launch."""
+    decomp, *flags = text.split("+")
+    pdl = [f for f in flags if f in PDL_SUFFIXES]
+    flag = "".join(f for f in flags if f not in PDL_SUFFIXES)
+    if flag not in NARROW_SUFFIXES or len(pdl) > 1 or len(flags) - len(pdl) > 1:
+        raise ScheduleError(f"variant {text!r}: the suffixes must be one of +pack or +narrow and one of +pdl or "
+                            f"+nopdl (got {'+' + '+'.join(flags)})")
     decomp, _, tile = decomp.partition("#")
     if tile and not tile.isdigit():
         raise ScheduleError(f"variant {text!r}: #TILE must be a tile edge such as 64 or 128 (got #{tile})")
@@ -41,6 +46,8 @@ def variant(text: str, sms: Callable[[], int]) -> dict[str, Any]:
     args: dict[str, Any] = {"schedule": name, "narrow": NARROW_SUFFIXES[flag]}
     if tile:
         args["tile"] = int(tile)
+    if pdl:
+        args["pdl"] = PDL_SUFFIXES[pdl[0]]
     if fixup:
         args["fixup"] = fixup
     if grid:
@@ -61,6 +68,6 @@ def launch_key(prepared: Any) -> tuple:
     """What makes two prepared launches the same computation: kernels, grids, the schedule's
     units and CTA ranges, the fixup plan's actions (buffers and pointers aside). The bench times
     such a pair once: two timings of identical kernels differed by up to 20% (LOG.md v11)."""
-    steps = tuple((st.name, st.grid, st.grid_y, st.block, st.smem) for st in prepared.launch.steps)
+    steps = tuple((st.name, st.grid, st.grid_y, st.block, st.smem, st.pdl) for st in prepared.launch.steps)
     s = prepared.schedule
     return steps, s.tile_order, s.units.tobytes(), s.cta_offsets.tobytes(), prepared.plan.action.tobytes()

@@ -149,6 +149,8 @@ __device__ __forceinline__ void run_schedule(const GemmParams& p, unsigned char*
   __shared__ unsigned launch_epoch;
   const int tid = threadIdx.x;
   trace(-1, 0);
+  pdl_trigger();  // the separate-reduce pass may start launching (it waits for this kernel's end)
+  pdl_wait();     // launched behind the pack pass: its copies are complete and visible from here
   if (p.table_version != TABLE_VERSION) __trap();
   // state is null when no unit signals, waits or arrives (the host checks): such a launch needs
   // no epoch, so it skips the epoch read and the end-of-launch count (~1 us, LOG.md v10)
@@ -227,6 +229,7 @@ __device__ __forceinline__ void reduce_slice(const GemmParams& p) {
   using Acc = typename ML::Acc;
   using SV = SlotVec<ML>;
   constexpr int V = SV::V, MAXV = REDUCE_MAX_VECS;
+  pdl_wait();  // launched behind the main kernel: every slot stored and visible from here
   const int* item = p.items + blockIdx.x * ITEM_FIELDS;
   const int offset = item[I_READS_OFFSET], count = item[I_READS_COUNT];
   const int m0 = item[I_TILE_M] * ML::BM, n0 = item[I_TILE_N] * ML::BN;

@@ -4,6 +4,7 @@
 // reads follow the source's strides (a transpose when the source is column-major).
 // One launch packs A and B (PackPair; an operand with rows = 0 is skipped); grid-stride over
 // their rows x (ld / chunk). Arch: any. Entry points: streamk_pack_b16, streamk_pack_b64.
+#include "ptx.cuh"
 #include "schedule_table.cuh"
 
 namespace streamk {
@@ -45,6 +46,7 @@ __device__ __forceinline__ void pack_chunk(const PackParams& p, long long q) {
 // Both operands in one launch (one kernel fewer per GEMM): chunks of A first, then of B.
 template <class T>
 __device__ __forceinline__ void pack_pair(const PackPair& pp) {
+  pdl_trigger();  // the main kernel may start launching: it waits for this pass to finish
   const long long na = chunks<T>(pp.a), total = na + chunks<T>(pp.b);
   for (long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x; q < total;
        q += (long long)gridDim.x * blockDim.x) {

@@ -115,6 +115,23 @@ __device__ __forceinline__ void st_cg16(double* p, const double (&v)[2]) {
   asm volatile("st.global.cg.v2.f64 [%0], {%1,%2};\n" ::"l"(p), "d"(v[0]), "d"(v[1]) : "memory");
 }
 
+// Programmatic dependent launch (sm_90): a kernel the host launched with programmatic stream
+// serialization may start while the kernel before it in the stream still runs; `pdl_wait` blocks
+// until that one has finished and its memory is visible (a no-op when launched normally or before
+// sm_90), `pdl_trigger` lets the next such kernel start launching. The host uses it only between
+// the kernels of one GEMM (streamk.gpu.api.prepare, pdl).
+__device__ __forceinline__ void pdl_wait() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_trigger() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ unsigned ld_volatile(const unsigned* p) {
   unsigned v;
   asm volatile("ld.volatile.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p));
