@@ -269,10 +269,10 @@ def main() -> int:
     parser.add_argument("--dtypes", default=",".join(DTYPES),
                         help="comma list; anything but all of them skips the extra tests (a kernel variant's check)")
     parser.add_argument("--tiles", default="128,64",
-                        help="FP16/BF16 tile edges to check, each case run on each (FP64 runs its one tile)")
+                        help="FP16/BF16 tiles to check (edges such as 64 or tiles such as 128x64), each case on each (FP64 runs its one tile)")
     args = parser.parse_args()
     dtypes = [d for d in args.dtypes.split(",") if d]
-    tiles = [int(t) for t in args.tiles.split(",") if t]
+    tiles = [int(t) if t.isdigit() else t for t in args.tiles.split(",") if t]
     unknown = set(dtypes) - set(DTYPES)
     if unknown:
         parser.error(f"unknown dtypes {sorted(unknown)} (known: {', '.join(DTYPES)})")

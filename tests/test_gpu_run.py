@@ -94,16 +94,18 @@ def test_grids_of_at_most_a_block_per_sm_get_one_sm_each():
 
 
 @requires_gpu
+@pytest.mark.parametrize("tile", [64, "128x64", "64x128"])
 @pytest.mark.parametrize("policy", FIXUP_POLICIES)
-def test_small_tile_kernels_run_every_policy(policy):
+def test_smaller_tile_kernels_run_every_policy(policy, tile):
     from streamk.gpu.api import prepare
 
     rng = np.random.default_rng(13)
     A = rng.standard_normal((301, 260)).astype(np.float16)  # 5 x 4 tiles of 64x64, 9 iterations
     B = rng.standard_normal((260, 200)).astype(np.float16)
-    prepared = prepare(A, B, schedule="stream-k", fixup=policy, grid=11, tile=64)
-    assert prepared.schedule.tile == TileShape(64, 64, 32)
-    assert any("_t64" in name for name in prepared.launch.names)
+    prepared = prepare(A, B, schedule="stream-k", fixup=policy, grid=11, tile=tile)
+    bm, bn = (tile, tile) if tile == 64 else map(int, tile.split("x"))
+    assert prepared.schedule.tile == TileShape(bm, bn, 32)
+    assert any(name.startswith("streamk_sm80_f16_t") for name in prepared.launch.names)
     C = prepared.run()
     err, bound = _bound(A, B, C)
     assert np.all(err <= bound), float((err / bound).max())

@@ -226,7 +226,11 @@ def test_small_tile_kernels_and_autos_tile_choice():
     from streamk.gpu.api import choose_tile
     from streamk.gpu.operands import SMALL_SPECS, spec_for_tile, tile_specs
 
-    assert list(tile_specs("float16")) == [TileShape(128, 128, 32), TileShape(64, 64, 32)]
+    assert list(tile_specs("float16")) == [TileShape(128, 128, 32), TileShape(64, 64, 32), TileShape(128, 64, 32),
+                                           TileShape(64, 128, 32)]
+    assert spec_for_tile("float16", "128x64").main == "streamk_sm80_f16_t128x64"
+    with pytest.raises(ScheduleError, match="tile must look like 128x64"):
+        spec_for_tile("float16", "big")
     assert list(tile_specs("float64")) == [TileShape(64, 64, 16)]  # the paper's FP64 tile only
     assert spec_for_tile("bfloat16", 64) is SMALL_SPECS["bfloat16"]
     assert spec_for_tile("float16", TileShape(128, 128, 32)) is SPECS["float16"]
@@ -244,8 +248,14 @@ def test_small_tile_kernels_and_autos_tile_choice():
     many = GemmShape(64 * 12, 64 * 11 + 1, 64)  # 144
     assert choose_tile(few, "float16", 132) == TileShape(64, 64, 32)
     assert choose_tile(edge, "float16", 132) == TileShape(64, 64, 32)
-    assert choose_tile(many, "bfloat16", 132) == TileShape(128, 128, 32)
+    assert choose_tile(many, "bfloat16", 132) == TileShape(64, 128, 32)  # 72 of either rectangle: a tie
+    assert choose_tile(GemmShape(768, 705, 4096), "bfloat16", 132) == TileShape(128, 128, 32)  # long k
     assert choose_tile(few, "float64", 132) == TileShape(64, 64, 16)
+    # 128x128 tiles under a wave, short k: the rectangle with fewer tiles that fits (a tie: 64x128)
+    assert choose_tile(GemmShape(356, 2457, 360), "float16", 132) == TileShape(128, 64, 32)  # 117 vs 120
+    assert choose_tile(GemmShape(2522, 203, 960), "float16", 132) == TileShape(64, 128, 32)  # 80 vs 80
+    assert choose_tile(GemmShape(2522, 203, 2049), "float16", 132) == TileShape(128, 128, 32)  # k: 65 iterations
+    assert choose_tile(GemmShape(4047, 457, 64), "float16", 132) == TileShape(128, 128, 32)  # 128 tiles: none fits
 
 
 def test_programmatic_dependent_launch_only_on_sm90_and_by_default_for_one_wave():

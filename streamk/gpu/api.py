@@ -20,7 +20,8 @@ from ..schedule import Schedule
 from ..sched import make_schedule
 from ..shapes import GemmShape, Machine, TileShape
 from .launch import GemmParams, Launch, PackPair, PackParams, Step
-from .operands import KernelSpec, Operand, check_operands, copy_widths, describe, padded, spec_for_tile, tile_specs
+from .operands import (RECT_SPECS, SMALL_SPECS, KernelSpec, Operand, check_operands, copy_widths, describe, padded, spec_for_tile,
+                       tile_specs)
 from .table import STATE_WORDS, TABLE_VERSION, build_table
 
 NO_WAIT_POLICIES = ("last-arrival", "separate-reduce", "atomic")
@@ -85,9 +86,13 @@ def needs_epoch(plan: FixupPlan) -> bool:
 # geomean vs DP on shapes 0-199 / 200-399 against 1.064 / 1.092 with b = 32, and wherever it
 # picked Stream-K it won (worst 1.011x, kernels of LOG.md v10b; 0.957x on v10c's faster DP); b = 8
 # gains a little more on average but loses to 0.888x near one tile per SM. b + d = 24 stays inside
-# Figure 8's region.
+# Figure 8's region. The smaller tiles (in their own MAC iterations) take the same: for 64x64, b = 8,
+# d = 4 and b = 32, d = 8 (with reduce b = 12 and 48) both measured worse on the 131 shapes auto
+# runs it on (0.995x and 0.979x geomean, worst 0.82x and 0.68x; LOG.md v13).
 MEASURED_AUTO_COSTS = {("sm_90a", TileShape(128, 128, 32)): Costs(a=32.0, b=16.0, c=1.0, d=8.0),
                        ("sm_90a", TileShape(64, 64, 32)): Costs(a=32.0, b=16.0, c=1.0, d=8.0),
+                       ("sm_90a", TileShape(128, 64, 32)): Costs(a=32.0, b=16.0, c=1.0, d=8.0),
+                       ("sm_90a", TileShape(64, 128, 32)): Costs(a=32.0, b=16.0, c=1.0, d=8.0),
                        ("sm_90a", TileShape(64, 64, 16)): Costs(a=32.0, b=16.0, c=1.0, d=8.0)}
 # The same model's constants for the separate-reduce fixup, which auto weighs against owner-waits
 # below a tile per SM (streamk.sched.auto): sm_90a (H100, FP16 128x128x32, sliced reduce pass)
@@ -99,23 +104,42 @@ MEASURED_AUTO_COSTS = {("sm_90a", TileShape(128, 128, 32)): Costs(a=32.0, b=16.0
 # separate-reduce); on the default 120-shape sample it measured 1.204 against 1.120 (LOG.md v11).
 MEASURED_REDUCE_COSTS = {("sm_90a", TileShape(128, 128, 32)): Costs(a=32.0, b=24.0, c=1.0, d=0.5),
                          ("sm_90a", TileShape(64, 64, 32)): Costs(a=32.0, b=24.0, c=1.0, d=0.5),
+                         ("sm_90a", TileShape(128, 64, 32)): Costs(a=32.0, b=24.0, c=1.0, d=0.5),
+                         ("sm_90a", TileShape(64, 128, 32)): Costs(a=32.0, b=24.0, c=1.0, d=0.5),
                          ("sm_90a", TileShape(64, 64, 16)): Costs(a=32.0, b=16.0, c=1.0, d=1.0)}
 
 
-# auto's tile: the small (64x64) kernels where their tiles fit one wave on the SMs. Why: a GEMM
-# of few 128x128 tiles leaves most SMs idle under DP, splits each tile many ways under Stream-K,
-# and each tile's 64 KB of C (or of partials) leaves one SM at ~25 GB/s (~2.5 us, LOG.md v10);
-# 64x64 tiles give four times the CTAs a quarter of that each. Measured (H100, 400 shapes, LOG.md
-# v13): auto on the small tile vs on 128x128 1.50x geomean below 33 128-tiles, 1.03x at 66-99,
-# 0.78x above 400; of the rules tried, "64x64 tiles <= SMs" lost least (worst 0.85x) and gained
-# most where it never lost (auto vs cuBLAS raw 1.169 -> 1.334).
+# auto's tile, when the caller names none (FP16/BF16; FP64 runs the paper's 64x64x16 only):
+# * 64x64 where those tiles fit one wave on the SMs. A GEMM of few 128x128 tiles leaves most SMs
+#   idle under DP, splits each tile many ways under Stream-K, and each tile's 64 KB of C (or of
+#   partials) leaves one SM at ~25 GB/s (~2.5 us, LOG.md v10); 64x64 tiles give four times the
+#   CTAs a quarter of that each. H100, 400 shapes (LOG.md v13): 1.50x geomean below 33 128x128
+#   tiles; of the rules tried, "64x64 tiles <= SMs" lost least (worst 0.85x) for the most gain.
+# * else 128x64 or 64x128 (the fewer tiles; a tie: 64x128) where 128x128 tiles leave SMs idle,
+#   one of them fits a wave and k is at most RECT_MAX_ITERS MAC iterations: such GEMMs ran DP on
+#   128x128 tiles (Stream-K's fixup not worth it for short k) on under a wave of SMs. 38 of 400
+#   shapes, every one faster (1.41x geomean on them); with longer k, Stream-K on 128x128 tiles
+#   won on some (down to 0.58x for the rectangle).
+RECT_MAX_ITERS = 64
+
+
 def choose_tile(shape: GemmShape, dtype: str, sms: int) -> TileShape:
     """The tile ``schedule="auto"`` runs when the caller names none."""
-    specs = list(tile_specs(dtype))
-    for small in specs[1:]:
-        if -(-shape.m // small.bm) * -(-shape.n // small.bn) <= sms:
-            return small
-    return specs[0]
+    default = next(iter(tile_specs(dtype)))
+    if dtype not in SMALL_SPECS:
+        return default
+
+    def count(t: TileShape) -> int:
+        return -(-shape.m // t.bm) * -(-shape.n // t.bn)
+
+    small = SMALL_SPECS[dtype].tile
+    if count(small) <= sms:
+        return small
+    if count(default) < sms and -(-shape.k // default.bk) <= RECT_MAX_ITERS:
+        fits = sorted((count(s.tile), s.tile.bm, s.tile) for s in RECT_SPECS[dtype] if count(s.tile) <= sms)
+        if fits:
+            return fits[0][2]  # fewest tiles; a tie goes to 64x128 (bm 64 sorts first)
+    return default
 
 
 def resolve_schedule(schedule: str | Schedule, shape: GemmShape, spec: KernelSpec, machine_fn,
@@ -182,7 +206,7 @@ def _stream_of(x: Any) -> int:
 
 def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
             schedule: str | Schedule = "auto", fixup: str | None = None, machine: Machine | None = None,
-            narrow: str = "auto", tile: TileShape | int | None = None, pdl: bool | None = None,
+            narrow: str = "auto", tile: TileShape | int | str | None = None, pdl: bool | None = None,
             **options: Any) -> Prepared:
     """Check everything, build and upload the table; return the launch without running it.
 

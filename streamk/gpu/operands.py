@@ -63,21 +63,37 @@ SMALL_SPECS = {
                            TileShape(64, 64, 32), "streamk_pack_b16", 2, "float32",
                            ((8, "streamk_sm80_bf16_t64_w8"), (4, "streamk_sm80_bf16_t64_w4"))),
 }
+# Rectangular tiles between the two (sm80_f16_rect.cu), 16-byte copies only: named by a caller.
+RECT_SPECS = {
+    dtype: tuple(KernelSpec(f"streamk_sm80_{short}_t{bm}x{bn}", f"streamk_reduce_f32_t{bm}x{bn}",
+                            f"streamk_prescale_f32_t{bm}x{bn}", TileShape(bm, bn, 32), "streamk_pack_b16", 2,
+                            "float32")
+                 for bm, bn in ((128, 64), (64, 128)))
+    for dtype, short in (("float16", "f16"), ("bfloat16", "bf16"))
+}
 _TYPESTR = {"<f2": "float16", "<f4": "float32", "<f8": "float64"}
 
 
 def tile_specs(dtype: str) -> dict[TileShape, KernelSpec]:
     """Every tile a kernel runs for ``dtype``, the default (the paper's) first."""
     specs = {SPECS[dtype].tile: SPECS[dtype]}
-    if dtype in SMALL_SPECS:
-        specs[SMALL_SPECS[dtype].tile] = SMALL_SPECS[dtype]
+    for spec in (SMALL_SPECS[dtype], *RECT_SPECS[dtype]) if dtype in SMALL_SPECS else ():
+        specs[spec.tile] = spec
     return specs
 
 
-def spec_for_tile(dtype: str, tile: TileShape | int) -> KernelSpec:
-    """The kernel for ``dtype`` on ``tile`` (a TileShape, or its edge: 128 or 64 for a square tile);
-    ScheduleError naming the tiles there are otherwise."""
+def spec_for_tile(dtype: str, tile: TileShape | int | str) -> KernelSpec:
+    """The kernel for ``dtype`` on ``tile``: a TileShape, its edge (128 or 64) for a square tile,
+    or "BMxBN"; ScheduleError naming the tiles there are otherwise."""
     specs = tile_specs(dtype)
+    if isinstance(tile, str):
+        parts = tile.lower().split("x")
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            raise ScheduleError(f"tile must look like 128x64 (got {tile!r})")
+        bm, bn = (int(p) for p in parts)
+        match = [spec for t, spec in specs.items() if (t.bm, t.bn) == (bm, bn)]
+        if match:
+            return match[0]
     for t, spec in specs.items():
         if t == tile or (isinstance(tile, int) and not isinstance(tile, bool) and t.bm == t.bn == tile):
             return spec

@@ -30,8 +30,9 @@ def variant(text: str, sms: Callable[[], int]) -> dict[str, Any]:
         raise ScheduleError(f"variant {text!r}: the suffixes must be one of +pack or +narrow and one of +pdl or "
                             f"+nopdl (got {'+' + '+'.join(flags)})")
     decomp, _, tile = decomp.partition("#")
-    if tile and not tile.isdigit():
-        raise ScheduleError(f"variant {text!r}: #TILE must be a tile edge such as 64 or 128 (got #{tile})")
+    if tile and not (tile.isdigit() or all(p.isdigit() for p in tile.split("x"))):
+        raise ScheduleError(f"variant {text!r}: #TILE must be a tile edge such as 64 or a tile such as 128x64 "
+                            f"(got #{tile})")
     decomp, _, fixup = decomp.partition("!")
     if fixup and fixup not in FIXUP_POLICIES:
         raise ScheduleError(f"variant {text!r}: !FIXUP must be one of {', '.join(FIXUP_POLICIES)} (got {fixup!r})")
@@ -45,7 +46,7 @@ def variant(text: str, sms: Callable[[], int]) -> dict[str, Any]:
         raise ScheduleError(f"variant {text!r}: %GRID and @CTAS_PER_SM must be whole numbers")
     args: dict[str, Any] = {"schedule": name, "narrow": NARROW_SUFFIXES[flag]}
     if tile:
-        args["tile"] = int(tile)
+        args["tile"] = int(tile) if tile.isdigit() else tile
     if pdl:
         args["pdl"] = PDL_SUFFIXES[pdl[0]]
     if fixup:

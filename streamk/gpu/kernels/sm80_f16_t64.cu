@@ -8,18 +8,14 @@
 // streamk_sm80_bf16_t64 (and _t64_w8, _t64_w4), streamk_reduce_f32_t64, streamk_prescale_f32_t64.
 #include "sm80_half.cuh"
 
-using streamk::GemmParams;
 using Tile64 = streamk::sm80::Tile64;
+// blocks per SM __launch_bounds__ asks for (4: 128 registers, ~100 B of spills outside the mainloop)
+#ifndef STREAMK_T64_MIN_BLOCKS
+#define STREAMK_T64_MIN_BLOCKS 4
+#endif
 
-STREAMK_SM80_HALF_ENTRIES(_t64, 16, Tile64, Tile64::THREADS, 4)
-STREAMK_SM80_HALF_ENTRIES(_t64_w8, 8, Tile64, Tile64::THREADS, 4)
-STREAMK_SM80_HALF_ENTRIES(_t64_w4, 4, Tile64, Tile64::THREADS, 4)
+STREAMK_SM80_HALF_ENTRIES(_t64, 16, Tile64, Tile64::THREADS, STREAMK_T64_MIN_BLOCKS)
+STREAMK_SM80_HALF_ENTRIES(_t64_w8, 8, Tile64, Tile64::THREADS, STREAMK_T64_MIN_BLOCKS)
+STREAMK_SM80_HALF_ENTRIES(_t64_w4, 4, Tile64, Tile64::THREADS, STREAMK_T64_MIN_BLOCKS)
 
-extern "C" __constant__ int streamk_reduce_f32_t64_smem = 0;
-extern "C" __global__ void __launch_bounds__(Tile64::THREADS) streamk_reduce_f32_t64(const GemmParams p) {
-  streamk::reduce_slice<streamk::Sm80Half<false, 16, Tile64>>(p);
-}
-
-extern "C" __global__ void __launch_bounds__(Tile64::THREADS) streamk_prescale_f32_t64(const GemmParams p) {
-  streamk::prescale_items<streamk::Sm80Half<false, 16, Tile64>>(p);
-}
+STREAMK_SM80_HALF_PASSES(_t64, Tile64)

@@ -112,7 +112,9 @@ constexpr bool sm80_half_fits() {
                 "swizzled B: stage bases 128-byte aligned, 16 or 8 chunks a row (chunk c ^ (r % 8))");
   return true;
 }
-static_assert(sm80_half_fits<sm80::Tile128>() && sm80_half_fits<sm80::Tile64>(), "tile configurations");
+static_assert(sm80_half_fits<sm80::Tile128>() && sm80_half_fits<sm80::Tile64>() && sm80_half_fits<sm80::Tile<128, 64>>() &&
+                  sm80_half_fits<sm80::Tile<64, 128>>(),
+              "tile configurations");
 
 }  // namespace streamk
 
@@ -131,4 +133,15 @@ static_assert(sm80_half_fits<sm80::Tile128>() && sm80_half_fits<sm80::Tile64>(),
       streamk_sm80_bf16##SUFFIX(const streamk::GemmParams p) {                                            \
     extern __shared__ __align__(128) unsigned char smem[];                                                 \
     streamk::run_schedule<streamk::Sm80Half<true, LOAD_BYTES, TILE>>(p, smem);                            \
+  }
+
+// The separate-reduce and atomic-prescale passes of one tile: streamk_reduce_f32<SUFFIX> (no shared
+// memory) and streamk_prescale_f32<SUFFIX>.
+#define STREAMK_SM80_HALF_PASSES(SUFFIX, TILE)                                                            \
+  extern "C" __constant__ int streamk_reduce_f32##SUFFIX##_smem = 0;                                      \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS) streamk_reduce_f32##SUFFIX(const streamk::GemmParams p) { \
+    streamk::reduce_slice<streamk::Sm80Half<false, 16, TILE>>(p);                                         \
+  }                                                                                                       \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS) streamk_prescale_f32##SUFFIX(const streamk::GemmParams p) { \
+    streamk::prescale_items<streamk::Sm80Half<false, 16, TILE>>(p);                                       \
   }
