@@ -139,6 +139,7 @@ def bench_shape(shape, dtype, stream, rows, decomps):
         result[decomp + "_grid"] = p.schedule.grid
         result[decomp + "_relerr"] = float((out.double() - ref.double()).norm()) / max(ref_norm, 1e-300)
         result[decomp + "_steps"] = "+".join(p.launch.names)
+        result[decomp + "_tile"] = str(p.schedule.tile)
     rows.append(result)
     return result
 
@@ -210,6 +211,19 @@ def big_rows(rows):
     return [r for r in rows if (r["m"], r["n"], r["k"]) == (8192, 8192, 8192)]
 
 
+def same_tile_dp(rows, decomps):
+    """auto against our DP of the tile auto ran on each shape (variants data-parallel#TILE give DP on
+    the other tiles): the issue's "auto vs our DP of the same tile", where auto picks tiles."""
+    dps = {rows[0][d + "_tile"]: d for d in decomps if d.partition("#")[0] == "data-parallel"} if rows else {}
+    for d in decomps:
+        if d.partition("#")[0] == "data-parallel" or any(r[d + "_tile"] not in dps for r in rows):
+            continue
+        ratio = [r[dps[r[d + "_tile"]]] / r[d] for r in rows]
+        tiles = sorted({r[d + "_tile"] for r in rows})
+        print(f"   {d} vs DP of its own tile ({', '.join(tiles)}): geo {geomean(ratio):.3f} mean "
+              f"{statistics.mean(ratio):.3f} min {min(ratio):.3f}")
+
+
 def summarize(rows, decomps, dtype):
     big = big_rows(rows)
     corpus_rows = [r for r in rows if r not in big]
@@ -228,6 +242,7 @@ def summarize(rows, decomps, dtype):
             print(f"   {d:<16} vs DP geo {geomean(vs_dp):.3f} mean {statistics.mean(vs_dp):.3f} min {min(vs_dp):.3f} | "
                   f"vs cuBLAS raw geo {geomean(vs_raw):.3f} | vs padded geo {geomean(vs_pad):.3f} | "
                   f"max relerr {max(r[d + '_relerr'] for r in sel):.1e}")
+    same_tile_dp(corpus_rows, decomps)
     if "data-parallel" in decomps:  # where a variant ran DP's very launch, it was timed once
         for d in decomps:
             if d == "data-parallel":

@@ -1,5 +1,5 @@
 // sm80_f16_t64.cu: the sm80_f16.cu kernels on a 64x64x32 tile (4 warps of 32x32, the same k-64
-// stages, 3 deep: 3 x (64x72 + 64x64) x 2 B = 52,224 B of shared memory, up to 4 CTAs per SM),
+// stages, 3 deep: 3 x (64x72 + 64x64) x 2 B = 52,224 B of shared memory, up to 3 CTAs per SM),
 // for GEMMs of few 128x128 tiles: a CTA writes 16 KB of C instead of 64 KB (one SM stores ~25
 // GB/s, so a 128x128 tile's epilogue alone took ~2.5 us on an H100) and four times as many CTAs
 // share the work. The host picks it (streamk.gpu.api.choose_tile) or a Schedule of 64x64x32
@@ -9,9 +9,10 @@
 #include "sm80_half.cuh"
 
 using Tile64 = streamk::sm80::Tile64;
-// blocks per SM __launch_bounds__ asks for (4: 128 registers, ~100 B of spills outside the mainloop)
+// blocks per SM __launch_bounds__ asks for: 3 gives 152 registers and no spills; 4 (128 registers,
+// 100 B of spills outside the mainloop) ran auto 3.3% slower on the 131 shapes it takes 64x64 (LOG.md v13)
 #ifndef STREAMK_T64_MIN_BLOCKS
-#define STREAMK_T64_MIN_BLOCKS 4
+#define STREAMK_T64_MIN_BLOCKS 3
 #endif
 
 STREAMK_SM80_HALF_ENTRIES(_t64, 16, Tile64, Tile64::THREADS, STREAMK_T64_MIN_BLOCKS)
