@@ -224,7 +224,7 @@ def shifted_rows(log) -> list[dict]:
               (300, 301, 3001), (2048, 1536, 2001)]
     cases = [("data-parallel", {}, None), ("stream-k", {"grid": 7}, "owner-waits"), ("auto", {}, None),
              ("fixed-split", {"splits": 3}, "separate-reduce"), ("stream-k", {}, "turnstile")]
-    for dtype in ("float16", "bfloat16"):
+    for dtype, tile in (("float16", 128), ("bfloat16", 128), ("float16", 64), ("bfloat16", 64)):
         for m, n, k in shapes:
             for view in (False, True):
                 A, B = make_inputs(m, n, k, dtype, "RR", gen)
@@ -238,10 +238,9 @@ def shifted_rows(log) -> list[dict]:
                     if "splits" in options:
                         options = {"splits": min(3, -(-k // 32))}
                     C = torch.full((m, n), float("nan"), device="cuda")
-                    row = {"test": f"shifted {dtype} {m}x{n}x{k}{' view' if view else ''} {decomp} {policy}"}
+                    row = {"test": f"shifted {dtype} {tile} {m}x{n}x{k}{' view' if view else ''} {decomp} {policy}"}
                     try:
-                        # the 128x128 tile: the small tile has no _w2 kernel (it packs such rows)
-                        p = prepare(A, B, C, schedule=decomp, fixup=policy, narrow="always", tile=128, **options)
+                        p = prepare(A, B, C, schedule=decomp, fixup=policy, narrow="always", tile=tile, **options)
                     except ScheduleError as exc:
                         row.update(ok=True, skipped=str(exc))
                         rows.append(row)

@@ -239,9 +239,7 @@ def test_small_tile_kernels_and_autos_tile_choice():
         spec_for_tile("float64", 128)
     with pytest.raises(ScheduleError, match="no float16 kernel runs 96x96x32"):
         spec_for_tile("float16", TileShape(96, 96, 32))
-    # 2-byte-aligned rows: the small tile has no shifted-copy kernel, so they are packed
-    odd = _host((100, 33))
-    assert copy_widths(odd, odd, SMALL_SPECS["float16"], "always") == (0, 0)
+    assert SMALL_SPECS["bfloat16"].entry(2) == "streamk_sm80_bf16_t64_w2"
     # 64x64 tiles that fit one wave on the SMs -> the small tile; the FP64 tile is the paper's
     few = GemmShape(300, 300, 4000)  # 25 tiles of 64x64
     edge = GemmShape(64 * 12, 64 * 11, 64)  # 132

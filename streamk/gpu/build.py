@@ -31,6 +31,7 @@ SOURCES: dict[str, tuple[str, ...]] = {
     "sm80_f16_w2.cu": ("streamk_sm80_f16_w2", "streamk_sm80_bf16_w2"),
     "sm80_f16_t64.cu": ("streamk_sm80_f16_t64", "streamk_sm80_bf16_t64", "streamk_sm80_f16_t64_w8",
                         "streamk_sm80_bf16_t64_w8", "streamk_sm80_f16_t64_w4", "streamk_sm80_bf16_t64_w4",
+                        "streamk_sm80_f16_t64_w2", "streamk_sm80_bf16_t64_w2",
                         "streamk_reduce_f32_t64", "streamk_prescale_f32_t64"),
     "sm80_f16_rect.cu": ("streamk_sm80_f16_t128x64", "streamk_sm80_bf16_t128x64", "streamk_sm80_f16_t64x128",
                          "streamk_sm80_bf16_t64x128", "streamk_reduce_f32_t128x64", "streamk_prescale_f32_t128x64",

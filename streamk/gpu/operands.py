@@ -54,14 +54,15 @@ SPECS = {
                           ((8, "streamk_sm80_f64_w8"),)),
 }
 # The small-tile kernels (sm80_f16_t64.cu): 64x64x32, for GEMMs of few 128x128 tiles
-# (streamk.gpu.api.choose_tile); no 2-byte-aligned variant, so such rows are packed.
+# (streamk.gpu.api.choose_tile), with every copy width of the 128x128 kernels.
 SMALL_SPECS = {
     "float16": KernelSpec("streamk_sm80_f16_t64", "streamk_reduce_f32_t64", "streamk_prescale_f32_t64",
                           TileShape(64, 64, 32), "streamk_pack_b16", 2, "float32",
-                          ((8, "streamk_sm80_f16_t64_w8"), (4, "streamk_sm80_f16_t64_w4"))),
+                          ((8, "streamk_sm80_f16_t64_w8"), (4, "streamk_sm80_f16_t64_w4"), (2, "streamk_sm80_f16_t64_w2"))),
     "bfloat16": KernelSpec("streamk_sm80_bf16_t64", "streamk_reduce_f32_t64", "streamk_prescale_f32_t64",
                            TileShape(64, 64, 32), "streamk_pack_b16", 2, "float32",
-                           ((8, "streamk_sm80_bf16_t64_w8"), (4, "streamk_sm80_bf16_t64_w4"))),
+                           ((8, "streamk_sm80_bf16_t64_w8"), (4, "streamk_sm80_bf16_t64_w4"),
+                            (2, "streamk_sm80_bf16_t64_w2"))),
 }
 # Rectangular tiles between the two (sm80_f16_rect.cu), 16-byte copies only: named by a caller.
 RECT_SPECS = {
@@ -214,6 +215,9 @@ W4_MAX_INTENSITY = 200.0
 # (sm80_f16_w2.cu), but that mainloop measured 1.3-2.5x slower than the 16-byte one after a pack
 # (DP 38.5 against 50.4 TFLOP/s geomean on the 400 shapes, H100, LOG.md v11), so "auto" packs
 # them and only narrow="always" takes the _w2 kernels (no second copy of the operand in memory).
+# Not even for small GEMMs on the 64x64 tile, where packing costs ~2 us of ~6-10: there the _w2
+# kernel took 0.56x the time's inverse geomean on 100 shapes (356x716x129: 5.2 -> 6.5 us; ~1 us
+# more per k-64 stage; LOG.md v13).
 
 
 def intensity(a: Operand, b: Operand, spec: KernelSpec) -> float:

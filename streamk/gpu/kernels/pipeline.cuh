@@ -102,7 +102,7 @@ struct TileLoader {
       const int xs = (a_par + tid * a_par_step) & 1;  // A row tid: word STAGE_K / 2 of its segment
       ax_kpos = k_begin * ML::BK + ML::STAGE_K - xs;
       ax = static_cast<const Elem*>(p.a) + static_cast<long long>(m0 + tid) * p.lda + ax_kpos;
-      ax_row_ok = xs && m0 + tid < p.m;  // unshifted rows need no extra word
+      ax_row_ok = xs && tid < ML::BM && m0 + tid < p.m;  // unshifted rows need no extra word
       const int ys = (b_par + tid * b_par_step) & 1;  // B row tid: word BN / 2 of its segment
       bx_kpos = k_begin * ML::BK + tid;
       bx = static_cast<const Elem*>(p.b) + static_cast<long long>(bx_kpos) * p.ldb + n0 + ML::BN - ys;
@@ -141,7 +141,7 @@ struct TileLoader {
         copy_rows<A_PASSES, A_ROWS_PER_PASS, ML::A_LD>(sa + a_dst, a, A_ROWS_PER_PASS * p.lda, a_rows, kb);
       }
       const int xb = ax_row_ok ? min(max(k_lim - ax_kpos, 0), 2) * 2 : 0;
-      cp_async<4>(sa + (threadIdx.x * ML::A_LD + ML::STAGE_K) * sizeof(Elem), ax, xb);
+      if (threadIdx.x < ML::BM) cp_async<4>(sa + (threadIdx.x * ML::A_LD + ML::STAGE_K) * sizeof(Elem), ax, xb);
       const int b_rows = b_col_bytes ? k_lim - b_kpos : 0;  // k rows of B left
       if (b_col_bytes == 4) {  // all but the thread whose word holds n's end
         copy_rows<B_PASSES, B_ROWS_PER_PASS, ML::B_LD>(sb + b_dst, b, B_ROWS_PER_PASS * p.ldb, b_rows, 4);
@@ -179,24 +179,28 @@ struct TileLoader {
   }
 
   // SHIFTED: move the rows that landed one element late back by one, in place (every copy of
-  // the stage has landed and is visible; the caller's barrier follows). Each warp takes 32 A
-  // rows (8 lanes x 4 words a row) and 16 B rows (16 lanes x 4 words), in groups of rows of one
-  // parity, so a group shifts or not as a whole: no divergence inside the warp.
+  // the stage has landed and is visible; the caller's barrier follows). Each warp takes its share
+  // of A rows (8 lanes x 4 words a row) and B rows (BN / 8 lanes x 4 words), in groups of rows of
+  // one parity, so a group shifts or not as a whole: no divergence inside the warp.
   __device__ __forceinline__ void shift(unsigned sa, unsigned sb) const {
     if constexpr (SHIFTED) {
-      const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-      static_assert(ML::BM == 32 * (ML::THREADS / 32) && ML::STAGE_K == 16 * (ML::THREADS / 32), "rows per warp");
-      static_assert(ML::STAGE_K / 2 == 8 * 4 && ML::BN / 2 == 16 * 4, "a row's words: 8 or 16 lanes x 4");
+      constexpr int WARPS = ML::THREADS / 32;
+      shift_rows<ML::BM / WARPS, ML::STAGE_K / 8, ML::A_LD>(sa, a_par, a_par_step);
+      shift_rows<ML::STAGE_K / WARPS, ML::BN / 8, ML::B_LD>(sb, b_par, b_par_step);
+    }
+  }
+
+  // This warp's ROWS rows (from ROWS * warp) of LANES lanes x 4 words each: pass j takes the rows
+  // of one parity, 2 apart: ROWS * warp + 2 * PER * (j / 2) + j % 2 + 2 * (lane / LANES), PER = 32 / LANES.
+  template <int ROWS, int LANES, int LD>
+  static __device__ __forceinline__ void shift_rows(unsigned base, int par, int par_step) {
+    constexpr int PER = 32 / LANES;  // rows a pass covers
+    static_assert(LANES * PER == 32 && ROWS % (2 * PER) == 0, "whole passes of one parity per warp");
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {  // A rows 32 w + 8 (j / 2) + j % 2 + {0, 2, 4, 6}
-        const int r = 32 * warp + 8 * (j / 2) + j % 2 + 2 * (lane / 8);
-        if ((a_par + r * a_par_step) & 1) shift_words(sa + (r * ML::A_LD + (lane % 8) * 8) * sizeof(Elem));
-      }
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {  // B rows 16 w + 4 (j / 2) + j % 2 + {0, 2}
-        const int r = 16 * warp + 4 * (j / 2) + j % 2 + 2 * (lane / 16);
-        if ((b_par + r * b_par_step) & 1) shift_words(sb + (r * ML::B_LD + (lane % 16) * 8) * sizeof(Elem));
-      }
+    for (int j = 0; j < ROWS / PER; ++j) {
+      const int r = ROWS * warp + 2 * PER * (j / 2) + j % 2 + 2 * (lane / LANES);
+      if ((par + r * par_step) & 1) shift_words(base + (r * LD + (lane % LANES) * 8) * sizeof(Elem));
     }
   }
 

@@ -4,8 +4,9 @@
 // GB/s, so a 128x128 tile's epilogue alone took ~2.5 us on an H100) and four times as many CTAs
 // share the work. The host picks it (streamk.gpu.api.choose_tile) or a Schedule of 64x64x32
 // tiles asks for it. Same table, fixup policies and operand rules as sm80_f16.cu; 16-, 8- and
-// 4-byte copies (rows only 2-byte aligned are packed). Entry points: streamk_sm80_f16_t64,
-// streamk_sm80_bf16_t64 (and _t64_w8, _t64_w4), streamk_reduce_f32_t64, streamk_prescale_f32_t64.
+// 4-byte copies, and shifted 4-byte copies for rows only 2-byte aligned (_t64_w2: no pack pass,
+// which costs a small GEMM ~2 us). Entry points: streamk_sm80_f16_t64, streamk_sm80_bf16_t64 (and
+// _t64_w8, _t64_w4, _t64_w2), streamk_reduce_f32_t64, streamk_prescale_f32_t64.
 #include "sm80_half.cuh"
 
 using Tile64 = streamk::sm80::Tile64;
@@ -18,5 +19,6 @@ using Tile64 = streamk::sm80::Tile64;
 STREAMK_SM80_HALF_ENTRIES(_t64, 16, Tile64, Tile64::THREADS, STREAMK_T64_MIN_BLOCKS)
 STREAMK_SM80_HALF_ENTRIES(_t64_w8, 8, Tile64, Tile64::THREADS, STREAMK_T64_MIN_BLOCKS)
 STREAMK_SM80_HALF_ENTRIES(_t64_w4, 4, Tile64, Tile64::THREADS, STREAMK_T64_MIN_BLOCKS)
+STREAMK_SM80_HALF_ENTRIES(_t64_w2, 2, Tile64, Tile64::THREADS, STREAMK_T64_MIN_BLOCKS)
 
 STREAMK_SM80_HALF_PASSES(_t64, Tile64)
