@@ -143,6 +143,10 @@ __device__ __forceinline__ void trace(int unit, int event) {
 __device__ __forceinline__ void trace(int, int) {}
 #endif
 
+#ifndef STREAMK_PDL_WAIT_AT_START
+#define STREAMK_PDL_WAIT_AT_START 0  // 1: wait before reading anything (the first PDL build; A/B)
+#endif
+
 template <class ML>
 __device__ __forceinline__ void run_schedule(const GemmParams& p, unsigned char* smem) {
   using Acc = typename ML::Acc;
@@ -150,7 +154,9 @@ __device__ __forceinline__ void run_schedule(const GemmParams& p, unsigned char*
   const int tid = threadIdx.x;
   trace(-1, 0);
   pdl_trigger();  // the separate-reduce pass may start launching (it waits for this kernel's end)
-  pdl_wait();     // launched behind the pack pass: its copies are complete and visible from here
+#if STREAMK_PDL_WAIT_AT_START
+  pdl_wait();
+#endif
   if (p.table_version != TABLE_VERSION) __trap();
   // state is null when no unit signals, waits or arrives (the host checks): such a launch needs
   // no epoch, so it skips the epoch read and the end-of-launch count (~1 us, LOG.md v10)
@@ -175,6 +181,11 @@ __device__ __forceinline__ void run_schedule(const GemmParams& p, unsigned char*
 #pragma unroll
     for (int i = 0; i < ML::ACC; ++i) acc[i] = Acc(0);
     trace(u - first, 0);
+    // Launched behind the pack pass (programmatic dependent launch): its copies are complete and
+    // visible from here. The table, the epoch and this first row were read while it finished
+    // (nothing before this kernel writes them: the pack pass was launched normally, behind every
+    // earlier kernel); A, B, C, the workspace and the flags are touched only after.
+    if (u == first) pdl_wait();
     ML::mainloop(p, m0, n0, row[U_K_BEGIN], row[U_K_END], smem, acc);
     trace(u - first, 1);
     if (pending >= 0) {
@@ -229,10 +240,11 @@ __device__ __forceinline__ void reduce_slice(const GemmParams& p) {
   using Acc = typename ML::Acc;
   using SV = SlotVec<ML>;
   constexpr int V = SV::V, MAXV = REDUCE_MAX_VECS;
-  pdl_wait();  // launched behind the main kernel: every slot stored and visible from here
   const int* item = p.items + blockIdx.x * ITEM_FIELDS;
   const int offset = item[I_READS_OFFSET], count = item[I_READS_COUNT];
   const int m0 = item[I_TILE_M] * ML::BM, n0 = item[I_TILE_N] * ML::BN;
+  pdl_wait();  // launched behind the main kernel: every slot stored and visible from here (the
+               // item table is the host's, read while that kernel finished)
   const int per = (ML::ACC / V) / gridDim.y, j0 = blockIdx.y * per, tid = threadIdx.x;
   Acc sum[MAXV][V], next[2][MAXV][V];
   const int rows = min(ML::BM, p.m - m0), cols = min(ML::BN, p.n - n0);
