@@ -116,11 +116,14 @@ MEASURED_REDUCE_COSTS = {("sm_90a", TileShape(128, 128, 32)): Costs(a=32.0, b=24
 #   CTAs a quarter of that each. H100, 400 shapes (LOG.md v13): 1.50x geomean below 33 128x128
 #   tiles; of the rules tried, "64x64 tiles <= SMs" lost least (worst 0.85x) for the most gain.
 # * else 128x64 or 64x128 (the fewer tiles; a tie: 64x128) where 128x128 tiles leave SMs idle,
-#   one of them fits a wave and k is at most RECT_MAX_ITERS MAC iterations: such GEMMs ran DP on
-#   128x128 tiles (Stream-K's fixup not worth it for short k) on under a wave of SMs. 38 of 400
-#   shapes, every one faster (1.41x geomean on them); with longer k, Stream-K on 128x128 tiles
-#   won on some (down to 0.58x for the rectangle).
+#   k is at most RECT_MAX_ITERS MAC iterations and the rectangles fit RECT_MAX_WAVES tiles per
+#   SM: such GEMMs ran DP on 128x128 tiles (Stream-K's fixup not worth it for short k) on under a
+#   wave of SMs. Measured (H100, 400 shapes, LOG.md v13): with one rectangle per SM, 38 shapes,
+#   every one faster (1.41x geomean on them); up to two per SM (DP at two CTAs per SM), 30 more
+#   shapes whose 128x128 launch packed 1.12x (worst 0.98x); with longer k, Stream-K on 128x128
+#   tiles won on some (down to 0.58x for the rectangle).
 RECT_MAX_ITERS = 64
+RECT_MAX_WAVES = 2
 
 
 def choose_tile(shape: GemmShape, dtype: str, sms: int) -> TileShape:
@@ -136,7 +139,8 @@ def choose_tile(shape: GemmShape, dtype: str, sms: int) -> TileShape:
     if count(small) <= sms:
         return small
     if count(default) < sms and -(-shape.k // default.bk) <= RECT_MAX_ITERS:
-        fits = sorted((count(s.tile), s.tile.bm, s.tile) for s in RECT_SPECS[dtype] if count(s.tile) <= sms)
+        fits = sorted((count(s.tile), s.tile.bm, s.tile) for s in RECT_SPECS[dtype]
+                      if count(s.tile) <= RECT_MAX_WAVES * sms)
         if fits:
             return fits[0][2]  # fewest tiles; a tie goes to 64x128 (bm 64 sorts first)
     return default

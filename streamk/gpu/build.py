@@ -33,9 +33,10 @@ SOURCES: dict[str, tuple[str, ...]] = {
                         "streamk_sm80_bf16_t64_w8", "streamk_sm80_f16_t64_w4", "streamk_sm80_bf16_t64_w4",
                         "streamk_sm80_f16_t64_w2", "streamk_sm80_bf16_t64_w2",
                         "streamk_reduce_f32_t64", "streamk_prescale_f32_t64"),
-    "sm80_f16_rect.cu": ("streamk_sm80_f16_t128x64", "streamk_sm80_bf16_t128x64", "streamk_sm80_f16_t64x128",
-                         "streamk_sm80_bf16_t64x128", "streamk_reduce_f32_t128x64", "streamk_prescale_f32_t128x64",
-                         "streamk_reduce_f32_t64x128", "streamk_prescale_f32_t64x128"),
+    "sm80_f16_rect.cu": tuple(f"streamk_sm80_{t}_{tile}{w}" for tile in ("t128x64", "t64x128")
+                              for w in ("", "_w8", "_w4") for t in ("f16", "bf16"))
+                        + ("streamk_reduce_f32_t128x64", "streamk_prescale_f32_t128x64",
+                           "streamk_reduce_f32_t64x128", "streamk_prescale_f32_t64x128"),
     "sm80_f64.cu": ("streamk_sm80_f64", "streamk_sm80_f64_w8", "streamk_reduce_f64", "streamk_prescale_f64"),
     "pack.cu": ("streamk_pack_b16", "streamk_pack_b64"),
 }

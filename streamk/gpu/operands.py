@@ -64,11 +64,11 @@ SMALL_SPECS = {
                            ((8, "streamk_sm80_bf16_t64_w8"), (4, "streamk_sm80_bf16_t64_w4"),
                             (2, "streamk_sm80_bf16_t64_w2"))),
 }
-# Rectangular tiles between the two (sm80_f16_rect.cu), 16-byte copies only: named by a caller.
+# Rectangular tiles between the two (sm80_f16_rect.cu), 16-, 8- and 4-byte copies.
 RECT_SPECS = {
     dtype: tuple(KernelSpec(f"streamk_sm80_{short}_t{bm}x{bn}", f"streamk_reduce_f32_t{bm}x{bn}",
                             f"streamk_prescale_f32_t{bm}x{bn}", TileShape(bm, bn, 32), "streamk_pack_b16", 2,
-                            "float32")
+                            "float32", tuple((w, f"streamk_sm80_{short}_t{bm}x{bn}_w{w}") for w in (8, 4)))
                  for bm, bn in ((128, 64), (64, 128)))
     for dtype, short in (("float16", "f16"), ("bfloat16", "bf16"))
 }
