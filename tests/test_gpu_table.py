@@ -254,6 +254,10 @@ def test_small_tile_kernels_and_autos_tile_choice():
     assert choose_tile(GemmShape(2522, 203, 960), "float16", 132) == TileShape(64, 128, 32)  # 80 vs 80
     assert choose_tile(GemmShape(2522, 203, 2049), "float16", 132) == TileShape(128, 128, 32)  # k: 65 iterations
     assert choose_tile(GemmShape(4047, 457, 64), "float16", 132) == TileShape(64, 128, 32)  # 256 (two per SM)
+    # two rectangles per SM only where their kernel reads both operands 16 bytes wide
+    narrow = lambda spec: True  # noqa: E731
+    assert choose_tile(GemmShape(4047, 457, 64), "float16", 132, narrow) == TileShape(128, 128, 32)
+    assert choose_tile(GemmShape(356, 2457, 360), "float16", 132, narrow) == TileShape(128, 64, 32)  # 117: one per SM
     assert choose_tile(GemmShape(4047, 593, 64), "float16", 132) == TileShape(128, 128, 32)  # 160 128x128 tiles
 
 

@@ -9,7 +9,7 @@ upload the table and enqueue the kernels.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -115,19 +115,21 @@ MEASURED_REDUCE_COSTS = {("sm_90a", TileShape(128, 128, 32)): Costs(a=32.0, b=24
 #   partials) leaves one SM at ~25 GB/s (~2.5 us, LOG.md v10); 64x64 tiles give four times the
 #   CTAs a quarter of that each. H100, 400 shapes (LOG.md v13): 1.50x geomean below 33 128x128
 #   tiles; of the rules tried, "64x64 tiles <= SMs" lost least (worst 0.85x) for the most gain.
-# * else 128x64 or 64x128 (the fewer tiles; a tie: 64x128) where 128x128 tiles leave SMs idle,
-#   k is at most RECT_MAX_ITERS MAC iterations and the rectangles fit RECT_MAX_WAVES tiles per
-#   SM: such GEMMs ran DP on 128x128 tiles (Stream-K's fixup not worth it for short k) on under a
-#   wave of SMs. Measured (H100, 400 shapes, LOG.md v13): with one rectangle per SM, 38 shapes,
-#   every one faster (1.41x geomean on them); up to two per SM (DP at two CTAs per SM), 30 more
-#   shapes whose 128x128 launch packed 1.12x (worst 0.98x); with longer k, Stream-K on 128x128
-#   tiles won on some (down to 0.58x for the rectangle).
+# * else 128x64 or 64x128 (the fewer tiles; a tie: 64x128) where 128x128 tiles leave SMs idle
+#   and k is at most RECT_MAX_ITERS MAC iterations: such GEMMs ran DP on 128x128 tiles
+#   (Stream-K's fixup not worth it for short k) on under a wave of SMs. H100 (LOG.md v13): with
+#   one rectangle per SM, 38 of 400 shapes, every one faster (1.41x geomean on them; 12 of 200
+#   of seed 7, 1.40x); with longer k, Stream-K on 128x128 tiles won on some (down to 0.58x).
+#   Two rectangles per SM (DP at two CTAs per SM) only where the rectangle's kernel reads both
+#   operands 16 bytes wide (aligned or packed): 30 shapes 1.08x (worst 0.95x); where it would
+#   read one with 8- or 4-byte copies, 17 shapes lost down to 0.82x against 128x128 tiles.
 RECT_MAX_ITERS = 64
-RECT_MAX_WAVES = 2
 
 
-def choose_tile(shape: GemmShape, dtype: str, sms: int) -> TileShape:
-    """The tile ``schedule="auto"`` runs when the caller names none."""
+def choose_tile(shape: GemmShape, dtype: str, sms: int,
+                narrow_copies: Callable[[KernelSpec], bool] = lambda spec: False) -> TileShape:
+    """The tile ``schedule="auto"`` runs when the caller names none; ``narrow_copies(spec)``: whether
+    that kernel would read an operand with 8- or 4-byte copies."""
     default = next(iter(tile_specs(dtype)))
     if dtype not in SMALL_SPECS:
         return default
@@ -139,10 +141,10 @@ def choose_tile(shape: GemmShape, dtype: str, sms: int) -> TileShape:
     if count(small) <= sms:
         return small
     if count(default) < sms and -(-shape.k // default.bk) <= RECT_MAX_ITERS:
-        fits = sorted((count(s.tile), s.tile.bm, s.tile) for s in RECT_SPECS[dtype]
-                      if count(s.tile) <= RECT_MAX_WAVES * sms)
-        if fits:
-            return fits[0][2]  # fewest tiles; a tie goes to 64x128 (bm 64 sorts first)
+        rects = sorted(RECT_SPECS[dtype], key=lambda s: (count(s.tile), s.tile.bm))  # a tie: 64x128
+        for spec in rects:
+            if count(spec.tile) <= sms or (count(spec.tile) <= 2 * sms and not narrow_copies(spec)):
+                return spec.tile
     return default
 
 
@@ -244,7 +246,8 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
 
     dev = current()
     if isinstance(schedule, str) and schedule == "auto" and tile is None:
-        spec = spec_for_tile(a.dtype, choose_tile(shape, a.dtype, dev.sms))
+        spec = spec_for_tile(a.dtype, choose_tile(
+            shape, a.dtype, dev.sms, lambda s: any(0 < w < 16 for w in copy_widths(a, b, s, narrow))))
     # an operand no copy width reads in place is packed, and the packed copy is read 16 bytes wide
     widths = dict(zip("AB", copy_widths(a, b, spec, narrow)))
     main = spec.entry(min(w or 16 for w in widths.values()))
