@@ -47,10 +47,11 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
     else:
+        width = max(len(r["name"]) for r in rows)
         for r in rows:
             status = "ok" if r["ok"] else f"FAILED: {r.get('error', '')}"
             extra = f"{r['registers']:>4} regs {r['spill_bytes']} B spill {r['seconds']:.2f}s" if r["ok"] else ""
-            print(f"{r['name']:<24} {r['arch']:<7} {extra} {status}")
+            print(f"{r['name']:<{width}} {r['arch']:<7} {extra} {status}")
     if not all(r["ok"] for r in rows):
         print("some kernels failed to compile", file=sys.stderr)
         return 1
