@@ -217,6 +217,15 @@ struct TileLoader {
   }
 };
 
+// 1 (default): the copies past a unit's last stage are skipped by a branch. 0: the 16-byte ones
+// issue zero-filled instead, which cuts the 128x128 stage from ~420 to ~360 instructions; H100,
+// one call: compute-bound corpus shapes DP vs cuBLAS raw 1.772 -> 1.827, but 8192^3 alone 402 ->
+// 386 TFLOP/s (ABA), 7168x4224x3584 409 -> 381-390, auto on the corpus equal (LOG.md v13).
+#ifndef STREAMK_COPY_BRANCH
+#define STREAMK_COPY_BRANCH 1
+#endif
+constexpr int NO_K = -2;  // a k limit below every element a copy starts at (shifted rows start at -1)
+
 template <class ML>
 __device__ __forceinline__ void pipelined_mainloop(const GemmParams& p, int m0, int n0, int k_begin, int k_end,
                                                    unsigned char* smem, typename ML::Acc (&acc)[ML::ACC]) {
@@ -267,7 +276,14 @@ __device__ __forceinline__ void pipelined_mainloop(const GemmParams& p, int m0, 
         ML::load_frag(sa + rd * A_BYTES, sb + rd * B_BYTES, kk + 1, frag[(kk + 1) % 2], lanes);
       }
       if (kk == 0) {
-        if (it + ML::STAGES - 1 < iters) loader.load(p, k_lim, sa + wr * A_BYTES, sb + wr * B_BYTES);
+        if constexpr (ML::LOAD_BYTES == 16 && !STREAMK_COPY_BRANCH) {
+          // Past the unit's last stage the 16-byte copies still issue, all zero-filled (a k limit
+          // below every element: no global reads). The narrow paths keep the branch (without it
+          // ptxas spilled 136-244 B in them).
+          loader.load(p, it + ML::STAGES - 1 < iters ? k_lim : NO_K, sa + wr * A_BYTES, sb + wr * B_BYTES);
+        } else {
+          if (it + ML::STAGES - 1 < iters) loader.load(p, k_lim, sa + wr * A_BYTES, sb + wr * B_BYTES);
+        }
         cp_async_commit();
       }
       ML::mma_frag(frag[kk % 2], acc);
