@@ -27,6 +27,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--fixup", choices=FIXUP_POLICIES, default=None, help="fixup policy (default the schedule's)")
     p.add_argument("--grid", type=positive_int, help="stream-k grid")
     p.add_argument("--splits", type=positive_int, help="fixed-split factor")
+    p.add_argument("--tile", default=None, metavar="TILE",
+                   help="CTA tile: 128, 64, 128x64 or 64x128 (float16); default the paper's 128x128x32, "
+                        "or auto's choice by problem size for DECOMP auto")
     p.add_argument("--layout", choices=["RR", "RC", "CR", "CC"], default="RR",
                    help="A and B row- (R) or column-major (C) (default RR)")
     p.add_argument("--alpha", type=float, default=1.0)
@@ -58,19 +61,21 @@ def run(args: argparse.Namespace) -> int:
     C0 = rng.standard_normal((m, n)).astype(out_dt)
     C = C0.copy() if args.beta != 0.0 else np.full((m, n), np.nan, dtype=out_dt)
     prepared = prepare(A, B, C, alpha=args.alpha, beta=args.beta, schedule=args.decomposition,
-                       fixup=args.fixup, grid=args.grid, splits=args.splits)
+                       fixup=args.fixup, grid=args.grid, splits=args.splits,
+                       tile=int(args.tile) if args.tile and args.tile.isdigit() else args.tile)
     prepared.run()
     ratio = _error_ratio(C, A, B, C0, args.alpha, args.beta, out_dt)
     med, p20, p80 = time_launch(prepared.launch.enqueue, reps=args.reps)
     s = prepared.schedule
-    result = {"decomposition": s.decomposition, "shape": [m, n, k], "dtype": args.dtype, "fixup": prepared.plan.policy,
+    result = {"decomposition": s.decomposition, "shape": [m, n, k], "dtype": args.dtype, "tile": str(s.tile),
+              "fixup": prepared.plan.policy,
               "grid": s.grid, "units": int(len(s.units)), "split_tiles": int(len(prepared.plan.split_tiles)),
               "device": current().name, "kernels": prepared.launch.names, "ms": med, "ms_p20": p20, "ms_p80": p80,
               "tflops": 2.0 * m * n * k / med / 1e9, "error_over_bound": ratio, "ok": ratio <= 1.0}
     if args.json:
         print_json(result)
     else:
-        print(f"{s.decomposition} {m}x{n}x{k} {args.dtype} on {result['device']}: grid {s.grid}, "
+        print(f"{s.decomposition} {m}x{n}x{k} {args.dtype} on {result['device']}: tile {s.tile}, grid {s.grid}, "
               f"{result['split_tiles']} split tiles, fixup {result['fixup']}, kernels {'+'.join(result['kernels'])}")
         print(f"  {med * 1e3:.1f} us (p20 {p20 * 1e3:.1f}, p80 {p80 * 1e3:.1f}), {result['tflops']:.1f} TFLOP/s; "
               f"max error / bound {ratio:.3f}: {'ok' if result['ok'] else 'WRONG'}")

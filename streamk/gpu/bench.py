@@ -156,9 +156,11 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--big", action="store_true", help="also 8192^3")
     ap.add_argument("--decomps", default=";".join(DECOMPS),
                     help="';'-separated NAME[%%GRID][@CTAS_PER_SM][:A,B,C,D[&A,B,C,D]][/ORDER][!FIXUP]"
-                         "[+pack|+narrow]: a scheduler, optionally with that grid, planned for that many CTAs "
-                         "per SM, (auto) those model constants (after &: its separate-reduce constants), a "
-                         "tile order such as grouped-8, a fixup policy, and how unaligned operands are read")
+                         "[#TILE][+pack|+narrow][+pdl|+nopdl]: a scheduler, optionally with that grid, planned "
+                         "for that many CTAs per SM, (auto) those model constants (after &: its separate-reduce "
+                         "constants), a tile order such as grouped-8, a fixup policy, the CTA tile (64, 128, "
+                         "128x64, 64x128; auto picks one by default), how unaligned operands are read, and "
+                         "whether the kernels after the first use programmatic dependent launch")
     ap.add_argument("--seconds", type=float, default=400.0, help="stop starting new shapes after this")
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for the CSV (default $OUT or .)")
 
