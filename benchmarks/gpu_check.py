@@ -142,7 +142,8 @@ def back_to_back(log, launches=1000):
             graph.replay()
         torch.cuda.synchronize()
         graph_same = torch.equal(C, first)
-        row = {"test": "back-to-back", "policy": policy, "tile": tile, "pdl": pdl, "shape": (m, n, k), "launches": launches, "ratio": ratio, "bitwise": same,
+        row = {"test": "back-to-back", "policy": policy, "tile": tile, "pdl": pdl, "shape": (m, n, k),
+               "launches": launches, "ratio": ratio, "bitwise": same,
                "graph_replays_bitwise": graph_same, "ok": ratio <= 1 and same and graph_same}
         log.write(json.dumps(row) + "\n")
         rows.append(row)
@@ -268,7 +269,8 @@ def main() -> int:
     parser.add_argument("--dtypes", default=",".join(DTYPES),
                         help="comma list; anything but all of them skips the extra tests (a kernel variant's check)")
     parser.add_argument("--tiles", default="128,64",
-                        help="FP16/BF16 tiles to check (edges such as 64 or tiles such as 128x64), each case on each (FP64 runs its one tile)")
+                        help="FP16/BF16 tiles to check (edges such as 64 or tiles such as 128x64), each case on "
+                             "each (FP64 runs its one tile)")
     args = parser.parse_args()
     dtypes = [d for d in args.dtypes.split(",") if d]
     tiles = [int(t) if t.isdigit() else t for t in args.tiles.split(",") if t]
@@ -315,7 +317,8 @@ def main() -> int:
             print("FAIL", json.dumps(r), flush=True)
         else:
             print("ok", json.dumps(r)[:300])
-    print(f"\n{'dtype tile':<13} {'cases':>6} {'pass':>6} {'skipped':>8} {'refused':>8} {'max err/bound':>14} {'bitwise-det':>12}")
+    print(f"\n{'dtype tile':<13} {'cases':>6} {'pass':>6} {'skipped':>8} {'refused':>8} {'max err/bound':>14} "
+          f"{'bitwise-det':>12}")
     for dtype, rows in summary.items():
         ran = [r for r in rows if "ratio" in r]
         print(f"{dtype:<13} {len(rows):>6} {sum(r['ok'] for r in rows):>6} {sum('skipped' in r for r in rows):>8} "

@@ -20,8 +20,8 @@ from ..schedule import Schedule
 from ..sched import make_schedule
 from ..shapes import GemmShape, Machine, TileShape
 from .launch import GemmParams, Launch, PackPair, PackParams, Step
-from .operands import (RECT_SPECS, SMALL_SPECS, KernelSpec, Operand, check_operands, copy_widths, describe, padded, spec_for_tile,
-                       tile_specs)
+from .operands import (RECT_SPECS, SMALL_SPECS, KernelSpec, Operand, check_operands, copy_widths, describe, padded,
+                       spec_for_tile, tile_specs)
 from .table import STATE_WORDS, TABLE_VERSION, build_table
 
 NO_WAIT_POLICIES = ("last-arrival", "separate-reduce", "atomic")
@@ -40,7 +40,6 @@ def use_pdl(pdl: bool | None, main_grid: int, sms: int, arch: str) -> bool:
     if int("".join(ch for ch in arch if ch.isdigit())) < 90:
         return False  # griddepcontrol is sm_90's
     return main_grid <= sms if pdl is None else pdl
-
 
 
 def check_residency(plan: FixupPlan, residency: int) -> None:
@@ -221,13 +220,13 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     how row-major operands whose rows are 8- or 4-byte aligned are read (``copy_widths``: "auto"
     reads them in place with 8-byte copies, and 4-byte ones where that saves all packing on a
     small problem; "always"; "never" packs them, as v1-v8 did); one kernel reads both operands
-    at the narrower width. ``tile``: the CTA tile (a TileShape, or 128 / 64 for the square ones a
-    kernel runs) of a named schedule; by default the paper's (128x128x32 for FP16/BF16, 64x64x16
-    for FP64), except that "auto" takes 64x64x32 for FP16/BF16 problems of few 128x128 tiles
-    (``choose_tile``). A Schedule brings its own tile. ``pdl``: launch the main kernel behind the
-    pack pass, and the separate-reduce pass behind the main kernel, with programmatic dependent
-    launch, so each starts while the one before ends (sm_90 and later; by default where the main
-    grid is one CTA per SM at most: ``use_pdl``).
+    at the narrower width. ``tile``: the CTA tile of a named schedule (a TileShape, 128 or 64 for
+    the square ones, "128x64" or "64x128"); by default the paper's (128x128x32 for FP16/BF16,
+    64x64x16 for FP64), except that "auto" picks 64x64x32, 128x64x32 or 64x128x32 for FP16/BF16
+    problems of few 128x128 tiles (``choose_tile``). A Schedule brings its own tile. ``pdl``:
+    launch the main kernel behind the pack pass, and the separate-reduce pass behind the main
+    kernel, with programmatic dependent launch, so each starts while the one before ends (sm_90
+    and later; by default where the main grid is one CTA per SM at most: ``use_pdl``).
     """
     a, b = describe(A, "A"), describe(B, "B")
     c = describe(C, "C") if C is not None else None
@@ -364,7 +363,8 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0
     copies on the device, counted in the launch), NumPy arrays are copied in and
     out. C (m x n) is updated in place when given, else allocated like A. ``fixup`` overrides
     the schedule's policy; ``machine`` replaces the device's Machine for a named scheduler;
-    ``options`` go to the scheduler (``grid``, ``splits``, ``model_costs``).
+    ``tile``, ``narrow`` and ``pdl`` are prepare()'s; other ``options`` go to the scheduler
+    (``grid``, ``splits``, ``model_costs``).
     """
     prepared = prepare(A, B, C, alpha=alpha, beta=beta, schedule=schedule, fixup=fixup, machine=machine, **options)
     return prepared.run(stream)

@@ -58,7 +58,8 @@ SPECS = {
 SMALL_SPECS = {
     "float16": KernelSpec("streamk_sm80_f16_t64", "streamk_reduce_f32_t64", "streamk_prescale_f32_t64",
                           TileShape(64, 64, 32), "streamk_pack_b16", 2, "float32",
-                          ((8, "streamk_sm80_f16_t64_w8"), (4, "streamk_sm80_f16_t64_w4"), (2, "streamk_sm80_f16_t64_w2"))),
+                          ((8, "streamk_sm80_f16_t64_w8"), (4, "streamk_sm80_f16_t64_w4"),
+                           (2, "streamk_sm80_f16_t64_w2"))),
     "bfloat16": KernelSpec("streamk_sm80_bf16_t64", "streamk_reduce_f32_t64", "streamk_prescale_f32_t64",
                            TileShape(64, 64, 32), "streamk_pack_b16", 2, "float32",
                            ((8, "streamk_sm80_bf16_t64_w8"), (4, "streamk_sm80_bf16_t64_w4"),
