@@ -88,10 +88,8 @@ def needs_epoch(plan: FixupPlan) -> bool:
 # Figure 8's region. The smaller tiles (in their own MAC iterations) take the same: for 64x64, b = 8,
 # d = 4 and b = 32, d = 8 (with reduce b = 12 and 48) both measured worse on the 131 shapes auto
 # runs it on (0.995x and 0.979x geomean, worst 0.82x and 0.68x; LOG.md v13).
-MEASURED_AUTO_COSTS = {("sm_90a", TileShape(128, 128, 32)): Costs(a=32.0, b=16.0, c=1.0, d=8.0),
-                       ("sm_90a", TileShape(64, 64, 32)): Costs(a=32.0, b=16.0, c=1.0, d=8.0),
-                       ("sm_90a", TileShape(128, 64, 32)): Costs(a=32.0, b=16.0, c=1.0, d=8.0),
-                       ("sm_90a", TileShape(64, 128, 32)): Costs(a=32.0, b=16.0, c=1.0, d=8.0),
+_HALF_TILES = tuple(tile_specs("float16"))  # every FP16/BF16 tile: 128x128x32 and the smaller ones
+MEASURED_AUTO_COSTS = {**{("sm_90a", t): Costs(a=32.0, b=16.0, c=1.0, d=8.0) for t in _HALF_TILES},
                        ("sm_90a", TileShape(64, 64, 16)): Costs(a=32.0, b=16.0, c=1.0, d=8.0)}
 # The same model's constants for the separate-reduce fixup, which auto weighs against owner-waits
 # below a tile per SM (streamk.sched.auto): sm_90a (H100, FP16 128x128x32, sliced reduce pass)
@@ -101,10 +99,7 @@ MEASURED_AUTO_COSTS = {("sm_90a", TileShape(128, 128, 32)): Costs(a=32.0, b=16.0
 # FP64 64x64x16 on sm_90a: OW (32, 16, 1, 8) with SR (32, 16, 1, 1), the best of four pairs on
 # 120 shapes of seed 7 (1.255 geomean vs DP, against 1.186 for the paper's defaults without
 # separate-reduce); on the default 120-shape sample it measured 1.204 against 1.120 (LOG.md v11).
-MEASURED_REDUCE_COSTS = {("sm_90a", TileShape(128, 128, 32)): Costs(a=32.0, b=24.0, c=1.0, d=0.5),
-                         ("sm_90a", TileShape(64, 64, 32)): Costs(a=32.0, b=24.0, c=1.0, d=0.5),
-                         ("sm_90a", TileShape(128, 64, 32)): Costs(a=32.0, b=24.0, c=1.0, d=0.5),
-                         ("sm_90a", TileShape(64, 128, 32)): Costs(a=32.0, b=24.0, c=1.0, d=0.5),
+MEASURED_REDUCE_COSTS = {**{("sm_90a", t): Costs(a=32.0, b=24.0, c=1.0, d=0.5) for t in _HALF_TILES},
                          ("sm_90a", TileShape(64, 64, 16)): Costs(a=32.0, b=16.0, c=1.0, d=1.0)}
 
 
@@ -233,9 +228,9 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     spec = check_operands(a, b, c)
     shape = GemmShape(a.shape[0], b.shape[1], a.shape[1])
     if isinstance(schedule, Schedule):
-        if tile is not None and spec_for_tile(a.dtype, tile).tile != schedule.tile:
-            raise ScheduleError(f"tile={tile} disagrees with the schedule's tile {schedule.tile}")
         spec = spec_for_tile(a.dtype, schedule.tile)
+        if tile is not None and spec_for_tile(a.dtype, tile) is not spec:
+            raise ScheduleError(f"tile={tile} disagrees with the schedule's tile {schedule.tile}")
     elif tile is not None:
         spec = spec_for_tile(a.dtype, tile)
     if C is None:

@@ -41,37 +41,28 @@ class KernelSpec:
         return 16 // self.itemsize
 
 
+def _half_spec(short: str, suffix: str, tile: TileShape, widths: tuple[int, ...]) -> KernelSpec:
+    """An FP16/BF16 kernel set: ``streamk_sm80_{short}{suffix}`` with its ``_w{width}`` variants and
+    the FP32 reduce and prescale passes of the same tile."""
+    return KernelSpec(f"streamk_sm80_{short}{suffix}", f"streamk_reduce_f32{suffix}", f"streamk_prescale_f32{suffix}",
+                      tile, "streamk_pack_b16", 2, "float32",
+                      tuple((w, f"streamk_sm80_{short}{suffix}_w{w}") for w in widths))
+
+
+_HALVES = (("float16", "f16"), ("bfloat16", "bf16"))
 SPECS = {
-    "float16": KernelSpec("streamk_sm80_f16", "streamk_reduce_f32", "streamk_prescale_f32",
-                          TileShape(128, 128, 32), "streamk_pack_b16", 2, "float32",
-                          ((8, "streamk_sm80_f16_w8"), (4, "streamk_sm80_f16_w4"), (2, "streamk_sm80_f16_w2"))),
-    "bfloat16": KernelSpec("streamk_sm80_bf16", "streamk_reduce_f32", "streamk_prescale_f32",
-                           TileShape(128, 128, 32), "streamk_pack_b16", 2, "float32",
-                           ((8, "streamk_sm80_bf16_w8"), (4, "streamk_sm80_bf16_w4"),
-                            (2, "streamk_sm80_bf16_w2"))),
+    **{dtype: _half_spec(short, "", TileShape(128, 128, 32), (8, 4, 2)) for dtype, short in _HALVES},
     "float64": KernelSpec("streamk_sm80_f64", "streamk_reduce_f64", "streamk_prescale_f64",
                           TileShape(64, 64, 16), "streamk_pack_b64", 8, "float64",
                           ((8, "streamk_sm80_f64_w8"),)),
 }
 # The small-tile kernels (sm80_f16_t64.cu): 64x64x32, for GEMMs of few 128x128 tiles
 # (streamk.gpu.api.choose_tile), with every copy width of the 128x128 kernels.
-SMALL_SPECS = {
-    "float16": KernelSpec("streamk_sm80_f16_t64", "streamk_reduce_f32_t64", "streamk_prescale_f32_t64",
-                          TileShape(64, 64, 32), "streamk_pack_b16", 2, "float32",
-                          ((8, "streamk_sm80_f16_t64_w8"), (4, "streamk_sm80_f16_t64_w4"),
-                           (2, "streamk_sm80_f16_t64_w2"))),
-    "bfloat16": KernelSpec("streamk_sm80_bf16_t64", "streamk_reduce_f32_t64", "streamk_prescale_f32_t64",
-                           TileShape(64, 64, 32), "streamk_pack_b16", 2, "float32",
-                           ((8, "streamk_sm80_bf16_t64_w8"), (4, "streamk_sm80_bf16_t64_w4"),
-                            (2, "streamk_sm80_bf16_t64_w2"))),
-}
+SMALL_SPECS = {dtype: _half_spec(short, "_t64", TileShape(64, 64, 32), (8, 4, 2)) for dtype, short in _HALVES}
 # Rectangular tiles between the two (sm80_f16_rect.cu), 16-, 8- and 4-byte copies.
 RECT_SPECS = {
-    dtype: tuple(KernelSpec(f"streamk_sm80_{short}_t{bm}x{bn}", f"streamk_reduce_f32_t{bm}x{bn}",
-                            f"streamk_prescale_f32_t{bm}x{bn}", TileShape(bm, bn, 32), "streamk_pack_b16", 2,
-                            "float32", tuple((w, f"streamk_sm80_{short}_t{bm}x{bn}_w{w}") for w in (8, 4)))
-                 for bm, bn in ((128, 64), (64, 128)))
-    for dtype, short in (("float16", "f16"), ("bfloat16", "bf16"))
+    dtype: tuple(_half_spec(short, f"_t{bm}x{bn}", TileShape(bm, bn, 32), (8, 4)) for bm, bn in ((128, 64), (64, 128)))
+    for dtype, short in _HALVES
 }
 _TYPESTR = {"<f2": "float16", "<f4": "float32", "<f8": "float64"}
 
