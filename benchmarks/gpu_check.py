@@ -217,8 +217,10 @@ def strided_outputs() -> list[dict]:
 
 def shifted_rows(log) -> list[dict]:
     """Row-major FP16/BF16 operands whose rows are only 2-byte aligned (odd k or n, views at odd
-    element offsets) read in place by the _w2 kernels (narrow="always"): shifted 4-byte copies,
-    element-wise k and n limits, every fixup path; each case must run a _w2 kernel."""
+    element offsets) read in place by the _w2 kernels (narrow="always"): 16-byte copies from each
+    row's 16-byte block, rows shifted back by 0-7 elements in shared memory, element-wise k and n
+    limits, every fixup path; each case must run a _w2 kernel. Views put the operands at element
+    offsets 1, 5 and 6 with row strides of every residue mod 8 (odd, 2, 4, 6 and 0 past the row)."""
     rows = []
     gen = torch.Generator(device="cuda").manual_seed(13)
     shapes = [(1, 1, 1), (7, 13, 17), (129, 130, 63), (131, 257, 67), (509, 263, 1021), (1000, 999, 1001),
@@ -227,19 +229,22 @@ def shifted_rows(log) -> list[dict]:
              ("fixed-split", {"splits": 3}, "separate-reduce"), ("stream-k", {}, "turnstile")]
     for dtype, tile in (("float16", 128), ("bfloat16", 128), ("float16", 64), ("bfloat16", 64)):
         for m, n, k in shapes:
-            for view in (False, True):
+            # (A's column offset, A's extra row length, B's column offset, B's extra row length)
+            for view in ((0, 0, 0, 0), (1, 3, 1, 2), (5, 7, 6, 8), (6, 10, 5, 12)):
                 A, B = make_inputs(m, n, k, dtype, "RR", gen)
-                if view:  # base one element past an aligned address, row strides k + 3 and n + 2
-                    bigA = torch.zeros(m, k + 3, device="cuda", dtype=DTYPES[dtype])
-                    bigB = torch.zeros(k + 1, n + 2, device="cuda", dtype=DTYPES[dtype])
-                    bigA[:, 1:1 + k] = A
-                    bigB[1:, 1:1 + n] = B
-                    A, B = bigA[:, 1:1 + k], bigB[1:, 1:1 + n]
+                if any(view):  # B also starts one row in
+                    oa, xa, ob, xb = view
+                    bigA = torch.zeros(m, k + xa, device="cuda", dtype=DTYPES[dtype])
+                    bigB = torch.zeros(k + 1, n + xb, device="cuda", dtype=DTYPES[dtype])
+                    bigA[:, oa:oa + k] = A
+                    bigB[1:, ob:ob + n] = B
+                    A, B = bigA[:, oa:oa + k], bigB[1:, ob:ob + n]
                 for decomp, options, policy in cases:
                     if "splits" in options:
                         options = {"splits": min(3, -(-k // 32))}
                     C = torch.full((m, n), float("nan"), device="cuda")
-                    row = {"test": f"shifted {dtype} {tile} {m}x{n}x{k}{' view' if view else ''} {decomp} {policy}"}
+                    where = f" view {view}" if any(view) else ""
+                    row = {"test": f"shifted {dtype} {tile} {m}x{n}x{k}{where} {decomp} {policy}"}
                     try:
                         p = prepare(A, B, C, schedule=decomp, fixup=policy, narrow="always", tile=tile, **options)
                     except ScheduleError as exc:
@@ -250,7 +255,7 @@ def shifted_rows(log) -> list[dict]:
                     torch.cuda.synchronize()
                     ratio = error_ratio(C, A, B, 1.0, 0.0, None, dtype)
                     shifted = any(name.endswith("_w2") for name in p.launch.names)
-                    needs = k % 2 == 1 or n % 2 == 1 or view
+                    needs = k % 2 == 1 or n % 2 == 1 or any(view)
                     row.update(ok=ratio <= 1 and shifted == needs, ratio=ratio, steps=p.launch.names)
                     rows.append(row)
     for r in rows:

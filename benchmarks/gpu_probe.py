@@ -110,6 +110,45 @@ def timings(stream) -> None:
     group("tiny raw shapes (packing included)", cases, stream)
 
 
+def small(stream) -> None:
+    """Where a small GEMM's time goes (64x64-tile shapes of the corpus whose rows are 2-byte
+    aligned): auto as shipped (pack pass + main kernel), the same main kernel on operands padded in
+    place (views of wider rows: no pack), the pack pass alone, shifted copies instead of the pack
+    (narrow="always"), cuBLAS raw and padded, and an empty kernel, as interleaved graph replays."""
+    keep = []
+    x = torch.zeros(1, device="cuda")
+    cases = {"noop (torch add_ on 1 element)": ((lambda: x.add_(1)), "")}
+    label = lambda p: f"grid {p.schedule.grid} {'+'.join(s.removeprefix('streamk_') for s in p.launch.names)}"
+    for m, n, k in ((146, 395, 166), (459, 186, 151), (175, 213, 221), (426, 181, 199), (280, 176, 145),
+                    (270, 198, 367), (427, 371, 371), (226, 727, 225), (1564, 261, 397), (223, 263, 830)):
+        name = f"{m}x{n}x{k}"
+        A, B, C = operands(m, n, k)
+        mp, np_, kp = (-(-v // 64) * 64 for v in (m, n, k))
+        Ap = torch.zeros(m, kp, device="cuda", dtype=A.dtype)
+        Bp = torch.zeros(k, np_, device="cuda", dtype=B.dtype)
+        Ap[:, :k] = A
+        Bp[:, :n] = B
+        keep += [A, B, C, Ap, Bp]
+        cases[f"cublas raw {name}"] = ((lambda A=A, B=B: torch.mm(A, B, out_dtype=torch.float32)), "")
+        Apad = torch.zeros(m, -(-k // 8) * 8, device="cuda", dtype=A.dtype)
+        Bpad = torch.zeros(-(-k // 8) * 8, -(-n // 8) * 8, device="cuda", dtype=B.dtype)
+        keep += [Apad, Bpad]
+        cases[f"cublas padded {name}"] = ((lambda A=Apad, B=Bpad: torch.mm(A, B, out_dtype=torch.float32)), "")
+        p, fn = ours(A, B, C, stream, schedule="auto")
+        keep.append(p)
+        cases[f"auto raw {name}"] = (fn, label(p))
+        q, fn = ours(Ap[:, :k], Bp[:, :n], C, stream, schedule=p.schedule)
+        keep.append(q)
+        cases[f"auto, operands padded in place {name}"] = (fn, label(q))
+        packs = [st for st in p.launch.steps if "pack" in st.name]
+        if packs:
+            cases[f"pack only {name}"] = ((lambda packs=packs: [st.enqueue(stream.cuda_stream) for st in packs]), "")
+        w, fn = ours(A, B, C, stream, schedule=p.schedule, narrow="always")
+        keep.append(w)
+        cases[f"auto, shifted copies {name}"] = (fn, label(w))
+    group("small GEMMs: where the time goes", cases, stream)
+
+
 TRACE_UNITS, TRACE_WORDS = 5, 16  # fixup.cuh's trace layout
 
 
@@ -176,8 +215,11 @@ def traces(stream, shapes: list[tuple[int, int, int]] | None = None) -> None:
             ep.sort()
             parts.append(f"{action} {len(ep)}: {statistics.median(ml):.3f}/it, epi {statistics.median(ep):.2f}"
                          f"/{ep[int(0.9 * (len(ep) - 1))]:.2f}/{ep[-1]:.2f}")
+        lead = sorted((r[1] - r[0]) / 1e3 for r in t)  # a CTA's entry to its first mainloop's start
+        enter = sorted((r[0] - t0) / 1e3 for r in t)  # when CTAs entered, after the first
         print(f"{name:<44} grid {s.grid:>4} {'+'.join(n.removeprefix('streamk_') for n in p.launch.names)} "
-              f"event {event:8.2f} span {span:8.2f} | " + " | ".join(parts))
+              f"event {event:8.2f} span {span:8.2f} | entry spread {enter[-1]:.2f}, entry to mainloop "
+              f"{statistics.median(lead):.2f}/{lead[-1]:.2f} | " + " | ".join(parts))
         if shapes:
             waits_report(s, plan, t, t0)
 
@@ -246,6 +288,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", action="store_true", help="phases from a STREAMK_TRACE=1 build")
     ap.add_argument("--big", action="store_true", help="only 8192^3, each variant alone")
+    ap.add_argument("--small", action="store_true", help="only where small GEMMs' time goes (pack, main, cuBLAS)")
     ap.add_argument("--trace-shape", action="append", default=[], metavar="MxNxK",
                     help="with --trace: trace these shapes (DP and auto) instead of the built-in cases")
     args = ap.parse_args()
@@ -254,6 +297,8 @@ def main() -> int:
     stream = torch.cuda.Stream()
     if args.big:
         big(stream)
+    elif args.small:
+        small(stream)
     elif args.trace:
         traces(stream, [tuple(int(v) for v in t.split("x")) for t in args.trace_shape])
     else:
