@@ -117,13 +117,17 @@ def test_auto_takes_the_small_tile_for_few_tiles_and_a_schedule_brings_its_own()
     from streamk.sched import make_schedule
     from streamk.shapes import Machine
 
-    A = np.ones((200, 96), np.float16)  # 2 x 2 tiles of 128: auto runs 64x64 tiles
+    A = np.ones((200, 96), np.float16)  # 2 x 2 tiles of 128, k of 3 MAC iterations: 32x64 tiles
     B = np.ones((96, 256), np.float16)
-    small = prepare(A, B)
+    tiny = prepare(A, B)
+    assert tiny.schedule.tile == TileShape(32, 64, 32) and "streamk_sm80_f16_t32x64" in tiny.launch.names
+    assert np.all(tiny.run() == 96.0)
+    A2, B2 = np.ones((200, 2400), np.float16), np.ones((2400, 256), np.float16)  # k past 64 iterations: 64x64
+    small = prepare(A2, B2)
     assert small.schedule.tile == TileShape(64, 64, 32) and "streamk_sm80_f16_t64" in small.launch.names
-    assert np.all(small.run() == 96.0)
+    assert np.all(small.run() == 2400.0)
     s = make_schedule("data-parallel", GemmShape(200, 256, 96), TileShape(128, 128, 32), Machine(132))
     assert prepare(A, B, schedule=s).launch.names == ["streamk_sm80_f16"]
-    with pytest.raises(ScheduleError, match="no float16 kernel runs 32x32x32"):
-        prepare(A, B, schedule=make_schedule("data-parallel", GemmShape(200, 256, 96), TileShape(32, 32, 32),
+    with pytest.raises(ScheduleError, match="no float16 kernel runs 96x96x32"):
+        prepare(A, B, schedule=make_schedule("data-parallel", GemmShape(200, 256, 96), TileShape(96, 96, 32),
                                              Machine(132)))

@@ -20,7 +20,7 @@ from ..schedule import Schedule
 from ..sched import make_schedule
 from ..shapes import GemmShape, Machine, TileShape
 from .launch import GemmParams, Launch, PackPair, PackParams, Step
-from .operands import (RECT_SPECS, SMALL_SPECS, KernelSpec, Operand, check_operands, copy_widths, describe, padded,
+from .operands import (RECT_SPECS, SMALL_SPECS, TINY_SPECS, KernelSpec, Operand, check_operands, copy_widths, describe, padded,
                        spec_for_tile, tile_specs)
 from .table import STATE_WORDS, TABLE_VERSION, build_table
 
@@ -118,6 +118,11 @@ MEASURED_REDUCE_COSTS = {**{("sm_90a", t): Costs(a=32.0, b=24.0, c=1.0, d=0.5) f
 #   operands 16 bytes wide (aligned or packed): 30 shapes 1.08x (worst 0.95x); where it would
 #   read one with 8- or 4-byte copies, 17 shapes lost down to 0.82x against 128x128 tiles.
 RECT_MAX_ITERS = 64
+# * 32x64 before all of these where its tiles fit one wave and k is at most RECT_MAX_ITERS MAC
+#   iterations: a small GEMM's CTA spends ~0.6 us starting, runs a latency-bound mainloop and
+#   writes C at ~20 GB/s from its SM, so half the tile on twice the SMs. H100, 400 shapes, against
+#   auto on 64x64 (LOG.md v14): 1.05-1.08x where 32x64 tiles fit a wave (1.13-1.15x for k < 512),
+#   0.81x beyond it; with longer k the 64x64 mainloop won (0.89-0.96x).
 
 
 def choose_tile(shape: GemmShape, dtype: str, sms: int,
@@ -131,10 +136,13 @@ def choose_tile(shape: GemmShape, dtype: str, sms: int,
     def count(t: TileShape) -> int:
         return -(-shape.m // t.bm) * -(-shape.n // t.bn)
 
-    small = SMALL_SPECS[dtype].tile
+    short = -(-shape.k // default.bk) <= RECT_MAX_ITERS
+    tiny, small = TINY_SPECS[dtype].tile, SMALL_SPECS[dtype].tile
+    if count(tiny) <= sms and short:
+        return tiny
     if count(small) <= sms:
         return small
-    if count(default) < sms and -(-shape.k // default.bk) <= RECT_MAX_ITERS:
+    if count(default) < sms and short:
         rects = sorted(RECT_SPECS[dtype], key=lambda s: (count(s.tile), s.tile.bm))  # a tie: 64x128
         for spec in rects:
             if count(spec.tile) <= sms or (count(spec.tile) <= 2 * sms and not narrow_copies(spec)):
@@ -275,8 +283,13 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     out, c_ptr, c_strides, host_c = _output(dev, A, a, c, C, shape, spec, beta, held)
 
     table = build_table(plan)
+    # a row per CTA at least: kernels on the smaller tiles read row blockIdx.x before they know
+    # their first unit (fixup.cuh STREAMK_GUESS_FIRST_ROW); a CTA with no units ignores it
+    unit_rows = table.units
+    if len(unit_rows) < sched.grid:
+        unit_rows = np.concatenate([unit_rows, np.zeros((sched.grid - len(unit_rows), unit_rows.shape[1]), unit_rows.dtype)])
     offsets, units, reads, waits, items_buf = dev.upload(
-        [table.cta_offsets, table.units, table.reads, table.waits, table.items])
+        [table.cta_offsets, unit_rows, table.reads, table.waits, table.items])
     acc_bytes = 4 if spec.out_dtype == "float32" else 8
     workspace = dev.scratch("workspace", table.num_slots * spec.tile.bm * spec.tile.bn * acc_bytes)
     flags = dev.scratch("flags", 4 * len(table.units), zero=True)

@@ -113,7 +113,7 @@ constexpr bool sm80_half_fits() {
   return true;
 }
 static_assert(sm80_half_fits<sm80::Tile128>() && sm80_half_fits<sm80::Tile64>() && sm80_half_fits<sm80::Tile<128, 64>>() &&
-                  sm80_half_fits<sm80::Tile<64, 128>>(),
+                  sm80_half_fits<sm80::Tile<64, 128>>() && sm80_half_fits<sm80::Tile<32, 64>>(),
               "tile configurations");
 
 }  // namespace streamk
