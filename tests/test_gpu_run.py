@@ -117,10 +117,10 @@ def test_auto_takes_the_small_tile_for_few_tiles_and_a_schedule_brings_its_own()
     from streamk.sched import make_schedule
     from streamk.shapes import Machine
 
-    A = np.ones((200, 96), np.float16)  # 2 x 2 tiles of 128, k of 3 MAC iterations: 32x64 tiles
+    A = np.ones((200, 96), np.float16)  # 2 x 2 tiles of 128, k of 3 MAC iterations: 32x32 tiles (56)
     B = np.ones((96, 256), np.float16)
     tiny = prepare(A, B)
-    assert tiny.schedule.tile == TileShape(32, 64, 32) and "streamk_sm80_f16_t32x64" in tiny.launch.names
+    assert tiny.schedule.tile == TileShape(32, 32, 32) and "streamk_sm80_f16_t32x32" in tiny.launch.names
     assert np.all(tiny.run() == 96.0)
     A2, B2 = np.ones((200, 2400), np.float16), np.ones((2400, 256), np.float16)  # k past 64 iterations: 64x64
     small = prepare(A2, B2)

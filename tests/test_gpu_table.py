@@ -227,7 +227,7 @@ def test_small_tile_kernels_and_autos_tile_choice():
     from streamk.gpu.operands import SMALL_SPECS, spec_for_tile, tile_specs
 
     assert list(tile_specs("float16")) == [TileShape(128, 128, 32), TileShape(64, 64, 32), TileShape(128, 64, 32),
-                                           TileShape(64, 128, 32), TileShape(32, 64, 32)]
+                                           TileShape(64, 128, 32), TileShape(32, 64, 32), TileShape(32, 32, 32)]
     assert spec_for_tile("bfloat16", "32x64").entry(4) == "streamk_sm80_bf16_t32x64_w4"
     assert spec_for_tile("float16", "128x64").main == "streamk_sm80_f16_t128x64"
     with pytest.raises(ScheduleError, match="tile must look like 128x64"):
@@ -246,7 +246,8 @@ def test_small_tile_kernels_and_autos_tile_choice():
     edge = GemmShape(64 * 12, 64 * 11, 64)  # 132
     many = GemmShape(64 * 12, 64 * 11 + 1, 64)  # 144
     assert choose_tile(few, "float16", 132) == TileShape(64, 64, 32)  # k past 64 MAC iterations
-    assert choose_tile(GemmShape(146, 395, 166), "float16", 132) == TileShape(32, 64, 32)  # 35 tiles, short k
+    assert choose_tile(GemmShape(146, 395, 166), "float16", 132) == TileShape(32, 32, 32)  # 65 tiles, short k
+    assert choose_tile(GemmShape(32 * 12, 32 * 12, 2000), "float16", 132) == TileShape(32, 64, 32)  # 144, 72
     assert choose_tile(GemmShape(64 * 6, 64 * 11, 2048), "float16", 132) == TileShape(32, 64, 32)  # 132
     assert choose_tile(GemmShape(64 * 6 + 1, 64 * 11, 2048), "float16", 132) == TileShape(64, 64, 32)  # 143
     assert choose_tile(edge, "float16", 132) == TileShape(64, 64, 32)

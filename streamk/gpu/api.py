@@ -118,11 +118,12 @@ MEASURED_REDUCE_COSTS = {**{("sm_90a", t): Costs(a=32.0, b=24.0, c=1.0, d=0.5) f
 #   operands 16 bytes wide (aligned or packed): 30 shapes 1.08x (worst 0.95x); where it would
 #   read one with 8- or 4-byte copies, 17 shapes lost down to 0.82x against 128x128 tiles.
 RECT_MAX_ITERS = 64
-# * 32x64 before all of these where its tiles fit one wave and k is at most RECT_MAX_ITERS MAC
-#   iterations: a small GEMM's CTA spends ~0.6 us starting, runs a latency-bound mainloop and
-#   writes C at ~20 GB/s from its SM, so half the tile on twice the SMs. H100, 400 shapes, against
-#   auto on 64x64 (LOG.md v14): 1.05-1.08x where 32x64 tiles fit a wave (1.13-1.15x for k < 512),
-#   0.81x beyond it; with longer k the 64x64 mainloop won (0.89-0.96x).
+# * before all of these, where k is at most RECT_MAX_ITERS MAC iterations, 32x32 or else 32x64
+#   where its tiles fit one wave: a small GEMM's CTA spends ~0.6 us starting, runs a latency-bound
+#   mainloop and writes C at ~20 GB/s from its SM, so a smaller tile on more SMs. H100, 400 shapes
+#   (LOG.md v14): 32x64 against auto on 64x64 1.05-1.08x where 32x64 tiles fit a wave (1.13-1.15x
+#   for k < 512), 0.81x beyond it, 0.89-0.96x with longer k; 32x32 against 32x64 1.08-1.10x where
+#   32x32 tiles fit a wave (worst 0.99x), 0.84x beyond.
 
 
 def choose_tile(shape: GemmShape, dtype: str, sms: int,
@@ -137,9 +138,11 @@ def choose_tile(shape: GemmShape, dtype: str, sms: int,
         return -(-shape.m // t.bm) * -(-shape.n // t.bn)
 
     short = -(-shape.k // default.bk) <= RECT_MAX_ITERS
-    tiny, small = TINY_SPECS[dtype].tile, SMALL_SPECS[dtype].tile
-    if count(tiny) <= sms and short:
-        return tiny
+    if short:
+        for spec in sorted(TINY_SPECS[dtype], key=lambda s: s.tile.bm * s.tile.bn):
+            if count(spec.tile) <= sms:
+                return spec.tile
+    small = SMALL_SPECS[dtype].tile
     if count(small) <= sms:
         return small
     if count(default) < sms and short:

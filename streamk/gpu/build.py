@@ -37,8 +37,10 @@ SOURCES: dict[str, tuple[str, ...]] = {
                               for w in ("", "_w8", "_w4") for t in ("f16", "bf16"))
                         + ("streamk_reduce_f32_t128x64", "streamk_prescale_f32_t128x64",
                            "streamk_reduce_f32_t64x128", "streamk_prescale_f32_t64x128"),
-    "sm80_f16_t32.cu": tuple(f"streamk_sm80_{t}_t32x64{w}" for w in ("", "_w8", "_w4") for t in ("f16", "bf16"))
-                       + ("streamk_reduce_f32_t32x64", "streamk_prescale_f32_t32x64"),
+    "sm80_f16_t32.cu": tuple(f"streamk_sm80_{t}_{tile}{w}" for tile in ("t32x64", "t32x32")
+                             for w in ("", "_w8", "_w4") for t in ("f16", "bf16"))
+                       + ("streamk_reduce_f32_t32x64", "streamk_prescale_f32_t32x64",
+                          "streamk_reduce_f32_t32x32", "streamk_prescale_f32_t32x32"),
     "sm80_f64.cu": ("streamk_sm80_f64", "streamk_sm80_f64_w8", "streamk_reduce_f64", "streamk_prescale_f64"),
     "pack.cu": ("streamk_pack_b16", "streamk_pack_b64"),
 }

@@ -25,7 +25,7 @@ struct Sm80Half {
 #ifndef STREAMK_B_SWIZZLE
 #define STREAMK_B_SWIZZLE 1
 #endif
-  static constexpr bool B_SWIZZLE = STREAMK_B_SWIZZLE && LOAD_BYTES_ == 16;
+  static constexpr bool B_SWIZZLE = STREAMK_B_SWIZZLE && LOAD_BYTES_ == 16 && T::BN >= 64;  // 32-wide: padded rows
   static constexpr int B_LD = B_SWIZZLE ? T::BN : T::B_LD;
   static constexpr int STAGES = T::STAGES, A_STAGE = T::A_STAGE, B_STAGE = T::STAGE_K * B_LD;
   static constexpr int SMEM_BYTES = STAGES * (A_STAGE + B_STAGE) * T::ELEM_BYTES;
@@ -108,12 +108,14 @@ template <class T>
 constexpr bool sm80_half_fits() {
   static_assert(TileStage<Sm80Half<false, 16, T>>::BYTES <= Sm80Half<false, 16, T>::SMEM_BYTES,
                 "the epilogue stages a C tile in the pipeline's shared memory");
-  static_assert(T::STAGES * T::A_STAGE * T::ELEM_BYTES % 128 == 0 && (T::BN * T::ELEM_BYTES == 256 || T::BN * T::ELEM_BYTES == 128),
+  static_assert(T::STAGES * T::A_STAGE * T::ELEM_BYTES % 128 == 0 &&
+                    (T::BN * T::ELEM_BYTES == 256 || T::BN * T::ELEM_BYTES == 128 || !Sm80Half<false, 16, T>::B_SWIZZLE),
                 "swizzled B: stage bases 128-byte aligned, 16 or 8 chunks a row (chunk c ^ (r % 8))");
   return true;
 }
 static_assert(sm80_half_fits<sm80::Tile128>() && sm80_half_fits<sm80::Tile64>() && sm80_half_fits<sm80::Tile<128, 64>>() &&
-                  sm80_half_fits<sm80::Tile<64, 128>>() && sm80_half_fits<sm80::Tile<32, 64>>(),
+                  sm80_half_fits<sm80::Tile<64, 128>>() && sm80_half_fits<sm80::Tile<32, 64>>() &&
+                  sm80_half_fits<sm80::Tile<32, 32>>(),
               "tile configurations");
 
 }  // namespace streamk
