@@ -208,13 +208,12 @@ NARROW_MODES = ("auto", "always", "never")
 # 4-byte ones only where they save the whole pack launch on a problem of at most this many flops
 # per compulsory byte (H200, first 100 corpus shapes; benchmarks/LOG.md v9).
 W4_MAX_INTENSITY = 200.0
-# 2-byte-aligned rows (an odd k or n) can be read in place with shifted 4-byte copies
-# (sm80_f16_w2.cu), but that mainloop measured 1.3-2.5x slower than the 16-byte one after a pack
-# (DP 38.5 against 50.4 TFLOP/s geomean on the 400 shapes, H100, LOG.md v11), so "auto" packs
-# them and only narrow="always" takes the _w2 kernels (no second copy of the operand in memory).
-# Not even for small GEMMs on the 64x64 tile, where packing costs ~2 us of ~6-10: there the _w2
-# kernel took 0.56x the time's inverse geomean on 100 shapes (356x716x129: 5.2 -> 6.5 us; ~1 us
-# more per k-64 stage; LOG.md v13).
+# 2-byte-aligned rows (an odd k or n) can be read in place with shifted copies (sm80_f16_w2.cu:
+# 16-byte copies from each row's 16-byte block, then a pass moves every row back 0-7 elements),
+# but on the 400 shapes (H100, LOG.md v14) that took 1.29x the time of pack + the 16-byte
+# mainloop where it applies, gaining only on GEMMs of three k-64 stages or fewer (280x176x145:
+# 5.83 -> 5.00 us; 270x198x367: 6.96 -> 8.67), so "auto" packs them and only narrow="always" takes
+# the _w2 kernels (no second copy of the operand in memory).
 
 
 def intensity(a: Operand, b: Operand, spec: KernelSpec) -> float:

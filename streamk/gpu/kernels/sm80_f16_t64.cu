@@ -4,8 +4,8 @@
 // GB/s, so a 128x128 tile's epilogue alone took ~2.5 us on an H100) and four times as many CTAs
 // share the work. The host picks it (streamk.gpu.api.choose_tile) or a Schedule of 64x64x32
 // tiles asks for it. Same table, fixup policies and operand rules as sm80_f16.cu; 16-, 8- and
-// 4-byte copies, and shifted 4-byte copies for rows only 2-byte aligned (_t64_w2: no pack pass,
-// which costs a small GEMM ~2 us). Entry points: streamk_sm80_f16_t64, streamk_sm80_bf16_t64 (and
+// 4-byte copies, and shifted copies for rows only 2-byte aligned (_t64_w2: no pack pass, for
+// narrow="always"). Entry points: streamk_sm80_f16_t64, streamk_sm80_bf16_t64 (and
 // _t64_w8, _t64_w4, _t64_w2), streamk_reduce_f32_t64, streamk_prescale_f32_t64.
 #include "sm80_half.cuh"
 

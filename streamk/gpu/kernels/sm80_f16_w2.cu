@@ -1,9 +1,9 @@
 // sm80_f16_w2.cu: the sm80_f16.cu kernels (same tile, warps, stages, shared memory, table and
 // fixup) for operands whose rows are only 2-byte aligned (row-major FP16/BF16 with an odd k or n,
-// the common case in a random corpus): 4-byte cp.async copies from the word holding each row
-// segment's start, then the rows that landed one element late are shifted back in shared memory
-// (pipeline.cuh TileLoader::shift). Reads them in place instead of a packing pass; the host takes
-// it where that pays (operands.py copy_widths). Own module, so only the GEMMs that need it
+// the common case in a random corpus): 16-byte cp.async copies from the 16-byte block holding each
+// row segment's start, then every row is moved back by the 0-7 elements it landed late, in shared
+// memory (pipeline.cuh TileLoader::shift). Reads them in place instead of a packing pass, for
+// narrow="always" (operands.py copy_widths: packing is faster on the corpus). Own module, so only the GEMMs that need it
 // compile it. Entry points: streamk_sm80_f16_w2, streamk_sm80_bf16_w2.
 #include "sm80_half.cuh"
 
