@@ -253,9 +253,9 @@ def test_small_tile_kernels_and_autos_tile_choice():
     assert choose_tile(edge, "float16", 132) == TileShape(64, 64, 32)
     assert choose_tile(many, "bfloat16", 132) == TileShape(64, 128, 32)  # 72 of either rectangle: a tie
     assert choose_tile(GemmShape(768, 705, 4096), "bfloat16", 132) == TileShape(128, 128, 32)  # long k
-    assert choose_tile(GemmShape(64 * 20, 64 * 15, 2048), "float16", 132) == TileShape(64, 64, 32)  # 300: 2-3 per SM
-    assert choose_tile(GemmShape(64 * 20, 64 * 15, 2049), "float16", 132) != TileShape(64, 64, 32)
-    assert choose_tile(GemmShape(64 * 20, 64 * 20, 2048), "float16", 132) != TileShape(64, 64, 32)  # 400
+    assert choose_tile(GemmShape(64 * 20, 64 * 15, 1024), "float16", 132) == TileShape(64, 64, 32)  # 300: 2-3 per SM
+    assert choose_tile(GemmShape(64 * 20, 64 * 15, 1025), "float16", 132) != TileShape(64, 64, 32)
+    assert choose_tile(GemmShape(64 * 20, 64 * 20, 1024), "float16", 132) != TileShape(64, 64, 32)  # 400
     assert choose_tile(few, "float64", 132) == TileShape(64, 64, 16)
     # 128x128 tiles under a wave, short k: the rectangle with fewer tiles that fits (a tie: 64x128)
     assert choose_tile(GemmShape(356, 2457, 360), "float16", 132) == TileShape(128, 64, 32)  # 117 vs 120

@@ -118,13 +118,16 @@ MEASURED_REDUCE_COSTS = {**{("sm_90a", t): Costs(a=32.0, b=24.0, c=1.0, d=0.5) f
 #   operands 16 bytes wide (aligned or packed): 30 shapes 1.08x (worst 0.95x); where it would
 #   read one with 8- or 4-byte copies, 17 shapes lost down to 0.82x against 128x128 tiles.
 RECT_MAX_ITERS = 64
-# * also 64x64, for k <= RECT_MAX_ITERS, where its tiles are more than two and at most three per
-#   SM: the 64x64 kernel keeps three CTAs per SM (sm80_f16_t64.cu), so they all run at once and
-#   every SM holds two or three, where 128x128 tiles (66-99 of them) leave SMs idle and the
-#   rectangles (133-198) load some SMs twice as much as others. H100, 30 of 400 shapes, two calls
-#   (LOG.md v14): 1.052x and 1.056x against the rectangle or 128x128 auto took (worst 0.89x); with
-#   one or two per SM the rectangles won (0.90x), with longer k 128x128 did (0.83x).
+# * also 64x64, for k <= SMALL_WAVE_MAX_ITERS, where its tiles are more than two and at most three
+#   per SM: the 64x64 kernel keeps three CTAs per SM (sm80_f16_t64.cu), so they all run at once
+#   and every SM holds two or three, where 128x128 tiles (66-99 of them) leave SMs idle and the
+#   rectangles (133-198) load some SMs twice as much as others. H100, two calls, 400 shapes (LOG.md
+#   v14): 1.060x and 1.064x on the 23 shapes with k <= 1024 against the rectangle or 128x128 auto
+#   took (worst 0.89x), 1.01-1.06x on 7 more up to k = 2048, but on seed 7 two shapes with k ~1800
+#   lost (0.86x, 0.94x against our 128x128 DP); with one or two per SM the rectangles won (0.90x),
+#   beyond k = 2048 128x128 did (0.83x).
 SMALL_PER_SM = 3
+SMALL_WAVE_MAX_ITERS = 32
 # * before all of these, where k is at most RECT_MAX_ITERS MAC iterations, 32x32 or else 32x64
 #   where its tiles fit one wave: a small GEMM's CTA spends ~0.6 us starting, runs a latency-bound
 #   mainloop and writes C at ~20 GB/s from its SM, so a smaller tile on more SMs. H100, 400 shapes
@@ -150,7 +153,8 @@ def choose_tile(shape: GemmShape, dtype: str, sms: int,
             if count(spec.tile) <= sms:
                 return spec.tile
     small = SMALL_SPECS[dtype].tile
-    if count(small) <= sms or (short and 2 * sms < count(small) <= SMALL_PER_SM * sms):
+    balanced = -(-shape.k // default.bk) <= SMALL_WAVE_MAX_ITERS and 2 * sms < count(small) <= SMALL_PER_SM * sms
+    if count(small) <= sms or balanced:
         return small
     if count(default) < sms and short:
         rects = sorted(RECT_SPECS[dtype], key=lambda s: (count(s.tile), s.tile.bm))  # a tie: 64x128
