@@ -111,10 +111,10 @@ def timings(stream) -> None:
 
 
 def small(stream) -> None:
-    """Where a small GEMM's time goes (64x64-tile shapes of the corpus whose rows are 2-byte
-    aligned): auto as shipped (pack pass + main kernel), the same main kernel on operands padded in
-    place (views of wider rows: no pack), the pack pass alone, shifted copies instead of the pack
-    (narrow="always"), cuBLAS raw and padded, and an empty kernel, as interleaved graph replays."""
+    """Where a small GEMM's time goes (small corpus shapes whose rows are 2-byte aligned): auto as
+    shipped (pack pass + main kernel), the same tile on the GEMM with k and n rounded up to 8 (no
+    pack), the pack pass alone, shifted copies instead of the pack (narrow="always"), cuBLAS raw and
+    padded, and an empty kernel, as interleaved graph replays."""
     keep = []
     x = torch.zeros(1, device="cuda")
     cases = {"noop (torch add_ on 1 element)": ((lambda: x.add_(1)), "")}
@@ -123,12 +123,13 @@ def small(stream) -> None:
                     (270, 198, 367), (427, 371, 371), (226, 727, 225), (1564, 261, 397), (223, 263, 830)):
         name = f"{m}x{n}x{k}"
         A, B, C = operands(m, n, k)
-        mp, np_, kp = (-(-v // 64) * 64 for v in (m, n, k))
-        Ap = torch.zeros(m, kp, device="cuda", dtype=A.dtype)
-        Bp = torch.zeros(k, np_, device="cuda", dtype=B.dtype)
+        k8, n8 = -(-k // 8) * 8, -(-n // 8) * 8  # the same GEMM with k and n rounded up: nothing to pack
+        Ap = torch.zeros(m, k8, device="cuda", dtype=A.dtype)
+        Bp = torch.zeros(k8, n8, device="cuda", dtype=B.dtype)
+        Cp = torch.empty(m, n8, device="cuda")
         Ap[:, :k] = A
-        Bp[:, :n] = B
-        keep += [A, B, C, Ap, Bp]
+        Bp[:k, :n] = B
+        keep += [A, B, C, Ap, Bp, Cp]
         cases[f"cublas raw {name}"] = ((lambda A=A, B=B: torch.mm(A, B, out_dtype=torch.float32)), "")
         Apad = torch.zeros(m, -(-k // 8) * 8, device="cuda", dtype=A.dtype)
         Bpad = torch.zeros(-(-k // 8) * 8, -(-n // 8) * 8, device="cuda", dtype=B.dtype)
@@ -137,9 +138,9 @@ def small(stream) -> None:
         p, fn = ours(A, B, C, stream, schedule="auto")
         keep.append(p)
         cases[f"auto raw {name}"] = (fn, label(p))
-        q, fn = ours(Ap[:, :k], Bp[:, :n], C, stream, schedule=p.schedule)
+        q, fn = ours(Ap, Bp, Cp, stream, schedule="auto", tile=p.schedule.tile)
         keep.append(q)
-        cases[f"auto, operands padded in place {name}"] = (fn, label(q))
+        cases[f"auto, k and n rounded up to 8 {name}"] = (fn, label(q))
         packs = [st for st in p.launch.steps if "pack" in st.name]
         if packs:
             cases[f"pack only {name}"] = ((lambda packs=packs: [st.enqueue(stream.cuda_stream) for st in packs]), "")

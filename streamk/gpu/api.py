@@ -20,8 +20,8 @@ from ..schedule import Schedule
 from ..sched import make_schedule
 from ..shapes import GemmShape, Machine, TileShape
 from .launch import GemmParams, Launch, PackPair, PackParams, Step
-from .operands import (RECT_SPECS, SMALL_SPECS, TINY_SPECS, KernelSpec, Operand, check_operands, copy_widths, describe, padded,
-                       spec_for_tile, tile_specs)
+from .operands import (RECT_SPECS, SMALL_SPECS, TINY_SPECS, KernelSpec, Operand, check_operands, copy_widths, describe,
+                       padded, spec_for_tile, tile_specs)
 from .table import STATE_WORDS, TABLE_VERSION, build_table
 
 NO_WAIT_POLICIES = ("last-arrival", "separate-reduce", "atomic")
@@ -103,12 +103,27 @@ MEASURED_REDUCE_COSTS = {**{("sm_90a", t): Costs(a=32.0, b=24.0, c=1.0, d=0.5) f
                          ("sm_90a", TileShape(64, 64, 16)): Costs(a=32.0, b=16.0, c=1.0, d=1.0)}
 
 
-# auto's tile, when the caller names none (FP16/BF16; FP64 runs the paper's 64x64x16 only):
+# auto's tile, when the caller names none (FP16/BF16; FP64 runs the paper's 64x64x16 only), in the
+# order choose_tile tries them:
+# * where k is at most RECT_MAX_ITERS MAC iterations, 32x32 or else 32x64 where its tiles fit one
+#   wave: a small GEMM's CTA spends ~0.6 us starting, runs a latency-bound mainloop and writes C at
+#   ~20 GB/s from its SM, so a smaller tile on more SMs. H100, 400 shapes (LOG.md v14): 32x64
+#   against auto on 64x64 1.05-1.08x where 32x64 tiles fit a wave (1.13-1.15x for k < 512), 0.81x
+#   beyond it, 0.89-0.96x with longer k; 32x32 against 32x64 1.08-1.10x where 32x32 tiles fit a
+#   wave (worst 0.99x), 0.84x beyond.
 # * 64x64 where those tiles fit one wave on the SMs. A GEMM of few 128x128 tiles leaves most SMs
 #   idle under DP, splits each tile many ways under Stream-K, and each tile's 64 KB of C (or of
 #   partials) leaves one SM at ~25 GB/s (~2.5 us, LOG.md v10); 64x64 tiles give four times the
 #   CTAs a quarter of that each. H100, 400 shapes (LOG.md v13): 1.50x geomean below 33 128x128
 #   tiles; of the rules tried, "64x64 tiles <= SMs" lost least (worst 0.85x) for the most gain.
+# * also 64x64, for k <= SMALL_WAVE_MAX_ITERS, where its tiles are more than two and at most
+#   SMALL_PER_SM per SM: the 64x64 kernel keeps three CTAs per SM (sm80_f16_t64.cu), so they all
+#   run at once and every SM holds two or three, where 128x128 tiles (66-99 of them) leave SMs idle
+#   and the rectangles (133-198) load some SMs twice as much as others. H100, two calls, 400 shapes
+#   (LOG.md v14): 1.060x and 1.064x on the 23 shapes with k <= 1024 against the rectangle or
+#   128x128 auto took (worst 0.89x), 1.01-1.06x on 7 more up to k = 2048, but on seed 7 two shapes
+#   with k ~1800 lost (0.86x, 0.94x against our 128x128 DP); with one or two per SM the rectangles
+#   won (0.90x), beyond k = 2048 128x128 did (0.83x).
 # * else 128x64 or 64x128 (the fewer tiles; a tie: 64x128) where 128x128 tiles leave SMs idle
 #   and k is at most RECT_MAX_ITERS MAC iterations: such GEMMs ran DP on 128x128 tiles
 #   (Stream-K's fixup not worth it for short k) on under a wave of SMs. H100 (LOG.md v13): with
@@ -117,23 +132,10 @@ MEASURED_REDUCE_COSTS = {**{("sm_90a", t): Costs(a=32.0, b=24.0, c=1.0, d=0.5) f
 #   Two rectangles per SM (DP at two CTAs per SM) only where the rectangle's kernel reads both
 #   operands 16 bytes wide (aligned or packed): 30 shapes 1.08x (worst 0.95x); where it would
 #   read one with 8- or 4-byte copies, 17 shapes lost down to 0.82x against 128x128 tiles.
+# * else the paper's 128x128.
 RECT_MAX_ITERS = 64
-# * also 64x64, for k <= SMALL_WAVE_MAX_ITERS, where its tiles are more than two and at most three
-#   per SM: the 64x64 kernel keeps three CTAs per SM (sm80_f16_t64.cu), so they all run at once
-#   and every SM holds two or three, where 128x128 tiles (66-99 of them) leave SMs idle and the
-#   rectangles (133-198) load some SMs twice as much as others. H100, two calls, 400 shapes (LOG.md
-#   v14): 1.060x and 1.064x on the 23 shapes with k <= 1024 against the rectangle or 128x128 auto
-#   took (worst 0.89x), 1.01-1.06x on 7 more up to k = 2048, but on seed 7 two shapes with k ~1800
-#   lost (0.86x, 0.94x against our 128x128 DP); with one or two per SM the rectangles won (0.90x),
-#   beyond k = 2048 128x128 did (0.83x).
 SMALL_PER_SM = 3
 SMALL_WAVE_MAX_ITERS = 32
-# * before all of these, where k is at most RECT_MAX_ITERS MAC iterations, 32x32 or else 32x64
-#   where its tiles fit one wave: a small GEMM's CTA spends ~0.6 us starting, runs a latency-bound
-#   mainloop and writes C at ~20 GB/s from its SM, so a smaller tile on more SMs. H100, 400 shapes
-#   (LOG.md v14): 32x64 against auto on 64x64 1.05-1.08x where 32x64 tiles fit a wave (1.13-1.15x
-#   for k < 512), 0.81x beyond it, 0.89-0.96x with longer k; 32x32 against 32x64 1.08-1.10x where
-#   32x32 tiles fit a wave (worst 0.99x), 0.84x beyond.
 
 
 def choose_tile(shape: GemmShape, dtype: str, sms: int,
@@ -147,13 +149,14 @@ def choose_tile(shape: GemmShape, dtype: str, sms: int,
     def count(t: TileShape) -> int:
         return -(-shape.m // t.bm) * -(-shape.n // t.bn)
 
-    short = -(-shape.k // default.bk) <= RECT_MAX_ITERS
+    iters = -(-shape.k // default.bk)  # MAC iterations of a tile
+    short = iters <= RECT_MAX_ITERS
     if short:
         for spec in sorted(TINY_SPECS[dtype], key=lambda s: s.tile.bm * s.tile.bn):
             if count(spec.tile) <= sms:
                 return spec.tile
     small = SMALL_SPECS[dtype].tile
-    balanced = -(-shape.k // default.bk) <= SMALL_WAVE_MAX_ITERS and 2 * sms < count(small) <= SMALL_PER_SM * sms
+    balanced = iters <= SMALL_WAVE_MAX_ITERS and 2 * sms < count(small) <= SMALL_PER_SM * sms
     if count(small) <= sms or balanced:
         return small
     if count(default) < sms and short:
@@ -301,7 +304,8 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     # their first unit (fixup.cuh STREAMK_GUESS_FIRST_ROW); a CTA with no units ignores it
     unit_rows = table.units
     if len(unit_rows) < sched.grid:
-        unit_rows = np.concatenate([unit_rows, np.zeros((sched.grid - len(unit_rows), unit_rows.shape[1]), unit_rows.dtype)])
+        pad = np.zeros((sched.grid - len(unit_rows), unit_rows.shape[1]), unit_rows.dtype)
+        unit_rows = np.concatenate([unit_rows, pad])
     offsets, units, reads, waits, items_buf = dev.upload(
         [table.cta_offsets, unit_rows, table.reads, table.waits, table.items])
     acc_bytes = 4 if spec.out_dtype == "float32" else 8
