@@ -241,8 +241,8 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     reads them in place with 8-byte copies, and 4-byte ones where that saves all packing on a
     small problem; "always"; "never" packs them, as v1-v8 did); one kernel reads both operands
     at the narrower width. ``tile``: the CTA tile of a named schedule (a TileShape, 128 or 64 for
-    the square ones, "128x64" or "64x128"); by default the paper's (128x128x32 for FP16/BF16,
-    64x64x16 for FP64), except that "auto" picks 64x64x32, 128x64x32 or 64x128x32 for FP16/BF16
+    the square ones, or "128x64", "64x128", "32x64", "32x32"); by default the paper's (128x128x32
+    for FP16/BF16, 64x64x16 for FP64), except that "auto" picks a smaller one for FP16/BF16
     problems of few 128x128 tiles (``choose_tile``). A Schedule brings its own tile. ``pdl``:
     launch the main kernel behind the pack pass, and the separate-reduce pass behind the main
     kernel, with programmatic dependent launch, so each starts while the one before ends (sm_90

@@ -159,8 +159,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          "[#TILE][+pack|+narrow][+pdl|+nopdl]: a scheduler, optionally with that grid, planned "
                          "for that many CTAs per SM, (auto) those model constants (after &: its separate-reduce "
                          "constants), a tile order such as grouped-8, a fixup policy, the CTA tile (64, 128, "
-                         "128x64, 64x128, 32x64, 32x32; auto picks one by default), how unaligned operands are read, and "
-                         "whether the kernels after the first use programmatic dependent launch")
+                         "128x64, 64x128, 32x64, 32x32; auto picks one by default), how unaligned operands are "
+                         "read, and whether the kernels after the first use programmatic dependent launch")
     ap.add_argument("--seconds", type=float, default=400.0, help="stop starting new shapes after this")
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for the CSV (default $OUT or .)")
 

@@ -23,24 +23,22 @@ from .errors import check
 
 KERNEL_DIR = Path(__file__).with_name("kernels")
 
+def _tile_entries(*tiles: str, widths: tuple[str, ...] = ("", "_w8", "_w4")) -> tuple[str, ...]:
+    """The entry points STREAMK_SM80_HALF_TILE (sm80_half.cuh) defines for each of ``tiles``: FP16
+    and BF16 main kernels per copy width, then each tile's FP32 reduce and prescale passes."""
+    return (tuple(f"streamk_sm80_{t}_{tile}{w}" for tile in tiles for w in widths for t in ("f16", "bf16"))
+            + tuple(f"streamk_{step}_f32_{tile}" for tile in tiles for step in ("reduce", "prescale")))
+
+
 # Source file -> its entry points (extern "C" __global__ names), looked up by name at launch.
 SOURCES: dict[str, tuple[str, ...]] = {
     "sm80_f16.cu": ("streamk_sm80_f16", "streamk_sm80_bf16", "streamk_reduce_f32", "streamk_prescale_f32"),
     "sm80_f16_w8.cu": ("streamk_sm80_f16_w8", "streamk_sm80_bf16_w8"),
     "sm80_f16_w4.cu": ("streamk_sm80_f16_w4", "streamk_sm80_bf16_w4"),
     "sm80_f16_w2.cu": ("streamk_sm80_f16_w2", "streamk_sm80_bf16_w2"),
-    "sm80_f16_t64.cu": ("streamk_sm80_f16_t64", "streamk_sm80_bf16_t64", "streamk_sm80_f16_t64_w8",
-                        "streamk_sm80_bf16_t64_w8", "streamk_sm80_f16_t64_w4", "streamk_sm80_bf16_t64_w4",
-                        "streamk_sm80_f16_t64_w2", "streamk_sm80_bf16_t64_w2",
-                        "streamk_reduce_f32_t64", "streamk_prescale_f32_t64"),
-    "sm80_f16_rect.cu": tuple(f"streamk_sm80_{t}_{tile}{w}" for tile in ("t128x64", "t64x128")
-                              for w in ("", "_w8", "_w4") for t in ("f16", "bf16"))
-                        + ("streamk_reduce_f32_t128x64", "streamk_prescale_f32_t128x64",
-                           "streamk_reduce_f32_t64x128", "streamk_prescale_f32_t64x128"),
-    "sm80_f16_t32.cu": tuple(f"streamk_sm80_{t}_{tile}{w}" for tile in ("t32x64", "t32x32")
-                             for w in ("", "_w8", "_w4") for t in ("f16", "bf16"))
-                       + ("streamk_reduce_f32_t32x64", "streamk_prescale_f32_t32x64",
-                          "streamk_reduce_f32_t32x32", "streamk_prescale_f32_t32x32"),
+    "sm80_f16_t64.cu": _tile_entries("t64", widths=("", "_w8", "_w4", "_w2")),
+    "sm80_f16_rect.cu": _tile_entries("t128x64", "t64x128"),
+    "sm80_f16_t32.cu": _tile_entries("t32x64", "t32x32"),
     "sm80_f64.cu": ("streamk_sm80_f64", "streamk_sm80_f64_w8", "streamk_reduce_f64", "streamk_prescale_f64"),
     "pack.cu": ("streamk_pack_b16", "streamk_pack_b64"),
 }

@@ -137,6 +137,14 @@ static_assert(sm80_half_fits<sm80::Tile128>() && sm80_half_fits<sm80::Tile64>() 
     streamk::run_schedule<streamk::Sm80Half<true, LOAD_BYTES, TILE>>(p, smem);                            \
   }
 
+// One smaller tile's kernels: 16-, 8- and 4-byte copies at MIN_BLOCKS CTAs per SM, with its
+// reduce and prescale passes (rows only 2-byte aligned are packed). TILE: an alias without commas.
+#define STREAMK_SM80_HALF_TILE(SUFFIX, TILE, MIN_BLOCKS)                        \
+  STREAMK_SM80_HALF_ENTRIES(SUFFIX, 16, TILE, TILE::THREADS, MIN_BLOCKS)        \
+  STREAMK_SM80_HALF_ENTRIES(SUFFIX##_w8, 8, TILE, TILE::THREADS, MIN_BLOCKS)    \
+  STREAMK_SM80_HALF_ENTRIES(SUFFIX##_w4, 4, TILE, TILE::THREADS, MIN_BLOCKS)    \
+  STREAMK_SM80_HALF_PASSES(SUFFIX, TILE)
+
 // The separate-reduce and atomic-prescale passes of one tile: streamk_reduce_f32<SUFFIX> (no shared
 // memory) and streamk_prescale_f32<SUFFIX>.
 #define STREAMK_SM80_HALF_PASSES(SUFFIX, TILE)                                                            \
