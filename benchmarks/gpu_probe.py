@@ -259,36 +259,71 @@ def waits_report(s, plan, t, t0) -> None:
     print(f"    last CTA {last}: " + "; ".join(steps))
 
 
-def big(stream, reps: int = 10) -> None:
-    """Large problems timed alone (no cuBLAS replays in between to heat the GPU), then cuBLAS."""
-    for m, n, k in ((8192, 8192, 8192), (4096, 4096, 4096), (7168, 4224, 3584)):
-        print(f"\n== {m}x{n}x{k}, each variant alone: median of back-to-back launches")
-        A, B, C = operands(m, n, k)
-        variants = [("data-parallel", dict(schedule="data-parallel")), ("auto", dict(schedule="auto"))]
-        if m == 8192:
-            variants += [("data-parallel grouped-8", dict(schedule="data-parallel", tile_order="grouped-8")),
-                         ("persistent DP grid 264", dict(schedule="data-parallel", grid=264))]
-        fns = [(name, ours(A, B, C, stream, **kw)[1]) for name, kw in variants]
-        fns.append(("cublas", lambda A=A, B=B: torch.mm(A, B, out_dtype=torch.float32)))
-        for name, fn in fns:
-            with torch.cuda.stream(stream):
-                for _ in range(3):
-                    fn()
-                events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                          for _ in range(reps)]
-                for e0, e1 in events:
-                    e0.record(stream)
-                    fn()
-                    e1.record(stream)
-            torch.cuda.synchronize()
-            ms = statistics.median(e0.elapsed_time(e1) for e0, e1 in events)
-            print(f"{name:<28} {ms * 1e3:9.1f} us  {2 * m * n * k / ms / 1e9:6.1f} TFLOP/s")
+BIG_SHAPES = ((8192, 8192, 8192), (4096, 4096, 4096), (7168, 4224, 3584))
+
+
+def big(stream, reps: int = 10, variants: list[str] | None = None, shapes=BIG_SHAPES, rounds: int = 1) -> None:
+    """Large problems timed alone (no cuBLAS replays in between to heat the GPU), then cuBLAS.
+    ``variants``: `streamk bench` variant texts. With ``rounds`` > 1 every round allocates fresh
+    operands (their placement in memory moved one launch's time by up to 15% between processes,
+    LOG.md v15) and times the variants in a rotated order; each variant's figure is the median
+    over rounds of its median launch, with the rounds' min and max."""
+    from streamk.gpu.variants import variant
+
+    for m, n, k in shapes:
+        print(f"\n== {m}x{n}x{k}, each variant alone: median of back-to-back launches"
+              + (f", median over {rounds} rounds of fresh operands (min - max)" if rounds > 1 else ""))
+        if variants:
+            named = [(text, variant(text, lambda: current().sms)) for text in variants]
+        else:
+            named = [("data-parallel", dict(schedule="data-parallel")), ("auto", dict(schedule="auto"))]
+            if m == 8192:
+                named += [("data-parallel grouped-8", dict(schedule="data-parallel", tile_order="grouped-8")),
+                          ("persistent DP grid 264", dict(schedule="data-parallel", grid=264))]
+        names = [name for name, _ in named] + ["cublas"]
+        times: dict[str, list[float]] = {name: [] for name in names}
+        grids: dict[str, str] = {}
+        held = []  # earlier rounds' operands stay allocated, so each round's lie elsewhere
+        for r in range(rounds):
+            A, B, C = operands(m, n, k)
+            held.append((A, B, C))
+            fns = {}
+            for name, kw in named:
+                p, fns[name] = ours(A, B, C, stream, **kw)
+                grids[name] = f"{p.schedule.tile.bm}x{p.schedule.tile.bn} grid {p.schedule.grid}"
+            fns["cublas"] = lambda A=A, B=B: torch.mm(A, B, out_dtype=torch.float32)
+            order = names[r % len(names):] + names[:r % len(names)]
+            for name in order:
+                fn = fns[name]
+                with torch.cuda.stream(stream):
+                    for _ in range(3):
+                        fn()
+                    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                              for _ in range(reps)]
+                    for e0, e1 in events:
+                        e0.record(stream)
+                        fn()
+                        e1.record(stream)
+                torch.cuda.synchronize()
+                times[name].append(statistics.median(e0.elapsed_time(e1) for e0, e1 in events))
+            del fns
+        flop = 2 * m * n * k
+        for name in names:
+            ms = statistics.median(times[name])
+            spread = (f"  ({flop / max(times[name]) / 1e9:6.1f} - {flop / min(times[name]) / 1e9:6.1f})"
+                      if rounds > 1 else "")
+            print(f"{name:<36} {grids.get(name, ''):>20} {ms * 1e3:9.1f} us  {flop / ms / 1e9:6.1f} TFLOP/s{spread}")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", action="store_true", help="phases from a STREAMK_TRACE=1 build")
     ap.add_argument("--big", action="store_true", help="only 8192^3, each variant alone")
+    ap.add_argument("--variants", help="with --big: variants (`streamk bench` --decomps grammar, ';'-separated) "
+                    "timed in order, e.g. 'data-parallel;data-parallel#128x256;data-parallel'")
+    ap.add_argument("--shapes", help="with --big: MxNxK,... instead of 8192^3, 4096^3, 7168x4224x3584")
+    ap.add_argument("--reps", type=int, default=10, help="with --big: timed launches per variant")
+    ap.add_argument("--rounds", type=int, default=1, help="with --big: rounds of fresh operands, variants rotated")
     ap.add_argument("--small", action="store_true", help="only where small GEMMs' time goes (pack, main, cuBLAS)")
     ap.add_argument("--trace-shape", action="append", default=[], metavar="MxNxK",
                     help="with --trace: trace these shapes (DP and auto) instead of the built-in cases")
@@ -297,7 +332,8 @@ def main() -> int:
     print(f"device {dev.name} ({dev.arch}, {dev.sms} SMs), torch {torch.__version__}")
     stream = torch.cuda.Stream()
     if args.big:
-        big(stream)
+        shapes = tuple(tuple(int(v) for v in t.split("x")) for t in args.shapes.split(",")) if args.shapes else BIG_SHAPES
+        big(stream, args.reps, args.variants.split(";") if args.variants else None, shapes, args.rounds)
     elif args.small:
         small(stream)
     elif args.trace:

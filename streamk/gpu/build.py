@@ -39,6 +39,7 @@ SOURCES: dict[str, tuple[str, ...]] = {
     "sm80_f16_t64.cu": _tile_entries("t64", widths=("", "_w8", "_w4", "_w2")),
     "sm80_f16_rect.cu": _tile_entries("t128x64", "t64x128"),
     "sm80_f16_t32.cu": _tile_entries("t32x64", "t32x32"),
+    "sm80_f16_wide.cu": _tile_entries("t128x256"),
     "sm80_f64.cu": ("streamk_sm80_f64", "streamk_sm80_f64_w8", "streamk_reduce_f64", "streamk_prescale_f64"),
     "pack.cu": ("streamk_pack_b16", "streamk_pack_b64"),
 }

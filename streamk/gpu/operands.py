@@ -69,13 +69,15 @@ TINY_SPECS = {
     dtype: tuple(_half_spec(short, f"_t{bm}x{bn}", TileShape(bm, bn, 32), (8, 4)) for bm, bn in ((32, 64), (32, 32)))
     for dtype, short in _HALVES
 }
+# The wide tile (sm80_f16_wide.cu): 128x256x32, 8 warps, one CTA per SM, for large GEMMs.
+WIDE_SPECS = {dtype: _half_spec(short, "_t128x256", TileShape(128, 256, 32), (8, 4)) for dtype, short in _HALVES}
 _TYPESTR = {"<f2": "float16", "<f4": "float32", "<f8": "float64"}
 
 
 def tile_specs(dtype: str) -> dict[TileShape, KernelSpec]:
     """Every tile a kernel runs for ``dtype``, the default (the paper's) first."""
     specs = {SPECS[dtype].tile: SPECS[dtype]}
-    for spec in (SMALL_SPECS[dtype], *RECT_SPECS[dtype], *TINY_SPECS[dtype]) if dtype in SMALL_SPECS else ():
+    for spec in (SMALL_SPECS[dtype], *RECT_SPECS[dtype], *TINY_SPECS[dtype], WIDE_SPECS[dtype]) if dtype in SMALL_SPECS else ():
         specs[spec.tile] = spec
     return specs
 

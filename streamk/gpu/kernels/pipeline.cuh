@@ -31,6 +31,10 @@ namespace streamk {
 // four at a time, whose s differ in (s / 2) for odd ld, which keeps its 4-byte reads free of bank
 // conflicts. The elements before a segment (s of them, in the same 16-byte block as its first
 // one) are read but shifted out; those past k or n are zero-filled (src-size), never read.
+#ifndef STREAMK_LEAN_COPIES
+#define STREAMK_LEAN_COPIES 0
+#endif
+
 template <class ML>
 struct TileLoader {
   using Elem = typename ML::Elem;
@@ -118,7 +122,18 @@ struct TileLoader {
 
   // Copy the next stage into the buffers at shared byte addresses (sa, sb), zero past k_lim; advance.
   __device__ __forceinline__ void load(const GemmParams& p, int k_lim, unsigned sa, unsigned sb) {
-    if constexpr (BYTES == 16 && !SHIFTED) {
+    if constexpr (BYTES == 16 && !SHIFTED && STREAMK_LEAN_COPIES) {
+      // rows counted as in the narrow path: one compare per copy, no row mask to rebuild
+      const int a_rows = a_kpos < k_lim ? a_rows_left : 0, b_rows = b_col_ok ? k_lim - b_kpos : 0;
+#pragma unroll
+      for (int i = 0; i < A_PASSES; ++i)
+        cp_async16_ca(sa + a_dst + i * A_ROWS_PER_PASS * ML::A_LD * sizeof(Elem),
+                      a + static_cast<long long>(i * A_ROWS_PER_PASS) * p.lda, i * A_ROWS_PER_PASS < a_rows ? 16 : 0);
+#pragma unroll
+      for (int i = 0; i < B_PASSES; ++i)
+        cp_async16(sb + b_dst + i * B_ROWS_PER_PASS * ML::B_LD * sizeof(Elem),
+                   b + static_cast<long long>(i * B_ROWS_PER_PASS) * p.ldb, i * B_ROWS_PER_PASS < b_rows ? 16 : 0);
+    } else if constexpr (BYTES == 16 && !SHIFTED) {
       const bool a_k_ok = a_kpos < k_lim;
 #pragma unroll
       for (int i = 0; i < A_PASSES; ++i) {

@@ -27,6 +27,11 @@ namespace sm80 {
 #define STREAMK_SM80_WARPS_N 2
 #endif
 
+// Pipeline depth of the 256-wide tile (one CTA per SM: 4 x 51,200 B of stages still fit).
+#ifndef STREAMK_SM80_WIDE_STAGES
+#define STREAMK_SM80_WIDE_STAGES STREAMK_SM80_STAGES
+#endif
+
 constexpr int THREADS_128 = 2 * STREAMK_SM80_WARPS_N * 32;  // block of the 128x128 kernels
 
 template <int BM_, int BN_>
@@ -35,9 +40,10 @@ struct Tile {
   static constexpr int BN = BN_;             // CTA tile columns
   static constexpr int BK = 32;              // k per MAC iteration (elements)
   static constexpr int STAGE_ITERS = STREAMK_SM80_STAGE_ITERS;
-  static constexpr int STAGES = STREAMK_SM80_STAGES;
+  static constexpr int STAGES = BN == 256 ? STREAMK_SM80_WIDE_STAGES : STREAMK_SM80_STAGES;
   static constexpr int WARPS_M = 2;
-  static constexpr int WARPS_N = BN == 128 ? STREAMK_SM80_WARPS_N : 2;
+  // 128 wide: STREAMK_SM80_WARPS_N; 256 wide: 4 warps of 64 columns (8 warps of 64x64); else 2
+  static constexpr int WARPS_N = BN == 128 ? STREAMK_SM80_WARPS_N : BN == 256 ? 4 : 2;
   static constexpr int THREADS = WARPS_M * WARPS_N * 32;
   static constexpr int WARP_M = BM / WARPS_M;  // 64 rows per warp (32 in the 64x64 tile)
   static constexpr int WARP_N = BN / WARPS_N;  // 64 (or 32) columns per warp

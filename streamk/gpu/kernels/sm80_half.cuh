@@ -109,13 +109,14 @@ constexpr bool sm80_half_fits() {
   static_assert(TileStage<Sm80Half<false, 16, T>>::BYTES <= Sm80Half<false, 16, T>::SMEM_BYTES,
                 "the epilogue stages a C tile in the pipeline's shared memory");
   static_assert(T::STAGES * T::A_STAGE * T::ELEM_BYTES % 128 == 0 &&
-                    (T::BN * T::ELEM_BYTES == 256 || T::BN * T::ELEM_BYTES == 128 || !Sm80Half<false, 16, T>::B_SWIZZLE),
-                "swizzled B: stage bases 128-byte aligned, 16 or 8 chunks a row (chunk c ^ (r % 8))");
+                    (T::BN * T::ELEM_BYTES == 512 || T::BN * T::ELEM_BYTES == 256 || T::BN * T::ELEM_BYTES == 128 ||
+                     !Sm80Half<false, 16, T>::B_SWIZZLE),
+                "swizzled B: stage bases 128-byte aligned, 32, 16 or 8 chunks a row (chunk c ^ (r % 8))");
   return true;
 }
 static_assert(sm80_half_fits<sm80::Tile128>() && sm80_half_fits<sm80::Tile64>() && sm80_half_fits<sm80::Tile<128, 64>>() &&
                   sm80_half_fits<sm80::Tile<64, 128>>() && sm80_half_fits<sm80::Tile<32, 64>>() &&
-                  sm80_half_fits<sm80::Tile<32, 32>>(),
+                  sm80_half_fits<sm80::Tile<32, 32>>() && sm80_half_fits<sm80::Tile<128, 256>>(),
               "tile configurations");
 
 }  // namespace streamk
