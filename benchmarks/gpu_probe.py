@@ -17,6 +17,7 @@ import argparse
 import statistics
 import struct
 import sys
+import time
 
 import numpy as np
 import torch
@@ -262,12 +263,16 @@ def waits_report(s, plan, t, t0) -> None:
 BIG_SHAPES = ((8192, 8192, 8192), (4096, 4096, 4096), (7168, 4224, 3584))
 
 
-def big(stream, reps: int = 10, variants: list[str] | None = None, shapes=BIG_SHAPES, rounds: int = 1) -> None:
+def big(stream, reps: int = 10, variants: list[str] | None = None, shapes=BIG_SHAPES, rounds: int = 1,
+        pause: float = 0.0) -> None:
     """Large problems timed alone (no cuBLAS replays in between to heat the GPU), then cuBLAS.
     ``variants``: `streamk bench` variant texts. With ``rounds`` > 1 every round allocates fresh
     operands (their placement in memory moved one launch's time by up to 15% between processes,
     LOG.md v15) and times the variants in a rotated order; each variant's figure is the median
-    over rounds of its median launch, with the rounds' min and max."""
+    over rounds of its median launch, with the rounds' min and max. ``pause``: seconds idle before
+    each variant's warm-up: an 8192^3 GEMM runs the H100 into its 700 W cap within milliseconds
+    (SM clock 1980 -> 1300-1650 MHz, LOG.md v15), so without a pause a variant timed right after
+    another (or after cuBLAS) starts with a lower clock than the first."""
     from streamk.gpu.variants import variant
 
     for m, n, k in shapes:
@@ -295,6 +300,8 @@ def big(stream, reps: int = 10, variants: list[str] | None = None, shapes=BIG_SH
             order = names[r % len(names):] + names[:r % len(names)]
             for name in order:
                 fn = fns[name]
+                if pause:
+                    time.sleep(pause)
                 with torch.cuda.stream(stream):
                     for _ in range(3):
                         fn()
@@ -323,6 +330,7 @@ def main() -> int:
                     "timed in order, e.g. 'data-parallel;data-parallel#128x256;data-parallel'")
     ap.add_argument("--shapes", help="with --big: MxNxK,... instead of 8192^3, 4096^3, 7168x4224x3584")
     ap.add_argument("--reps", type=int, default=10, help="with --big: timed launches per variant")
+    ap.add_argument("--pause", type=float, default=0.0, help="with --big: seconds idle before each variant")
     ap.add_argument("--rounds", type=int, default=1, help="with --big: rounds of fresh operands, variants rotated")
     ap.add_argument("--small", action="store_true", help="only where small GEMMs' time goes (pack, main, cuBLAS)")
     ap.add_argument("--trace-shape", action="append", default=[], metavar="MxNxK",
@@ -333,7 +341,7 @@ def main() -> int:
     stream = torch.cuda.Stream()
     if args.big:
         shapes = tuple(tuple(int(v) for v in t.split("x")) for t in args.shapes.split(",")) if args.shapes else BIG_SHAPES
-        big(stream, args.reps, args.variants.split(";") if args.variants else None, shapes, args.rounds)
+        big(stream, args.reps, args.variants.split(";") if args.variants else None, shapes, args.rounds, args.pause)
     elif args.small:
         small(stream)
     elif args.trace:

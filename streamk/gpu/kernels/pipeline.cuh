@@ -32,7 +32,7 @@ namespace streamk {
 // conflicts. The elements before a segment (s of them, in the same 16-byte block as its first
 // one) are read but shifted out; those past k or n are zero-filled (src-size), never read.
 #ifndef STREAMK_LEAN_COPIES
-#define STREAMK_LEAN_COPIES 0
+#define STREAMK_LEAN_COPIES 1
 #endif
 
 template <class ML>
