@@ -170,7 +170,8 @@ def trace_launch(p, stream) -> tuple[float, list[tuple[int, ...]]]:
     return e0.elapsed_time(e1) * 1e3, [raw[i * TRACE_WORDS:(i + 1) * TRACE_WORDS] for i in range(grid)]
 
 
-def traces(stream, shapes: list[tuple[int, int, int]] | None = None) -> None:
+def traces(stream, shapes: list[tuple[int, int, int]] | None = None, variants: list[str] | None = None) -> None:
+    from streamk.gpu.variants import variant
 
     print("\n== traces (one launch each, us). span: first CTA start to last unit end; per action: units, "
           "mainloop us per MAC iteration (median), epilogue (fixup included) median / p90 / max")
@@ -190,9 +191,9 @@ def traces(stream, shapes: list[tuple[int, int, int]] | None = None) -> None:
     for shape in ((2176, 3200, 3200), (1280, 1536, 6720)):  # 425 tiles x 100 it; 120 tiles x 210 it
         cases += [(f"{shape} {d}", shape, dict(schedule=d, **kw)) for d, kw in
                   (("data-parallel", {}), ("auto", {}), ("stream-k", {"grid": 264}), ("stream-k", {"grid": 132}))]
-    if shapes:  # --trace-shape: just these, under DP and auto
-        cases = [(f"{'x'.join(map(str, sh))} {d}", sh, dict(schedule=d)) for sh in shapes
-                 for d in ("data-parallel", "auto")]
+    if shapes:  # --trace-shape: just these, under DP and auto (or --variants)
+        cases = [(f"{'x'.join(map(str, sh))} {d}", sh, variant(d, lambda: current().sms)) for sh in shapes
+                 for d in (variants or ("data-parallel", "auto"))]
     for name, shape, kw in cases:
         A, B, C = operands(*shape)
         p = prepare(A, B, C, **kw)
@@ -326,7 +327,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", action="store_true", help="phases from a STREAMK_TRACE=1 build")
     ap.add_argument("--big", action="store_true", help="only 8192^3, each variant alone")
-    ap.add_argument("--variants", help="with --big: variants (`streamk bench` --decomps grammar, ';'-separated) "
+    ap.add_argument("--variants", help="with --big or --trace-shape: variants (`streamk bench` --decomps grammar, ';'-separated) "
                     "timed in order, e.g. 'data-parallel;data-parallel#128x256;data-parallel'")
     ap.add_argument("--shapes", help="with --big: MxNxK,... instead of 8192^3, 4096^3, 7168x4224x3584")
     ap.add_argument("--reps", type=int, default=10, help="with --big: timed launches per variant")
@@ -345,7 +346,8 @@ def main() -> int:
     elif args.small:
         small(stream)
     elif args.trace:
-        traces(stream, [tuple(int(v) for v in t.split("x")) for t in args.trace_shape])
+        traces(stream, [tuple(int(v) for v in t.split("x")) for t in args.trace_shape],
+               args.variants.split(";") if args.variants else None)
     else:
         timings(stream)
     return 0

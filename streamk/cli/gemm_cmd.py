@@ -28,7 +28,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--grid", type=positive_int, help="stream-k grid")
     p.add_argument("--splits", type=positive_int, help="fixed-split factor")
     p.add_argument("--tile", default=None, metavar="TILE",
-                   help="CTA tile: 128, 64, 128x64, 64x128, 32x64 or 32x32 (float16/bfloat16); default the "
+                   help="CTA tile: 128, 64, 128x64, 64x128, 32x64, 32x32 or 128x256 (float16/bfloat16); default the "
                         "paper's 128x128x32, or auto's choice by problem size for DECOMP auto")
     p.add_argument("--layout", choices=["RR", "RC", "CR", "CC"], default="RR",
                    help="A and B row- (R) or column-major (C) (default RR)")

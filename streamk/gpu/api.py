@@ -20,7 +20,7 @@ from ..schedule import Schedule
 from ..sched import make_schedule
 from ..shapes import GemmShape, Machine, TileShape
 from .launch import GemmParams, Launch, PackPair, PackParams, Step
-from .operands import (RECT_SPECS, SMALL_SPECS, TINY_SPECS, KernelSpec, Operand, check_operands, copy_widths, describe,
+from .operands import (RECT_SPECS, SMALL_SPECS, TINY_SPECS, WIDE_SPECS, KernelSpec, Operand, check_operands, copy_widths, describe,
                        padded, spec_for_tile, tile_specs)
 from .table import STATE_WORDS, TABLE_VERSION, build_table
 
@@ -132,8 +132,17 @@ MEASURED_REDUCE_COSTS = {**{("sm_90a", t): Costs(a=32.0, b=24.0, c=1.0, d=0.5) f
 #   Two rectangles per SM (DP at two CTAs per SM) only where the rectangle's kernel reads both
 #   operands 16 bytes wide (aligned or packed): 30 shapes 1.08x (worst 0.95x); where it would
 #   read one with 8- or 4-byte copies, 17 shapes lost down to 0.82x against 128x128 tiles.
+# * 128x256 where those tiles fill at least one wave and k is at least WIDE_MIN_ITERS MAC iterations:
+#   8 warps of 64x64 at one CTA per SM bring a quarter fewer global->shared bytes and copy
+#   instructions per mma than two 128x128 CTAs, and large GEMMs run the H100 into its 700 W cap
+#   (SM clock 1980 -> 1300-1650 MHz), where the fewer bytes and instructions per mma pay. H100
+#   (LOG.md v15): 8192^3 449 TFLOP/s (DP) / 435 (auto) against 392 on 128x128 tiles, 4096^3 437 /
+#   416 against 411 (each alone after a 1 s pause); on the 400 shapes, auto on 128x256 against auto
+#   on the tile it took before: 1.083x geomean on the 50 shapes this rule takes (worst 0.898x),
+#   0.97-1.01x with k < 1024 there, far slower below a wave.
 # * else the paper's 128x128.
 RECT_MAX_ITERS = 64
+WIDE_MIN_ITERS = 32
 SMALL_PER_SM = 3
 SMALL_WAVE_MAX_ITERS = 32
 
@@ -164,6 +173,9 @@ def choose_tile(shape: GemmShape, dtype: str, sms: int,
         for spec in rects:
             if count(spec.tile) <= sms or (count(spec.tile) <= 2 * sms and not narrow_copies(spec)):
                 return spec.tile
+    wide = WIDE_SPECS[dtype].tile
+    if iters >= WIDE_MIN_ITERS and count(wide) >= sms:
+        return wide
     return default
 
 
@@ -241,9 +253,9 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     reads them in place with 8-byte copies, and 4-byte ones where that saves all packing on a
     small problem; "always"; "never" packs them, as v1-v8 did); one kernel reads both operands
     at the narrower width. ``tile``: the CTA tile of a named schedule (a TileShape, 128 or 64 for
-    the square ones, or "128x64", "64x128", "32x64", "32x32"); by default the paper's (128x128x32
-    for FP16/BF16, 64x64x16 for FP64), except that "auto" picks a smaller one for FP16/BF16
-    problems of few 128x128 tiles (``choose_tile``). A Schedule brings its own tile. ``pdl``:
+    the square ones, or "128x64", "64x128", "32x64", "32x32", "128x256"); by default the paper's
+    (128x128x32 for FP16/BF16, 64x64x16 for FP64), except that "auto" picks a smaller one for
+    FP16/BF16 problems of few 128x128 tiles and 128x256 for large ones (``choose_tile``). A Schedule brings its own tile. ``pdl``:
     launch the main kernel behind the pack pass, and the separate-reduce pass behind the main
     kernel, with programmatic dependent launch, so each starts while the one before ends (sm_90
     and later; by default where the main grid is one CTA per SM at most: ``use_pdl``).

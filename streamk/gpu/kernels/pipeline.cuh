@@ -31,10 +31,6 @@ namespace streamk {
 // four at a time, whose s differ in (s / 2) for odd ld, which keeps its 4-byte reads free of bank
 // conflicts. The elements before a segment (s of them, in the same 16-byte block as its first
 // one) are read but shifted out; those past k or n are zero-filled (src-size), never read.
-#ifndef STREAMK_LEAN_COPIES
-#define STREAMK_LEAN_COPIES 1
-#endif
-
 template <class ML>
 struct TileLoader {
   using Elem = typename ML::Elem;
@@ -54,14 +50,12 @@ struct TileLoader {
   static constexpr int B_PASSES = ML::STAGE_K / B_ROWS_PER_PASS;
   static_assert(ML::THREADS % A_COLS == 0 && ML::BM % A_ROWS_PER_PASS == 0, "A chunks tile the threads");
   static_assert(ML::THREADS % B_COLS == 0 && ML::STAGE_K % B_ROWS_PER_PASS == 0, "B chunks tile the threads");
-  static_assert(A_PASSES <= 32, "row mask fits 32 bits");  // 16-byte copies: 8 passes
 
   const Elem* a;       // this thread's A chunk of pass 0 at the next stage
   const Elem* b;       // this thread's B chunk of pass 0 at the next stage
   int a_kpos;          // k (elements) of this thread's A chunk at the next stage
   int b_kpos;          // k (row) of this thread's B chunk of pass 0 at the next stage
-  unsigned a_rows_ok;  // bit i: pass i's A row is inside m (16-byte copies)
-  int a_rows_left;     // rows of A from this thread's pass-0 row to m (narrow copies: up to 32 passes)
+  int a_rows_left;     // rows of A from this thread's pass-0 row to m
   bool b_col_ok;       // this thread's B columns are inside n
   unsigned a_dst;      // byte offset of this thread's A chunk inside a stage (pass 0)
   unsigned b_dst;
@@ -81,9 +75,6 @@ struct TileLoader {
     b_kpos = k_begin * ML::BK + br;
     a = static_cast<const Elem*>(p.a) + static_cast<long long>(m0 + ar) * p.lda + a_kpos;
     b = static_cast<const Elem*>(p.b) + static_cast<long long>(b_kpos) * p.ldb + n0 + bn;
-    a_rows_ok = 0;
-#pragma unroll
-    for (int i = 0; i < A_PASSES; ++i) a_rows_ok |= (m0 + ar + i * A_ROWS_PER_PASS < p.m ? 1u : 0u) << i;
     a_rows_left = p.m - m0 - ar;
     b_col_ok = n0 + bn < p.n;
     a_dst = (ar * ML::A_LD + ak) * sizeof(Elem);
@@ -122,9 +113,16 @@ struct TileLoader {
 
   // Copy the next stage into the buffers at shared byte addresses (sa, sb), zero past k_lim; advance.
   __device__ __forceinline__ void load(const GemmParams& p, int k_lim, unsigned sa, unsigned sb) {
-    if constexpr (BYTES == 16 && !SHIFTED && STREAMK_LEAN_COPIES) {
-      // rows counted as in the narrow path: one compare per copy, no row mask to rebuild
-      const int a_rows = a_kpos < k_lim ? a_rows_left : 0, b_rows = b_col_ok ? k_lim - b_kpos : 0;
+    if constexpr (BYTES == 16 && !SHIFTED) {
+      // Rows counted, as in the narrow path: one compare per copy. A mask of A's rows inside m
+      // (bit i: pass i) cost ~100 more instructions a 128x128 stage (ptxas rebuilt it every stage
+      // and moved the memory descriptor into uniform registers before each copy): 403 -> 297
+      // instructions a stage; H100, 400 shapes, one call: DP vs cuBLAS raw 1.041 -> 1.067,
+      // compute-bound 1.764 -> 1.834 (LOG.md v15). A copy of src-size 0 reads nothing, so src needs
+      // no select for rows past m or k past the unit (compute-bound shapes +4%, v12). A goes
+      // through L1 (.ca): +4% on 8192^3 against .cg with swizzled B rows (v10b, v12).
+      const int a_rows = a_kpos < k_lim ? a_rows_left : 0;  // rows of A inside m, or none past k
+      const int b_rows = b_col_ok ? k_lim - b_kpos : 0;     // k rows of B left
 #pragma unroll
       for (int i = 0; i < A_PASSES; ++i)
         cp_async16_ca(sa + a_dst + i * A_ROWS_PER_PASS * ML::A_LD * sizeof(Elem),
@@ -133,24 +131,6 @@ struct TileLoader {
       for (int i = 0; i < B_PASSES; ++i)
         cp_async16(sb + b_dst + i * B_ROWS_PER_PASS * ML::B_LD * sizeof(Elem),
                    b + static_cast<long long>(i * B_ROWS_PER_PASS) * p.ldb, i * B_ROWS_PER_PASS < b_rows ? 16 : 0);
-    } else if constexpr (BYTES == 16 && !SHIFTED) {
-      const bool a_k_ok = a_kpos < k_lim;
-#pragma unroll
-      for (int i = 0; i < A_PASSES; ++i) {
-        const bool ok = a_k_ok && (a_rows_ok >> i & 1u);
-        const Elem* src = a + static_cast<long long>(i * A_ROWS_PER_PASS) * p.lda;
-        // Through L1 (.ca): +5-8% on large problems when B's padded rows still cost extra L2
-        // sectors (LOG.md v10b), +4% on 8192^3 against .cg with swizzled B rows (v12). A copy of
-        // src-size 0 reads nothing, so src needs no select for rows past m or k past the unit
-        // (32 fewer instructions a stage; compute-bound shapes +4%, v12).
-        cp_async16_ca(sa + a_dst + i * A_ROWS_PER_PASS * ML::A_LD * sizeof(Elem), src, ok ? 16 : 0);
-      }
-#pragma unroll
-      for (int i = 0; i < B_PASSES; ++i) {
-        const bool ok = b_col_ok && b_kpos + i * B_ROWS_PER_PASS < k_lim;
-        const Elem* src = b + static_cast<long long>(i * B_ROWS_PER_PASS) * p.ldb;
-        cp_async16(sb + b_dst + i * B_ROWS_PER_PASS * ML::B_LD * sizeof(Elem), src, ok ? 16 : 0);
-      }
     } else if constexpr (SHIFTED) {
       // a copy size of 16 or 0 is a predicate; any other costs a few more instructions, so only
       // the chunks at k's or n's end take that path
