@@ -63,10 +63,13 @@ def schedules(draw, *, decompositions: list[str] | None = None, max_tiles: int =
         options["grid"] = draw(st.integers(1, min(p.total_iters, 3 * machine.slots)))
     elif name == "data-parallel" and draw(st.booleans()):  # persistent: CTAs hold tiles c, c+grid, ...
         options["grid"] = draw(st.integers(1, p.tiles))
-    elif name == "auto" and draw(st.booleans()):  # its constants, and separate-reduce weighed too
-        options["model_costs"] = draw(costs())
-        if weigh_reduce and draw(st.booleans()):
-            options["reduce_costs"] = draw(costs())
+    elif name == "auto":
+        if draw(st.booleans()):  # its constants, and separate-reduce weighed too
+            options["model_costs"] = draw(costs())
+            if weigh_reduce and draw(st.booleans()):
+                options["reduce_costs"] = draw(costs())
+        if draw(st.booleans()):  # the GPU backend's choice for operands much larger than L2
+            options["sk_first"] = False
     return make_schedule(name, shape, tile, machine, **options)
 
 

@@ -73,6 +73,12 @@ def test_auto_with_a_full_wave_of_tiles_is_the_two_tile_hybrid():
     assert np.array_equal(s.units, build("two-tile-sk-dp", "896x384x128", "128x128x4").units)
 
 
+def test_auto_puts_stream_k_last_when_asked():
+    s = build("auto", "896x384x128", "128x128x4", sk_first=False)  # 21 tiles: 5 DP waves, then SK over 1
+    assert np.array_equal(s.units, build("dp-one-tile-sk", "896x384x128", "128x128x4").units)
+    assert s.units[0].tolist()[1:] == [0, 32] and s.grid == 24  # a whole tile first
+
+
 @pytest.mark.parametrize("name, options, message", [
     ("stream-k", dict(grid=289), "--grid must be between 1 and the 288 MAC iterations"),
     ("fixed-split", dict(splits=33), "--splits must be between 1 and the 32 iterations per tile"),

@@ -27,6 +27,7 @@ import time
 
 import torch
 
+from ..shapes import GemmShape
 from ..sim.corpus import corpus as draw_corpus
 from .api import prepare
 from .device import available, current
@@ -192,6 +193,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          "constants), a tile order such as grouped-8, a fixup policy, the CTA tile (64, 128, "
                          "128x64, 64x128, 32x64, 32x32, 128x256; auto picks one by default), how unaligned operands are "
                          "read, and whether the kernels after the first use programmatic dependent launch")
+    ap.add_argument("--only-tile", metavar="TILE",
+                    help="only the corpus shapes for which auto picks this tile (e.g. 128x256): a rule's shapes")
     ap.add_argument("--seconds", type=float, default=400.0, help="stop starting new shapes after this")
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for the CSV (default $OUT or .)")
 
@@ -207,7 +210,13 @@ def main(args: argparse.Namespace) -> int:
         variant(d, lambda: dev.sms)
     print(f"device {dev.name} ({dev.arch}, {dev.sms} SMs), torch {torch.__version__}", flush=True)
     stream = torch.cuda.Stream()
-    shapes = ([BIG] if args.big else []) + corpus(args.count, args.seed)
+    shapes = corpus(args.count, args.seed)
+    if args.only_tile:
+        from .api import choose_tile
+
+        shapes = [sh for sh in shapes if str(choose_tile(GemmShape(*sh), args.dtype, dev.sms)).startswith(args.only_tile + "x")]
+        print(f"{len(shapes)} corpus shapes on which auto picks {args.only_tile}", flush=True)
+    shapes = ([BIG] if args.big else []) + shapes
     rows = []
     start = time.time()
     for i, shape in enumerate(shapes):

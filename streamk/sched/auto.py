@@ -8,7 +8,12 @@ strong-scaling regime of the appendix's Figure 8) the model's grid g in [1, SMs]
 Stream-K schedule (g = t is data-parallel). With at least a tile per SM, on a machine of one CTA
 per SM, auto runs the paper's evaluated kernel, two-tile SK + DP (Stream-K's skew limited to one
 wave), but only where the same model says its SK wave beats the two DP waves it replaces
-(``costs.two_tile_beats_dp``); else plain DP. Where several CTAs are resident per SM the partial
+(``costs.two_tile_beats_dp``); else plain DP. ``sk_first=False`` puts the Stream-K CTAs last,
+over the partial wave's tiles only (DP + one-tile SK): the GPU backend asks for it where the
+operands are much larger than L2, since SK CTAs that each start a tile at a different k read A
+and B from DRAM with no reuse, and a whole wave of them (two-tile) ran slower than DP there (H100,
+128x256 tiles: 6144^3 397 TFLOP/s against 450 for DP + one-tile SK; benchmarks/LOG.md v15).
+Where several CTAs are resident per SM the partial
 last wave needs no Stream-K: its tiles share SMs with fewer others and run faster (a lone tile
 gets the whole SM), so auto stays data-parallel there.
 
@@ -32,12 +37,12 @@ from .registry import register
 
 @register("auto")
 def auto(shape: GemmShape, tile: TileShape, machine: Machine, *, model_costs: Costs | None = None,
-         reduce_costs: Costs | None = None) -> Schedule:
+         reduce_costs: Costs | None = None, sk_first: bool = True) -> Schedule:
     p = Problem(shape, tile)
     costs = model_costs or AUTO_COSTS
     if p.tiles >= machine.sms:
         if machine.ctas_per_sm == 1 and two_tile_beats_dp(p.tiles, p.iters_per_tile, machine.sms, costs):
-            return hybrid("auto", shape, tile, machine, sk_first=True)
+            return hybrid("auto", shape, tile, machine, sk_first=sk_first)
         return schedule_from_ranges("auto", shape, tile, machine, *tile_ranges(0, p.tiles, p.iters_per_tile))
     grid = model_grid(p, machine.sms, costs)
     if reduce_costs is not None:
