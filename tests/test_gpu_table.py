@@ -277,6 +277,8 @@ def test_small_tile_kernels_and_autos_tile_choice():
     assert choose_tile(GemmShape(128 * 12, 256 * 11, 992), "float16", 132) == TileShape(128, 128, 32)  # 31 its
     assert choose_tile(GemmShape(128 * 12, 256 * 11 - 256, 4096), "float16", 132) == TileShape(128, 128, 32)  # 120
     assert choose_tile(GemmShape(8192, 8192, 8192), "float64", 132) == TileShape(64, 64, 16)
+    small_smem = lambda spec: False  # noqa: E731 (a GPU whose blocks cannot hold 150 KB)
+    assert choose_tile(GemmShape(8192, 8192, 8192), "float16", 132, fits=small_smem) == TileShape(128, 128, 32)
     # 128x128 tiles under a wave, short k: the rectangle with fewer tiles that fits (a tie: 64x128)
     assert choose_tile(GemmShape(356, 2457, 360), "float16", 132) == TileShape(128, 64, 32)  # 117 vs 120
     assert choose_tile(GemmShape(2522, 203, 960), "float16", 132) == TileShape(64, 128, 32)  # 80 vs 80

@@ -160,9 +160,12 @@ SMALL_WAVE_MAX_ITERS = 32
 
 
 def choose_tile(shape: GemmShape, dtype: str, sms: int,
-                narrow_copies: Callable[[KernelSpec], bool] = lambda spec: False) -> TileShape:
+                narrow_copies: Callable[[KernelSpec], bool] = lambda spec: False,
+                fits: Callable[[KernelSpec], bool] = lambda spec: True) -> TileShape:
     """The tile ``schedule="auto"`` runs when the caller names none; ``narrow_copies(spec)``: whether
-    that kernel would read an operand with 8- or 4-byte copies."""
+    that kernel would read an operand with 8- or 4-byte copies; ``fits(spec)``: whether the device
+    can hold a block of the 128x256 kernels (150 KB of shared memory; asked only where that tile
+    would be taken)."""
     default = next(iter(tile_specs(dtype)))
     if dtype not in SMALL_SPECS:
         return default
@@ -186,7 +189,7 @@ def choose_tile(shape: GemmShape, dtype: str, sms: int,
             if count(spec.tile) <= sms or (count(spec.tile) <= 2 * sms and not narrow_copies(spec)):
                 return spec.tile
     wide = WIDE_SPECS[dtype].tile
-    if iters >= WIDE_MIN_ITERS and count(wide) >= sms:
+    if iters >= WIDE_MIN_ITERS and count(wide) >= sms and fits(WIDE_SPECS[dtype]):
         return wide
     return default
 
@@ -293,7 +296,8 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     dev = current()
     if isinstance(schedule, str) and schedule == "auto" and tile is None:
         spec = spec_for_tile(a.dtype, choose_tile(
-            shape, a.dtype, dev.sms, lambda s: any(0 < w < 16 for w in copy_widths(a, b, s, narrow))))
+            shape, a.dtype, dev.sms, lambda s: any(0 < w < 16 for w in copy_widths(a, b, s, narrow)),
+            lambda s: max(dev.smem_bytes(e) for e in (s.main, *dict(s.narrow).values())) <= dev.smem_per_block))
     # an operand no copy width reads in place is packed, and the packed copy is read 16 bytes wide
     widths = dict(zip("AB", copy_widths(a, b, spec, narrow)))
     main = spec.entry(min(w or 16 for w in widths.values()))
