@@ -2,7 +2,8 @@
 // one CTA tile. sm80::Tile<128, 128> is the paper's 128x128x32 (sm80_f16.cu and its narrow-copy
 // variants); sm80::Tile<64, 64> the small tile of sm80_f16_t64.cu, for problems of few 128x128
 // tiles, where one SM writing a 64 KB tile of C (~2.5 us on an H100) and the idle SMs cost more
-// than the small tile's lower tensor-core efficiency (benchmarks/LOG.md v13).
+// than the small tile's lower tensor-core efficiency (benchmarks/LOG.md v13); sm80::Tile<128, 256>
+// the large tile of sm80_f16_wide.cu (v15).
 #pragma once
 
 namespace streamk {
@@ -27,7 +28,8 @@ namespace sm80 {
 #define STREAMK_SM80_WARPS_N 2
 #endif
 
-// Pipeline depth of the 256-wide tile (one CTA per SM: 4 x 51,200 B of stages still fit).
+// Pipeline depth of the 256-wide tile (one CTA per SM: 4 x 51,200 B of stages still fit). 4: DP
+// +1% on large GEMMs, the two-tile hybrid slower on 4 of 6 shapes (H100, LOG.md v15); 3 kept.
 #ifndef STREAMK_SM80_WIDE_STAGES
 #define STREAMK_SM80_WIDE_STAGES STREAMK_SM80_STAGES
 #endif
