@@ -25,6 +25,8 @@ def test_every_part_of_a_variant_reaches_prepare():
     assert variant("data-parallel+narrow", sms)["narrow"] == "always"
     assert variant("auto+pdl", sms) == {"schedule": "auto", "narrow": "auto", "pdl": True}
     assert variant("auto+pack+nopdl", sms) == {"schedule": "auto", "narrow": "never", "pdl": False}
+    assert variant("two-tile-sk-dp!turnstile#128x256+back", sms) == {
+        "schedule": "two-tile-sk-dp", "narrow": "auto", "fixup": "turnstile", "tile": "128x256", "walk": "backward"}
     assert "reduce_costs" not in variant("auto:32,32,1,8", sms)
 
 
@@ -33,6 +35,7 @@ def test_every_part_of_a_variant_reaches_prepare():
     ("auto!owner-wait", "!FIXUP must be one of"),
     ("auto+fast", "the suffixes must be one of \\+pack or \\+narrow"),
     ("auto+pdl+nopdl", "one of \\+pdl or \\+nopdl"),
+    ("auto+back+back", "and \\+back"),
     ("stream-k%x", "whole numbers"),
     ("auto:1,2,3", "four numbers"),
     ("auto#small", "#TILE must be a tile edge"),

@@ -188,11 +188,12 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--big", action="store_true", help="also 8192^3")
     ap.add_argument("--decomps", default=";".join(DECOMPS),
                     help="';'-separated NAME[%%GRID][@CTAS_PER_SM][:A,B,C,D[&A,B,C,D]][/ORDER][!FIXUP]"
-                         "[#TILE][+pack|+narrow][+pdl|+nopdl]: a scheduler, optionally with that grid, planned "
+                         "[#TILE][+pack|+narrow][+pdl|+nopdl][+back]: a scheduler, optionally with that grid, planned "
                          "for that many CTAs per SM, (auto) those model constants (after &: its separate-reduce "
                          "constants), a tile order such as grouped-8, a fixup policy, the CTA tile (64, 128, "
                          "128x64, 64x128, 32x64, 32x32, 128x256; auto picks one by default), how unaligned operands are "
-                         "read, and whether the kernels after the first use programmatic dependent launch")
+                         "read, whether the kernels after the first use programmatic dependent launch, and +back to walk "
+                         "each CTA's units backwards")
     ap.add_argument("--only-tile", metavar="TILE",
                     help="only the corpus shapes for which auto picks this tile (e.g. 128x256): a rule's shapes")
     ap.add_argument("--seconds", type=float, default=400.0, help="stop starting new shapes after this")

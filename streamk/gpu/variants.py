@@ -13,22 +13,25 @@ from ..shapes import Machine
 
 NARROW_SUFFIXES = {"": "auto", "pack": "never", "narrow": "always"}
 PDL_SUFFIXES = {"pdl": True, "nopdl": False}
+WALK_SUFFIXES = {"back": "backward"}
 
 
 def variant(text: str, sms: Callable[[], int]) -> dict[str, Any]:
     """prepare() arguments for NAME[%GRID][@CTAS_PER_SM][:A,B,C,D[&A,B,C,D]][/TILE_ORDER][!FIXUP]
-    [#TILE][+pack|+narrow][+pdl|+nopdl]: the scheduler's grid, a machine of ``sms()`` SMs and that many CTAs
-    per SM, auto's model constants and after & its separate-reduce ones, a rasterization such as
-    grouped-8, the fixup policy, the square tile's edge (128 or 64; auto picks one by default);
-    +pack packs every operand that is not 16-byte aligned (as v1-v8 did), +narrow reads every
-    one it can in place (narrow="always"); +pdl / +nopdl launch the kernels after the first with or
-    without programmatic dependent launch."""
+    [#TILE][+pack|+narrow][+pdl|+nopdl][+back]: the scheduler's grid, a machine of ``sms()`` SMs and
+    that many CTAs per SM, auto's model constants and after & its separate-reduce ones, a
+    rasterization such as grouped-8, the fixup policy, the tile (an edge such as 128 or 64, or
+    BMxBN; auto picks one by default); +pack packs every operand that is not 16-byte aligned (as
+    v1-v8 did), +narrow reads every one it can in place (narrow="always"); +pdl / +nopdl launch the
+    kernels after the first with or without programmatic dependent launch; +back walks each CTA's
+    units backwards (walk="backward")."""
     decomp, *flags = text.split("+")
     pdl = [f for f in flags if f in PDL_SUFFIXES]
-    flag = "".join(f for f in flags if f not in PDL_SUFFIXES)
-    if flag not in NARROW_SUFFIXES or len(pdl) > 1 or len(flags) - len(pdl) > 1:
-        raise ScheduleError(f"variant {text!r}: the suffixes must be one of +pack or +narrow and one of +pdl or "
-                            f"+nopdl (got {'+' + '+'.join(flags)})")
+    walk = [f for f in flags if f in WALK_SUFFIXES]
+    flag = "".join(f for f in flags if f not in PDL_SUFFIXES and f not in WALK_SUFFIXES)
+    if flag not in NARROW_SUFFIXES or len(pdl) > 1 or len(walk) > 1 or len(flags) - len(pdl) - len(walk) > 1:
+        raise ScheduleError(f"variant {text!r}: the suffixes must be one of +pack or +narrow, one of +pdl or "
+                            f"+nopdl, and +back (got {'+' + '+'.join(flags)})")
     decomp, _, tile = decomp.partition("#")
     if tile and not (tile.isdigit() or all(p.isdigit() for p in tile.split("x"))):
         raise ScheduleError(f"variant {text!r}: #TILE must be a tile edge such as 64 or a tile such as 128x64 "
@@ -49,6 +52,8 @@ def variant(text: str, sms: Callable[[], int]) -> dict[str, Any]:
         args["tile"] = int(tile) if tile.isdigit() else tile
     if pdl:
         args["pdl"] = PDL_SUFFIXES[pdl[0]]
+    if walk:
+        args["walk"] = WALK_SUFFIXES[walk[0]]
     if fixup:
         args["fixup"] = fixup
     if grid:
