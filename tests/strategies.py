@@ -68,8 +68,8 @@ def schedules(draw, *, decompositions: list[str] | None = None, max_tiles: int =
             options["model_costs"] = draw(costs())
             if weigh_reduce and draw(st.booleans()):
                 options["reduce_costs"] = draw(costs())
-        if draw(st.booleans()):  # the GPU backend's choice for operands much larger than L2
-            options["sk_first"] = False
+        if draw(st.booleans()):  # the GPU backend's choice: SK CTAs walk backwards under turnstile
+            options["sk_backward"] = True
     return make_schedule(name, shape, tile, machine, **options)
 
 

@@ -199,17 +199,16 @@ def test_auto_on_an_h100_uses_its_measured_model_constants():
     assert mine.grid == make_schedule("auto", shape, spec.tile, machine, model_costs=Costs(0, 0, 1, 0)).grid != 119
 
 
-def test_auto_puts_stream_k_last_for_operands_much_larger_than_l2():
+def test_auto_on_the_gpu_walks_the_two_tile_hybrid_backwards_unless_a_policy_is_given():
     from streamk import make_schedule
-    from streamk.gpu.api import SK_LAST_L2_RATIO
     from streamk.gpu.operands import WIDE_SPECS
 
-    spec, machine, l2 = WIDE_SPECS["float16"], Machine(132, 1), 50 * 2**20
-    small, big = GemmShape(3072, 3072, 2048), GemmShape(6144, 6144, 6144)  # 24 MB, 144 MB of A and B
-    assert (small.m + small.n) * small.k * 2 < SK_LAST_L2_RATIO * l2 < (big.m + big.n) * big.k * 2
-    for shape, first in ((small, "two-tile-sk-dp"), (big, "dp-one-tile-sk")):
-        s = resolve_schedule("auto", shape, spec, lambda: machine, None, {}, "sm_90a", l2)
-        assert np.array_equal(s.units, make_schedule(first, shape, spec.tile, machine).units)
+    spec, machine, shape = WIDE_SPECS["float16"], Machine(132, 1), GemmShape(5120, 5120, 5120)  # 800 tiles
+    s = resolve_schedule("auto", shape, spec, lambda: machine, None, {}, "sm_90a")
+    forward = make_schedule("two-tile-sk-dp", shape, spec.tile, machine)
+    assert np.array_equal(s.units, forward.walked_backward().units) and s.fixup == "turnstile"
+    given = resolve_schedule("auto", shape, spec, lambda: machine, "owner-waits", {}, "sm_90a")
+    assert np.array_equal(given.units, forward.units) and given.fixup == "owner-waits"
 
 
 def test_launches_without_signals_waits_or_arrivals_need_no_epoch():

@@ -73,10 +73,12 @@ def test_auto_with_a_full_wave_of_tiles_is_the_two_tile_hybrid():
     assert np.array_equal(s.units, build("two-tile-sk-dp", "896x384x128", "128x128x4").units)
 
 
-def test_auto_puts_stream_k_last_when_asked():
-    s = build("auto", "896x384x128", "128x128x4", sk_first=False)  # 21 tiles: 5 DP waves, then SK over 1
-    assert np.array_equal(s.units, build("dp-one-tile-sk", "896x384x128", "128x128x4").units)
-    assert s.units[0].tolist()[1:] == [0, 32] and s.grid == 24  # a whole tile first
+def test_auto_walks_its_stream_k_ctas_backwards_under_turnstile_when_asked():
+    s = build("auto", "896x384x128", "128x128x4", sk_backward=True)  # 21 tiles: 5 over the 4 SK CTAs
+    forward = build("two-tile-sk-dp", "896x384x128", "128x128x4")
+    assert np.array_equal(s.units, forward.walked_backward().units) and s.fixup == "turnstile"
+    assert [u.k_begin for u in s.ctas[1]][0] == 0  # each SK CTA starts a tile's head
+    assert build("auto", "256x128x128", "128x128x4", sk_backward=True).fixup == "owner-waits"  # < a wave: as before
 
 
 @pytest.mark.parametrize("name, options, message", [

@@ -148,13 +148,6 @@ MEASURED_REDUCE_COSTS = {**{("sm_90a", t): Costs(a=32.0, b=24.0, c=1.0, d=0.5) f
 # * else the paper's 128x128.
 RECT_MAX_ITERS = 64
 WIDE_MIN_ITERS = 32
-# auto's Stream-K CTAs go last (DP + one-tile SK) where A and B together exceed this many times
-# the L2: a wave of SK CTAs each starting a tile at its own k offset (two-tile SK + DP) reads them
-# from DRAM with no reuse. H100 (LOG.md v15), 128x256 tiles, each alone after a pause: 6144^3 397
-# -> 450 TFLOP/s, 8192^3 433 -> 452, 3072x3072x8192 355 -> 429; on the 114 shapes of three corpus
-# seeds that take 128x256, 1.082 / 1.097 / 1.090 -> 1.084 / 1.099 / 1.098 against the old auto (1.5x
-# L2; below ~1.2x L2 two-tile was faster on most shapes).
-SK_LAST_L2_RATIO = 1.5
 SMALL_PER_SM = 3
 SMALL_WAVE_MAX_ITERS = 32
 
@@ -195,7 +188,7 @@ def choose_tile(shape: GemmShape, dtype: str, sms: int,
 
 
 def resolve_schedule(schedule: str | Schedule, shape: GemmShape, spec: KernelSpec, machine_fn,
-                     fixup: str | None, options: dict[str, Any], arch: str = "", l2_bytes: int = 0) -> Schedule:
+                     fixup: str | None, options: dict[str, Any], arch: str = "") -> Schedule:
     """A Schedule for this shape and the kernel's tile: built by name, or checked if given."""
     if isinstance(schedule, Schedule):
         if schedule.shape != shape:
@@ -212,9 +205,10 @@ def resolve_schedule(schedule: str | Schedule, shape: GemmShape, spec: KernelSpe
         reduce = MEASURED_REDUCE_COSTS.get((arch, spec.tile))
         if options.get("reduce_costs") is None and fixup is None and reduce is not None:
             options = {**options, "reduce_costs": reduce}
-        operand_bytes = (shape.m + shape.n) * shape.k * spec.itemsize
-        if "sk_first" not in options and l2_bytes and operand_bytes > SK_LAST_L2_RATIO * l2_bytes:
-            options = {**options, "sk_first": False}
+        # a wave or more of tiles at one CTA per SM (the 128x256 tile): the SK CTAs of the two-tile
+        # hybrid walk backwards under turnstile (streamk.sched.auto), unless a policy is given
+        if fixup is None and "sk_backward" not in options:
+            options = {**options, "sk_backward": True}
     return make_schedule(schedule, shape, spec.tile, machine_fn(), fixup=fixup, **options)
 
 
@@ -303,7 +297,7 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     main = spec.entry(min(w or 16 for w in widths.values()))
     threads, smem = dev.block_size(main), dev.smem_bytes(main)
     machine_fn = (lambda: machine) if machine is not None else (lambda: dev.machine(main, threads, smem))
-    sched = resolve_schedule(schedule, shape, spec, machine_fn, fixup, options, dev.arch, dev.l2_bytes)
+    sched = resolve_schedule(schedule, shape, spec, machine_fn, fixup, options, dev.arch)
     plan = plan_fixup(sched)
     # A grid of at most one block per SM is launched asking for half an SM's shared memory, so
     # the hardware puts one block on each SM: with room for two it placed pairs of a 132-block

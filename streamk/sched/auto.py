@@ -8,11 +8,13 @@ strong-scaling regime of the appendix's Figure 8) the model's grid g in [1, SMs]
 Stream-K schedule (g = t is data-parallel). With at least a tile per SM, on a machine of one CTA
 per SM, auto runs the paper's evaluated kernel, two-tile SK + DP (Stream-K's skew limited to one
 wave), but only where the same model says its SK wave beats the two DP waves it replaces
-(``costs.two_tile_beats_dp``); else plain DP. ``sk_first=False`` puts the Stream-K CTAs last,
-over the partial wave's tiles only (DP + one-tile SK): the GPU backend asks for it where the
-operands are much larger than L2, since SK CTAs that each start a tile at a different k read A
-and B from DRAM with no reuse, and a whole wave of them (two-tile) ran slower than DP there (H100,
-128x256 tiles: 6144^3 397 TFLOP/s against 450 for DP + one-tile SK; benchmarks/LOG.md v15).
+(``costs.two_tile_beats_dp``); else plain DP. ``sk_backward=True`` has each SK CTA walk its units
+backwards under the turnstile fixup (the GPU backend asks for it): every SK CTA then starts the
+head (k = 0) of its last tile at once and they move through k together, so one slab of B serves
+the CTAs of a tile row as in a DP wave, and each tail's predecessor finished long before. Walked
+forwards, each SK CTA starts a tile at its own k offset and the wave reads A and B from DRAM with
+no reuse (H100, 128x256 tiles: 3072x3072x8192 353 -> 449 TFLOP/s, 6144^3 395 -> 435; +2-3% on
+the corpus shapes that take that tile; benchmarks/LOG.md v15).
 Where several CTAs are resident per SM the partial
 last wave needs no Stream-K: its tiles share SMs with fewer others and run faster (a lone tile
 gets the whole SM), so auto stays data-parallel there.
@@ -37,12 +39,13 @@ from .registry import register
 
 @register("auto")
 def auto(shape: GemmShape, tile: TileShape, machine: Machine, *, model_costs: Costs | None = None,
-         reduce_costs: Costs | None = None, sk_first: bool = True) -> Schedule:
+         reduce_costs: Costs | None = None, sk_backward: bool = False) -> Schedule:
     p = Problem(shape, tile)
     costs = model_costs or AUTO_COSTS
     if p.tiles >= machine.sms:
         if machine.ctas_per_sm == 1 and two_tile_beats_dp(p.tiles, p.iters_per_tile, machine.sms, costs):
-            return hybrid("auto", shape, tile, machine, sk_first=sk_first)
+            s = hybrid("auto", shape, tile, machine, sk_first=True)
+            return s.walked_backward().with_fixup("turnstile") if sk_backward else s
         return schedule_from_ranges("auto", shape, tile, machine, *tile_ranges(0, p.tiles, p.iters_per_tile))
     grid = model_grid(p, machine.sms, costs)
     if reduce_costs is not None:
