@@ -91,8 +91,9 @@ def needs_epoch(plan: FixupPlan) -> bool:
 _HALF_TILES = tuple(tile_specs("float16"))  # every FP16/BF16 tile: 128x128x32 and the smaller ones
 # The 128x256 tile (one CTA per SM, so auto weighs two-tile SK + DP against DP there) takes b = 48:
 # on the 114 shapes of three corpus seeds that run it, b = 16 left 8 shapes under 0.95x of its DP
-# (two-tile SK near one to three waves), b = 48 two, at the same geomean against the old auto
-# (1.089 / 1.105 / 1.098 against 1.084 / 1.099 / 1.098; b = 96 loses 5%; LOG.md v15).
+# (the forward two-tile hybrid near one to three waves), b = 48 two, at the same geomean (b = 96
+# lost 5%); with the hybrid walked backwards, b = 48 left none under its DP on two seeds' shapes
+# (offline from one call's timings; LOG.md v15).
 MEASURED_AUTO_COSTS = {**{("sm_90a", t): Costs(a=32.0, b=16.0, c=1.0, d=8.0) for t in _HALF_TILES},
                        ("sm_90a", TileShape(128, 256, 32)): Costs(a=32.0, b=48.0, c=1.0, d=8.0),
                        ("sm_90a", TileShape(64, 64, 16)): Costs(a=32.0, b=16.0, c=1.0, d=8.0)}
@@ -141,10 +142,11 @@ MEASURED_REDUCE_COSTS = {**{("sm_90a", t): Costs(a=32.0, b=24.0, c=1.0, d=0.5) f
 #   8 warps of 64x64 at one CTA per SM bring a quarter fewer global->shared bytes and copy
 #   instructions per mma than two 128x128 CTAs, and large GEMMs run the H100 into its 700 W cap
 #   (SM clock 1980 -> 1300-1650 MHz), where the fewer bytes and instructions per mma pay. H100
-#   (LOG.md v15): 8192^3 449 TFLOP/s (DP) / 435 (auto) against 392 on 128x128 tiles, 4096^3 437 /
-#   416 against 411 (each alone after a 1 s pause); on the 400 shapes, auto on 128x256 against auto
-#   on the tile it took before: 1.083x geomean on the 50 shapes this rule takes (worst 0.898x),
-#   0.97-1.01x with k < 1024 there, far slower below a wave.
+#   (LOG.md v15), each alone after a 1 s pause: 8192^3 450 TFLOP/s against 391 for auto on
+#   128x128 tiles, 5120^3 442 / 401, 4096^3 433 / 409; on the 400 shapes, auto on 128x256 against
+#   auto on the tile it took before: 1.083x geomean on the 50 shapes this rule takes (worst
+#   0.898x), 0.97-1.01x with k < 1024 there, far slower below a wave; with its two-tile hybrid
+#   walked backwards (resolve_schedule) a further 1.02-1.03x on two seeds' shapes of this rule.
 # * else the paper's 128x128.
 RECT_MAX_ITERS = 64
 WIDE_MIN_ITERS = 32
