@@ -28,8 +28,9 @@ namespace sm80 {
 #define STREAMK_SM80_WARPS_N 2
 #endif
 
-// Pipeline depth of the 256-wide tile (one CTA per SM: 4 x 51,200 B of stages still fit). 4: DP
-// +1% on large GEMMs, the two-tile hybrid slower on 4 of 6 shapes (H100, LOG.md v15); 3 kept.
+// Pipeline depth of the 256-wide tile (one CTA per SM: 4 x 51,200 B of stages still fit). 4: +0.5-1%
+// on GEMMs of 0.2-1.1 TFLOP alone, but 3.6% slower on the 50 corpus shapes that take this tile
+// (H100, two A-B pairs in one call; LOG.md v15b); 3 kept.
 #ifndef STREAMK_SM80_WIDE_STAGES
 #define STREAMK_SM80_WIDE_STAGES STREAMK_SM80_STAGES
 #endif
