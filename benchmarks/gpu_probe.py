@@ -327,8 +327,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", action="store_true", help="phases from a STREAMK_TRACE=1 build")
     ap.add_argument("--big", action="store_true", help="only 8192^3, each variant alone")
-    ap.add_argument("--variants", help="with --big or --trace-shape: variants (`streamk bench` --decomps grammar, ';'-separated) "
-                    "timed in order, e.g. 'data-parallel;data-parallel#128x256;data-parallel'")
+    ap.add_argument("--variants", help="with --big or --trace-shape: variants (`streamk bench` --decomps grammar, "
+                    "';'-separated) timed in order, e.g. 'data-parallel;data-parallel#128x256;data-parallel'")
     ap.add_argument("--shapes", help="with --big: MxNxK,... instead of 8192^3, 4096^3, 7168x4224x3584")
     ap.add_argument("--reps", type=int, default=10, help="with --big: timed launches per variant")
     ap.add_argument("--pause", type=float, default=0.0, help="with --big: seconds idle before each variant")
@@ -341,7 +341,8 @@ def main() -> int:
     print(f"device {dev.name} ({dev.arch}, {dev.sms} SMs), torch {torch.__version__}")
     stream = torch.cuda.Stream()
     if args.big:
-        shapes = tuple(tuple(int(v) for v in t.split("x")) for t in args.shapes.split(",")) if args.shapes else BIG_SHAPES
+        shapes = (tuple(tuple(int(v) for v in t.split("x")) for t in args.shapes.split(","))
+                  if args.shapes else BIG_SHAPES)
         big(stream, args.reps, args.variants.split(";") if args.variants else None, shapes, args.rounds, args.pause)
     elif args.small:
         small(stream)

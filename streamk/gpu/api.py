@@ -20,8 +20,8 @@ from ..schedule import Schedule
 from ..sched import make_schedule
 from ..shapes import GemmShape, Machine, TileShape
 from .launch import GemmParams, Launch, PackPair, PackParams, Step
-from .operands import (RECT_SPECS, SMALL_SPECS, TINY_SPECS, WIDE_SPECS, KernelSpec, Operand, check_operands, copy_widths, describe,
-                       padded, spec_for_tile, tile_specs)
+from .operands import (RECT_SPECS, SMALL_SPECS, TINY_SPECS, WIDE_SPECS, KernelSpec, Operand, check_operands,
+                       copy_widths, describe, padded, spec_for_tile, tile_specs)
 from .table import STATE_WORDS, TABLE_VERSION, build_table
 
 NO_WAIT_POLICIES = ("last-arrival", "separate-reduce", "atomic")
@@ -269,10 +269,11 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     at the narrower width. ``tile``: the CTA tile of a named schedule (a TileShape, 128 or 64 for
     the square ones, or "128x64", "64x128", "32x64", "32x32", "128x256"); by default the paper's
     (128x128x32 for FP16/BF16, 64x64x16 for FP64), except that "auto" picks a smaller one for
-    FP16/BF16 problems of few 128x128 tiles and 128x256 for large ones (``choose_tile``). A Schedule brings its own tile. ``pdl``:
-    launch the main kernel behind the pack pass, and the separate-reduce pass behind the main
-    kernel, with programmatic dependent launch, so each starts while the one before ends (sm_90
-    and later; by default where the main grid is one CTA per SM at most: ``use_pdl``).
+    FP16/BF16 problems of few 128x128 tiles and 128x256 for large ones (``choose_tile``). A
+    Schedule brings its own tile. ``pdl``: launch the main kernel behind the pack pass, and the
+    separate-reduce pass behind the main kernel, with programmatic dependent launch, so each
+    starts while the one before ends (sm_90 and later; by default where the main grid is one CTA
+    per SM at most: ``use_pdl``).
     """
     a, b = describe(A, "A"), describe(B, "B")
     c = describe(C, "C") if C is not None else None

@@ -94,7 +94,8 @@ BIG_PAUSE_S = 1.0  # idle before each variant of a power-capped shape
 BIG_REPS = 20
 
 
-def time_alone(fns: dict, stream, pause: float = BIG_PAUSE_S, reps: int = BIG_REPS) -> dict[str, tuple[float, float, float]]:
+def time_alone(fns: dict, stream, pause: float = BIG_PAUSE_S,
+               reps: int = BIG_REPS) -> dict[str, tuple[float, float, float]]:
     """Median, p20, p80 milliseconds of each fn timed alone: after ``pause`` seconds idle (the GPU
     back under its power cap's limit), 3 warm-up calls, then ``reps`` back-to-back calls each
     between two CUDA events. For shapes long enough to hit the power cap, where the interleaved
@@ -105,7 +106,8 @@ def time_alone(fns: dict, stream, pause: float = BIG_PAUSE_S, reps: int = BIG_RE
         with torch.cuda.stream(stream):
             for _ in range(3):
                 fn()
-            events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+            events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                      for _ in range(reps)]
             for e0, e1 in events:
                 e0.record(stream)
                 fn()
@@ -188,12 +190,12 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--big", action="store_true", help="also 8192^3")
     ap.add_argument("--decomps", default=";".join(DECOMPS),
                     help="';'-separated NAME[%%GRID][@CTAS_PER_SM][:A,B,C,D[&A,B,C,D]][/ORDER][!FIXUP]"
-                         "[#TILE][+pack|+narrow][+pdl|+nopdl][+back]: a scheduler, optionally with that grid, planned "
-                         "for that many CTAs per SM, (auto) those model constants (after &: its separate-reduce "
-                         "constants), a tile order such as grouped-8, a fixup policy, the CTA tile (64, 128, "
-                         "128x64, 64x128, 32x64, 32x32, 128x256; auto picks one by default), how unaligned operands are "
-                         "read, whether the kernels after the first use programmatic dependent launch, and +back to walk "
-                         "each CTA's units backwards")
+                         "[#TILE][+pack|+narrow][+pdl|+nopdl][+back]: a scheduler, optionally with that grid, "
+                         "planned for that many CTAs per SM, (auto) those model constants (after &: its "
+                         "separate-reduce constants), a tile order such as grouped-8, a fixup policy, the CTA tile "
+                         "(64, 128, 128x64, 64x128, 32x64, 32x32, 128x256; auto picks one by default), how unaligned "
+                         "operands are read, whether the kernels after the first use programmatic dependent launch, "
+                         "and +back to walk each CTA's units backwards")
     ap.add_argument("--only-tile", metavar="TILE",
                     help="only the corpus shapes for which auto picks this tile (e.g. 128x256): a rule's shapes")
     ap.add_argument("--seconds", type=float, default=400.0, help="stop starting new shapes after this")
@@ -215,7 +217,8 @@ def main(args: argparse.Namespace) -> int:
     if args.only_tile:
         from .api import choose_tile
 
-        shapes = [sh for sh in shapes if str(choose_tile(GemmShape(*sh), args.dtype, dev.sms)).startswith(args.only_tile + "x")]
+        shapes = [sh for sh in shapes
+                  if str(choose_tile(GemmShape(*sh), args.dtype, dev.sms)).startswith(args.only_tile + "x")]
         print(f"{len(shapes)} corpus shapes on which auto picks {args.only_tile}", flush=True)
     shapes = ([BIG] if args.big else []) + shapes
     rows = []

@@ -77,8 +77,9 @@ _TYPESTR = {"<f2": "float16", "<f4": "float32", "<f8": "float64"}
 def tile_specs(dtype: str) -> dict[TileShape, KernelSpec]:
     """Every tile a kernel runs for ``dtype``, the default (the paper's) first."""
     specs = {SPECS[dtype].tile: SPECS[dtype]}
-    for spec in (SMALL_SPECS[dtype], *RECT_SPECS[dtype], *TINY_SPECS[dtype], WIDE_SPECS[dtype]) if dtype in SMALL_SPECS else ():
-        specs[spec.tile] = spec
+    if dtype in SMALL_SPECS:
+        for spec in (SMALL_SPECS[dtype], *RECT_SPECS[dtype], *TINY_SPECS[dtype], WIDE_SPECS[dtype]):
+            specs[spec.tile] = spec
     return specs
 
 
