@@ -104,6 +104,17 @@ def run_case(log, dtype, shape, decomp, options, policy, layout, alpha, beta, ge
     return row
 
 
+def relaunched(p, C, launches: int):
+    """C after one launch of prepared ``p`` (a copy), then ``launches`` more with no reset."""
+    p.run()
+    torch.cuda.synchronize()
+    first = C.clone()
+    for _ in range(launches):
+        p.run()
+    torch.cuda.synchronize()
+    return first
+
+
 def back_to_back(log, launches=1000):
     """1,000 launches of waiting schedules with no reset, then graph replays: still correct."""
     gen = torch.Generator(device="cuda").manual_seed(7)
@@ -121,12 +132,7 @@ def back_to_back(log, launches=1000):
         p = prepare(A, B, C, schedule="stream-k", fixup=policy, tile=tile, pdl=pdl)
         if pdl and not any(st.pdl for st in p.launch.steps):
             raise AssertionError(f"no PDL step in {p.launch.steps}")
-        p.run()
-        torch.cuda.synchronize()
-        first = C.clone()
-        for _ in range(launches):
-            p.run()
-        torch.cuda.synchronize()
+        first = relaunched(p, C, launches)
         ratio = error_ratio(C, A, B, 1.0, 0.0, None, "float16")
         same = torch.equal(C, first)
         graph = torch.cuda.CUDAGraph()
@@ -161,12 +167,7 @@ def auto_defaults(log, launches=100) -> list[dict]:
             A, B = make_inputs(m, n, k, dtype, "RR", gen)
             C = torch.full((m, n), float("nan"), device="cuda")
             p = prepare(A, B, C)
-            p.run()
-            torch.cuda.synchronize()
-            first = C.clone()
-            for _ in range(launches):
-                p.run()
-            torch.cuda.synchronize()
+            first = relaunched(p, C, launches)
             s = p.schedule
             ratio = error_ratio(C, A, B, 1.0, 0.0, None, dtype)
             row = {"test": "auto-default", "dtype": dtype, "shape": (m, n, k), "tile": str(s.tile),

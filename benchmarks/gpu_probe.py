@@ -17,14 +17,13 @@ import argparse
 import statistics
 import struct
 import sys
-import time
 
 import numpy as np
 import torch
 
 from streamk.fixup import Action
 from streamk.gpu.api import prepare
-from streamk.gpu.bench import time_interleaved
+from streamk.gpu.bench import time_alone, time_interleaved
 from streamk.gpu.device import current
 
 
@@ -299,21 +298,8 @@ def big(stream, reps: int = 10, variants: list[str] | None = None, shapes=BIG_SH
                 grids[name] = f"{p.schedule.tile.bm}x{p.schedule.tile.bn} grid {p.schedule.grid}"
             fns["cublas"] = lambda A=A, B=B: torch.mm(A, B, out_dtype=torch.float32)
             order = names[r % len(names):] + names[:r % len(names)]
-            for name in order:
-                fn = fns[name]
-                if pause:
-                    time.sleep(pause)
-                with torch.cuda.stream(stream):
-                    for _ in range(3):
-                        fn()
-                    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                              for _ in range(reps)]
-                    for e0, e1 in events:
-                        e0.record(stream)
-                        fn()
-                        e1.record(stream)
-                torch.cuda.synchronize()
-                times[name].append(statistics.median(e0.elapsed_time(e1) for e0, e1 in events))
+            for name, (med, _, _) in time_alone({name: fns[name] for name in order}, stream, pause, reps).items():
+                times[name].append(med)
             del fns
         flop = 2 * m * n * k
         for name in names:
