@@ -23,6 +23,7 @@ import torch
 
 from streamk.fixup import Action
 from streamk.gpu.api import prepare
+from streamk.gpu.plan import Tuning
 from streamk.gpu.bench import time_alone, time_interleaved
 from streamk.gpu.device import current
 
@@ -144,7 +145,7 @@ def small(stream) -> None:
         packs = [st for st in p.launch.steps if "pack" in st.name]
         if packs:
             cases[f"pack only {name}"] = ((lambda packs=packs: [st.enqueue(stream.cuda_stream) for st in packs]), "")
-        w, fn = ours(A, B, C, stream, schedule=p.schedule, narrow="always")
+        w, fn = ours(A, B, C, stream, schedule=p.schedule, _tuning=Tuning("always"))
         keep.append(w)
         cases[f"auto, shifted copies {name}"] = (fn, label(w))
     group("small GEMMs: where the time goes", cases, stream)

@@ -11,6 +11,7 @@ import sys
 import torch
 
 from streamk.gpu.api import prepare
+from streamk.gpu.plan import Tuning
 from streamk.shapes import parse_triple
 
 m, n, k = parse_triple(sys.argv[1], "shape")
@@ -19,7 +20,7 @@ A = torch.randn(m, k, device="cuda").to(dtype)
 B = torch.randn(k, n, device="cuda").to(dtype)
 C = torch.empty(m, n, device="cuda", dtype=torch.float64 if dtype == torch.float64 else torch.float32)
 p = prepare(A, B, C, schedule=sys.argv[2] if len(sys.argv) > 2 else "data-parallel",
-            narrow=sys.argv[3] if len(sys.argv) > 3 else "auto",
+            _tuning=Tuning(sys.argv[3] if len(sys.argv) > 3 else "auto"),
             tile=(int(sys.argv[5]) if sys.argv[5].isdigit() else sys.argv[5]) if len(sys.argv) > 5 else None)
 for _ in range(3):
     p.launch.enqueue(torch.cuda.current_stream().cuda_stream)

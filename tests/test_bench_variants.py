@@ -5,7 +5,8 @@ from types import SimpleNamespace
 import pytest
 
 from streamk import Costs, GemmShape, Machine, ScheduleError, TileShape, make_schedule, plan_fixup
-from streamk.gpu.launch import GemmParams, Launch, Step
+from streamk.gpu.launch import Step
+from streamk.gpu.plan import Tuning
 from streamk.gpu.variants import launch_key, variant
 
 
@@ -14,19 +15,19 @@ def sms() -> int:
 
 
 def test_a_bare_name_runs_with_default_copies():
-    assert variant("auto", sms) == {"schedule": "auto", "narrow": "auto"}
+    assert variant("auto", sms) == {"schedule": "auto"}
 
 
 def test_every_part_of_a_variant_reaches_prepare():
     args = variant("stream-k%66@1:32,16,1,8&32,24,1,0.5/grouped-8!separate-reduce#64+pack", sms)
-    assert args == {"schedule": "stream-k", "narrow": "never", "fixup": "separate-reduce", "grid": 66, "tile": 64,
+    assert args == {"schedule": "stream-k", "_tuning": Tuning("never"), "fixup": "separate-reduce", "grid": 66, "tile": 64,
                     "machine": Machine(132, 1), "model_costs": Costs(32, 16, 1, 8),
                     "reduce_costs": Costs(32, 24, 1, 0.5), "tile_order": "grouped-8"}
-    assert variant("data-parallel+narrow", sms)["narrow"] == "always"
-    assert variant("auto+pdl", sms) == {"schedule": "auto", "narrow": "auto", "pdl": True}
-    assert variant("auto+pack+nopdl", sms) == {"schedule": "auto", "narrow": "never", "pdl": False}
+    assert variant("data-parallel+narrow", sms)["_tuning"] == Tuning("always")
+    assert variant("auto+pdl", sms) == {"schedule": "auto", "_tuning": Tuning("auto", True)}
+    assert variant("auto+pack+nopdl", sms) == {"schedule": "auto", "_tuning": Tuning("never", False)}
     assert variant("two-tile-sk-dp!turnstile#128x256+back", sms) == {
-        "schedule": "two-tile-sk-dp", "narrow": "auto", "fixup": "turnstile", "tile": "128x256", "walk": "backward"}
+        "schedule": "two-tile-sk-dp", "fixup": "turnstile", "tile": "128x256", "walk": "backward"}
     assert "reduce_costs" not in variant("auto:32,32,1,8", sms)
 
 
@@ -47,10 +48,10 @@ def test_a_bad_variant_names_what_is_wrong(text, message):
 
 def _prepared(schedule, fixup=None, grid_y=1):
     plan = plan_fixup(schedule, fixup)
-    steps = [Step("streamk_sm80_f16", None, schedule.grid, 128, 107520, GemmParams())]
+    steps = [Step("streamk_sm80_f16", None, schedule.grid, 128, 107520)]
     if plan.policy == "separate-reduce" and len(plan.split_tiles):
-        steps.append(Step("streamk_reduce_f32", None, len(plan.split_tiles), 128, 0, GemmParams(), grid_y))
-    return SimpleNamespace(launch=Launch(steps), schedule=schedule, plan=plan)
+        steps.append(Step("streamk_reduce_f32", None, len(plan.split_tiles), 128, 0, grid_y=grid_y))
+    return SimpleNamespace(launch=SimpleNamespace(steps=steps), schedule=schedule, plan=plan)
 
 
 def test_launches_of_one_schedule_plan_and_kernels_are_timed_once():

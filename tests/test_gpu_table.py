@@ -11,7 +11,8 @@ import pytest
 from streamk.errors import DeadlockError, ScheduleError
 from streamk.fixup import Action, plan_fixup
 from streamk.gpu import table as tbl
-from streamk.gpu.api import check_residency, resolve_schedule
+from streamk.gpu.plan import refuse_unfinishable
+from streamk.gpu.select import resolve_schedule
 from streamk.gpu.operands import SPECS, Operand, check_operands, copy_widths, describe, load_bytes, needs_pack
 from streamk.sched import make_schedule
 from streamk.schedule import FIXUP_POLICIES, Schedule
@@ -174,16 +175,25 @@ def test_waits_beyond_residency_are_refused_with_a_safe_policy():
                            [[(t, 0, 1)] for t in range(8)] + [[(t, 1, 2)] for t in range(8)])
     plan = plan_fixup(s, "owner-waits")
     assert plan.residency_needed() == 9
-    check_residency(plan, 9)
-    with pytest.raises(DeadlockError, match="needs 9 co-resident CTAs.*can hold 4.*fixup='turnstile'"):
-        check_residency(plan, 4)
-    check_residency(plan_fixup(s, "turnstile"), 1)
-    check_residency(plan_fixup(s, "last-arrival"), 1)
+    refuse_unfinishable(plan, 9)
+    with pytest.raises(DeadlockError, match="on this launch's 4 resident CTAs: CTA 0 waits on CTA 8.*"
+                                            "fixup='turnstile' \\(checked to finish here: turnstile, last-arrival"):
+        refuse_unfinishable(plan, 4)
+    refuse_unfinishable(plan_fixup(s, "turnstile"), 1)
+    refuse_unfinishable(plan_fixup(s, "last-arrival"), 1)
+
+
+def test_a_self_wait_is_refused_naming_only_policies_checked_to_finish():
+    # CTA 0 runs tile 0's tail before its head: under turnstile the tail waits on its own later unit
+    s = Schedule.from_ctas("custom", GemmShape(128, 128, 64), TILE, [[(0, 1, 2), (0, 0, 1)]])
+    with pytest.raises(DeadlockError, match="its own later unit.*use fixup='owner-waits' \\(checked to finish "
+                                            "here: owner-waits, last-arrival, atomic, separate-reduce\\)"):
+        refuse_unfinishable(plan_fixup(s, "turnstile"), 132)
 
 
 def test_auto_on_an_h100_uses_its_measured_model_constants():
     from streamk import Costs, make_schedule
-    from streamk.gpu.api import MEASURED_AUTO_COSTS, MEASURED_REDUCE_COSTS
+    from streamk.gpu.select import MEASURED_AUTO_COSTS, MEASURED_REDUCE_COSTS
     from streamk.gpu.operands import SPECS
 
     spec, shape, machine = SPECS["float16"], GemmShape(640, 1536, 2000), Machine(132, 2)  # 60 tiles x 63 it
@@ -213,7 +223,7 @@ def test_auto_on_the_gpu_walks_the_two_tile_hybrid_backwards_unless_a_policy_is_
 
 def test_launches_without_signals_waits_or_arrivals_need_no_epoch():
     from streamk import make_schedule, plan_fixup
-    from streamk.gpu.api import needs_epoch
+    from streamk.gpu.plan import needs_epoch
 
     shape, tile, machine = GemmShape(384, 384, 128), TileShape(128, 128, 4), Machine(4)
     assert not needs_epoch(plan_fixup(make_schedule("data-parallel", shape, tile, machine)))
@@ -222,20 +232,8 @@ def test_launches_without_signals_waits_or_arrivals_need_no_epoch():
     assert not needs_epoch(plan_fixup(sk, "atomic")) and not needs_epoch(plan_fixup(sk, "separate-reduce"))
 
 
-def test_a_buffer_nothing_holds_is_retired_not_freed_under_a_launch():
-    from streamk.gpu.device import Buffer
-
-    retired: list[int] = []
-    old = Buffer(0x1000, 4096, retired)
-    held_by_launch = [old]
-    del old
-    assert retired == []  # a prepared launch still points into it
-    held_by_launch.clear()
-    assert retired == [0x1000]  # freed at the device's next synchronized growth
-
-
 def test_small_tile_kernels_and_autos_tile_choice():
-    from streamk.gpu.api import choose_tile
+    from streamk.gpu.select import choose_tile
     from streamk.gpu.operands import SMALL_SPECS, spec_for_tile, tile_specs
 
     assert list(tile_specs("float16")) == [TileShape(128, 128, 32), TileShape(64, 64, 32), TileShape(128, 64, 32),
@@ -291,7 +289,7 @@ def test_small_tile_kernels_and_autos_tile_choice():
 
 
 def test_programmatic_dependent_launch_only_on_sm90_and_by_default_for_one_wave():
-    from streamk.gpu.api import use_pdl
+    from streamk.gpu.select import use_pdl
 
     assert use_pdl(None, 132, 132, "sm_90a") and not use_pdl(None, 133, 132, "sm_90a")
     assert use_pdl(True, 500, 132, "sm_90a") and not use_pdl(False, 10, 132, "sm_90a")

@@ -1,424 +1,466 @@
 """``streamk.gpu.gemm``: C = alpha*A@B + beta*C on the GPU, executing exactly a Schedule.
 
-Order of work: describe and check every input (no CUDA yet), pick the main kernel by the widest
-copy both operands allow, pick or check the schedule, derive the fixup plan, refuse schedules
-that could deadlock at this launch's residency, then pack the operands no copy width can read,
-upload the table and enqueue the kernels.
+A call: describe the operands (no CUDA), find the GemmPlan of their signature in the device's
+plan cache (on a miss: check, resolve the schedule, select the kernels, refuse a launch that
+could never finish, upload the table; streamk.gpu.plan), take the lane of the caller's stream
+(streamk.gpu.lanes) and launch. A repeated call is a dictionary lookup, a few pointer stores and
+the launches: no host-device synchronization.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+import sys
+import threading
+from collections import OrderedDict
+from typing import Any
 
 import numpy as np
 
-from ..costs import Costs
-from ..errors import CudaError, DeadlockError, ScheduleError
-from ..fixup import Action, FixupPlan, plan_fixup
+from ..errors import CudaError, ScheduleError
+from ..fixup import FixupPlan
 from ..schedule import Schedule
-from ..sched import make_schedule
-from ..shapes import GemmShape, Machine, TileShape
-from .launch import GemmParams, Launch, PackPair, PackParams, Step
-from .operands import (RECT_SPECS, SMALL_SPECS, TINY_SPECS, WIDE_SPECS, KernelSpec, Operand, check_operands,
-                       copy_widths, describe, padded, spec_for_tile, tile_specs)
-from .table import STATE_WORDS, TABLE_VERSION, build_table
+from ..shapes import Machine, TileShape
+from .device import Device, device, driver
+from .lanes import Lane, Lanes
+from .operands import Operand, check_operands, describe, padded
+from .plan import DEFAULT_TUNING, GemmPlan, Tuning, build_plan
 
-NO_WAIT_POLICIES = ("last-arrival", "separate-reduce", "atomic")
-EPOCH_ACTIONS = [int(a) for a in (Action.PARTIAL, Action.REDUCE, Action.HANDOFF, Action.FINISH, Action.ARRIVE)]
-PACK_THREADS = 256
-PACK_BLOCKS_PER_SM = 8  # grid-stride pack copies: enough blocks to fill the chip
+PLAN_CACHE_ENTRIES = 512  # signatures kept per device; tables are a few KB each
+GRAVEYARD_ENTRIES = 256  # evicted plans kept until every stream that may use them is done
 
 
-# Programmatic dependent launch between one GEMM's kernels (pack -> main -> separate-reduce): by
-# default only where the main grid is at most one CTA per SM. H100, 400 shapes, one call (LOG.md
-# v13): such launches 1.046x faster geomean with it (208 shapes; worst 0.962x), larger grids
-# 1.006-1.009x but down to 0.87x on some big packed GEMMs (main-kernel CTAs placed while the pack
-# pass still ran).
-def use_pdl(pdl: bool | None, main_grid: int, sms: int, arch: str) -> bool:
-    """Whether this launch's kernels after the first use programmatic dependent launch."""
-    if int("".join(ch for ch in arch if ch.isdigit())) < 90:
-        return False  # griddepcontrol is sm_90's
-    return main_grid <= sms if pdl is None else pdl
+class _Runtime:
+    """One device's plan cache and lanes."""
+
+    def __init__(self, dev: Device) -> None:
+        self.dev = dev
+        self.lanes = Lanes(dev)
+        self.plans: OrderedDict[tuple, GemmPlan | _Empty] = OrderedDict()
+        self.graveyard: list[GemmPlan] = []
+        self.pinned: list[GemmPlan] = []  # plans captured into graphs: never freed
+        self.hits = self.misses = 0
+        self.lock = dev.lock
+
+    def plan(self, key: tuple | None, build) -> GemmPlan | _Empty:
+        plans = self.plans
+        if key is not None:
+            plan = plans.get(key)
+            if plan is not None:
+                self.hits += 1
+                if len(plans) > 1:
+                    with self.lock:
+                        if key in plans:
+                            plans.move_to_end(key)
+                return plan
+        with self.lock:
+            self.misses += 1
+            plan = build()
+            if key is not None:
+                plans[key] = plan
+                if len(plans) > PLAN_CACHE_ENTRIES:
+                    self._evict(plans.popitem(last=False)[1])
+        return plan
+
+    def _evict(self, plan) -> None:
+        if isinstance(plan, GemmPlan):
+            self.graveyard.append(plan)
+        if len(self.graveyard) > GRAVEYARD_ENTRIES and self.lanes.synchronize():
+            self.graveyard.clear()
+
+    def lane(self, plan: GemmPlan, stream: int) -> tuple[Lane, bool]:
+        err, status = driver().cuStreamIsCapturing(stream)
+        if err:
+            raise CudaError(f"cuStreamIsCapturing({stream:#x}) failed with {err.name}: is the stream on "
+                            f"{self.dev.name} (device {self.dev.ordinal}) and alive?")
+        capturing = int(status) != 0
+        with self.lock:
+            if capturing:
+                self.pinned.append(plan)
+            return self.lanes.for_launch(stream, plan.needs, capturing), capturing
 
 
-def check_residency(plan: FixupPlan, residency: int) -> None:
-    """Raise DeadlockError if ``plan``'s waits need more co-resident CTAs than ``residency``."""
-    needed = plan.residency_needed()
-    if needed <= residency:
-        return
-    s = plan.schedule
-    safe = [p for p in ("turnstile",) if plan_fixup(s, p).residency_needed() <= residency]
-    safe += list(NO_WAIT_POLICIES)
-    raise DeadlockError(
-        f"schedule {s.decomposition} ({s.shape}, grid {s.grid}) with fixup {plan.policy!r} waits on CTAs that "
-        f"may not be resident: it needs {needed} co-resident CTAs, this launch can hold {residency} "
-        f"(occupancy API); use fixup={safe[0]!r} (safe here: {', '.join(safe)})")
+_RUNTIMES: dict[int, _Runtime] = {}
+_RUNTIMES_LOCK = threading.Lock()
 
 
-REDUCE_MAX_VECS = 4  # fixup.cuh: accumulator vectors per thread of one reduce block
+def _runtime(ordinal: int | None = None) -> _Runtime:
+    dev = device(ordinal)
+    rt = _RUNTIMES.get(dev.ordinal)
+    if rt is None:
+        with _RUNTIMES_LOCK:
+            rt = _RUNTIMES.setdefault(dev.ordinal, _Runtime(dev))
+    return rt
 
 
-def reduce_slices(items: int, spec: KernelSpec, threads: int, sms: int) -> int:
-    """Blocks per split tile of the separate-reduce pass: enough for two blocks per SM where the
-    split tiles are few (one block per tile read its slots at ~1.3 us per 64 KB, LOG.md v10), a
-    power of two dividing the tile's 16-byte vectors per thread, with at most REDUCE_MAX_VECS of
-    them per block (fixup.cuh reduce_slice)."""
-    acc_bytes = 4 if spec.out_dtype == "float32" else 8
-    vecs = spec.tile.bm * spec.tile.bn * acc_bytes // (16 * threads)
-    slices = max(1, vecs // REDUCE_MAX_VECS)
-    while slices < vecs and items * slices < 2 * sms:
-        slices *= 2
-    return slices
+def cache_info() -> dict[str, Any]:
+    """Per device: cached plans, hits and misses, lanes (eager and captured) and their bytes."""
+    return {rt.dev.ordinal: {"device": rt.dev.name, "plans": len(rt.plans), "hits": rt.hits, "misses": rt.misses,
+                             "pinned_plans": len(rt.pinned), "lanes": len(rt.lanes.by_stream),
+                             "captured_lanes": len(rt.lanes.captured), "lane_bytes": rt.lanes.nbytes}
+            for rt in _RUNTIMES.values()}
 
 
-def needs_epoch(plan: FixupPlan) -> bool:
-    """Whether a launch of ``plan`` signals, waits or arrives (flags and counters carry epochs);
-    launches that do not skip the epoch read and the end-of-launch count."""
-    return bool(np.isin(plan.action, EPOCH_ACTIONS).any())
+def clear_cache() -> None:
+    """Drop every cached plan and eager lane once their streams are done (captured graphs keep
+    theirs): the memory comes back, the next calls rebuild."""
+    for rt in _RUNTIMES.values():
+        with rt.lock:
+            if not rt.lanes.synchronize():
+                raise CudaError("clear_cache() cannot run while a stream it used is being captured")
+            rt.plans.clear()
+            rt.graveyard.clear()
+            for stream in list(rt.lanes.by_stream):
+                rt.lanes._retire(rt.lanes.by_stream.pop(stream))
+            rt.hits = rt.misses = 0
 
 
-# auto's model constants as measured for our kernels on a GPU family and tile (a, b, c, d in MAC
-# iterations), used when the caller passes none; others get streamk.costs.AUTO_COSTS (the
-# paper's A100 Figure 8 region). sm_90a (H100, FP16/BF16 128x128x32): b = 16 chosen from b in
-# {32, 16, 8, 5} and d in {8, 9.5} on the 400-shape sample, both halves alike: 1.074 / 1.110
-# geomean vs DP on shapes 0-199 / 200-399 against 1.064 / 1.092 with b = 32, and wherever it
-# picked Stream-K it won (worst 1.011x, kernels of LOG.md v10b; 0.957x on v10c's faster DP); b = 8
-# gains a little more on average but loses to 0.888x near one tile per SM. b + d = 24 stays inside
-# Figure 8's region. The smaller tiles (in their own MAC iterations) take the same: for 64x64, b = 8,
-# d = 4 and b = 32, d = 8 (with reduce b = 12 and 48) both measured worse on the 131 shapes auto
-# runs it on (0.995x and 0.979x geomean, worst 0.82x and 0.68x; LOG.md v13).
-_HALF_TILES = tuple(tile_specs("float16"))  # every FP16/BF16 tile: 128x128x32 and the smaller ones
-# The 128x256 tile (one CTA per SM, so auto weighs two-tile SK + DP against DP there) takes b = 48:
-# on the 114 shapes of three corpus seeds that run it, b = 16 left 8 shapes under 0.95x of its DP
-# (the forward two-tile hybrid near one to three waves), b = 48 two, at the same geomean (b = 96
-# lost 5%); with the hybrid walked backwards, b = 48 left none under its DP on two seeds' shapes
-# (offline from one call's timings; LOG.md v15).
-MEASURED_AUTO_COSTS = {**{("sm_90a", t): Costs(a=32.0, b=16.0, c=1.0, d=8.0) for t in _HALF_TILES},
-                       ("sm_90a", TileShape(128, 256, 32)): Costs(a=32.0, b=48.0, c=1.0, d=8.0),
-                       ("sm_90a", TileShape(64, 64, 16)): Costs(a=32.0, b=16.0, c=1.0, d=8.0)}
-# The same model's constants for the separate-reduce fixup, which auto weighs against owner-waits
-# below a tile per SM (streamk.sched.auto): sm_90a (H100, FP16 128x128x32, sliced reduce pass)
-# b = 24, d = 0.5 from b in {16, 20, 24, 28, 32, 40} x d in {0.5, 1, 2} on the 400-shape sample
-# (benchmarks/LOG.md v11): 1.144 geomean vs DP, 1.221 mean, worst 0.952 (owner-waits alone: 1.081,
-# 1.108, 0.952); b <= 20 also takes it on tiles split two ways, where it loses up to 0.73x.
-# FP64 64x64x16 on sm_90a: OW (32, 16, 1, 8) with SR (32, 16, 1, 1), the best of four pairs on
-# 120 shapes of seed 7 (1.255 geomean vs DP, against 1.186 for the paper's defaults without
-# separate-reduce); on the default 120-shape sample it measured 1.204 against 1.120 (LOG.md v11).
-MEASURED_REDUCE_COSTS = {**{("sm_90a", t): Costs(a=32.0, b=24.0, c=1.0, d=0.5) for t in _HALF_TILES},
-                         ("sm_90a", TileShape(64, 64, 16)): Costs(a=32.0, b=16.0, c=1.0, d=1.0)}
+class _Empty:
+    """The plan of a GEMM with m, n or k = 0: no kernels (torch's answers: an empty C, or
+    beta*C when k = 0)."""
+
+    def __init__(self, m: int, n: int, k: int, out_dtype: str) -> None:
+        self.m, self.n, self.k, self.out_dtype = m, n, k, out_dtype
+
+    def apply(self, C: Any, beta: float, new) -> Any:
+        out = new() if C is None else C
+        if self.k == 0 and self.m and self.n:
+            if C is None or beta == 0.0:
+                out[...] = 0
+            elif beta != 1.0:
+                out[...] = out * beta
+        return out
 
 
-# auto's tile, when the caller names none (FP16/BF16; FP64 runs the paper's 64x64x16 only), in the
-# order choose_tile tries them:
-# * where k is at most RECT_MAX_ITERS MAC iterations, 32x32 or else 32x64 where its tiles fit one
-#   wave: a small GEMM's CTA spends ~0.6 us starting, runs a latency-bound mainloop and writes C at
-#   ~20 GB/s from its SM, so a smaller tile on more SMs. H100, 400 shapes (LOG.md v14): 32x64
-#   against auto on 64x64 1.05-1.08x where 32x64 tiles fit a wave (1.13-1.15x for k < 512), 0.81x
-#   beyond it, 0.89-0.96x with longer k; 32x32 against 32x64 1.08-1.10x where 32x32 tiles fit a
-#   wave (worst 0.99x), 0.84x beyond.
-# * 64x64 where those tiles fit one wave on the SMs. A GEMM of few 128x128 tiles leaves most SMs
-#   idle under DP, splits each tile many ways under Stream-K, and each tile's 64 KB of C (or of
-#   partials) leaves one SM at ~25 GB/s (~2.5 us, LOG.md v10); 64x64 tiles give four times the
-#   CTAs a quarter of that each. H100, 400 shapes (LOG.md v13): 1.50x geomean below 33 128x128
-#   tiles; of the rules tried, "64x64 tiles <= SMs" lost least (worst 0.85x) for the most gain.
-# * also 64x64, for k <= SMALL_WAVE_MAX_ITERS, where its tiles are more than two and at most
-#   SMALL_PER_SM per SM: the 64x64 kernel keeps three CTAs per SM (sm80_f16_t64.cu), so they all
-#   run at once and every SM holds two or three, where 128x128 tiles (66-99 of them) leave SMs idle
-#   and the rectangles (133-198) load some SMs twice as much as others. H100, two calls, 400 shapes
-#   (LOG.md v14): 1.060x and 1.064x on the 23 shapes with k <= 1024 against the rectangle or
-#   128x128 auto took (worst 0.89x), 1.01-1.06x on 7 more up to k = 2048, but on seed 7 two shapes
-#   with k ~1800 lost (0.86x, 0.94x against our 128x128 DP); with one or two per SM the rectangles
-#   won (0.90x), beyond k = 2048 128x128 did (0.83x).
-# * else 128x64 or 64x128 (the fewer tiles; a tie: 64x128) where 128x128 tiles leave SMs idle
-#   and k is at most RECT_MAX_ITERS MAC iterations: such GEMMs ran DP on 128x128 tiles
-#   (Stream-K's fixup not worth it for short k) on under a wave of SMs. H100 (LOG.md v13): with
-#   one rectangle per SM, 38 of 400 shapes, every one faster (1.41x geomean on them; 12 of 200
-#   of seed 7, 1.40x); with longer k, Stream-K on 128x128 tiles won on some (down to 0.58x).
-#   Two rectangles per SM (DP at two CTAs per SM) only where the rectangle's kernel reads both
-#   operands 16 bytes wide (aligned or packed): 30 shapes 1.08x (worst 0.95x); where it would
-#   read one with 8- or 4-byte copies, 17 shapes lost down to 0.82x against 128x128 tiles.
-# * 128x256 where those tiles fill at least one wave and k is at least WIDE_MIN_ITERS MAC iterations:
-#   8 warps of 64x64 at one CTA per SM bring a quarter fewer global->shared bytes and copy
-#   instructions per mma than two 128x128 CTAs, and large GEMMs run the H100 into its 700 W cap
-#   (SM clock 1980 -> 1300-1650 MHz), where the fewer bytes and instructions per mma pay. H100
-#   (LOG.md v15), each alone after a 1 s pause: 8192^3 450 TFLOP/s against 391 for auto on
-#   128x128 tiles, 5120^3 442 / 401, 4096^3 433 / 409; on the 400 shapes, auto on 128x256 against
-#   auto on the tile it took before: 1.083x geomean on the 50 shapes this rule takes (worst
-#   0.898x), 0.97-1.01x with k < 1024 there, far slower below a wave; with its two-tile hybrid
-#   walked backwards (resolve_schedule) a further 1.02-1.03x on two seeds' shapes of this rule.
-# * else the paper's 128x128.
-RECT_MAX_ITERS = 64
-WIDE_MIN_ITERS = 32
-SMALL_PER_SM = 3
-SMALL_WAVE_MAX_ITERS = 32
+# ---- operands ------------------------------------------------------------------------------
+_TORCH: Any = None  # the torch module once seen (this module never imports it itself)
+_TORCH_OUT: dict[str, Any] = {}
 
 
-def choose_tile(shape: GemmShape, dtype: str, sms: int,
-                narrow_copies: Callable[[KernelSpec], bool] = lambda spec: False,
-                fits: Callable[[KernelSpec], bool] = lambda spec: True) -> TileShape:
-    """The tile ``schedule="auto"`` runs when the caller names none; ``narrow_copies(spec)``: whether
-    that kernel would read an operand with 8- or 4-byte copies; ``fits(spec)``: whether the device
-    can hold a block of the 128x256 kernels (150 KB of shared memory; asked only where that tile
-    would be taken)."""
-    default = next(iter(tile_specs(dtype)))
-    if dtype not in SMALL_SPECS:
-        return default
+def _torch():
+    global _TORCH
+    if _TORCH is None and "torch" in sys.modules:
+        _TORCH = sys.modules["torch"]
+        _TORCH_OUT.update(float32=_TORCH.float32, float64=_TORCH.float64)
+        from . import torch_op  # noqa: F401 - registers streamk::gemm with torch.library
 
-    def count(t: TileShape) -> int:
-        return -(-shape.m // t.bm) * -(-shape.n // t.bn)
-
-    iters = -(-shape.k // default.bk)  # MAC iterations of a tile
-    short = iters <= RECT_MAX_ITERS
-    if short:
-        for spec in sorted(TINY_SPECS[dtype], key=lambda s: s.tile.bm * s.tile.bn):
-            if count(spec.tile) <= sms:
-                return spec.tile
-    small = SMALL_SPECS[dtype].tile
-    balanced = iters <= SMALL_WAVE_MAX_ITERS and 2 * sms < count(small) <= SMALL_PER_SM * sms
-    if count(small) <= sms or balanced:
-        return small
-    if count(default) < sms and short:
-        rects = sorted(RECT_SPECS[dtype], key=lambda s: (count(s.tile), s.tile.bm))  # a tie: 64x128
-        for spec in rects:
-            if count(spec.tile) <= sms or (count(spec.tile) <= 2 * sms and not narrow_copies(spec)):
-                return spec.tile
-    wide = WIDE_SPECS[dtype].tile
-    if iters >= WIDE_MIN_ITERS and count(wide) >= sms and fits(WIDE_SPECS[dtype]):
-        return wide
-    return default
+    return _TORCH
 
 
-def resolve_schedule(schedule: str | Schedule, shape: GemmShape, spec: KernelSpec, machine_fn,
-                     fixup: str | None, options: dict[str, Any], arch: str = "") -> Schedule:
-    """A Schedule for this shape and the kernel's tile: built by name, or checked if given."""
-    if isinstance(schedule, Schedule):
-        if schedule.shape != shape:
-            raise ScheduleError(f"the schedule is for {schedule.shape}, the operands are {shape}")
-        if schedule.tile != spec.tile:
-            raise ScheduleError(f"the schedule's tile is {schedule.tile}; this kernel runs {spec.tile} tiles")
-        return schedule if fixup is None or fixup == schedule.fixup else schedule.with_fixup(fixup)
-    if not isinstance(schedule, str):
-        raise ScheduleError(f"schedule must be a name or a Schedule (got {type(schedule).__name__})")
-    if schedule == "auto":  # measured constants fill in what the caller did not give
-        measured = MEASURED_AUTO_COSTS.get((arch, spec.tile))
-        if options.get("model_costs") is None and measured is not None:
-            options = {**options, "model_costs": measured}
-        reduce = MEASURED_REDUCE_COSTS.get((arch, spec.tile))
-        if options.get("reduce_costs") is None and fixup is None and reduce is not None:
-            options = {**options, "reduce_costs": reduce}
-        # a wave or more of tiles at one CTA per SM (the 128x256 tile): the SK CTAs of the two-tile
-        # hybrid walk backwards under turnstile (streamk.sched.auto), unless a policy is given
-        if fixup is None and "sk_backward" not in options:
-            options = {**options, "sk_backward": True}
-    return make_schedule(schedule, shape, spec.tile, machine_fn(), fixup=fixup, **options)
+def _compiling() -> bool:
+    torch = _TORCH if _TORCH is not None else _torch()
+    return torch is not None and torch.compiler.is_compiling()
 
 
-@dataclass
-class Prepared:
-    """A checked, uploaded GEMM: ``launch.enqueue(stream)`` runs it; ``finish()`` copies NumPy out."""
-
-    launch: Launch
-    schedule: Schedule
-    plan: FixupPlan
-    output: Any
-    residency: int
-    _host_c: np.ndarray | None = None
-    _dev_c: int = 0
-
-    def run(self, stream: int | None = None) -> Any:
-        self.launch.enqueue(_stream_of(self.output) if stream is None else stream)
-        return self.finish()
-
-    def finish(self) -> Any:
-        if self._host_c is not None:
-            from .device import current
-
-            dev = current()
-            dev.synchronize()
-            dense = np.empty(self._host_c.shape, dtype=self._host_c.dtype)
-            dev.copy_out(dense, self._dev_c)
-            self._host_c[...] = dense
-        return self.output
+def _options_key(schedule, fixup, tile, machine, options: dict, tuning: Tuning) -> tuple | None:
+    """The part of a signature the caller's arguments give; None where an option is unhashable
+    (that call is planned afresh)."""
+    try:
+        opts = tuple(sorted(options.items())) if options else ()
+        key = (schedule, fixup, tile, machine, opts, tuning)
+        hash(key)
+        return key
+    except TypeError:
+        return None
 
 
-def _stream_of(x: Any) -> int:
+def _check_options(schedule, fixup, tile, machine) -> None:
+    if not isinstance(schedule, (str, Schedule)):
+        raise ScheduleError(f"schedule must be a scheduler's name or a Schedule (got {type(schedule).__name__})")
+    if machine is not None and not isinstance(machine, Machine):
+        raise ScheduleError(f"machine must be a streamk.Machine (got {type(machine).__name__})")
+    if fixup is not None and not isinstance(fixup, str):
+        raise ScheduleError(f"fixup must be a policy name (got {type(fixup).__name__})")
+    if tile is not None and not isinstance(tile, (TileShape, int, str)):
+        raise ScheduleError(f"tile must be a TileShape, an edge such as 64 or 'BMxBN' (got {type(tile).__name__})")
+
+
+def _build(rt: _Runtime, a: Operand, b: Operand, c: Operand | None, schedule, fixup, tile, machine,
+           options: dict, tuning: Tuning) -> GemmPlan | _Empty:
+    _check_options(schedule, fixup, tile, machine)
+    spec = check_operands(a, b, c)
+    m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    if 0 in (m, n, k):
+        return _Empty(m, n, k, spec.out_dtype)
+    return build_plan(rt.dev, rt.lanes, a, b, c, schedule, fixup, tile, machine, options, tuning)
+
+
+def _overlaps(plan: GemmPlan, a: int, b: int, c: int) -> None:
+    ea, eb, ec = plan.extents
+    if (c < a + ea and a < c + ec) or (c < b + eb and b < c + ec):
+        raise ScheduleError("C overlaps A or B in memory: the kernels would read what they write; pass a C of its "
+                            "own (or none)")
+
+
+def _device_of(x: Any, name: str) -> int:
+    """The CUDA device ordinal of a GPU operand (-1 for host data)."""
+    if isinstance(x, np.ndarray):
+        return -1
+    dev = getattr(x, "device", None)
+    ordinal = getattr(dev, "index", None) if dev is not None else None
+    if ordinal is None:
+        ordinal = getattr(dev, "id", None)
+    if isinstance(ordinal, int):
+        return ordinal
+    if hasattr(x, "__cuda_array_interface__"):
+        drv = driver()
+        ptr = int(x.__cuda_array_interface__["data"][0])
+        err, value = drv.cuPointerGetAttribute(drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)
+        return int(value) if int(err) == 0 else 0
+    return -1
+
+
+# ---- the call ------------------------------------------------------------------------------
+def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
+         schedule: str | Schedule = "auto", fixup: str | None = None, tile: TileShape | int | str | None = None,
+         machine: Machine | None = None, stream: int | None = None, **options: Any) -> Any:
+    """C = alpha * A @ B + beta * C on the GPU, executing ``schedule`` (a name or a Schedule).
+
+    A (m x k) and B (k x n): float16, bfloat16 (float32 C) or float64 (float64 C). PyTorch and
+    CuPy CUDA arrays (anything with ``__cuda_array_interface__``) are used in place, any strides
+    (operands no copy width can read in place are packed on the device, inside the launch);
+    NumPy arrays are copied in and out. C (m x n) is updated in place when given, else allocated
+    like A; it must not overlap itself, A or B. m, n or k = 0 work as in torch (k = 0: beta*C).
+    ``fixup`` overrides the schedule's policy; ``tile`` picks the CTA tile of a named schedule
+    (a TileShape, 128 or 64, or "BMxBN"; by default the paper's, and ``auto`` picks one by
+    problem size); ``machine`` replaces the device's Machine for a named scheduler; ``stream``:
+    a CUDA stream handle (default: the current stream of PyTorch or CuPy, else the legacy
+    stream). Other ``options`` go to the scheduler (``grid``, ``splits``, ``model_costs``,
+    ``walk``, ...). Any number of calls may run at once on any streams, inside CUDA graphs and
+    under ``torch.compile``; a schedule that could never finish is refused (DeadlockError).
+    """
+    if _compiling():
+        from .torch_op import traced_gemm
+
+        return traced_gemm(A, B, C, alpha, beta, schedule, fixup, tile, machine, options)
+    tensor = _TORCH.Tensor if _TORCH is not None else (_torch() and _TORCH.Tensor)
+    if tensor and type(A) is tensor and type(B) is tensor and (C is None or type(C) is tensor):
+        ordinal = A.get_device()
+        if ordinal >= 0:
+            return _gemm_torch(A, B, C, alpha, beta, schedule, fixup, tile, machine, stream, options, ordinal)
+    return _gemm_any(A, B, C, alpha, beta, schedule, fixup, tile, machine, stream, options, DEFAULT_TUNING)
+
+
+def _gemm_torch(A, B, C, alpha, beta, schedule, fixup, tile, machine, stream, options, ordinal):
+    """The eager PyTorch path, kept to a few attribute reads and one dictionary lookup."""
+    pa, pb = A.data_ptr(), B.data_ptr()
+    opts = _options_key(schedule, fixup, tile, machine, options, DEFAULT_TUNING)
+    if C is None:
+        pc = 0
+        key = (A.dtype, A.shape, A.stride(), pa & 15, B.dtype, B.shape, B.stride(), pb & 15, B.get_device(), opts)
+    else:
+        pc = C.data_ptr()
+        key = (A.dtype, A.shape, A.stride(), pa & 15, B.dtype, B.shape, B.stride(), pb & 15, B.get_device(),
+               C.dtype, C.shape, C.stride(), pc & 15, C.get_device(), opts)
+    rt = _RUNTIMES.get(ordinal) or _runtime(ordinal)
+    if opts is None:
+        key = None
+    plan = rt.plan(key, lambda: _build(rt, *_described(A, B, C, ordinal), schedule, fixup, tile, machine, options,
+                                       DEFAULT_TUNING))
+    if isinstance(plan, _Empty):
+        return plan.apply(C, beta, lambda: A.new_empty((plan.m, plan.n), dtype=_TORCH_OUT[plan.out_dtype]))
+    if C is None:
+        C = A.new_empty((plan.shape.m, plan.shape.n), dtype=_TORCH_OUT[plan.spec.out_dtype])
+        pc, beta = C.data_ptr(), 0.0
+    else:
+        _overlaps(plan, pa, pb, pc)
+    if stream is None:
+        stream = _TORCH._C._cuda_getCurrentRawStream(ordinal)
+    _launch(rt, plan, pa, pb, pc, alpha, beta, stream)
+    return C
+
+
+def _described(A, B, C, ordinal: int) -> tuple[Operand, Operand, Operand | None]:
+    a, b = describe(A, "A"), describe(B, "B")
+    c = describe(C, "C") if C is not None else None
+    for name, x in (("B", B), ("C", C)):
+        if x is not None and not isinstance(x, np.ndarray) and _device_of(x, name) != ordinal:
+            raise ScheduleError(f"A is on cuda:{ordinal} but {name} is on cuda:{_device_of(x, name)}: put A, B and C "
+                                f"on one device")
+    return a, b, c
+
+
+def _launch(rt: _Runtime, plan: GemmPlan, a: int, b: int, c: int, alpha: float, beta: float, stream: int) -> None:
+    drv = driver()
+    err, prev = drv.cuCtxGetCurrent()
+    switch = int(prev) != int(rt.dev.context)
+    if switch:
+        rt.dev.activate()
+    try:
+        lane, capturing = rt.lane(plan, stream)
+        plan.enqueue(lane, a, b, c, float(alpha), float(beta), stream, capturing)
+    finally:
+        if switch:
+            drv.cuCtxSetCurrent(prev)
+
+
+def _stream_of(x: Any, ordinal: int) -> int:
     module = type(x).__module__
     if module.startswith("torch"):
-        import torch
-
-        return int(torch.cuda.current_stream(x.device).cuda_stream)
+        return int(sys.modules["torch"].cuda.current_stream(ordinal).cuda_stream)
     if module.startswith("cupy"):
         import cupy
 
-        return int(cupy.cuda.get_current_stream().ptr)
+        with cupy.cuda.Device(ordinal):
+            return int(cupy.cuda.get_current_stream().ptr)
     return 0
 
 
-def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
-            schedule: str | Schedule = "auto", fixup: str | None = None, machine: Machine | None = None,
-            narrow: str = "auto", tile: TileShape | int | str | None = None, pdl: bool | None = None,
-            **options: Any) -> Prepared:
-    """Check everything, build and upload the table; return the launch without running it.
+def _gemm_any(A, B, C, alpha, beta, schedule, fixup, tile, machine, stream, options, tuning: Tuning) -> Any:
+    """Every other input: CuPy and other CUDA arrays, torch tensors on the CPU (refused), NumPy."""
+    prepared = prepare(A, B, C, alpha=alpha, beta=beta, schedule=schedule, fixup=fixup, tile=tile, machine=machine,
+                       _tuning=tuning, _allow_empty=True, **options)
+    return prepared.run(stream)
 
-    ``machine`` is what a named scheduler plans for (default: the device's SMs and the occupancy
-    API's resident CTAs per SM); the deadlock check always uses the real residency. ``narrow``:
-    how row-major operands whose rows are 8- or 4-byte aligned are read (``copy_widths``: "auto"
-    reads them in place with 8-byte copies, and 4-byte ones where that saves all packing on a
-    small problem; "always"; "never" packs them, as v1-v8 did); one kernel reads both operands
-    at the narrower width. ``tile``: the CTA tile of a named schedule (a TileShape, 128 or 64 for
-    the square ones, or "128x64", "64x128", "32x64", "32x32", "128x256"); by default the paper's
-    (128x128x32 for FP16/BF16, 64x64x16 for FP64), except that "auto" picks a smaller one for
-    FP16/BF16 problems of few 128x128 tiles and 128x256 for large ones (``choose_tile``). A
-    Schedule brings its own tile. ``pdl``: launch the main kernel behind the pack pass, and the
-    separate-reduce pass behind the main kernel, with programmatic dependent launch, so each
-    starts while the one before ends (sm_90 and later; by default where the main grid is one CTA
-    per SM at most: ``use_pdl``).
-    """
+
+class Prepared:
+    """A GEMM bound to its operands: ``run(stream)`` launches it (and copies NumPy results out);
+    ``launch.enqueue(stream)`` only launches, for timing and CUDA graphs."""
+
+    def __init__(self, rt: _Runtime, plan: GemmPlan | _Empty, ops: tuple, output: Any, alpha: float, beta: float,
+                 host: tuple | None, ordinal: int, C: Any) -> None:
+        self._rt, self._plan, self._ops, self.output = rt, plan, ops, output
+        self.alpha, self.beta, self._host, self._ordinal, self._C = alpha, beta, host, ordinal, C
+        self.launch = Launch(self)
+
+    @property
+    def schedule(self) -> Schedule:
+        return self._plan.schedule
+
+    @property
+    def plan(self) -> FixupPlan:
+        return self._plan.plan
+
+    @property
+    def residency(self) -> int:
+        return self._plan.residency
+
+    def run(self, stream: int | None = None) -> Any:
+        if isinstance(self._plan, _Empty):
+            return self._plan.apply(self._C, self.beta, lambda: self.output)
+        if stream is None:
+            stream = _stream_of(self.output, self._ordinal) if self._host is None else 0
+        if self._host is None:
+            _launch(self._rt, self._plan, *self._ops, self.alpha, self.beta, stream)
+            return self.output
+        return self._run_host(stream)
+
+    def _run_host(self, stream: int) -> np.ndarray:
+        """NumPy operands: copy in (rows padded as the kernels read them), launch, copy out."""
+        drv, rt, plan = driver(), self._rt, self._plan
+        err, status = drv.cuStreamIsCapturing(stream)
+        if int(status) != 0:
+            raise ScheduleError("NumPy operands cannot be captured into a CUDA graph: pass GPU arrays")
+        with rt.lock:
+            lane = rt.lanes.for_launch(stream, plan.needs, False)
+        A, B, C = self._host
+        ptrs = []
+        for name, x in (("host_a", A), ("host_b", B)):
+            dense = np.zeros((x.shape[0], padded(x.shape[1], plan.spec)), dtype=x.dtype)
+            dense[:, :x.shape[1]] = x
+            ptrs.append(lane.ptr(name))
+            _check(drv.cuMemcpyHtoDAsync(ptrs[-1], dense.ctypes.data, dense.nbytes, stream), "cuMemcpyHtoDAsync")
+        out = np.ascontiguousarray(C)
+        if self.beta != 0.0:
+            _check(drv.cuMemcpyHtoDAsync(lane.ptr("host_c"), out.ctypes.data, out.nbytes, stream), "cuMemcpyHtoDAsync")
+        _launch(rt, plan, ptrs[0], ptrs[1], lane.ptr("host_c"), self.alpha, self.beta, stream)
+        _check(drv.cuMemcpyDtoHAsync(out.ctypes.data, lane.ptr("host_c"), out.nbytes, stream), "cuMemcpyDtoHAsync")
+        _check(drv.cuStreamSynchronize(stream), "cuStreamSynchronize")
+        if out is not C:
+            C[...] = out
+        return C
+
+
+class Launch:
+    """The kernels of a Prepared GEMM: ``steps`` (name, grid, block, smem, pdl, each with its own
+    ``enqueue(stream)``), ``names`` and ``enqueue(stream)`` for all of them."""
+
+    def __init__(self, prepared: Prepared) -> None:
+        self._prepared = prepared
+        plan = prepared._plan
+        self.steps = [] if isinstance(plan, _Empty) else [_OneStep(prepared, st) for st in plan.steps if st.grid]
+
+    @property
+    def names(self) -> list[str]:
+        return [st.name for st in self.steps]
+
+    def enqueue(self, stream: int = 0) -> None:
+        self._prepared.run(stream) if self._prepared._host is not None else \
+            _launch(self._prepared._rt, self._prepared._plan, *self._prepared._ops, self._prepared.alpha,
+                    self._prepared.beta, stream)
+
+
+class _OneStep:
+    def __init__(self, prepared: Prepared, step) -> None:
+        self._prepared, self._step = prepared, step
+        self.name, self.grid, self.grid_y, self.block = step.name, step.grid, step.grid_y, step.block
+        self.smem, self.pdl = step.smem, step.pdl
+
+    def enqueue(self, stream: int = 0) -> None:
+        """This kernel alone (e.g. to time the pack pass), on the stream's lane."""
+        p = self._prepared
+        lane, _ = p._rt.lane(p._plan, stream)
+        with p._plan.lock:
+            bound = p._plan._bound.get(lane)
+            if bound is None or bound[0] != lane.generation:
+                bound = p._plan._bind(lane)
+            self._step.enqueue(next(argv for step, argv in bound[3] if step is self._step), stream)
+
+
+def _check(result, what: str) -> None:
+    err = result[0] if isinstance(result, tuple) else result
+    if int(err):
+        raise CudaError(f"{what} failed with {err.name}")
+
+
+def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
+            schedule: str | Schedule = "auto", fixup: str | None = None, tile: TileShape | int | str | None = None,
+            machine: Machine | None = None, _tuning: Tuning = DEFAULT_TUNING, _allow_empty: bool = False,
+            **options: Any) -> Prepared:
+    """Check and plan ``gemm``'s arguments (the same ones) without launching: the returned
+    Prepared runs it, or enqueues it for timing and CUDA graphs. Raises what ``gemm`` would."""
     a, b = describe(A, "A"), describe(B, "B")
     c = describe(C, "C") if C is not None else None
-    spec = check_operands(a, b, c)
-    shape = GemmShape(a.shape[0], b.shape[1], a.shape[1])
-    if isinstance(schedule, Schedule):
-        spec = spec_for_tile(a.dtype, schedule.tile)
-        if tile is not None and spec_for_tile(a.dtype, tile) is not spec:
-            raise ScheduleError(f"tile={tile} disagrees with the schedule's tile {schedule.tile}")
-    elif tile is not None:
-        spec = spec_for_tile(a.dtype, tile)
+    check_operands(a, b, c)  # every operand error before any CUDA call
+    _check_options(schedule, fixup, tile, machine)
+    ordinal = -1 if a.on_host else _device_of(A, "A")
+    rt = _runtime(None if ordinal < 0 else ordinal)
+    if not a.on_host:
+        _described(A, B, C, rt.dev.ordinal)
+    key = (_signature(a), _signature(b), _signature(c) if c is not None else None,
+           _options_key(schedule, fixup, tile, machine, options, _tuning))
+    plan = rt.plan(None if key[-1] is None else key,
+                   lambda: _build(rt, a, b, c, schedule, fixup, tile, machine, options, _tuning))
+    if isinstance(plan, _Empty):
+        if not _allow_empty:
+            raise ScheduleError(f"nothing to prepare: the GEMM is {plan.m}x{plan.n}x{plan.k}; call gemm() instead")
+        output = _new_output(A, plan.m, plan.n, plan.out_dtype, rt.dev.ordinal) if C is None else C
+        return Prepared(rt, plan, (), output, alpha, beta, None, rt.dev.ordinal, C)
     if C is None:
         beta = 0.0
-
-    from .device import current
-
-    dev = current()
-    if isinstance(schedule, str) and schedule == "auto" and tile is None:
-        spec = spec_for_tile(a.dtype, choose_tile(
-            shape, a.dtype, dev.sms, lambda s: any(0 < w < 16 for w in copy_widths(a, b, s, narrow)),
-            lambda s: max(dev.smem_bytes(e) for e in (s.main, *dict(s.narrow).values())) <= dev.smem_per_block))
-    # an operand no copy width reads in place is packed, and the packed copy is read 16 bytes wide
-    widths = dict(zip("AB", copy_widths(a, b, spec, narrow)))
-    main = spec.entry(min(w or 16 for w in widths.values()))
-    threads, smem = dev.block_size(main), dev.smem_bytes(main)
-    machine_fn = (lambda: machine) if machine is not None else (lambda: dev.machine(main, threads, smem))
-    sched = resolve_schedule(schedule, shape, spec, machine_fn, fixup, options, dev.arch)
-    plan = plan_fixup(sched)
-    # A grid of at most one block per SM is launched asking for half an SM's shared memory, so
-    # the hardware puts one block on each SM: with room for two it placed pairs of a 132-block
-    # grid on one SM while other SMs idled (H100 traces: Stream-K owners waited up to 25 us for
-    # peers running at half speed; 5615x240x6211 auto 152.7 -> 133.9 us; 400 shapes: auto vs
-    # cuBLAS raw 1.132 -> 1.160, worst vs DP 0.945 -> 0.976; LOG.md v12).
-    launch_smem = smem
-    if sched.grid <= dev.sms and dev.occupancy(main, threads, smem) > 1:
-        launch_smem = dev.one_per_sm_smem(main, threads, smem)
-    residency = dev.occupancy(main, threads, launch_smem) * dev.sms
-    if residency == 0:
-        raise CudaError(f"{main} cannot be resident on {dev.name} ({threads} threads, {launch_smem} B shared "
-                        f"memory): the occupancy API gives 0 blocks per SM")
-    check_residency(plan, residency)
-
-    steps: list[Step] = []
-    held: list = []  # the device Buffers this launch's pointers lie in (kept alive with it)
-    a_ptr, lda, pack_a = _operand(dev, a, "A", spec, widths["A"] == 0, held)
-    b_ptr, ldb, pack_b = _operand(dev, b, "B", spec, widths["B"] == 0, held)
-    if pack_a or pack_b:
-        pair = PackPair(a=pack_a or PackParams(ld=spec.chunk), b=pack_b or PackParams(ld=spec.chunk))
-        chunks = (pair.a.rows * pair.a.ld + pair.b.rows * pair.b.ld) // spec.chunk
-        grid = max(1, min(-(-chunks // PACK_THREADS), dev.sms * PACK_BLOCKS_PER_SM))
-        steps.append(Step(spec.pack, dev.function(spec.pack), grid, PACK_THREADS, 0, pair))
-    out, c_ptr, c_strides, host_c = _output(dev, A, a, c, C, shape, spec, beta, held)
-
-    table = build_table(plan)
-    # a row per CTA at least: kernels on the smaller tiles read row blockIdx.x before they know
-    # their first unit (fixup.cuh STREAMK_GUESS_FIRST_ROW); a CTA with no units ignores it
-    unit_rows = table.units
-    if len(unit_rows) < sched.grid:
-        pad = np.zeros((sched.grid - len(unit_rows), unit_rows.shape[1]), unit_rows.dtype)
-        unit_rows = np.concatenate([unit_rows, pad])
-    offsets, units, reads, waits, items_buf = dev.upload(
-        [table.cta_offsets, unit_rows, table.reads, table.waits, table.items])
-    acc_bytes = 4 if spec.out_dtype == "float32" else 8
-    workspace = dev.scratch("workspace", table.num_slots * spec.tile.bm * spec.tile.bn * acc_bytes)
-    flags = dev.scratch("flags", 4 * len(table.units), zero=True)
-    counters = dev.scratch("counters", 8 * table.tiles, zero=True)
-    held += [offsets, units, reads, waits, items_buf, workspace, flags, counters]
-    params = GemmParams(
-        a=a_ptr, b=b_ptr, c=c_ptr, lda=lda, ldb=ldb, c_rs=c_strides[0], c_cs=c_strides[1],
-        alpha=float(alpha), beta=float(beta), cta_offsets=offsets.ptr, units=units.ptr, reads=reads.ptr,
-        waits=waits.ptr, items=items_buf.ptr, workspace=workspace.ptr, flags=flags.ptr, counters=counters.ptr,
-        state=dev.state if needs_epoch(plan) else 0, m=shape.m, n=shape.n, k=shape.k, table_version=TABLE_VERSION)
-    assert STATE_WORDS == 2
-    items = len(table.items)
-    if plan.policy == "atomic" and items:
-        steps.append(Step(spec.prescale, dev.function(spec.prescale), items, threads, 0, params))
-    pdl = use_pdl(pdl, sched.grid, dev.sms, dev.arch)
-    behind_pack = bool(steps) and steps[-1].name == spec.pack
-    steps.append(Step(main, dev.function(main, launch_smem), sched.grid, threads, launch_smem, params,
-                      pdl=pdl and behind_pack))
-    if plan.policy == "separate-reduce" and items:
-        rsmem = dev.smem_bytes(spec.reduce)
-        slices = reduce_slices(items, spec, threads, dev.sms)
-        steps.append(Step(spec.reduce, dev.function(spec.reduce, rsmem), items, threads, rsmem, params, slices,
-                          pdl=pdl))
-    prepared = Prepared(Launch(steps, held), sched, plan, out, residency, host_c, c_ptr if host_c is not None else 0)
-    return prepared
-
-
-def _operand(dev, op: Operand, name: str, spec: KernelSpec, pack: bool,
-             held: list) -> tuple[int, int, PackParams | None]:
-    """Pointer and row stride the kernel reads, and the packing copy an operand read in place by no
-    copy width needs (``pack``; NumPy operands are padded on the host)."""
-    rows, cols = op.shape
-    ld = padded(cols, spec)
-    if op.on_host:
-        host = np.zeros((rows, ld), dtype=op.obj.dtype)  # type: ignore[attr-defined]
-        host[:, :cols] = op.obj
-        held.append(dev.scratch(f"host_{name}", host.nbytes))
-        ptr = held[-1].ptr
-        dev.copy_in(ptr, host)
-        return ptr, ld, None
-    if not pack:
-        return op.ptr, op.strides[0], None
-    held.append(dev.scratch(f"pack_{name}", rows * ld * spec.itemsize))
-    ptr = held[-1].ptr
-    return ptr, ld, PackParams(src=op.ptr, dst=ptr, rs=op.strides[0], cs=op.strides[1], rows=rows, cols=cols, ld=ld)
-
-
-def _output(dev, A, a: Operand, c: Operand | None, C, shape: GemmShape, spec: KernelSpec, beta: float, held: list):
-    """(result object, device pointer, element strides, host array or None)."""
     if a.on_host:
-        host = np.empty((shape.m, shape.n), dtype=spec.out_dtype) if C is None else C
-        held.append(dev.scratch("host_C", host.nbytes))
-        ptr = held[-1].ptr
-        dense = np.ascontiguousarray(host)
-        if beta != 0.0:
-            dev.copy_in(ptr, dense)
-        return host, ptr, (shape.n, 1), host
-    if c is not None:
-        return C, c.ptr, c.strides, None
-    if a.kind == "torch":
-        import torch
-
-        out = torch.empty((shape.m, shape.n), dtype=getattr(torch, spec.out_dtype), device=A.device)
-        return out, int(out.data_ptr()), (shape.n, 1), None
-    import cupy
-
-    out = cupy.empty((shape.m, shape.n), dtype=spec.out_dtype)
-    return out, int(out.data.ptr), (shape.n, 1), None
+        out = C if C is not None else np.empty((plan.shape.m, plan.shape.n), dtype=plan.spec.out_dtype)
+        return Prepared(rt, plan, (), out, alpha, beta, (A, B, out), rt.dev.ordinal, C)
+    output = C if C is not None else _new_output(A, plan.shape.m, plan.shape.n, plan.spec.out_dtype, rt.dev.ordinal)
+    pc = describe(output, "C").ptr
+    if C is not None:
+        _overlaps(plan, a.ptr, b.ptr, pc)
+    return Prepared(rt, plan, (a.ptr, b.ptr, pc), output, alpha, beta, None, rt.dev.ordinal, C)
 
 
-def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
-         schedule: str | Schedule = "auto", fixup: str | None = None, stream: int | None = None,
-         machine: Machine | None = None, **options: Any) -> Any:
-    """C = alpha * A @ B + beta * C on the GPU, executing ``schedule`` (a name or a Schedule).
+def _signature(op: Operand) -> tuple:
+    return (op.kind, op.dtype, op.shape, op.strides, op.ptr & 15)
 
-    A (m x k) and B (k x n): float16, bfloat16 (FP32 C) or float64 (FP64 C); PyTorch or CuPy
-    CUDA tensors are used in place (any strides: row-major operands with 8- or 4-byte aligned rows
-    are read with narrower copies, others, column-major ones included, are packed into aligned
-    copies on the device, counted in the launch), NumPy arrays are copied in and
-    out. C (m x n) is updated in place when given, else allocated like A. ``fixup`` overrides
-    the schedule's policy; ``machine`` replaces the device's Machine for a named scheduler;
-    ``tile``, ``narrow`` and ``pdl`` are prepare()'s; other ``options`` go to the scheduler
-    (``grid``, ``splits``, ``model_costs``).
-    """
-    prepared = prepare(A, B, C, alpha=alpha, beta=beta, schedule=schedule, fixup=fixup, machine=machine, **options)
-    return prepared.run(stream)
+
+def _new_output(A: Any, m: int, n: int, dtype: str, ordinal: int) -> Any:
+    module = type(A).__module__
+    if isinstance(A, np.ndarray):
+        return np.empty((m, n), dtype=dtype)
+    if module.startswith("torch"):
+        return A.new_empty((m, n), dtype=getattr(sys.modules["torch"], dtype))
+    try:
+        import cupy
+    except ImportError:
+        raise ScheduleError(f"pass C: streamk allocates a result only for PyTorch, CuPy and NumPy inputs "
+                            f"(A is a {type(A).__name__})") from None
+    with cupy.cuda.Device(ordinal):
+        return cupy.empty((m, n), dtype=dtype)

@@ -1,8 +1,13 @@
-"""The CUDA device as streamk uses it: primary context, modules, occupancy and memory.
+"""The CUDA device as streamk uses it: primary context, modules, occupancy, memory and setup work.
 
-One ``Device`` per process (``current()``), on ordinal ``STREAMK_DEVICE`` (default 0). It shares
-the primary context with PyTorch and CuPy, so their pointers and streams work unchanged. Kernel
-modules are compiled (or read from the cache) for the device's own arch at first use.
+One ``Device`` per ordinal (``device(ordinal)``; NumPy inputs run on ``STREAMK_DEVICE``, default
+0). It shares the primary context with PyTorch and CuPy, so their pointers and streams work
+unchanged. Kernel modules are compiled (or read from the cache) for the device's own arch at
+first use; everything read from a module (functions, shared-memory sizes, occupancy) is read once.
+
+Setup work (allocations, zeroing, table uploads) runs on a private non-blocking stream in relaxed
+stream-capture mode, as PyTorch's caching allocator does, so it is legal while the caller's
+stream is being captured into a CUDA graph and never synchronizes the caller's streams.
 """
 
 from __future__ import annotations
@@ -10,15 +15,18 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from dataclasses import dataclass
+from contextlib import contextmanager
+from typing import Iterator
 
+import numpy as np
+
+from ..errors import CudaError
 from ..shapes import Machine
 from .build import SOURCES, compile_source
 from .errors import check
 
 _LOCK = threading.Lock()
-_CURRENT: Device | None = None
-TABLE_CACHE_ENTRIES = 64  # uploaded schedule tables kept per device (each a few KB)
+_DEVICES: dict[int, Device] = {}
 
 
 def driver():
@@ -32,26 +40,18 @@ def arch_for(major: int, minor: int) -> str:
     return "sm_90a" if (major, minor) == (9, 0) else f"sm_{major}{minor}"
 
 
-@dataclass(eq=False)
-class Buffer:
-    """A device allocation (workspace, flags, packed operands, a schedule table). Every prepared
-    launch holds the Buffers its pointers lie in, so growing a scratch buffer or evicting a table
-    never frees memory a launch that is still held can use: a Buffer nothing holds any more puts
-    its pointer on the device's ``retired`` list, freed at the next synchronized growth."""
-
-    ptr: int = 0
-    nbytes: int = 0
-    retired: list | None = None
-
-    def __del__(self) -> None:
-        if self.ptr and self.retired is not None:
-            self.retired.append(self.ptr)
+def _source_of(name: str) -> str:
+    source = next((s for s, entries in SOURCES.items() if name in entries), None)
+    if source is None:
+        raise KeyError(f"no shipped kernel named {name!r}")
+    return source
 
 
 class Device:
-    def __init__(self, ordinal: int = 0) -> None:
+    def __init__(self, ordinal: int) -> None:
         drv = driver()
         check(drv.cuInit(0), "cuInit")
+        self.ordinal = ordinal
         self.handle = check(drv.cuDeviceGet(ordinal), f"cuDeviceGet({ordinal})")
         self.context = check(drv.cuDevicePrimaryCtxRetain(self.handle), "cuDevicePrimaryCtxRetain")
         self.activate()
@@ -62,20 +62,17 @@ class Device:
         major = self._attr(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
         minor = self._attr(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
         if major < 8:
-            raise RuntimeError(f"streamk's kernels need compute capability >= 8.0 (got {major}.{minor})")
+            raise CudaError(f"streamk's kernels need compute capability >= 8.0 (device {ordinal} is {major}.{minor})")
         self.arch = arch_for(major, minor)
         name = check(drv.cuDeviceGetName(256, self.handle), "cuDeviceGetName")
         self.name = name.split(b"\0")[0].decode()
         self._modules: dict[str, object] = {}
         self._functions: dict[str, object] = {}
         self._smem_limit: dict[str, int] = {}
+        self._smem: dict[str, int] = {}
         self._occupancy: dict[tuple[str, int, int], int] = {}
-        self._buffers: dict[str, Buffer] = {}
-        self._tables: dict[bytes, tuple[Buffer, ...]] = {}
-        self._retired: list[int] = []  # pointers of Buffers nothing holds (Buffer.__del__)
-        self._state = self.alloc(8)  # epoch, done counter (schedule_table.cuh StateWord)
-        check(drv.cuMemsetD32(self._state, 1, 1), "cuMemsetD32(epoch)")
-        check(drv.cuMemsetD32(self._state + 4, 0, 1), "cuMemsetD32(done)")
+        self.lock = threading.RLock()  # module loads, lanes and the plan cache of this device
+        self._setup_stream = check(drv.cuStreamCreate(drv.CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate")
 
     def activate(self) -> None:
         check(driver().cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
@@ -83,46 +80,47 @@ class Device:
     def _attr(self, attribute) -> int:
         return int(check(driver().cuDeviceGetAttribute(attribute, self.handle), f"cuDeviceGetAttribute({attribute.name})"))
 
-    @property
-    def state(self) -> int:
-        return self._state
-
     # ---- kernels -------------------------------------------------------------------------
+    def _module(self, name: str):
+        source = _source_of(name)
+        if source not in self._modules:
+            cubin = compile_source(source, self.arch)
+            with self.setup():
+                self._modules[source] = check(driver().cuModuleLoadData(cubin.image), f"cuModuleLoadData({source})")
+        return self._modules[source]
+
     def function(self, name: str, dynamic_smem: int = 0):
         """The CUfunction ``name``, its module loaded (and compiled) on first use; its dynamic
         shared-memory limit raised to ``dynamic_smem`` when that is over the default 48 KB."""
         drv = driver()
-        if name not in self._functions:
-            source = next((s for s, entries in SOURCES.items() if name in entries), None)
-            if source is None:
-                raise KeyError(f"no shipped kernel named {name!r}")
-            if source not in self._modules:
-                cubin = compile_source(source, self.arch)
-                self._modules[source] = check(drv.cuModuleLoadData(cubin.image), f"cuModuleLoadData({source})")
-            fn = check(drv.cuModuleGetFunction(self._modules[source], name.encode()),
-                       f"cuModuleGetFunction({name})")
-            self._functions[name] = fn
-            self._smem_limit[name] = 48 * 1024
-        fn = self._functions[name]
-        if dynamic_smem > self._smem_limit[name]:
-            attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-            check(drv.cuFuncSetAttribute(fn, attr, dynamic_smem), f"cuFuncSetAttribute({name}, {dynamic_smem} B)")
-            self._smem_limit[name] = dynamic_smem
+        with self.lock:
+            if name not in self._functions:
+                self._functions[name] = check(drv.cuModuleGetFunction(self._module(name), name.encode()),
+                                              f"cuModuleGetFunction({name})")
+                self._smem_limit[name] = 48 * 1024
+            fn = self._functions[name]
+            if dynamic_smem > self._smem_limit[name]:
+                attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+                check(drv.cuFuncSetAttribute(fn, attr, dynamic_smem), f"cuFuncSetAttribute({name}, {dynamic_smem} B)")
+                self._smem_limit[name] = dynamic_smem
         return fn
 
     def smem_bytes(self, name: str) -> int:
-        """Dynamic shared memory of entry point ``name``: its module's ``<name>_smem`` constant."""
-        return int.from_bytes(self.read_global(name, f"{name}_smem", 4), "little", signed=True)
+        """Dynamic shared memory of entry point ``name``: its module's ``<name>_smem`` constant
+        (read once)."""
+        if name not in self._smem:
+            self._smem[name] = int.from_bytes(self.read_global(name, f"{name}_smem", 4), "little", signed=True)
+        return self._smem[name]
 
     def read_global(self, name: str, symbol: str, nbytes: int) -> bytes:
         """``nbytes`` of the device global ``symbol`` in entry point ``name``'s module (the ``_smem``
-        constants, probe traces)."""
+        constants, probe traces); synchronous, so never on a GEMM's call path."""
         self.function(name)
-        source = next(s for s, entries in SOURCES.items() if name in entries)
-        ptr, size = check(driver().cuModuleGetGlobal(self._modules[source], symbol.encode()),
+        ptr, size = check(driver().cuModuleGetGlobal(self._module(name), symbol.encode()),
                           f"cuModuleGetGlobal({symbol})")
         out = ctypes.create_string_buffer(min(int(nbytes), int(size)))
-        check(driver().cuMemcpyDtoH(ctypes.addressof(out), ptr, len(out)), f"cuMemcpyDtoH({symbol})")
+        with self.setup() as stream:
+            check(driver().cuMemcpyDtoHAsync(ctypes.addressof(out), ptr, len(out), stream), f"cuMemcpyDtoH({symbol})")
         return out.raw
 
     def block_size(self, name: str) -> int:
@@ -152,67 +150,89 @@ class Device:
     def machine(self, name: str, threads: int, dynamic_smem: int) -> Machine:
         return Machine(self.sms, max(1, self.occupancy(name, threads, dynamic_smem)))
 
-    # ---- memory --------------------------------------------------------------------------
-    def alloc(self, nbytes: int) -> int:
-        return int(check(driver().cuMemAlloc(max(int(nbytes), 16)), f"cuMemAlloc({nbytes})"))
+    # ---- setup work ----------------------------------------------------------------------
+    @contextmanager
+    def setup(self) -> Iterator[object]:
+        """Yield the private setup stream with this thread in relaxed capture mode; synchronize
+        that stream (only it) at the end."""
+        drv = driver()
+        mode = check(drv.cuThreadExchangeStreamCaptureMode(drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED),
+                     "cuThreadExchangeStreamCaptureMode")
+        try:
+            yield self._setup_stream
+            check(drv.cuStreamSynchronize(self._setup_stream), "cuStreamSynchronize(setup)")
+        finally:
+            drv.cuThreadExchangeStreamCaptureMode(mode)
 
-    def scratch(self, key: str, nbytes: int, *, zero: bool = False) -> Buffer:
-        """The named buffer of at least ``nbytes``: a new (zeroed if ``zero``) one, at least twice
-        as large, when the current one is too small; launches holding the old one keep it."""
-        buf = self._buffers.get(key)
-        if buf is None or buf.nbytes < nbytes:
-            size = max(int(nbytes), 2 * buf.nbytes if buf else 0, 4096)
-            buf = self._buffers[key] = self._new_buffer(size)
+    def alloc(self, nbytes: int, *, zero: bool = False) -> Buffer:
+        """A device allocation of at least ``nbytes`` (16), zeroed if asked; freed with the Buffer."""
+        drv = driver()
+        size = max(int(nbytes), 16)
+        with self.setup() as stream:
+            ptr = int(check(drv.cuMemAlloc(size), f"cuMemAlloc({size})"))
             if zero:
-                check(driver().cuMemsetD8(buf.ptr, 0, size), "cuMemsetD8")
+                check(drv.cuMemsetD8Async(ptr, 0, size, stream), "cuMemsetD8Async")
+        return Buffer(self, ptr, size)
+
+    def upload(self, array: np.ndarray) -> Buffer:
+        """A device copy of ``array`` (complete when this returns)."""
+        buf = self.alloc(array.nbytes)
+        if array.nbytes:
+            host = np.ascontiguousarray(array)
+            with self.setup() as stream:
+                check(driver().cuMemcpyHtoDAsync(buf.ptr, host.ctypes.data, host.nbytes, stream), "cuMemcpyHtoD")
         return buf
-
-    def _new_buffer(self, nbytes: int) -> Buffer:
-        if self._retired:  # free what nothing holds; a launch in flight may still read it
-            drv = driver()
-            check(drv.cuCtxSynchronize(), "cuCtxSynchronize")
-            while self._retired:
-                check(drv.cuMemFree(self._retired.pop()), "cuMemFree")
-        return Buffer(self.alloc(nbytes), int(nbytes), self._retired)
-
-    def upload(self, arrays) -> tuple[Buffer, ...]:
-        """Device copies of int32 arrays, cached by content (schedule tables repeat)."""
-        key = b"".join(a.tobytes() + len(a.tobytes()).to_bytes(8, "little") for a in arrays)
-        if key in self._tables:
-            return self._tables[key]
-        if len(self._tables) >= TABLE_CACHE_ENTRIES:
-            self._tables.clear()  # launches that hold a table keep it
-        bufs = []
-        for a in arrays:
-            buf = self._new_buffer(max(a.nbytes, 16))
-            if a.nbytes:
-                check(driver().cuMemcpyHtoD(buf.ptr, a.ctypes.data, a.nbytes), "cuMemcpyHtoD(table)")
-            bufs.append(buf)
-        self._tables[key] = tuple(bufs)
-        return self._tables[key]
-
-    def copy_in(self, ptr: int, host) -> None:
-        check(driver().cuMemcpyHtoD(ptr, host.ctypes.data, host.nbytes), "cuMemcpyHtoD")
-
-    def copy_out(self, host, ptr: int) -> None:
-        check(driver().cuMemcpyDtoH(host.ctypes.data, ptr, host.nbytes), "cuMemcpyDtoH")
 
     def synchronize(self) -> None:
         check(driver().cuCtxSynchronize(), "cuCtxSynchronize")
 
 
+class Buffer:
+    """Device memory owned by one object (a lane's buffer, a plan's table); freed when dropped.
+    Whoever drops a Buffer a launch may still use keeps it alive until that launch is done
+    (``streamk.gpu.lanes``)."""
+
+    __slots__ = ("device", "ptr", "nbytes")
+
+    def __init__(self, device: Device, ptr: int, nbytes: int) -> None:
+        self.device, self.ptr, self.nbytes = device, ptr, nbytes
+
+    def __del__(self) -> None:
+        if self.ptr:
+            try:
+                driver().cuMemFree(self.ptr)
+            except Exception:  # noqa: BLE001 - interpreter shutdown: the driver frees it with the context
+                pass
+            self.ptr = 0
+
+
+def device(ordinal: int | None = None) -> Device:
+    """The Device of ``ordinal`` (default ``STREAMK_DEVICE`` or 0), made current for this thread;
+    CudaError naming what is missing where there is no usable GPU."""
+    if ordinal is None:
+        ordinal = int(os.environ.get("STREAMK_DEVICE", "0"))
+    dev = _DEVICES.get(ordinal)
+    if dev is None:
+        with _LOCK:
+            dev = _DEVICES.get(ordinal)
+            if dev is None:
+                ok, why = available(ordinal)
+                if not ok:
+                    raise CudaError(f"no usable GPU: {why}")
+                dev = _DEVICES[ordinal] = Device(ordinal)
+    dev.activate()
+    return dev
+
+
 def current() -> Device:
-    global _CURRENT
-    with _LOCK:
-        if _CURRENT is None:
-            _CURRENT = Device(int(os.environ.get("STREAMK_DEVICE", "0")))
-        else:
-            _CURRENT.activate()
-        return _CURRENT
+    """The device NumPy inputs run on (``STREAMK_DEVICE``, default 0)."""
+    return device()
 
 
-def available() -> tuple[bool, str]:
+def available(ordinal: int | None = None) -> tuple[bool, str]:
     """(True, device name) when a CUDA device and its driver can be used, else (False, why not)."""
+    if ordinal is None:
+        ordinal = int(os.environ.get("STREAMK_DEVICE", "0"))
     try:
         from cuda.bindings import driver as drv
     except ImportError as exc:
@@ -226,13 +246,12 @@ def available() -> tuple[bool, str]:
     err, count = drv.cuDeviceGetCount()
     if int(err) != 0 or count == 0:
         return False, "no CUDA device found"
-    ordinal = int(os.environ.get("STREAMK_DEVICE", "0"))
-    err, device = drv.cuDeviceGet(ordinal)
+    err, handle = drv.cuDeviceGet(ordinal)
     if int(err) != 0:
-        return False, f"cuDeviceGet({ordinal}) failed with {err.name}"
+        return False, f"cuDeviceGet({ordinal}) failed with {err.name} ({count} device(s) present)"
     err, major = drv.cuDeviceGetAttribute(
-        drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device)
+        drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, handle)
     if int(err) != 0 or major < 8:
         return False, f"device {ordinal} has compute capability {major}.x; the kernels need sm_80 or later"
-    err, name = drv.cuDeviceGetName(256, device)
+    err, name = drv.cuDeviceGetName(256, handle)
     return True, name.split(b"\0")[0].decode()

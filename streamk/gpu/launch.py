@@ -1,7 +1,7 @@
-"""Kernel parameter blocks (ctypes mirrors of schedule_table.cuh) and a prepared launch sequence.
+"""Kernel parameter blocks (ctypes mirrors of schedule_table.cuh) and the launch of one step.
 
-A ``Launch`` is the list of kernels one GEMM enqueues: pack copies for unaligned operands, the
-atomic policy's prescale, the table-driven main kernel, the separate-reduce pass. Everything is
+A GEMM enqueues a few steps: the pack pass for operands no copy width reads in place, the atomic
+policy's prescale, the table-driven main kernel, the separate-reduce pass. Everything is
 device-side and stream-ordered, so it can be timed with CUDA events or captured in a CUDA graph
 (the epoch lives in device memory, so graph replays get fresh epochs).
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass, field
 
-from .errors import check
+from ..errors import CudaError
 
 _P = ctypes.c_void_p
 _LL = ctypes.c_longlong
@@ -35,40 +35,37 @@ class PackPair(ctypes.Structure):
 
 @dataclass
 class Step:
-    """One kernel launch: function, grid (x, and y for the sliced reduce pass), block, dynamic
-    shared memory, parameter block; ``pdl``: launched with programmatic stream serialization, so
-    it may start while the step before it finishes (the kernel waits for it: ptx.cuh pdl_wait)."""
+    """One kernel of a GEMM: function, grid (x, and y for the sliced reduce pass), block, dynamic
+    shared memory; ``pdl``: launched with programmatic stream serialization, so it may start
+    while the step before it finishes (the kernel waits for it: ptx.cuh pdl_wait); ``packs``: its
+    parameter block is the PackPair, not the GemmParams."""
 
     name: str
     function: object
     grid: int
     block: int
     smem: int
-    params: ctypes.Structure
     grid_y: int = 1
     pdl: bool = False
-    _argv: object = field(default=None, repr=False)
+    packs: bool = False
     _config: object = field(default=None, repr=False)
 
-    def __post_init__(self) -> None:
-        self._argv = (ctypes.c_void_p * 1)(ctypes.addressof(self.params))
-
-    def enqueue(self, stream: int) -> None:
+    def enqueue(self, argv: int, stream: int) -> None:
+        """Launch with the parameter block whose pointer array lies at ``argv``."""
         from cuda.bindings import driver
 
-        if self.grid == 0:
-            return
         if self.pdl:
-            check(driver.cuLaunchKernelEx(self._pdl_config(stream), self.function, ctypes.addressof(self._argv), 0),
-                  f"cuLaunchKernelEx({self.name}, grid=({self.grid}, {self.grid_y}), block={self.block}, "
-                  f"smem={self.smem}, programmatic stream serialization)")
-            return
-        check(driver.cuLaunchKernel(self.function, self.grid, self.grid_y, 1, self.block, 1, 1, self.smem,
-                                    driver.CUstream(stream), ctypes.addressof(self._argv), 0),
-              f"cuLaunchKernel({self.name}, grid=({self.grid}, {self.grid_y}), block={self.block}, smem={self.smem})")
+            config = self._pdl_config()
+            config.hStream = stream
+            err, = driver.cuLaunchKernelEx(config, self.function, argv, 0)
+        else:
+            err, = driver.cuLaunchKernel(self.function, self.grid, self.grid_y, 1, self.block, 1, 1, self.smem,
+                                         stream, argv, 0)
+        if err:
+            raise CudaError(f"cuLaunchKernel({self.name}, grid=({self.grid}, {self.grid_y}), block={self.block}, "
+                            f"smem={self.smem}{', PDL' if self.pdl else ''}) failed with {err.name}")
 
-
-    def _pdl_config(self, stream: int):
+    def _pdl_config(self):
         from cuda.bindings import driver
 
         if self._config is None:
@@ -82,19 +79,4 @@ class Step:
             config.attrs = [attr]
             config.numAttrs = 1
             self._config = config
-        self._config.hStream = driver.CUstream(stream)
         return self._config
-
-
-@dataclass
-class Launch:
-    steps: list[Step]
-    buffers: list = field(default_factory=list, repr=False)  # device memory its pointers lie in
-
-    def enqueue(self, stream: int = 0) -> None:
-        for step in self.steps:
-            step.enqueue(stream)
-
-    @property
-    def names(self) -> list[str]:
-        return [s.name for s in self.steps if s.grid]

@@ -148,8 +148,6 @@ def describe(x: object, name: str) -> Operand:
 def _checked(op: Operand, name: str) -> Operand:
     if len(op.shape) != 2:
         raise ScheduleError(f"{name} must be a matrix (rank 2), got rank {len(op.shape)} with shape {op.shape}")
-    if min(op.shape) < 1:
-        raise ScheduleError(f"{name} must not be empty (got shape {op.shape})")
     if any(s < 0 for s in op.strides):
         raise ScheduleError(f"{name} must have non-negative strides (got {op.strides})")
     return op

@@ -10,6 +10,7 @@ from ..errors import ScheduleError
 from ..schedule import FIXUP_POLICIES
 from ..sched import names
 from ..shapes import Machine
+from .plan import Tuning
 
 NARROW_SUFFIXES = {"": "auto", "pack": "never", "narrow": "always"}
 PDL_SUFFIXES = {"pdl": True, "nopdl": False}
@@ -17,7 +18,7 @@ WALK_SUFFIXES = {"back": "backward"}
 
 
 def variant(text: str, sms: Callable[[], int]) -> dict[str, Any]:
-    """prepare() arguments for NAME[%GRID][@CTAS_PER_SM][:A,B,C,D[&A,B,C,D]][/TILE_ORDER][!FIXUP]
+    """prepare() arguments (experiment switches as ``_tuning``) for NAME[%GRID][@CTAS_PER_SM][:A,B,C,D[&A,B,C,D]][/TILE_ORDER][!FIXUP]
     [#TILE][+pack|+narrow][+pdl|+nopdl][+back]: the scheduler's grid, a machine of ``sms()`` SMs and
     that many CTAs per SM, auto's model constants and after & its separate-reduce ones, a
     rasterization such as grouped-8, the fixup policy, the tile (an edge such as 128 or 64, or
@@ -47,11 +48,12 @@ def variant(text: str, sms: Callable[[], int]) -> dict[str, Any]:
         raise ScheduleError(f"variant {text!r}: unknown decomposition {name!r} (known: {', '.join(names())})")
     if not (grid or "0").isdigit() or not (per_sm or "0").isdigit():
         raise ScheduleError(f"variant {text!r}: %GRID and @CTAS_PER_SM must be whole numbers")
-    args: dict[str, Any] = {"schedule": name, "narrow": NARROW_SUFFIXES[flag]}
+    narrow, pdl_on = NARROW_SUFFIXES[flag], PDL_SUFFIXES[pdl[0]] if pdl else None
+    args: dict[str, Any] = {"schedule": name}
+    if (narrow, pdl_on) != ("auto", None):
+        args["_tuning"] = Tuning(narrow, pdl_on)
     if tile:
         args["tile"] = int(tile) if tile.isdigit() else tile
-    if pdl:
-        args["pdl"] = PDL_SUFFIXES[pdl[0]]
     if walk:
         args["walk"] = WALK_SUFFIXES[walk[0]]
     if fixup:

@@ -1,0 +1,266 @@
+"""A GemmPlan: everything one GEMM signature needs, built once, launched many times.
+
+A signature is what a launch's kernels, grid, table and buffer sizes depend on: shapes, dtypes,
+element strides and 16-byte alignment of the operands, the schedule asked for and its options,
+the device. ``build_plan`` checks and builds (kernel choice, schedule, fixup plan, the verdict
+that the launch can finish, table upload); ``GemmPlan.enqueue`` fills the pointers of one call
+into a parameter block kept per lane and launches: no host-device synchronization.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..dispatch import dispatch_verdict, waits_only_backward
+from ..errors import CudaError, DeadlockError, ScheduleError
+from ..fixup import Action, FixupPlan, plan_fixup
+from ..schedule import FIXUP_POLICIES, Schedule
+from ..shapes import GemmShape, Machine, TileShape
+from .device import Buffer, Device, driver
+from .lanes import Lane, Lanes, Needs
+from .launch import GemmParams, PackPair, PackParams, Step
+from .operands import KernelSpec, Operand, copy_widths, padded, spec_for_tile
+from .select import choose_tile, reduce_slices, resolve_schedule, use_pdl
+from .table import STATE_WORDS, TABLE_VERSION, build_table
+
+PACK_THREADS = 256
+PACK_BLOCKS_PER_SM = 8  # grid-stride pack copies: enough blocks to fill the chip
+EPOCH_ACTIONS = (Action.PARTIAL, Action.REDUCE, Action.HANDOFF, Action.FINISH, Action.ARRIVE)
+
+
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    """Experiment switches for the benchmark harness, not for users: ``narrow`` ("auto", "always"
+    or "never": how operands whose rows are 8- or 4-byte aligned are read, operands.copy_widths)
+    and ``pdl`` (programmatic dependent launch between a GEMM's kernels; None: select.use_pdl)."""
+
+    narrow: str = "auto"
+    pdl: bool | None = None
+
+
+DEFAULT_TUNING = Tuning()
+
+
+def needs_epoch(plan: FixupPlan) -> bool:
+    """Whether a launch of ``plan`` signals, waits or arrives (flags and counters carry epochs);
+    launches that do not skip the epoch read and the end-of-launch count."""
+    return bool(np.isin(plan.action, EPOCH_ACTIONS).any())
+
+
+def extent_bytes(op: Operand, itemsize: int) -> int:
+    """Bytes from an operand's first element to one past its last."""
+    return itemsize * (1 + sum((d - 1) * s for d, s in zip(op.shape, op.strides)))
+
+
+def check_output_layout(c: Operand) -> None:
+    """Refuse a C whose elements alias each other (a stride 0, or rows that overlap): several CTAs
+    would write one element."""
+    dims = sorted((s, d) for s, d in zip(c.strides, c.shape) if d > 1)
+    if dims and (dims[0][0] < 1 or (len(dims) == 2 and dims[1][0] < dims[0][0] * dims[0][1])):
+        raise ScheduleError(f"C's elements overlap (shape {c.shape}, element strides {c.strides}): every element "
+                            f"of C must have its own memory; pass a contiguous C or none")
+
+
+class GemmPlan:
+    """The checked, uploaded form of one signature (see module doc)."""
+
+    def __init__(self, dev: Device, lanes: Lanes, shape: GemmShape, spec: KernelSpec, schedule: Schedule, plan: FixupPlan,
+                 residency: int, steps: list[Step], tables: tuple[Buffer, ...], needs: Needs,
+                 template: GemmParams, pack: PackPair | None, extents: tuple[int, int, int]) -> None:
+        self.dev, self.lanes, self.shape, self.spec, self.schedule, self.plan = dev, lanes, shape, spec, schedule, plan
+        self.residency, self.steps, self.tables, self.needs = residency, steps, tables, needs
+        self.template, self.pack, self.extents = template, pack, extents
+        self.coresident = not waits_only_backward(plan)  # ordered against other such launches (lanes.py)
+        self.packs_a = pack is not None and pack.a.rows > 0
+        self.packs_b = pack is not None and pack.b.rows > 0
+        self.lock = threading.Lock()
+        self._bound: dict[Lane, tuple] = {}  # lane -> (its generation, params, pack, [(step, argv)], keep-alive)
+
+    @property
+    def names(self) -> list[str]:
+        return [s.name for s in self.steps if s.grid]
+
+    def _bind(self, lane: Lane):
+        """This plan's parameter blocks on ``lane`` (its buffers' pointers filled in)."""
+        params = GemmParams()
+        ctypes.pointer(params)[0] = self.template
+        params.workspace, params.flags, params.counters = lane.ptr("workspace"), lane.ptr("flags"), lane.ptr("counters")
+        params.state = lane.state.ptr if self.template.state else 0
+        pack = None
+        if self.pack is not None:
+            pack = PackPair()
+            ctypes.pointer(pack)[0] = self.pack
+            pack.a.dst, pack.b.dst = lane.ptr("pack_a"), lane.ptr("pack_b")
+            if self.packs_a:
+                params.a = pack.a.dst
+            if self.packs_b:
+                params.b = pack.b.dst
+        argvs = {}
+        for block in (params, pack):
+            if block is not None:
+                argvs[id(block)] = (ctypes.c_void_p * 1)(ctypes.addressof(block))
+        steps = [(st, ctypes.addressof(argvs[id(pack if st.packs else params)])) for st in self.steps if st.grid]
+        bound = (lane.generation, params, pack, steps, argvs)
+        self._bound[lane] = bound
+        return bound
+
+    def enqueue(self, lane: Lane, a: int, b: int, c: int, alpha: float, beta: float, stream: int,
+                capturing: bool = False) -> None:
+        """Launch this plan's steps on ``stream`` with the operands at ``a``, ``b``, ``c``."""
+        with self.lock:
+            bound = self._bound.get(lane)
+            if bound is None or bound[0] != lane.generation:
+                bound = self._bind(lane)
+            _, params, pack, steps, _ = bound
+            if self.packs_a:
+                pack.a.src = a
+            else:
+                params.a = a
+            if self.packs_b:
+                pack.b.src = b
+            else:
+                params.b = b
+            params.c, params.alpha, params.beta = c, alpha, beta
+            if self.coresident:
+                self._order(stream, capturing, wait=True)
+            for step, argv in steps:
+                step.enqueue(argv, stream)
+            if self.coresident:
+                self._order(stream, capturing, wait=False)
+
+    def _order(self, stream: int, capturing: bool, *, wait: bool) -> None:
+        """Wait for (or record) the device's co-residency event; in a graph as external nodes, so
+        replays are ordered against eager launches and other graphs too."""
+        drv = driver()
+        event = self.lanes.coresident
+        if wait:
+            flags = drv.CUevent_wait_flags.CU_EVENT_WAIT_EXTERNAL if capturing else 0
+            err, = drv.cuStreamWaitEvent(stream, event, flags)
+        else:
+            flags = drv.CUevent_record_flags.CU_EVENT_RECORD_EXTERNAL if capturing else 0
+            err, = drv.cuEventRecordWithFlags(event, stream, flags)
+        if err:
+            raise CudaError(f"{'cuStreamWaitEvent' if wait else 'cuEventRecordWithFlags'}(co-residency order) "
+                            f"failed with {err.name}")
+
+
+def _pick_spec(dev: Device, a: Operand, b: Operand, shape: GemmShape, schedule: str | Schedule,
+               tile: TileShape | int | str | None, tuning: Tuning) -> KernelSpec:
+    if isinstance(schedule, Schedule):
+        spec = spec_for_tile(a.dtype, schedule.tile)
+        if tile is not None and spec_for_tile(a.dtype, tile) is not spec:
+            raise ScheduleError(f"tile={tile} disagrees with the schedule's tile {schedule.tile}")
+        return spec
+    if tile is not None:
+        return spec_for_tile(a.dtype, tile)
+    spec = spec_for_tile(a.dtype, TileShape(128, 128, 32) if a.dtype != "float64" else TileShape(64, 64, 16))
+    if schedule == "auto":
+        narrow = lambda s: any(0 < w < 16 for w in copy_widths(a, b, s, tuning.narrow))  # noqa: E731
+        fits = lambda s: max(dev.smem_bytes(e) for e in (s.main, *dict(s.narrow).values())) <= dev.smem_per_block  # noqa: E731
+        spec = spec_for_tile(a.dtype, choose_tile(shape, a.dtype, dev.sms, narrow, fits))
+    return spec
+
+
+def refuse_unfinishable(plan: FixupPlan, residency: int) -> None:
+    """DeadlockError, naming the policies checked to finish here, unless ``plan`` finishes on
+    ``residency`` resident CTAs under in-order dispatch (streamk.dispatch)."""
+    verdict = dispatch_verdict(plan, residency)
+    if verdict.finishes:
+        return
+    s = plan.schedule
+    safe = [p for p in FIXUP_POLICIES if p != plan.policy and dispatch_verdict(plan_fixup(s, p), residency).finishes]
+    raise DeadlockError(
+        f"schedule {s.decomposition} ({s.shape}, grid {s.grid}) with fixup {plan.policy!r} can never finish on this "
+        f"launch's {residency} resident CTAs: {verdict.reason}; use fixup={safe[0]!r} "
+        f"(checked to finish here: {', '.join(safe)})")
+
+
+def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | None,
+               schedule: str | Schedule, fixup: str | None, tile: TileShape | int | str | None,
+               machine: Machine | None, options: dict[str, Any], tuning: Tuning = DEFAULT_TUNING) -> GemmPlan:
+    """Check and build the plan of one signature (module doc); every refusal before any launch."""
+    shape = GemmShape(a.shape[0], b.shape[1], a.shape[1])
+    spec = _pick_spec(dev, a, b, shape, schedule, tile, tuning)
+    if c is not None:
+        check_output_layout(c)
+    # an operand no copy width reads in place is packed, and the packed copy is read 16 bytes wide
+    widths = dict(zip("AB", copy_widths(a, b, spec, tuning.narrow)))
+    main = spec.entry(min(w or 16 for w in widths.values()))
+    threads, smem = dev.block_size(main), dev.smem_bytes(main)
+    machine_fn = (lambda: machine) if machine is not None else (lambda: dev.machine(main, threads, smem))
+    sched = resolve_schedule(schedule, shape, spec, machine_fn, fixup, options, dev.arch)
+    plan = plan_fixup(sched)
+    # A grid of at most one block per SM is launched asking for half an SM's shared memory, so
+    # the hardware puts one block on each SM (with room for two it placed pairs on one SM while
+    # other SMs idled; LOG.md v12).
+    launch_smem = smem
+    if sched.grid <= dev.sms and dev.occupancy(main, threads, smem) > 1:
+        launch_smem = dev.one_per_sm_smem(main, threads, smem)
+    residency = dev.occupancy(main, threads, launch_smem) * dev.sms
+    if residency == 0:
+        raise CudaError(f"{main} cannot be resident on {dev.name} ({threads} threads, {launch_smem} B shared "
+                        f"memory): the occupancy API gives 0 blocks per SM")
+    refuse_unfinishable(plan, residency)
+
+    table = build_table(plan)
+    # a row per CTA at least: kernels on the smaller tiles read row blockIdx.x before they know
+    # their first unit (fixup.cuh STREAMK_GUESS_FIRST_ROW); a CTA with no units ignores it
+    unit_rows = table.units
+    if len(unit_rows) < sched.grid:
+        unit_rows = np.concatenate([unit_rows, np.zeros((sched.grid - len(unit_rows), unit_rows.shape[1]), np.int32)])
+    tables = tuple(dev.upload(x) for x in (table.cta_offsets, unit_rows, table.reads, table.waits, table.items))
+    acc_bytes = 4 if spec.out_dtype == "float32" else 8
+    epoch = needs_epoch(plan)
+    assert STATE_WORDS == 2
+
+    pack, lda, ldb = None, a.strides[0], b.strides[0]
+    packs = {name: op.on_host or widths[name] == 0 for name, op in (("A", a), ("B", b))}
+    sizes = {}
+    if packs["A"] or packs["B"]:
+        pack = PackPair(a=PackParams(ld=spec.chunk), b=PackParams(ld=spec.chunk))
+        for name, op, half in (("A", a, pack.a), ("B", b, pack.b)):
+            if packs[name]:
+                ld = padded(op.shape[1], spec)
+                sizes[name] = op.shape[0] * ld * spec.itemsize
+                if op.on_host:  # copied in already padded (api.py): nothing to pack on the device
+                    lda, ldb = (ld, ldb) if name == "A" else (lda, ld)
+                    continue
+                half.rs, half.cs, half.rows, half.cols, half.ld = op.strides[0], op.strides[1], op.shape[0], op.shape[1], ld
+                lda, ldb = (ld, ldb) if name == "A" else (lda, ld)
+        if pack.a.rows == 0 and pack.b.rows == 0:
+            pack = None
+    host = a.on_host
+    c_strides = c.strides if c is not None and not host else (shape.n, 1)
+    template = GemmParams(
+        lda=lda, ldb=ldb, c_rs=c_strides[0], c_cs=c_strides[1], cta_offsets=tables[0].ptr, units=tables[1].ptr,
+        reads=tables[2].ptr, waits=tables[3].ptr, items=tables[4].ptr, state=1 if epoch else 0,
+        m=shape.m, n=shape.n, k=shape.k, table_version=TABLE_VERSION)
+    needs = Needs(workspace=table.num_slots * spec.tile.bm * spec.tile.bn * acc_bytes,
+                  flags=len(table.units) if epoch else 0, counters=table.tiles if plan.policy == "last-arrival" else 0,
+                  pack_a=0 if host else sizes.get("A", 0), pack_b=0 if host else sizes.get("B", 0),
+                  host_a=sizes.get("A", 0) if host else 0, host_b=sizes.get("B", 0) if host else 0,
+                  host_c=shape.m * shape.n * acc_bytes if host else 0)
+
+    steps: list[Step] = []
+    if pack is not None:
+        chunks = (pack.a.rows * pack.a.ld + pack.b.rows * pack.b.ld) // spec.chunk
+        grid = max(1, min(-(-chunks // PACK_THREADS), dev.sms * PACK_BLOCKS_PER_SM))
+        steps.append(Step(spec.pack, dev.function(spec.pack), grid, PACK_THREADS, 0, packs=True))
+    items = len(table.items)
+    if plan.policy == "atomic" and items:
+        steps.append(Step(spec.prescale, dev.function(spec.prescale), items, threads, 0))
+    pdl = use_pdl(tuning.pdl, sched.grid, dev.sms, dev.arch)
+    steps.append(Step(main, dev.function(main, launch_smem), sched.grid, threads, launch_smem,
+                      pdl=pdl and pack is not None and len(steps) == 1))
+    if plan.policy == "separate-reduce" and items:
+        rsmem = dev.smem_bytes(spec.reduce)
+        steps.append(Step(spec.reduce, dev.function(spec.reduce, rsmem), items, threads, rsmem,
+                          grid_y=reduce_slices(items, spec, threads, dev.sms), pdl=pdl))
+    extents = (extent_bytes(a, spec.itemsize), extent_bytes(b, spec.itemsize),
+               extent_bytes(c, acc_bytes) if c is not None else 0)
+    return GemmPlan(dev, lanes, shape, spec, sched, plan, residency, steps, tables, needs, template, pack, extents)
