@@ -37,7 +37,7 @@ class _Runtime:
         self.lanes = Lanes(dev)
         self.plans: OrderedDict[tuple, GemmPlan | _Empty] = OrderedDict()
         self.graveyard: list[GemmPlan] = []
-        self.pinned: list[GemmPlan] = []  # plans captured into graphs: never freed
+        self.pinned: dict[int, GemmPlan] = {}  # plans captured into graphs: kept until release_captured()
         self.hits = self.misses = 0
         self.lock = dev.lock
 
@@ -68,15 +68,21 @@ class _Runtime:
             self.graveyard.clear()
 
     def lane(self, plan: GemmPlan, stream: int) -> tuple[Lane, bool]:
-        err, status = driver().cuStreamIsCapturing(stream)
+        drv = driver()
+        err, status = drv.cuStreamIsCapturing(stream)
         if err:
             raise CudaError(f"cuStreamIsCapturing({stream:#x}) failed with {err.name}: is the stream on "
                             f"{self.dev.name} (device {self.dev.ordinal}) and alive?")
-        capturing = int(status) != 0
+        capture = None
+        if int(status) != 0:
+            err, status, capture, *_ = drv.cuStreamGetCaptureInfo(stream)
+            if err or int(status) != 1:
+                raise CudaError(f"the capture on stream {stream:#x} is invalidated ({err.name}, {status.name})")
+            capture = int(capture)
         with self.lock:
-            if capturing:
-                self.pinned.append(plan)
-            return self.lanes.for_launch(stream, plan.needs, capturing), capturing
+            if capture is not None:
+                self.pinned[id(plan)] = plan
+            return self.lanes.for_launch(stream, plan.needs, capture), capture is not None
 
 
 _RUNTIMES: dict[int, _Runtime] = {}
@@ -96,13 +102,14 @@ def cache_info() -> dict[str, Any]:
     """Per device: cached plans, hits and misses, lanes (eager and captured) and their bytes."""
     return {rt.dev.ordinal: {"device": rt.dev.name, "plans": len(rt.plans), "hits": rt.hits, "misses": rt.misses,
                              "pinned_plans": len(rt.pinned), "lanes": len(rt.lanes.by_stream),
-                             "captured_lanes": len(rt.lanes.captured), "lane_bytes": rt.lanes.nbytes}
+                             "captured_lanes": sum(map(len, rt.lanes.captured.values())), "lane_bytes": rt.lanes.nbytes}
             for rt in _RUNTIMES.values()}
 
 
-def clear_cache() -> None:
-    """Drop every cached plan and eager lane once their streams are done (captured graphs keep
-    theirs): the memory comes back, the next calls rebuild."""
+def clear_cache(*, captured: bool = False) -> None:
+    """Drop every cached plan and eager lane once their streams are done: the memory comes back,
+    the next calls rebuild. Launches captured into CUDA graphs keep theirs, unless ``captured``
+    (only when none of those graphs will be replayed again)."""
     for rt in _RUNTIMES.values():
         with rt.lock:
             if not rt.lanes.synchronize():
@@ -112,6 +119,9 @@ def clear_cache() -> None:
             for stream in list(rt.lanes.by_stream):
                 rt.lanes._retire(rt.lanes.by_stream.pop(stream))
             rt.hits = rt.misses = 0
+            if captured:
+                rt.pinned.clear()
+                rt.lanes.release_captured()
 
 
 class _Empty:
@@ -351,7 +361,7 @@ class Prepared:
         if int(status) != 0:
             raise ScheduleError("NumPy operands cannot be captured into a CUDA graph: pass GPU arrays")
         with rt.lock:
-            lane = rt.lanes.for_launch(stream, plan.needs, False)
+            lane = rt.lanes.for_launch(stream, plan.needs, None)
         A, B, C = self._host
         ptrs = []
         for name, x in (("host_a", A), ("host_b", B)):

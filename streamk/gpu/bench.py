@@ -29,7 +29,7 @@ import torch
 
 from ..shapes import GemmShape
 from ..sim.corpus import corpus as draw_corpus
-from .api import prepare
+from .api import clear_cache, prepare
 from .device import available, current
 from .variants import launch_key, variant
 
@@ -215,7 +215,7 @@ def main(args: argparse.Namespace) -> int:
     stream = torch.cuda.Stream()
     shapes = corpus(args.count, args.seed)
     if args.only_tile:
-        from .api import choose_tile
+        from .select import choose_tile
 
         shapes = [sh for sh in shapes
                   if str(choose_tile(GemmShape(*sh), args.dtype, dev.sms)).startswith(args.only_tile + "x")]
@@ -228,6 +228,8 @@ def main(args: argparse.Namespace) -> int:
             print(f"time budget reached after {i} shapes", flush=True)
             break
         r = bench_shape(shape, args.dtype, stream, rows, decomps)
+        torch.cuda.synchronize()
+        clear_cache(captured=True)  # this shape's graphs are gone: their launches' lanes can go too
         if i < 12 or i % 25 == 0:
             tf = lambda ms: 2 * r["m"] * r["n"] * r["k"] / ms / 1e9  # noqa: E731
             print(f"{r['m']:>5}x{r['n']:>5}x{r['k']:>5} cublas raw {tf(r['cublas_raw']):6.1f} pad "

@@ -176,10 +176,11 @@ class Device:
 
     def upload(self, array: np.ndarray) -> Buffer:
         """A device copy of ``array`` (complete when this returns)."""
-        buf = self.alloc(array.nbytes)
-        if array.nbytes:
-            host = np.ascontiguousarray(array)
-            with self.setup() as stream:
+        host = np.ascontiguousarray(array)
+        size = max(host.nbytes, 16)
+        with self.setup() as stream:
+            buf = Buffer(self, int(check(driver().cuMemAlloc(size), f"cuMemAlloc({size})")), size)
+            if host.nbytes:
                 check(driver().cuMemcpyHtoDAsync(buf.ptr, host.ctypes.data, host.nbytes, stream), "cuMemcpyHtoD")
         return buf
 

@@ -6,7 +6,8 @@ partials or flags. Launches on one stream never run at once, so each stream gets
 ``Lane``: an epoch/done word, flags, counters, workspace and the packed-operand copies, each
 grown (never shrunk) to the largest launch seen on that stream. A launch captured into a CUDA
 graph gets a private lane of its exact size, kept as long as the process (the graph may be
-replayed on any stream at any time). Memory no launch can still use is freed: a grown lane's old
+replayed on any stream at any time; launches of one capture sequence on one stream share it while
+it fits, as they run in order). Memory no launch can still use is freed: a grown lane's old
 buffers once the stream has passed an event recorded at the growth.
 
 Launches whose waits need CTAs that are not yet resident (``waits_only_backward`` is false:
@@ -118,14 +119,17 @@ class Lanes:
         drv = driver()
         self.dev = dev
         self.by_stream: OrderedDict[int, Lane] = OrderedDict()
-        self.captured: list[Lane] = []
+        self.captured: dict[tuple[int, int], list[Lane]] = {}  # (capture id, stream) -> its lanes
         self.coresident = check(drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
 
-    def for_launch(self, stream: int, needs: Needs, capturing: bool) -> Lane:
-        if capturing:
-            lane = Lane(self.dev, stream, needs)
-            self.captured.append(lane)
-            return lane
+    def for_launch(self, stream: int, needs: Needs, capture: int | None) -> Lane:
+        """The lane a launch on ``stream`` uses; ``capture``: the id of the capture sequence the
+        stream is in, or None."""
+        if capture is not None:
+            lanes = self.captured.setdefault((capture, stream), [])
+            if not lanes or not lanes[-1].fits(needs):  # the graph's earlier nodes keep the old one
+                lanes.append(Lane(self.dev, stream, needs))
+            return lanes[-1]
         lane = self.by_stream.get(stream)
         if lane is None:
             lane = self.by_stream[stream] = Lane(self.dev, stream)
@@ -163,6 +167,12 @@ class Lanes:
                     del self.by_stream[stream]
         return True
 
+    def release_captured(self) -> None:
+        """Free the captured launches' lanes: only once no graph that holds them will run again."""
+        with self.dev.setup():
+            self.captured.clear()
+
     @property
     def nbytes(self) -> int:
-        return sum(lane.nbytes for lane in (*self.by_stream.values(), *self.captured))
+        lanes = [*self.by_stream.values(), *(lane for group in self.captured.values() for lane in group)]
+        return sum(lane.nbytes for lane in lanes)

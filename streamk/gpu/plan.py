@@ -213,7 +213,7 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
     unit_rows = table.units
     if len(unit_rows) < sched.grid:
         unit_rows = np.concatenate([unit_rows, np.zeros((sched.grid - len(unit_rows), unit_rows.shape[1]), np.int32)])
-    tables = tuple(dev.upload(x) for x in (table.cta_offsets, unit_rows, table.reads, table.waits, table.items))
+    table_buf, table_ptrs = _upload_table(dev, (table.cta_offsets, unit_rows, table.reads, table.waits, table.items))
     acc_bytes = 4 if spec.out_dtype == "float32" else 8
     epoch = needs_epoch(plan)
     assert STATE_WORDS == 2
@@ -237,8 +237,8 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
     host = a.on_host
     c_strides = c.strides if c is not None and not host else (shape.n, 1)
     template = GemmParams(
-        lda=lda, ldb=ldb, c_rs=c_strides[0], c_cs=c_strides[1], cta_offsets=tables[0].ptr, units=tables[1].ptr,
-        reads=tables[2].ptr, waits=tables[3].ptr, items=tables[4].ptr, state=1 if epoch else 0,
+        lda=lda, ldb=ldb, c_rs=c_strides[0], c_cs=c_strides[1], cta_offsets=table_ptrs[0], units=table_ptrs[1],
+        reads=table_ptrs[2], waits=table_ptrs[3], items=table_ptrs[4], state=1 if epoch else 0,
         m=shape.m, n=shape.n, k=shape.k, table_version=TABLE_VERSION)
     needs = Needs(workspace=table.num_slots * spec.tile.bm * spec.tile.bn * acc_bytes,
                   flags=len(table.units) if epoch else 0, counters=table.tiles if plan.policy == "last-arrival" else 0,
@@ -263,4 +263,17 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
                           grid_y=reduce_slices(items, spec, threads, dev.sms), pdl=pdl))
     extents = (extent_bytes(a, spec.itemsize), extent_bytes(b, spec.itemsize),
                extent_bytes(c, acc_bytes) if c is not None else 0)
-    return GemmPlan(dev, lanes, shape, spec, sched, plan, residency, steps, tables, needs, template, pack, extents)
+    return GemmPlan(dev, lanes, shape, spec, sched, plan, residency, steps, (table_buf,), needs, template, pack, extents)
+
+
+def _upload_table(dev: Device, arrays: tuple[np.ndarray, ...]) -> tuple[Buffer, list[int]]:
+    """The table's int32 arrays in one allocation and one copy, each starting on 16 bytes."""
+    parts, ptrs, at = [], [], 0
+    for x in arrays:
+        flat = np.ascontiguousarray(x, dtype=np.int32).reshape(-1)
+        pad = -len(flat) % 4
+        parts += [flat, np.zeros(pad, np.int32)]
+        ptrs.append(at * 4)
+        at += len(flat) + pad
+    buf = dev.upload(np.concatenate(parts))
+    return buf, [buf.ptr + offset for offset in ptrs]

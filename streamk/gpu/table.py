@@ -80,12 +80,10 @@ def build_table(plan: FixupPlan) -> Table:
 
 
 def _items(plan: FixupPlan, tile_m: np.ndarray, tile_n: np.ndarray) -> np.ndarray:
-    """One row per split tile: its coordinates and the reads of its k = 0 contributor."""
-    rows = []
-    for tile in plan.split_tiles.tolist():
-        first = int(plan.contributors(tile)[0])
-        offset, count = int(plan.read_offsets[first]), int(plan.read_offsets[first + 1] - plan.read_offsets[first])
-        if plan.action[first] not in (Action.DEFER, Action.ATOMIC):
-            offset, count = 0, 0  # only the reduce pass and the atomic prescale read items
-        rows.append((int(tile_m[first]), int(tile_n[first]), offset, count))
-    return np.array(rows, dtype=np.int64).reshape(-1, len(ITEM_FIELDS))
+    """One row per split tile: its coordinates and the reads of its k = 0 contributor (only the
+    reduce pass and the atomic prescale read items; other policies' rows carry no reads)."""
+    tiles = plan.split_tiles
+    first = plan.tile_units[plan.tile_offsets[tiles]]  # each split tile's k = 0 contributor
+    offset, count = plan.read_offsets[first], plan.read_offsets[first + 1] - plan.read_offsets[first]
+    reads = np.isin(plan.action[first], (Action.DEFER, Action.ATOMIC))
+    return np.stack([tile_m[first], tile_n[first], np.where(reads, offset, 0), np.where(reads, count, 0)], axis=1)
