@@ -67,14 +67,18 @@ class _Runtime:
         if len(self.graveyard) > GRAVEYARD_ENTRIES and self.lanes.synchronize():
             self.graveyard.clear()
 
-    def lane(self, plan: GemmPlan, stream: int) -> tuple[Lane, bool]:
+    def lane(self, plan: GemmPlan, stream: int, capturing: bool | None = None) -> tuple[Lane, bool]:
+        """The lane of ``stream`` for ``plan`` and whether the stream is being captured (asked of
+        the driver unless the caller knows)."""
         drv = driver()
-        err, status = drv.cuStreamIsCapturing(stream)
-        if err:
-            raise CudaError(f"cuStreamIsCapturing({stream:#x}) failed with {err.name}: is the stream on "
-                            f"{self.dev.name} (device {self.dev.ordinal}) and alive?")
+        if capturing is None:
+            err, status = drv.cuStreamIsCapturing(stream)
+            if err:
+                raise CudaError(f"cuStreamIsCapturing({stream:#x}) failed with {err.name}: is the stream on "
+                                f"{self.dev.name} (device {self.dev.ordinal}) and alive?")
+            capturing = int(status) != 0
         capture = None
-        if int(status) != 0:
+        if capturing:
             err, status, capture, *_ = drv.cuStreamGetCaptureInfo(stream)
             if err or int(status) != 1:
                 raise CudaError(f"the capture on stream {stream:#x} is invalidated ({err.name}, {status.name})")
@@ -144,14 +148,22 @@ class _Empty:
 # ---- operands ------------------------------------------------------------------------------
 _TORCH: Any = None  # the torch module once seen (this module never imports it itself)
 _TORCH_OUT: dict[str, Any] = {}
+_TORCH_CALLS: dict[str, Any] = {}  # torch's fast C entries for the current device, stream, capture state
 
 
 def _torch():
     global _TORCH
     if _TORCH is None and "torch" in sys.modules:
-        _TORCH = sys.modules["torch"]
-        _TORCH_OUT.update(float32=_TORCH.float32, float64=_TORCH.float64)
+        torch = sys.modules["torch"]
+        _TORCH_OUT.update(float32=torch.float32, float64=torch.float64)
+        c = torch._C
+        _TORCH_CALLS.update(
+            device=getattr(c, "_cuda_getDevice", torch.cuda.current_device),
+            stream=getattr(c, "_cuda_getCurrentRawStream", lambda i: torch.cuda.current_stream(i).cuda_stream),
+            capturing=getattr(c, "_cuda_isCurrentStreamCapturing", torch.cuda.is_current_stream_capturing))
         from . import torch_op  # noqa: F401 - registers streamk::gemm with torch.library
+
+        _TORCH = torch
 
     return _TORCH
 
@@ -161,16 +173,35 @@ def _compiling() -> bool:
     return torch is not None and torch.compiler.is_compiling()
 
 
+class _Same:
+    """A key part that matches only the very same object (a Schedule: equal by value, not hashable),
+    holding it so its id is never reused while the key lives."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.obj is self.obj
+
+
 def _options_key(schedule, fixup, tile, machine, options: dict, tuning: Tuning) -> tuple | None:
     """The part of a signature the caller's arguments give; None where an option is unhashable
     (that call is planned afresh)."""
-    try:
-        opts = tuple(sorted(options.items())) if options else ()
-        key = (schedule, fixup, tile, machine, opts, tuning)
-        hash(key)
-        return key
-    except TypeError:
-        return None
+    if type(schedule) is not str:
+        schedule = _Same(schedule)
+    opts = ()
+    if options:
+        try:
+            opts = tuple(sorted(options.items()))
+            hash(opts)
+        except TypeError:
+            return None
+    return (schedule, fixup, tile, machine, opts, None if tuning is DEFAULT_TUNING else tuning)
 
 
 def _check_options(schedule, fixup, tile, machine) -> None:
@@ -273,9 +304,7 @@ def _gemm_torch(A, B, C, alpha, beta, schedule, fixup, tile, machine, stream, op
         pc, beta = C.data_ptr(), 0.0
     else:
         _overlaps(plan, pa, pb, pc)
-    if stream is None:
-        stream = _TORCH._C._cuda_getCurrentRawStream(ordinal)
-    _launch(rt, plan, pa, pb, pc, alpha, beta, stream)
+    _launch_torch(rt, plan, pa, pb, pc, alpha, beta, stream)
     return C
 
 
@@ -289,18 +318,43 @@ def _described(A, B, C, ordinal: int) -> tuple[Operand, Operand, Operand | None]
     return a, b, c
 
 
-def _launch(rt: _Runtime, plan: GemmPlan, a: int, b: int, c: int, alpha: float, beta: float, stream: int) -> None:
+_THREAD = threading.local()  # .contexts: the devices whose context this thread has checked
+
+
+def _launch(rt: _Runtime, plan: GemmPlan, a: int, b: int, c: int, alpha: float, beta: float, stream: int,
+            capture: bool | None = None, only=None) -> None:
+    """Launch ``plan`` on ``stream`` in its device's context (restoring the caller's when it was
+    another device's); ``capture``: whether the stream is being captured, if the caller knows."""
     drv = driver()
     err, prev = drv.cuCtxGetCurrent()
     switch = int(prev) != int(rt.dev.context)
     if switch:
         rt.dev.activate()
     try:
-        lane, capturing = rt.lane(plan, stream)
-        plan.enqueue(lane, a, b, c, float(alpha), float(beta), stream, capturing)
+        lane, capturing = rt.lane(plan, stream, capture)
+        plan.enqueue(lane, a, b, c, float(alpha), float(beta), stream, capturing, only)
     finally:
         if switch:
             drv.cuCtxSetCurrent(prev)
+
+
+def _launch_torch(rt: _Runtime, plan: GemmPlan, a: int, b: int, c: int, alpha: float, beta: float,
+                  stream: int | None) -> None:
+    """``_launch`` for PyTorch tensors on torch's current device: the context and the capture
+    state come from torch, with no driver call (the thread's context is checked once)."""
+    calls, ordinal = _TORCH_CALLS, rt.dev.ordinal
+    if stream is not None or calls["device"]() != ordinal:
+        return _launch(rt, plan, a, b, c, alpha, beta, stream if stream is not None else calls["stream"](ordinal))
+    checked = getattr(_THREAD, "contexts", None)
+    if checked is None or ordinal not in checked:
+        err, prev = driver().cuCtxGetCurrent()
+        if int(prev) != int(rt.dev.context):
+            return _launch(rt, plan, a, b, c, alpha, beta, calls["stream"](ordinal))
+        _THREAD.contexts = (checked or set()) | {ordinal}
+    stream = calls["stream"](ordinal)
+    capturing = calls["capturing"]()
+    lane, capturing = rt.lane(plan, stream, capturing)
+    plan.enqueue(lane, a, b, c, float(alpha), float(beta), stream, capturing)
 
 
 def _stream_of(x: Any, ordinal: int) -> int:
@@ -408,12 +462,7 @@ class _OneStep:
     def enqueue(self, stream: int = 0) -> None:
         """This kernel alone (e.g. to time the pack pass), on the stream's lane."""
         p = self._prepared
-        lane, _ = p._rt.lane(p._plan, stream)
-        with p._plan.lock:
-            bound = p._plan._bound.get(lane)
-            if bound is None or bound[0] != lane.generation:
-                bound = p._plan._bind(lane)
-            self._step.enqueue(next(argv for step, argv in bound[3] if step is self._step), stream)
+        _launch(p._rt, p._plan, *p._ops, p.alpha, p.beta, stream, only=self._step)
 
 
 def _check(result, what: str) -> None:

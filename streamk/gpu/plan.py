@@ -110,8 +110,9 @@ class GemmPlan:
         return bound
 
     def enqueue(self, lane: Lane, a: int, b: int, c: int, alpha: float, beta: float, stream: int,
-                capturing: bool = False) -> None:
-        """Launch this plan's steps on ``stream`` with the operands at ``a``, ``b``, ``c``."""
+                capturing: bool = False, only: Step | None = None) -> None:
+        """Launch this plan's steps (or ``only`` that one) on ``stream`` with the operands at
+        ``a``, ``b``, ``c``."""
         with self.lock:
             bound = self._bound.get(lane)
             if bound is None or bound[0] != lane.generation:
@@ -126,6 +127,9 @@ class GemmPlan:
             else:
                 params.b = b
             params.c, params.alpha, params.beta = c, alpha, beta
+            if only is not None:
+                only.enqueue(next(argv for step, argv in steps if step is only), stream)
+                return
             if self.coresident:
                 self._order(stream, capturing, wait=True)
             for step, argv in steps:
