@@ -65,3 +65,50 @@ def test_every_decomposition_and_policy_within_the_bound(dtype, tile):
                     failures.append((m, n, k, decomp, opts, policy, layout, ratio, same, p.launch.names))
     assert ran > 0.9 * len(SHAPES) * len(DECOMPS) * len(FIXUP_POLICIES)
     assert not failures, failures[:5]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_auto_as_users_call_it_on_large_gemms_is_bitwise_stable(dtype):
+    """auto with no policy: on a wave or more of 128x256 tiles its two-tile hybrid walked
+    backwards under turnstile, a path the matrix above never takes."""
+    import torch
+
+    from streamk.gpu import prepare
+
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    for m, n, k in ((2048, 4352, 1056), (2047, 4351, 1057), (3071, 3073, 4095)):
+        A, B = inputs(m, n, k, dtype, gen)
+        C = torch.full((m, n), math.nan, device="cuda")
+        p = prepare(A, B, C)
+        p.run()
+        torch.cuda.synchronize()
+        first = C.clone()
+        for _ in range(100):
+            p.run()
+        torch.cuda.synchronize()
+        assert error_ratio(first, A, B) <= 1 and torch.equal(C, first), (m, n, k, p.schedule)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float64"])
+def test_strided_outputs_with_beta(dtype):
+    """C column-major, or a view at an odd offset inside a wider matrix (rows 4-byte aligned only):
+    the epilogue's element-wise and narrow store paths, under every kind of fixup."""
+    import torch
+
+    from streamk.gpu import gemm
+
+    gen = torch.Generator(device="cuda").manual_seed(12)
+    m, n, k = 300, 200, 160
+    A, B = inputs(m, n, k, dtype, gen)
+    for layout in ("column-major", "offset-view"):
+        for decomp, options, policy in (("data-parallel", {}, None), ("stream-k", {}, "atomic"),
+                                        ("fixed-split", {"splits": 2}, "separate-reduce"),
+                                        ("stream-k", {}, "owner-waits")):
+            C0 = torch.randn(m, n, generator=gen, device="cuda").to(out_dtype(dtype))
+            if layout == "column-major":
+                C = C0.t().contiguous().t()
+            else:
+                C = torch.zeros(m + 3, n + 5, device="cuda", dtype=out_dtype(dtype))[1:1 + m, 3:3 + n]
+                C.copy_(C0)
+            gemm(A, B, C, alpha=0.75, beta=-1.25, schedule=decomp, fixup=policy, **options)
+            assert error_ratio(C, A, B, 0.75, -1.25, C0) <= 1, (layout, decomp, policy)
