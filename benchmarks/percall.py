@@ -40,13 +40,18 @@ def per_call(fn, calls: int, rounds: int = 5) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=2000, help="calls per round for the small shapes")
+    ap.add_argument("--profile", action="store_true", help="also profile 20 first calls of new shapes (cProfile)")
     args = ap.parse_args()
     warm = torch.randn(300, 200, device="cuda").half(), torch.randn(200, 100, device="cuda").half()
     for tile in (None, 64, 128, "128x256", "32x32", "32x64", "128x64", "64x128"):
         gemm(*warm, tile=tile)  # compile and load every module outside the timings
     gemm(warm[0].t().contiguous().t(), warm[1])
     torch.cuda.synchronize()
-    mm_out = hasattr(torch.mm, "__call__") and "out_dtype" in (torch.mm.__doc__ or "")
+    try:
+        torch.mm(*warm, out_dtype=torch.float32)
+        mm_out = True
+    except TypeError:
+        mm_out = False
     print(f"{'shape':>16} {'first us':>9} {'gemm us':>9} {'matmul us':>10} {'mm->f32 us':>11} {'ratio':>6}")
     for m, n, k in SHAPES:
         A, B = torch.randn(m, k, device="cuda").half(), torch.randn(k, n, device="cuda").half()
@@ -60,6 +65,19 @@ def main() -> None:
         f32 = per_call(lambda: torch.mm(A, B, out_dtype=torch.float32), calls) if mm_out else float("nan")
         print(f"{f'{m}x{n}x{k}':>16} {first:>9.1f} {ours:>9.2f} {theirs:>10.2f} {f32:>11.2f} {ours / theirs:>6.2f}")
     print(cache_info())
+    if args.profile:
+        import cProfile
+        import pstats
+
+        new = [(torch.randn(m, k, device="cuda").half(), torch.randn(k, n, device="cuda").half())
+               for m, n, k in ((300 + 7 * i, 200 + 5 * i, 500 + 11 * i) for i in range(20))]
+        torch.cuda.synchronize()
+        prof = cProfile.Profile()
+        prof.enable()
+        for A, B in new:
+            gemm(A, B)
+        prof.disable()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 
 
 if __name__ == "__main__":

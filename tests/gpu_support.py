@@ -62,3 +62,16 @@ def error_ratio(C, A, B, alpha: float = 1.0, beta: float = 0.0, C0=None) -> floa
     if torch.isnan(C).any():
         return math.inf
     return float(((C.double() - ref).abs() / (bound + 1e-300)).max()) if C.numel() else 0.0
+
+
+def relaunched(prepared, C, launches: int):
+    """C after one run of ``prepared`` (a copy), and C after ``launches`` more with no reset."""
+    import torch
+
+    prepared.run()
+    torch.cuda.synchronize()
+    first = C.clone()
+    for _ in range(launches):
+        prepared.run()
+    torch.cuda.synchronize()
+    return first, C
