@@ -244,12 +244,11 @@ def strided_outputs() -> list[dict]:
     return rows
 
 
-def shifted_rows(log) -> list[dict]:
+def unaligned_rows(log) -> list[dict]:
     """Row-major FP16/BF16 operands whose rows are only 2-byte aligned (odd k or n, views at odd
-    element offsets) read in place by the _w2 kernels (narrow="always"): 16-byte copies from each
-    row's 16-byte block, rows shifted back by 0-7 elements in shared memory, element-wise k and n
-    limits, every fixup path; each case must run a _w2 kernel. Views put the operands at element
-    offsets 1, 5 and 6 with row strides of every residue mod 8 (odd, 2, 4, 6 and 0 past the row)."""
+    element offsets) under narrow="always", every fixup path: each such case must be packed (no
+    kernel reads 2-byte-aligned rows in place). Views put the operands at element offsets 1, 5 and
+    6 with row strides of every residue mod 8 (odd, 2, 4, 6 and 0 past the row)."""
     rows = []
     gen = torch.Generator(device="cuda").manual_seed(13)
     shapes = [(1, 1, 1), (7, 13, 17), (129, 130, 63), (131, 257, 67), (509, 263, 1021), (1000, 999, 1001),
@@ -273,7 +272,7 @@ def shifted_rows(log) -> list[dict]:
                         options = {"splits": min(3, -(-k // 32))}
                     C = torch.full((m, n), float("nan"), device="cuda")
                     where = f" view {view}" if any(view) else ""
-                    row = {"test": f"shifted {dtype} {tile} {m}x{n}x{k}{where} {decomp} {policy}"}
+                    row = {"test": f"unaligned {dtype} {tile} {m}x{n}x{k}{where} {decomp} {policy}"}
                     try:
                         p = prepare(A, B, C, schedule=decomp, fixup=policy, narrow="always", tile=tile, **options)
                     except ScheduleError as exc:
@@ -283,14 +282,14 @@ def shifted_rows(log) -> list[dict]:
                     p.run()
                     torch.cuda.synchronize()
                     ratio = error_ratio(C, A, B, 1.0, 0.0, None, dtype)
-                    shifted = any(name.endswith("_w2") for name in p.launch.names)
-                    needs = k % 2 == 1 or n % 2 == 1 or any(view)
-                    row.update(ok=ratio <= 1 and shifted == needs, ratio=ratio, steps=p.launch.names)
+                    packed = any(name.startswith("streamk_pack_") for name in p.launch.names)
+                    needs = k % 2 == 1 or n % 2 == 1 or view[0] % 2 == 1 or view[2] % 2 == 1
+                    row.update(ok=ratio <= 1 and (packed or not needs), ratio=ratio, steps=p.launch.names)
                     rows.append(row)
     for r in rows:
         log.write(json.dumps(r) + "\n")
     ran = [r for r in rows if "ratio" in r]
-    print(f"shifted rows (_w2): {sum(r['ok'] for r in rows)}/{len(rows)} ok, "
+    print(f"2-byte-aligned rows (packed): {sum(r['ok'] for r in rows)}/{len(rows)} ok, "
           f"max err/bound {max(r['ratio'] for r in ran):.3g}", flush=True)
     return rows
 
@@ -344,7 +343,7 @@ def main() -> int:
                         failures.append(row)
                         print("FAIL", json.dumps(row), flush=True)
         print(f"{key}: {len(summary[key])} cases, {time.time() - start:.0f}s", flush=True)
-    extra = (back_to_back(log) + auto_defaults(log) + other_inputs(log) + shifted_rows(log)
+    extra = (back_to_back(log) + auto_defaults(log) + other_inputs(log) + unaligned_rows(log)
              if set(dtypes) == set(DTYPES) else [])
     for r in extra:
         if not r["ok"]:

@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass
 
 from ..shapes import Machine
-from .build import SOURCES, compile_source
+from .build import compile_source, compile_unit_of
 from .errors import check
 
 _LOCK = threading.Lock()
@@ -93,7 +93,7 @@ class Device:
         shared-memory limit raised to ``dynamic_smem`` when that is over the default 48 KB."""
         drv = driver()
         if name not in self._functions:
-            source = next((s for s, entries in SOURCES.items() if name in entries), None)
+            source = compile_unit_of(name)
             if source is None:
                 raise KeyError(f"no shipped kernel named {name!r}")
             if source not in self._modules:
@@ -118,7 +118,7 @@ class Device:
         """``nbytes`` of the device global ``symbol`` in entry point ``name``'s module (the ``_smem``
         constants, probe traces)."""
         self.function(name)
-        source = next(s for s, entries in SOURCES.items() if name in entries)
+        source = compile_unit_of(name)
         ptr, size = check(driver().cuModuleGetGlobal(self._modules[source], symbol.encode()),
                           f"cuModuleGetGlobal({symbol})")
         out = ctypes.create_string_buffer(min(int(nbytes), int(size)))

@@ -1,17 +1,35 @@
-// sm80_half.cuh: the FP16/BF16 -> FP32 mainloop (Sm80Half) that sm80_f16.cu and its narrow-copy
-// variants (sm80_f16_w8.cu, sm80_f16_w4.cu) instantiate; see sm80_f16.cu for the tile, warps,
-// stages and shared memory. LOAD_BYTES: width of the global->shared copies (16; 8 or 4 read
-// operands whose rows are only 8- or 4-byte aligned in place, pipeline.cuh).
+// half.cuh: the Ampere-style FP16/BF16 -> FP32 mainloop, C = alpha*A@B + beta*C with A and B
+// FP16 or BF16, FP32 accumulate and FP32 C, run by the outer loop (common/outer_loop.cuh) over any
+// Schedule table (common/schedule_table.cuh) under any fixup policy (common/fixup.cuh).
+//
+// Half<BF16, LOAD_BYTES, Tile<BM, BN, STAGES>> (half_config.cuh): a BM x BN x 32 tile per MAC
+// iteration; 4 warps as 2 x 2 (8 as 2 x 4 on the 256-wide tile), 64x64 per warp on the 128-row
+// tiles (32x32 on 64x64, 16x32 / 16x16 on the 32-row tiles), mma.sync.m16n8k16, ldmatrix (.trans
+// for B); a STAGES-deep cp.async pipeline (sm80/pipeline.cuh) of two MAC iterations (k 64) per
+// stage. Shared memory: STAGES x (BM x 72 + 64 x BN) x 2 B (A rows padded by 16 B; B rows
+// XOR-swizzled in 16-byte chunks with 16-byte copies, so ldmatrix reads and cp.async writes are
+// conflict-free, else padded by 16 B): 104,448 B on 128x128 (2 CTAs per SM), 153,600 B on 128x256
+// (one), 52,224 B on 64x64 (three). The whole block is one thread group: every thread copies,
+// computes and runs the fixup; each unit drains the pipeline before its epilogue.
+// Arch: sm_80 and later (runs on sm_90a).
+// Operands: A m x k row-major (lda), B k x n row-major (ldb), rows aligned to LOAD_BYTES (16; 8 or
+// 4 read rows that are only 8- or 4-byte aligned in place; the host packs the others into
+// zero-padded copies, common/pack.cuh); elements past k in A's rows and past n in B's rows up to
+// the next copy must be zero. Out-of-range rows and k are zero-filled by cp.async (src-size 0);
+// C stores are predicated per element with any strides.
 #pragma once
 
-#include "fixup.cuh"
+#include "../common/epilogue.cuh"
+#include "../common/ptx.cuh"
+#include "../common/schedule_table.cuh"
+#include "half_config.cuh"
 #include "pipeline.cuh"
-#include "sm80_config.cuh"
 
 namespace streamk {
+namespace sm80 {
 
-template <bool BF16, int LOAD_BYTES_ = 16, class T = sm80::Tile128>
-struct Sm80Half {
+template <bool BF16, int LOAD_BYTES_, class T>
+struct Half {
   using Config = T;
   using Acc = float;
   static constexpr int LOAD_BYTES = LOAD_BYTES_;
@@ -21,14 +39,12 @@ struct Sm80Half {
   // stored at chunk c ^ (r % 8) (ldmatrix.trans reads 8 rows of one chunk: 8 bank groups). The
   // padded rows (272 B) made every B copy take 2.6x the ideal shared wavefronts and 1.5x the L2
   // sectors, a third of the bytes L2 sent the SMs on 4096^3 (ncu source counters, LOG.md v12).
-  // Narrow copies keep the padded rows (their shift pass and row steps assume them).
-#ifndef STREAMK_B_SWIZZLE
-#define STREAMK_B_SWIZZLE 1
-#endif
-  static constexpr bool B_SWIZZLE = STREAMK_B_SWIZZLE && LOAD_BYTES_ == 16 && T::BN >= 64;  // 32-wide: padded rows
+  // Narrow copies (their row steps assume them) and 32-wide B keep the padded rows.
+  static constexpr bool B_SWIZZLE = LOAD_BYTES_ == 16 && T::BN >= 64;
   static constexpr int B_LD = B_SWIZZLE ? T::BN : T::B_LD;
   static constexpr int STAGES = T::STAGES, A_STAGE = T::A_STAGE, B_STAGE = T::STAGE_K * B_LD;
   static constexpr int SMEM_BYTES = STAGES * (A_STAGE + B_STAGE) * T::ELEM_BYTES;
+  static constexpr int SMEM_ALIGN = 128;  // swizzled B rows: stage bases on 128-byte lines
   static constexpr int KSTEPS = T::STAGE_K / T::MMA_K;  // mma k-steps per stage
   static constexpr int BK = T::BK, A_LD = T::A_LD;
   static constexpr int STAGE_ITERS = T::STAGE_ITERS, STAGE_K = T::STAGE_K;
@@ -98,61 +114,15 @@ struct Sm80Half {
     }
   }
 
-  static __device__ __forceinline__ void mainloop(const GemmParams& p, int m0, int n0, int k_begin, int k_end,
-                                                  unsigned char* smem, Acc (&acc)[ACC]) {
-    pipelined_mainloop<Sm80Half>(p, m0, n0, k_begin, k_end, smem, acc);
+  static __device__ __forceinline__ void mainloop(const OperandParams& p, const Problem& mnk, int m0, int n0,
+                                                  int k_begin, int k_end, unsigned char* smem, Acc (&acc)[ACC]) {
+    static_assert(TileStage<Half>::BYTES <= SMEM_BYTES, "the epilogue stages a C tile in the pipeline's shared memory");
+    static_assert(STAGES * A_STAGE * T::ELEM_BYTES % 128 == 0 &&
+                      (BN * T::ELEM_BYTES == 512 || BN * T::ELEM_BYTES == 256 || BN * T::ELEM_BYTES == 128 || !B_SWIZZLE),
+                  "swizzled B: stage bases 128-byte aligned, 32, 16 or 8 chunks a row (chunk c ^ (r % 8))");
+    pipelined_mainloop<Half>(p, mnk, m0, n0, k_begin, k_end, smem, acc);
   }
 };
 
-template <class T>
-constexpr bool sm80_half_fits() {
-  static_assert(TileStage<Sm80Half<false, 16, T>>::BYTES <= Sm80Half<false, 16, T>::SMEM_BYTES,
-                "the epilogue stages a C tile in the pipeline's shared memory");
-  static_assert(T::STAGES * T::A_STAGE * T::ELEM_BYTES % 128 == 0 &&
-                    (T::BN * T::ELEM_BYTES == 512 || T::BN * T::ELEM_BYTES == 256 || T::BN * T::ELEM_BYTES == 128 ||
-                     !Sm80Half<false, 16, T>::B_SWIZZLE),
-                "swizzled B: stage bases 128-byte aligned, 32, 16 or 8 chunks a row (chunk c ^ (r % 8))");
-  return true;
-}
-static_assert(sm80_half_fits<sm80::Tile128>() && sm80_half_fits<sm80::Tile64>() && sm80_half_fits<sm80::Tile<128, 64>>() &&
-                  sm80_half_fits<sm80::Tile<64, 128>>() && sm80_half_fits<sm80::Tile<32, 64>>() &&
-                  sm80_half_fits<sm80::Tile<32, 32>>() && sm80_half_fits<sm80::Tile<128, 256>>(),
-              "tile configurations");
-
+}  // namespace sm80
 }  // namespace streamk
-
-// The main entry points of one tile and copy width: streamk_sm80_f16<SUFFIX> and
-// streamk_sm80_bf16<SUFFIX> with their <entry>_smem constants (dynamic shared memory, read by the
-// host). TILE: streamk::sm80::Tile128 or Tile64; the rest: __launch_bounds__' arguments.
-#define STREAMK_SM80_HALF_ENTRIES(SUFFIX, LOAD_BYTES, TILE, ...)                                    \
-  extern "C" __constant__ int streamk_sm80_f16##SUFFIX##_smem = streamk::Sm80Half<false, LOAD_BYTES, TILE>::SMEM_BYTES; \
-  extern "C" __constant__ int streamk_sm80_bf16##SUFFIX##_smem = streamk::Sm80Half<true, LOAD_BYTES, TILE>::SMEM_BYTES;  \
-  extern "C" __global__ void __launch_bounds__(__VA_ARGS__)                                 \
-      streamk_sm80_f16##SUFFIX(const streamk::GemmParams p) {                                             \
-    extern __shared__ __align__(128) unsigned char smem[];                                                 \
-    streamk::run_schedule<streamk::Sm80Half<false, LOAD_BYTES, TILE>>(p, smem);                           \
-  }                                                                                                       \
-  extern "C" __global__ void __launch_bounds__(__VA_ARGS__)                                 \
-      streamk_sm80_bf16##SUFFIX(const streamk::GemmParams p) {                                            \
-    extern __shared__ __align__(128) unsigned char smem[];                                                 \
-    streamk::run_schedule<streamk::Sm80Half<true, LOAD_BYTES, TILE>>(p, smem);                            \
-  }
-
-// One smaller tile's kernels: 16-, 8- and 4-byte copies at MIN_BLOCKS CTAs per SM, with its
-// reduce and prescale passes (rows only 2-byte aligned are packed). TILE: an alias without commas.
-#define STREAMK_SM80_HALF_TILE(SUFFIX, TILE, MIN_BLOCKS)                        \
-  STREAMK_SM80_HALF_ENTRIES(SUFFIX, 16, TILE, TILE::THREADS, MIN_BLOCKS)        \
-  STREAMK_SM80_HALF_ENTRIES(SUFFIX##_w8, 8, TILE, TILE::THREADS, MIN_BLOCKS)    \
-  STREAMK_SM80_HALF_ENTRIES(SUFFIX##_w4, 4, TILE, TILE::THREADS, MIN_BLOCKS)    \
-  STREAMK_SM80_HALF_PASSES(SUFFIX, TILE)
-
-// The separate-reduce and atomic-prescale passes of one tile: streamk_reduce_f32<SUFFIX> (no shared
-// memory) and streamk_prescale_f32<SUFFIX>.
-#define STREAMK_SM80_HALF_PASSES(SUFFIX, TILE)                                                            \
-  extern "C" __constant__ int streamk_reduce_f32##SUFFIX##_smem = 0;                                      \
-  extern "C" __global__ void __launch_bounds__(TILE::THREADS) streamk_reduce_f32##SUFFIX(const streamk::GemmParams p) { \
-    streamk::reduce_slice<streamk::Sm80Half<false, 16, TILE>>(p);                                         \
-  }                                                                                                       \
-  extern "C" __global__ void __launch_bounds__(TILE::THREADS) streamk_prescale_f32##SUFFIX(const streamk::GemmParams p) { \
-    streamk::prescale_items<streamk::Sm80Half<false, 16, TILE>>(p);                                       \
-  }
