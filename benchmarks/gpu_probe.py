@@ -1,19 +1,20 @@
 """Where the time of a small GEMM goes: launch, lone-CTA iterations, co-resident CTAs, fixup.
 
     PYTHONPATH=. python3 benchmarks/gpu_probe.py            # timings (CUDA graphs, medians)
-    STREAMK_DEFINES=STREAMK_TRACE=1 PYTHONPATH=. python3 benchmarks/gpu_probe.py --trace
+    PYTHONPATH=. python3 benchmarks/gpu_probe.py --trace     # sets STREAMK_TRACE=1 itself
 
 The first form times, as CUDA-graph replays interleaved per group (streamk.gpu.bench's method),
 an empty torch kernel, one 128x128 tile over k (a lone CTA), one and two tiles per SM, one tile
 split over s CTAs, a 40-tile problem under several grids, and tiny raw shapes against cuBLAS.
-The second runs a trace build (fixup.cuh's STREAMK_TRACE: %globaltimer per CTA at entry, first
-mainloop start and end, last epilogue end) and prints the phases of single launches.
+The second runs a trace build (kernels/common/trace.cuh, STREAMK_TRACE=1: %globaltimer per CTA at
+entry, first mainloop start and end, last epilogue end) and prints the phases of single launches.
 Every case uses 16-byte aligned operands unless its name says raw, so no packing is timed.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import struct
 import sys
@@ -151,7 +152,7 @@ def small(stream) -> None:
     group("small GEMMs: where the time goes", cases, stream)
 
 
-TRACE_UNITS, TRACE_WORDS = 5, 16  # fixup.cuh's trace layout
+TRACE_UNITS, TRACE_WORDS = 5, 16  # kernels/common/trace.cuh layout
 
 
 def trace_launch(p, stream) -> tuple[float, list[tuple[int, ...]]]:
@@ -324,6 +325,8 @@ def main() -> int:
     ap.add_argument("--trace-shape", action="append", default=[], metavar="MxNxK",
                     help="with --trace: trace these shapes (DP and auto) instead of the built-in cases")
     args = ap.parse_args()
+    if args.trace:  # the documented debug build (streamk.gpu.build): before the first kernel compiles
+        os.environ["STREAMK_TRACE"] = "1"
     dev = current()
     print(f"device {dev.name} ({dev.arch}, {dev.sms} SMs), torch {torch.__version__}")
     stream = torch.cuda.Stream()

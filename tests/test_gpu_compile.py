@@ -1,4 +1,4 @@
-"""Every shipped kernel compiles with NVRTC for sm_80 and sm_90a (no GPU needed)."""
+"""Every kernel of the registry compiles with NVRTC for sm_80 and sm_90a (no GPU needed)."""
 
 import json
 import subprocess
@@ -8,7 +8,8 @@ import pytest
 
 pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings (NVRTC bindings) is not installed")
 
-from streamk.gpu.build import SOURCES  # noqa: E402
+from streamk.gpu.build import UNITS  # noqa: E402
+from streamk.gpu.kernel_registry import VARIANTS  # noqa: E402
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
@@ -18,7 +19,7 @@ def test_every_kernel_compiles_without_spills(arch, tmp_path):
                          capture_output=True, text=True, env=env, check=False)
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)
-    assert sorted(r["name"] for r in rows) == sorted(e for entries in SOURCES.values() for e in entries)
+    assert sorted(r["name"] for r in rows) == sorted(v.name for v in VARIANTS)
     failed = [r for r in rows if not r["ok"]]
     assert not failed, failed
     assert all(r["arch"] == arch and r["cached"] is False for r in rows)
@@ -30,15 +31,15 @@ def test_every_kernel_compiles_without_spills(arch, tmp_path):
     assert spills["streamk_sm80_f64"] == 0, spills
     main = {r["name"]: r["registers"] for r in rows}
     assert 128 < main["streamk_sm80_f16"] <= 255 and 64 < main["streamk_sm80_f64"] <= 255, main
-    assert len(list(tmp_path.glob("*.cubin"))) == len(SOURCES)
+    assert len(list(tmp_path.glob("*.cubin"))) == len(UNITS)
 
 
 def test_second_build_comes_from_the_cache(tmp_path, monkeypatch):
     from streamk.gpu.build import compile_source
 
     monkeypatch.setenv("STREAMK_CACHE_DIR", str(tmp_path))
-    first = compile_source("pack.cu", "sm_80")
-    second = compile_source("pack.cu", "sm_80")
+    first = compile_source("pack", "sm_80")
+    second = compile_source("pack", "sm_80")
     assert (first.cached, second.cached) == (False, True)
     assert first.image == second.image and first.image[:4] == b"\x7fELF"
     assert second.registers == first.registers and "streamk_pack_b16" in second.registers

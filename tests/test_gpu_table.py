@@ -18,7 +18,7 @@ from streamk.sched import make_schedule
 from streamk.schedule import FIXUP_POLICIES, Schedule
 from streamk.shapes import GemmShape, Machine, TileShape
 
-HEADER = (Path(tbl.__file__).parent / "kernels" / "schedule_table.cuh").read_text()
+HEADER = (Path(tbl.__file__).parent / "kernels" / "common" / "schedule_table.cuh").read_text()
 TILE = TileShape(128, 128, 32)
 
 
@@ -40,13 +40,23 @@ def test_header_mirrors_table_py():
 
 
 def test_params_struct_matches_header_field_order():
-    from streamk.gpu.launch import GemmParams, PackPair, PackParams
+    import ctypes
 
-    for cls, struct in ((GemmParams, "GemmParams"), (PackParams, "PackParams"), (PackPair, "PackPair")):
-        body = re.search(r"struct %s \{(.*?)\};" % struct, HEADER, re.S).group(1)
+    from streamk.gpu.launch import GemmParams, OperandParams, PackPair, PackParams, TableParams, gemm_params
+
+    for cls in (OperandParams, TableParams, GemmParams, PackParams, PackPair):
+        body = re.search(r"struct %s \{(.*?)\};" % cls.__name__, HEADER, re.S).group(1)
         names = re.findall(r"(\w+);", re.sub(r"//.*", "", body))
         assert names == [f[0] for f in cls._fields_]
-    assert GemmParams.table_version.offset == 8 * 18 + 12  # 18 eight-byte fields, then 3 ints
+    # the operands, then the table: the bytes of the flat block of table version 1 (18 eight-byte
+    # fields, then m, n, k, table_version)
+    assert ctypes.sizeof(GemmParams) == 160 and GemmParams.table.offset == 72
+    assert GemmParams.table.offset + TableParams.table_version.offset == 8 * 18 + 12
+    p = gemm_params(a=0x10, c_cs=1, beta=2.0, units=0x20, m=7, table_version=1)
+    assert (p.ops.a, p.ops.c_cs, p.ops.beta, p.table.units, p.table.m, p.table.k) == (0x10, 1, 2.0, 0x20, 7, 0)
+    assert bytes(GemmParams(a=0x10, c_cs=1, beta=2.0, units=0x20, m=7, table_version=1)) == bytes(p)
+    with pytest.raises(TypeError, match="must be among"):
+        gemm_params(lda=1, ldc=2)
 
 
 @pytest.mark.parametrize("policy", FIXUP_POLICIES)
@@ -124,8 +134,7 @@ def test_widest_copy_that_reads_an_operand_in_place():
     assert load_bytes(_host((64, 64)), f16) == 16
     assert load_bytes(_host((64, 252)), f16) == 8                    # rows of 504 B
     assert load_bytes(_host((64, 90)), f16) == 4                     # rows of 180 B
-    assert load_bytes(_host((64, 63)), f16) == 2                     # odd k: 2-byte rows, shifted copies
-    assert load_bytes(_host((64, 63)), f16, narrow=False) == 0       # ... or packed
+    assert load_bytes(_host((64, 63)), f16) == 0                     # odd k: 2-byte rows are packed
     assert load_bytes(Operand(None, "cuda", 4097, (64, 64), (64, 1), "float16"), f16) == 0  # odd address
     assert load_bytes(_host((64, 90)), f16, narrow=False) == 0       # the packing of v1-v8
     assert load_bytes(_host((64, 64), strides=(1, 64)), f16) == 0    # column-major
@@ -136,7 +145,8 @@ def test_widest_copy_that_reads_an_operand_in_place():
     assert (f16.entry(16), f16.entry(8), f16.entry(4)) == ("streamk_sm80_f16", "streamk_sm80_f16_w8",
                                                            "streamk_sm80_f16_w4")
     assert SPECS["bfloat16"].entry(4) == "streamk_sm80_bf16_w4" and f64.entry(8) == "streamk_sm80_f64_w8"
-    assert (f16.entry(2), SPECS["bfloat16"].entry(2)) == ("streamk_sm80_f16_w2", "streamk_sm80_bf16_w2")
+    with pytest.raises(KeyError):
+        f16.entry(2)  # no shifted-copy kernels: 2-byte-aligned rows are packed
 
 
 def test_four_byte_copies_only_where_they_save_all_packing_on_a_small_problem():
@@ -144,7 +154,7 @@ def test_four_byte_copies_only_where_they_save_all_packing_on_a_small_problem():
     small_a, small_b = _host((300, 90)), _host((90, 302))      # 4-byte rows, ~70 flop/B
     assert copy_widths(small_a, small_b, f16) == (4, 4)
     assert copy_widths(small_a, _host((90, 301)), f16) == (0, 0)   # odd n: B packed, so A too
-    assert copy_widths(small_a, _host((90, 301)), f16, "always") == (4, 2)  # or B's rows shifted in place
+    assert copy_widths(small_a, _host((90, 301)), f16, "always") == (4, 0)  # B packed: 2-byte rows
     assert copy_widths(small_a, _host((90, 304)), f16) == (4, 16)
     assert copy_widths(small_a, small_b, f16, "never") == (0, 0)
     big_a, big_b = _host((4000, 4002)), _host((4002, 4002))    # > W4_MAX_INTENSITY flop/B
@@ -152,7 +162,7 @@ def test_four_byte_copies_only_where_they_save_all_packing_on_a_small_problem():
     assert copy_widths(big_a, big_b, f16, "always") == (4, 4)
     assert copy_widths(_host((4000, 4004)), _host((4004, 4002)), f16) == (8, 0)  # 8 bytes: always
     assert copy_widths(_host((4000, 4003)), _host((4003, 4002)), f16) == (0, 0)  # odd k: packed
-    assert copy_widths(_host((4000, 4003)), _host((4003, 4002)), f16, "always") == (2, 4)
+    assert copy_widths(_host((4000, 4003)), _host((4003, 4002)), f16, "always") == (0, 4)
     with pytest.raises(ScheduleError, match="narrow must be one of"):
         copy_widths(small_a, small_b, f16, "yes")
 
@@ -251,7 +261,6 @@ def test_small_tile_kernels_and_autos_tile_choice():
         spec_for_tile("float64", 128)
     with pytest.raises(ScheduleError, match="no float16 kernel runs 96x96x32"):
         spec_for_tile("float16", TileShape(96, 96, 32))
-    assert SMALL_SPECS["bfloat16"].entry(2) == "streamk_sm80_bf16_t64_w2"
     # 64x64 tiles that fit one wave on the SMs -> the small tile; the FP64 tile is the paper's
     few = GemmShape(300, 300, 4000)  # 25 tiles of 64x64
     edge = GemmShape(64 * 12, 64 * 11, 64)  # 132

@@ -1,4 +1,4 @@
-"""``streamk kernels``: compile every shipped kernel with NVRTC for an arch (no GPU needed)."""
+"""``streamk kernels``: compile every kernel of the registry with NVRTC for an arch (no GPU needed)."""
 
 from __future__ import annotations
 
@@ -21,19 +21,24 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def compile_all(arch: str) -> list[dict]:
     try:
-        from ..gpu.build import SOURCES, compile_source, nvrtc_version
+        from ..gpu.build import UNITS, compile_source, nvrtc_version
+        from ..gpu.kernel_registry import BY_NAME
         version = nvrtc_version()
     except ImportError as exc:
         raise StreamkError(f"NVRTC is not installed ({exc}); pip install 'streamk[gpu]'") from None
     rows = []
-    for source, entries in SOURCES.items():
+    for source, entries in UNITS.items():
         try:
             cubin = compile_source(source, arch)
         except StreamkError as exc:
             rows += [{"name": e, "source": source, "arch": arch, "ok": False, "error": str(exc)} for e in entries]
             continue
         for entry in entries:
+            v = BY_NAME[entry]
             rows.append({"name": entry, "source": source, "arch": arch, "ok": entry in cubin.registers,
+                         "role": v.role, "mainloop": v.mainloop, "dtype": v.dtype,
+                         "tile": [v.tile.bm, v.tile.bn, v.tile.bk] if v.tile else None, "load_bytes": v.load_bytes,
+                         "stages": v.stages, "blocks_per_sm": v.blocks_per_sm,
                          "seconds": round(cubin.seconds, 3), "cached": cubin.cached,
                          "registers": cubin.registers.get(entry), "spill_bytes": cubin.spills.get(entry),
                          "cubin_bytes": len(cubin.image), "nvrtc": f"{version[0]}.{version[1]}"})

@@ -1,12 +1,14 @@
-"""NVRTC: compile the shipped kernels to a CUBIN for one arch, with an on-disk cache.
+"""NVRTC: compile the kernels' compile units to a CUBIN for one arch, with an on-disk cache.
 
-The kernels include no CUDA header (their few PTX instructions are inline asm, 16-bit values
-are raw bits), so NVRTC needs no include path on any version: 13.0 on the GPU machines and
-13.5 from the pip wheel give the same result. Cache key: sha256 of every kernel source and
-header, the options, the arch and NVRTC's version; files are written to a temp name and
-``os.replace``d, so concurrent builders never see half a cubin. ``STREAMK_CACHE_DIR`` moves the
-cache (default ``~/.cache/streamk``); ``STREAMK_NO_CACHE=1`` always recompiles;
-``STREAMK_DEFINES`` adds -D macros for tuning experiments (part of the key).
+A compile unit (``kernel_registry.units``) is source generated from the registry: the headers
+under ``kernels/`` and one ``extern "C"`` entry point per variant. The kernels include no CUDA
+header (their few PTX instructions are inline asm, 16-bit values are raw bits), so NVRTC needs no
+include path but ``kernels/`` on any version: 13.0 on the GPU machines and 13.5 from the pip wheel
+give the same result. Cache key: sha256 of the unit's source, every header, the options, the arch
+and NVRTC's version; files are written to a temp name and ``os.replace``d, so concurrent builders
+never see half a cubin. ``STREAMK_CACHE_DIR`` moves the cache (default ``~/.cache/streamk``);
+``STREAMK_NO_CACHE=1`` always recompiles; ``STREAMK_TRACE=1`` builds the probe's phase trace
+(kernels/common/trace.cuh, benchmarks/gpu_probe.py --trace; part of the key).
 """
 
 from __future__ import annotations
@@ -20,37 +22,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import check
+from .kernel_registry import BY_NAME, unit_source, units
 
 KERNEL_DIR = Path(__file__).with_name("kernels")
-
-def _tile_entries(*tiles: str, widths: tuple[str, ...] = ("", "_w8", "_w4")) -> tuple[str, ...]:
-    """The entry points STREAMK_SM80_HALF_TILE (sm80_half.cuh) defines for each of ``tiles``: FP16
-    and BF16 main kernels per copy width, then each tile's FP32 reduce and prescale passes."""
-    return (tuple(f"streamk_sm80_{t}_{tile}{w}" for tile in tiles for w in widths for t in ("f16", "bf16"))
-            + tuple(f"streamk_{step}_f32_{tile}" for tile in tiles for step in ("reduce", "prescale")))
-
-
-# Source file -> its entry points (extern "C" __global__ names), looked up by name at launch.
-SOURCES: dict[str, tuple[str, ...]] = {
-    "sm80_f16.cu": ("streamk_sm80_f16", "streamk_sm80_bf16", "streamk_reduce_f32", "streamk_prescale_f32"),
-    "sm80_f16_w8.cu": ("streamk_sm80_f16_w8", "streamk_sm80_bf16_w8"),
-    "sm80_f16_w4.cu": ("streamk_sm80_f16_w4", "streamk_sm80_bf16_w4"),
-    "sm80_f16_w2.cu": ("streamk_sm80_f16_w2", "streamk_sm80_bf16_w2"),
-    "sm80_f16_t64.cu": _tile_entries("t64", widths=("", "_w8", "_w4", "_w2")),
-    "sm80_f16_rect.cu": _tile_entries("t128x64", "t64x128"),
-    "sm80_f16_t32.cu": _tile_entries("t32x64", "t32x32"),
-    "sm80_f16_wide.cu": _tile_entries("t128x256"),
-    "sm80_f64.cu": ("streamk_sm80_f64", "streamk_sm80_f64_w8", "streamk_reduce_f64", "streamk_prescale_f64"),
-    "pack.cu": ("streamk_pack_b16", "streamk_pack_b64"),
-}
+UNITS: dict[str, tuple[str, ...]] = {unit: tuple(v.name for v in vs) for unit, vs in units().items()}
 ARCHS = ("sm_80", "sm_90a")
 BASE_OPTIONS = ("-std=c++17", "--ptxas-options=--verbose", "-default-device", "--extra-device-vectorization")
 
 
+def compile_unit_of(entry: str) -> str | None:
+    """The compile unit holding entry point ``entry``, or None for a name the registry lacks."""
+    variant = BY_NAME.get(entry)
+    return variant.unit if variant else None
+
+
 def options() -> tuple[str, ...]:
-    """NVRTC options; ``STREAMK_DEFINES="A=1,B=2"`` adds -D macros (tuning experiments only)."""
-    defines = [d.strip() for d in os.environ.get("STREAMK_DEFINES", "").split(",") if d.strip()]
-    return BASE_OPTIONS + tuple(f"-D{d}" for d in defines)
+    """NVRTC options; ``STREAMK_TRACE=1`` adds the probe's trace (a documented debug switch)."""
+    return BASE_OPTIONS + (("-DSTREAMK_TRACE=1",) if os.environ.get("STREAMK_TRACE") == "1" else ())
 
 _PTXAS_ENTRY = re.compile(r"Compiling entry function '(\w+)' for '(\w+)'")
 _PTXAS_USAGE = re.compile(r"Used (\d+) registers")
@@ -61,7 +49,7 @@ _PTXAS_SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 class Cubin:
     """One compiled source: the CUBIN bytes and what ptxas reported per entry point."""
 
-    source: str
+    source: str  # the compile unit
     arch: str
     image: bytes
     seconds: float
@@ -83,12 +71,12 @@ def cache_dir() -> Path:
 
 
 def _headers() -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(KERNEL_DIR.glob("*.cuh"))}
+    return {p.relative_to(KERNEL_DIR).as_posix(): p.read_bytes() for p in sorted(KERNEL_DIR.rglob("*.cuh"))}
 
 
 def cache_key(source: str, arch: str, opts: tuple[str, ...] | None = None) -> str:
     digest = hashlib.sha256()
-    digest.update((KERNEL_DIR / source).read_bytes())
+    digest.update(unit_source(source).encode())
     for name, text in _headers().items():
         digest.update(name.encode() + b"\0" + text)
     digest.update(repr((opts or options(), arch, nvrtc_version())).encode())
@@ -110,11 +98,12 @@ def _parse_ptxas(log: str) -> tuple[dict[str, int], dict[str, int]]:
 
 
 def compile_source(source: str, arch: str) -> Cubin:
-    """Compile one kernel file for ``arch`` (``sm_80`` or ``sm_90a``), from the cache when it can."""
-    if source not in SOURCES:
-        raise ValueError(f"source must be one of {sorted(SOURCES)} (got {source!r})")
+    """Compile one compile unit (``UNITS``) for ``arch`` (``sm_80`` or ``sm_90a``), from the cache
+    when it can."""
+    if source not in UNITS:
+        raise ValueError(f"source must be a compile unit, one of {sorted(UNITS)} (got {source!r})")
     key = cache_key(source, arch)
-    path = cache_dir() / f"{Path(source).stem}-{arch}-{key[:24]}.cubin"
+    path = cache_dir() / f"{source}-{arch}-{key[:24]}.cubin"
     log_path = path.with_suffix(".log")
     start = time.perf_counter()
     if path.exists() and os.environ.get("STREAMK_NO_CACHE") != "1":
@@ -131,8 +120,8 @@ def compile_source(source: str, arch: str) -> Cubin:
 def _nvrtc(source: str, arch: str) -> tuple[bytes, str]:
     from cuda.bindings import nvrtc
 
-    text = (KERNEL_DIR / source).read_bytes()
-    prog = check(nvrtc.nvrtcCreateProgram(text, source.encode(), 0, [], []), "nvrtcCreateProgram")
+    text = unit_source(source).encode()
+    prog = check(nvrtc.nvrtcCreateProgram(text, f"{source}.cu".encode(), 0, [], []), "nvrtcCreateProgram")
     try:
         opts = [o.encode() for o in options()] + [f"--gpu-architecture={arch}".encode(),
                                                  f"--include-path={KERNEL_DIR}".encode()]

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import CudaError
 from ..shapes import Machine
-from .build import SOURCES, compile_source
+from .build import compile_source, compile_unit_of
 from .errors import check
 
 _LOCK = threading.Lock()
@@ -41,7 +41,7 @@ def arch_for(major: int, minor: int) -> str:
 
 
 def _source_of(name: str) -> str:
-    source = next((s for s, entries in SOURCES.items() if name in entries), None)
+    source = compile_unit_of(name)
     if source is None:
         raise KeyError(f"no shipped kernel named {name!r}")
     return source

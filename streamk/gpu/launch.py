@@ -17,12 +17,38 @@ _P = ctypes.c_void_p
 _LL = ctypes.c_longlong
 
 
-class GemmParams(ctypes.Structure):
+class OperandParams(ctypes.Structure):
     _fields_ = [("a", _P), ("b", _P), ("c", _P), ("lda", _LL), ("ldb", _LL), ("c_rs", _LL), ("c_cs", _LL),
-                ("alpha", ctypes.c_double), ("beta", ctypes.c_double),
-                ("cta_offsets", _P), ("units", _P), ("reads", _P), ("waits", _P), ("items", _P),
+                ("alpha", ctypes.c_double), ("beta", ctypes.c_double)]
+
+
+class TableParams(ctypes.Structure):
+    _fields_ = [("cta_offsets", _P), ("units", _P), ("reads", _P), ("waits", _P), ("items", _P),
                 ("workspace", _P), ("flags", _P), ("counters", _P), ("state", _P),
                 ("m", ctypes.c_int), ("n", ctypes.c_int), ("k", ctypes.c_int), ("table_version", ctypes.c_int)]
+
+
+class GemmParams(ctypes.Structure):
+    """The operands' description, then the table's (the same 160 bytes as the flat block of table
+    version 1). Built from the flat field names: ``GemmParams(a=..., m=..., ...)`` or
+    ``gemm_params(...)``; ``ops=`` and ``table=`` take the two halves whole."""
+
+    _fields_ = [("ops", OperandParams), ("table", TableParams)]
+
+    def __init__(self, ops: OperandParams | None = None, table: TableParams | None = None, **fields) -> None:
+        names = {name for name, _ in OperandParams._fields_} | {name for name, _ in TableParams._fields_}
+        if unknown := set(fields) - names:
+            raise TypeError(f"GemmParams fields must be among {sorted(names)} (got {sorted(unknown)})")
+        ops = ops or OperandParams(**{k: v for k, v in fields.items() if k in dict(OperandParams._fields_)})
+        table = table or TableParams(**{k: v for k, v in fields.items() if k in dict(TableParams._fields_)})
+        super().__init__(ops, table)
+
+
+def gemm_params(**fields) -> GemmParams:
+    """The kernels' parameter block from the flat field names (a, b, c, lda, ldb, c_rs, c_cs, alpha,
+    beta; cta_offsets, units, reads, waits, items, workspace, flags, counters, state, m, n, k,
+    table_version); unnamed fields are 0."""
+    return GemmParams(**fields)
 
 
 class PackParams(ctypes.Structure):

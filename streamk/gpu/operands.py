@@ -13,11 +13,13 @@ import numpy as np
 
 from ..errors import ScheduleError
 from ..shapes import TileShape
+from .kernel_registry import ITEMSIZE, MAINLOOPS, VARIANTS
 
 # input dtype -> entry point, reduce pass, prescale pass, tile, pack entry, element bytes,
 # accumulator/output dtype, and the entry points with narrower global->shared copies (bytes, name)
-# that read operands whose rows are only 8- or 4-byte aligned in place. Threads per block come
-# from the kernel's __launch_bounds__, dynamic shared memory from its module's <entry>_smem constant.
+# that read operands whose rows are only 8- or 4-byte aligned in place. All derived from the kernel
+# registry (kernel_registry.VARIANTS). Threads per block come from the kernel's __launch_bounds__,
+# dynamic shared memory from its module's <entry>_smem constant.
 @dataclass(frozen=True, slots=True)
 class KernelSpec:
     main: str
@@ -41,46 +43,45 @@ class KernelSpec:
         return 16 // self.itemsize
 
 
-def _half_spec(short: str, suffix: str, tile: TileShape, widths: tuple[int, ...]) -> KernelSpec:
-    """An FP16/BF16 kernel set: ``streamk_sm80_{short}{suffix}`` with its ``_w{width}`` variants and
-    the FP32 reduce and prescale passes of the same tile."""
-    return KernelSpec(f"streamk_sm80_{short}{suffix}", f"streamk_reduce_f32{suffix}", f"streamk_prescale_f32{suffix}",
-                      tile, "streamk_pack_b16", 2, "float32",
-                      tuple((w, f"streamk_sm80_{short}{suffix}_w{w}") for w in widths))
+def _spec(dtype: str, tile: TileShape) -> KernelSpec:
+    """The registry's kernels for ``dtype`` inputs on ``tile``: main (every copy width), passes, pack."""
+    main = [v for v in VARIANTS if v.role == "main" and v.dtype == dtype and v.tile == tile]
+    family = MAINLOOPS[main[0].mainloop]
+    passes = {v.role: v.name for v in VARIANTS if v.role in ("reduce", "prescale") and v.mainloop == family.name
+              and v.tile == tile}
+    pack = next(v.name for v in VARIANTS if v.role == "pack" and ITEMSIZE[v.dtype] == ITEMSIZE[dtype])
+    return KernelSpec(next(v.name for v in main if v.load_bytes == 16), passes["reduce"], passes["prescale"], tile,
+                      pack, ITEMSIZE[dtype], family.acc_dtype,
+                      tuple((v.load_bytes, v.name) for v in main if v.load_bytes != 16))
 
 
-_HALVES = (("float16", "f16"), ("bfloat16", "bf16"))
-SPECS = {
-    **{dtype: _half_spec(short, "", TileShape(128, 128, 32), (8, 4, 2)) for dtype, short in _HALVES},
-    "float64": KernelSpec("streamk_sm80_f64", "streamk_reduce_f64", "streamk_prescale_f64",
-                          TileShape(64, 64, 16), "streamk_pack_b64", 8, "float64",
-                          ((8, "streamk_sm80_f64_w8"),)),
-}
-# The small-tile kernels (sm80_f16_t64.cu): 64x64x32, for GEMMs of few 128x128 tiles
-# (streamk.gpu.api.choose_tile), with every copy width of the 128x128 kernels.
-SMALL_SPECS = {dtype: _half_spec(short, "_t64", TileShape(64, 64, 32), (8, 4, 2)) for dtype, short in _HALVES}
-# Rectangular tiles between the two (sm80_f16_rect.cu), 16-, 8- and 4-byte copies.
-RECT_SPECS = {
-    dtype: tuple(_half_spec(short, f"_t{bm}x{bn}", TileShape(bm, bn, 32), (8, 4)) for bm, bn in ((128, 64), (64, 128)))
-    for dtype, short in _HALVES
-}
-# The smallest tiles (sm80_f16_t32.cu): 32x64x32 and 32x32x32, for GEMMs of few 64x64 tiles.
-TINY_SPECS = {
-    dtype: tuple(_half_spec(short, f"_t{bm}x{bn}", TileShape(bm, bn, 32), (8, 4)) for bm, bn in ((32, 64), (32, 32)))
-    for dtype, short in _HALVES
-}
-# The wide tile (sm80_f16_wide.cu): 128x256x32, 8 warps, one CTA per SM, for large GEMMs.
-WIDE_SPECS = {dtype: _half_spec(short, "_t128x256", TileShape(128, 256, 32), (8, 4)) for dtype, short in _HALVES}
+def _tiles(dtype: str) -> tuple[TileShape, ...]:
+    """The tiles the registry has main kernels for, in its order (the paper's first)."""
+    return tuple(dict.fromkeys(v.tile for v in VARIANTS if v.role == "main" and v.dtype == dtype))
+
+
+SPECS = {dtype: _spec(dtype, _tiles(dtype)[0]) for dtype in dict.fromkeys(v.dtype for v in VARIANTS if v.role == "main")}
+# Roles of the FP16/BF16 tiles in choose_tile (streamk.gpu.api): the small 64x64 tile for GEMMs of
+# few 128x128 tiles, the rectangles between the two, the smallest tiles for GEMMs of few 64x64 tiles
+# and the wide tile for large GEMMs.
+SMALL_TILE = TileShape(64, 64, 32)
+RECT_TILES = (TileShape(128, 64, 32), TileShape(64, 128, 32))
+TINY_TILES = (TileShape(32, 64, 32), TileShape(32, 32, 32))
+WIDE_TILE = TileShape(128, 256, 32)
+_HALVES = tuple(dtype for dtype in SPECS if SMALL_TILE in _tiles(dtype))
+SMALL_SPECS = {dtype: _spec(dtype, SMALL_TILE) for dtype in _HALVES}
+RECT_SPECS = {dtype: tuple(_spec(dtype, t) for t in RECT_TILES) for dtype in _HALVES}
+TINY_SPECS = {dtype: tuple(_spec(dtype, t) for t in TINY_TILES) for dtype in _HALVES}
+WIDE_SPECS = {dtype: _spec(dtype, WIDE_TILE) for dtype in _HALVES}
+_TILE_SPECS = {(dtype, spec.tile): spec for dtype, spec in (
+    *SPECS.items(), *SMALL_SPECS.items(), *WIDE_SPECS.items(),
+    *((d, spec) for d, specs in (*RECT_SPECS.items(), *TINY_SPECS.items()) for spec in specs))}
 _TYPESTR = {"<f2": "float16", "<f4": "float32", "<f8": "float64"}
 
 
 def tile_specs(dtype: str) -> dict[TileShape, KernelSpec]:
     """Every tile a kernel runs for ``dtype``, the default (the paper's) first."""
-    specs = {SPECS[dtype].tile: SPECS[dtype]}
-    if dtype in SMALL_SPECS:
-        for spec in (SMALL_SPECS[dtype], *RECT_SPECS[dtype], *TINY_SPECS[dtype], WIDE_SPECS[dtype]):
-            specs[spec.tile] = spec
-    return specs
+    return {tile: _TILE_SPECS.get((dtype, tile)) or _spec(dtype, tile) for tile in _tiles(dtype)}
 
 
 def spec_for_tile(dtype: str, tile: TileShape | int | str) -> KernelSpec:
@@ -209,12 +210,8 @@ NARROW_MODES = ("auto", "always", "never")
 # 4-byte ones only where they save the whole pack launch on a problem of at most this many flops
 # per compulsory byte (H200, first 100 corpus shapes; benchmarks/LOG.md v9).
 W4_MAX_INTENSITY = 200.0
-# 2-byte-aligned rows (an odd k or n) can be read in place with shifted copies (sm80_f16_w2.cu:
-# 16-byte copies from each row's 16-byte block, then a pass moves every row back 0-7 elements),
-# but on the 400 shapes (H100, LOG.md v14) that took 1.29x the time of pack + the 16-byte
-# mainloop where it applies, gaining only on GEMMs of three k-64 stages or fewer (280x176x145:
-# 5.83 -> 5.00 us; 270x198x367: 6.96 -> 8.67), so "auto" packs them and only narrow="always" takes
-# the _w2 kernels (no second copy of the operand in memory).
+# 2-byte-aligned rows (an odd k or n) are always packed: reading them in place with shifted
+# copies took 1.29x the time of pack + the 16-byte mainloop on the 400 shapes (H100, LOG.md v14).
 
 
 def intensity(a: Operand, b: Operand, spec: KernelSpec) -> float:
@@ -226,18 +223,17 @@ def intensity(a: Operand, b: Operand, spec: KernelSpec) -> float:
 
 
 def copy_widths(a: Operand, b: Operand, spec: KernelSpec, narrow: str = "auto") -> tuple[int, int]:
-    """Copy width (16, 8, 4 or 2 bytes) A and B are read with in place, 0 for one that is packed.
+    """Copy width (16, 8 or 4 bytes) A and B are read with in place, 0 for one that is packed.
 
     ``narrow``: "auto" (8-byte copies wherever they apply, 4-byte ones under W4_MAX_INTENSITY when
-    neither operand is packed, 2-byte-aligned rows packed), "always" (the widest copy each operand
-    allows, shifted copies for 2-byte-aligned rows included) or "never" (pack every operand that
-    is not 16-byte aligned, as v1-v8 did). One kernel reads both at the narrower width.
+    neither operand is packed), "always" (the widest copy each operand allows) or "never" (pack
+    every operand that is not 16-byte aligned, as v1-v8 did); rows only 2-byte aligned are packed
+    under every mode. One kernel reads both at the narrower width.
     """
     if narrow not in NARROW_MODES:
         raise ScheduleError(f"narrow must be one of {', '.join(NARROW_MODES)} (got {narrow!r})")
     wa, wb = (load_bytes(op, spec, narrow=narrow != "never") for op in (a, b))
     if narrow == "auto":
-        wa, wb = (0 if w == 2 else w for w in (wa, wb))
         if 4 in (wa, wb) and (0 in (wa, wb) or intensity(a, b, spec) > W4_MAX_INTENSITY):
             wa, wb = (0 if w == 4 else w for w in (wa, wb))
     return wa, wb

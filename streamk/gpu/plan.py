@@ -79,7 +79,7 @@ class GemmPlan:
         self.packs_a = pack is not None and pack.a.rows > 0
         self.packs_b = pack is not None and pack.b.rows > 0
         self.lock = threading.Lock()
-        self._bound: dict[Lane, tuple] = {}  # lane -> (its generation, params, pack, [(step, argv)], keep-alive)
+        self._bound: dict[Lane, tuple] = {}  # lane -> (its generation, operand view, pack, [(step, argv)], keep-alive)
 
     @property
     def names(self) -> list[str]:
@@ -89,23 +89,24 @@ class GemmPlan:
         """This plan's parameter blocks on ``lane`` (its buffers' pointers filled in)."""
         params = GemmParams()
         ctypes.pointer(params)[0] = self.template
-        params.workspace, params.flags, params.counters = lane.ptr("workspace"), lane.ptr("flags"), lane.ptr("counters")
-        params.state = lane.state.ptr if self.template.state else 0
+        ops, table = params.ops, params.table  # views into params' memory
+        table.workspace, table.flags, table.counters = lane.ptr("workspace"), lane.ptr("flags"), lane.ptr("counters")
+        table.state = lane.state.ptr if self.template.table.state else 0
         pack = None
         if self.pack is not None:
             pack = PackPair()
             ctypes.pointer(pack)[0] = self.pack
             pack.a.dst, pack.b.dst = lane.ptr("pack_a"), lane.ptr("pack_b")
             if self.packs_a:
-                params.a = pack.a.dst
+                ops.a = pack.a.dst
             if self.packs_b:
-                params.b = pack.b.dst
+                ops.b = pack.b.dst
         argvs = {}
         for block in (params, pack):
             if block is not None:
                 argvs[id(block)] = (ctypes.c_void_p * 1)(ctypes.addressof(block))
         steps = [(st, ctypes.addressof(argvs[id(pack if st.packs else params)])) for st in self.steps if st.grid]
-        bound = (lane.generation, params, pack, steps, argvs)
+        bound = (lane.generation, ops, pack, steps, (params, argvs))
         self._bound[lane] = bound
         return bound
 
@@ -117,16 +118,16 @@ class GemmPlan:
             bound = self._bound.get(lane)
             if bound is None or bound[0] != lane.generation:
                 bound = self._bind(lane)
-            _, params, pack, steps, _ = bound
+            _, ops, pack, steps, _ = bound
             if self.packs_a:
                 pack.a.src = a
             else:
-                params.a = a
+                ops.a = a
             if self.packs_b:
                 pack.b.src = b
             else:
-                params.b = b
-            params.c, params.alpha, params.beta = c, alpha, beta
+                ops.b = b
+            ops.c, ops.alpha, ops.beta = c, alpha, beta
             if only is not None:
                 only.enqueue(next(argv for step, argv in steps if step is only), stream)
                 return
@@ -213,7 +214,7 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
 
     table = build_table(plan)
     # a row per CTA at least: kernels on the smaller tiles read row blockIdx.x before they know
-    # their first unit (fixup.cuh STREAMK_GUESS_FIRST_ROW); a CTA with no units ignores it
+    # their first unit (common/work.cuh); a CTA with no units ignores it
     unit_rows = table.units
     if len(unit_rows) < sched.grid:
         unit_rows = np.concatenate([unit_rows, np.zeros((sched.grid - len(unit_rows), unit_rows.shape[1]), np.int32)])

@@ -1,4 +1,4 @@
-"""The Schedule table the kernels execute: compact int32 arrays, mirrored in kernels/schedule_table.cuh.
+"""The Schedule table the kernels execute: compact int32 arrays, mirrored in kernels/common/schedule_table.cuh.
 
 Built from a Schedule and its FixupPlan (``streamk.fixup.plan_fixup``); nothing here derives
 the decomposition or the fixup, it only re-encodes them. Layout (all int32):

@@ -1,30 +1,38 @@
-// sm80_f64.cu: C = alpha*A@B + beta*C in FP64 (DMMA), executing any Schedule table (fixup.cuh).
+// f64.cuh: the FP64 (DMMA) mainloop, C = alpha*A@B + beta*C in FP64, run by the outer loop
+// (common/outer_loop.cuh) over any Schedule table under any fixup policy (common/fixup.cuh).
 //
-// Tile 64x64x16 (one MAC iteration), 128 threads = 4 warps as 2 x 2, 32x32 per warp,
-// mma.sync m8n8k4 f64 on sm_80 (4x4 per warp per k4), m16n8k8 on sm_90 (2x4 per warp per k8:
-// twice the rate, sm80_f64_config.cuh), 4-stage cp.async pipeline, fragments read from
-// shared memory with 8-byte loads (ldmatrix is 16-bit only). Shared memory: 4 x (64x20 + 16x68)
-// x 8 B = 75,776 B dynamic. Arch: sm_80 and later (DMMA; runs on sm_90a).
-// Operands: A m x k row-major (lda), B k x n row-major (ldb), 16-byte aligned rows; the element
-// past an odd k (A) or odd n (B) must be zero. streamk_sm80_f64_w8 copies 8 bytes (one double)
-// at a time and reads row-major operands of any k and n in place (the host packs only
-// column-major or misaligned ones). Out-of-range
-// rows and k are zero-filled by cp.async; C stores are predicated with any strides.
-// Entry points: streamk_sm80_f64, streamk_sm80_f64_w8, streamk_reduce_f64, streamk_prescale_f64.
-#include "fixup.cuh"
+// Double<LOAD_BYTES, STAGES>: tile 64x64x16 (one MAC iteration), 128 threads = 4 warps as 2 x 2,
+// 32x32 per warp, mma.sync m8n8k4 f64 on sm_80 (4x4 per warp per k4), m16n8k8 on sm_90 (2x4 per
+// warp per k8: twice the rate, f64_config.cuh), a STAGES-deep cp.async pipeline (4: 4 x (64x20 +
+// 16x68) x 8 B = 75,776 B of shared memory, 2 CTAs per SM), fragments read from shared memory
+// with 8-byte loads (ldmatrix is 16-bit only). The whole block is one thread group.
+// Arch: sm_80 and later (DMMA; runs on sm_90a).
+// Operands: A m x k row-major (lda), B k x n row-major (ldb), 16-byte aligned rows with the
+// element past an odd k (A) or odd n (B) zero; LOAD_BYTES 8 copies one double at a time and reads
+// row-major operands of any k and n in place (the host packs only column-major or misaligned
+// ones). Out-of-range rows and k are zero-filled by cp.async; C stores are predicated with any
+// strides.
+#pragma once
+
+#include "../common/epilogue.cuh"
+#include "../common/ptx.cuh"
+#include "../common/schedule_table.cuh"
+#include "f64_config.cuh"
 #include "pipeline.cuh"
-#include "sm80_f64_config.cuh"
 
 namespace streamk {
+namespace sm80 {
 
-template <int LOAD_BYTES_ = 16>
-struct Sm80Double {
+template <int LOAD_BYTES_, int STAGES_>
+struct Double {
   using Acc = double;
   static constexpr int LOAD_BYTES = LOAD_BYTES_;  // 8: one double per copy, rows of any length
   static constexpr int BM = sm80_f64::BM, BN = sm80_f64::BN, THREADS = sm80_f64::THREADS,
                        ACC = sm80_f64::ACC;
   using Elem = double;
-  static constexpr int STAGES = sm80_f64::STAGES, A_STAGE = sm80_f64::A_STAGE, B_STAGE = sm80_f64::B_STAGE;
+  static constexpr int STAGES = STAGES_, A_STAGE = sm80_f64::A_STAGE, B_STAGE = sm80_f64::B_STAGE;
+  static constexpr int SMEM_BYTES = STAGES * (A_STAGE + B_STAGE) * sm80_f64::ELEM_BYTES;
+  static constexpr int SMEM_ALIGN = 16;  // 16-byte cp.async destinations
   static constexpr int KSTEPS = sm80_f64::BK / sm80_f64::MMA_K;
   static constexpr int BK = sm80_f64::BK, A_LD = sm80_f64::A_LD, B_LD = sm80_f64::B_LD;
   static constexpr bool B_SWIZZLE = false;  // padded rows (pipeline.cuh)
@@ -98,38 +106,13 @@ struct Sm80Double {
     }
   }
 
-  static __device__ __forceinline__ void mainloop(const GemmParams& p, int m0, int n0, int k_begin, int k_end,
-                                                  unsigned char* smem, Acc (&acc)[ACC]) {
-    pipelined_mainloop<Sm80Double>(p, m0, n0, k_begin, k_end, smem, acc);
+  static __device__ __forceinline__ void mainloop(const OperandParams& p, const Problem& mnk, int m0, int n0,
+                                                  int k_begin, int k_end, unsigned char* smem, Acc (&acc)[ACC]) {
+    static_assert(TileStage<Double>::BYTES <= SMEM_BYTES, "the epilogue stages a C tile in the pipeline's shared memory");
+    static_assert(STAGES >= 2, "a stage in flight while one is read");
+    pipelined_mainloop<Double>(p, mnk, m0, n0, k_begin, k_end, smem, acc);
   }
 };
 
-static_assert(TileStage<Sm80Double<>>::BYTES <= sm80_f64::SMEM_BYTES, "the epilogue stages a C tile in the pipeline's shared memory");
-
+}  // namespace sm80
 }  // namespace streamk
-
-using streamk::GemmParams;
-
-// Dynamic shared memory per block (the host reads it with cuModuleGetGlobal).
-extern "C" __constant__ int streamk_sm80_f64_smem = streamk::sm80_f64::SMEM_BYTES;
-extern "C" __constant__ int streamk_sm80_f64_w8_smem = streamk::sm80_f64::SMEM_BYTES;
-
-extern "C" __global__ void __launch_bounds__(streamk::sm80_f64::THREADS, 2) streamk_sm80_f64(const GemmParams p) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  streamk::run_schedule<streamk::Sm80Double<>>(p, smem);
-}
-
-extern "C" __global__ void __launch_bounds__(streamk::sm80_f64::THREADS, 2) streamk_sm80_f64_w8(const GemmParams p) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  streamk::run_schedule<streamk::Sm80Double<8>>(p, smem);
-}
-
-// The separate-reduce pass (fixup.cuh reduce_slice): grid (split tiles, slices), no shared memory.
-extern "C" __constant__ int streamk_reduce_f64_smem = 0;
-extern "C" __global__ void __launch_bounds__(streamk::sm80_f64::THREADS) streamk_reduce_f64(const GemmParams p) {
-  streamk::reduce_slice<streamk::Sm80Double<>>(p);
-}
-
-extern "C" __global__ void __launch_bounds__(streamk::sm80_f64::THREADS) streamk_prescale_f64(const GemmParams p) {
-  streamk::prescale_items<streamk::Sm80Double<>>(p);
-}

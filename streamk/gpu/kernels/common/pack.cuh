@@ -1,9 +1,12 @@
-// pack.cu: copy an operand of any strides into a row-major, zero-padded buffer whose rows are
+// pack.cuh: copy an operand of any strides into a row-major, zero-padded buffer whose rows are
 // 16-byte aligned, so the mainloops can use 16-byte cp.async on unaligned shapes and on
 // column-major inputs. Each thread writes one 16-byte chunk of the destination (coalesced);
 // reads follow the source's strides (a transpose when the source is column-major).
 // One launch packs A and B (PackPair; an operand with rows = 0 is skipped); grid-stride over
-// their rows x (ld / chunk). Arch: any. Entry points: streamk_pack_b16, streamk_pack_b64.
+// their rows x (ld / chunk). Arch: any. T: unsigned short (FP16/BF16 bits) or unsigned long long
+// (FP64 bits); the registry (streamk/gpu/kernel_registry.py) names one entry per element size.
+#pragma once
+
 #include "ptx.cuh"
 #include "schedule_table.cuh"
 
@@ -58,8 +61,9 @@ __device__ __forceinline__ void pack_pair(const PackPair& pp) {
   }
 }
 
+template <class T>
+__device__ __forceinline__ void pack_kernel(const PackPair& pp) {
+  pack_pair<T>(pp);
+}
+
 }  // namespace streamk
-
-extern "C" __global__ void streamk_pack_b16(const streamk::PackPair p) { streamk::pack_pair<unsigned short>(p); }
-
-extern "C" __global__ void streamk_pack_b64(const streamk::PackPair p) { streamk::pack_pair<unsigned long long>(p); }

@@ -1,7 +1,7 @@
 // schedule_table.cuh: the layout of the Schedule table the host uploads, and the kernel
-// parameter block. Mirror of streamk/gpu/table.py (TABLE_VERSION, UNIT_FIELDS, ITEM_FIELDS,
-// Action values) and streamk/gpu/launch.py (GemmParams, PackParams); tests/test_gpu_table.py
-// parses this file and checks they agree. Change both together and bump the version.
+// parameter blocks. Mirror of streamk/gpu/table.py (TABLE_VERSION, UNIT_FIELDS, ITEM_FIELDS,
+// Action values) and streamk/gpu/launch.py (GemmParams = OperandParams + TableParams,
+// PackParams); tests/test_gpu_table.py parses this file and checks they agree. Change both together and bump the version.
 //
 // Table (all int32, device memory):
 //   cta_offsets[grid + 1]   CTA c runs unit rows cta_offsets[c] .. cta_offsets[c+1]-1, in order
@@ -54,7 +54,8 @@ enum Action : int {
 // bumps it, so the next launch on the stream sees a fresh one (CUDA-graph replays too).
 enum StateWord : int { STATE_EPOCH = 0, STATE_DONE = 1, STATE_WORDS = 2 };
 
-struct GemmParams {
+// The operands as the sm80 mainloops read them (a TMA mainloop brings its own description).
+struct OperandParams {
   const void* a;          // A, m x k, row-major, row stride lda (elements), 16-byte rows
   const void* b;          // B, k x n, row-major, row stride ldb (elements), 16-byte rows
   void* c;                // C, m x n, element strides c_rs, c_cs (any)
@@ -64,6 +65,10 @@ struct GemmParams {
   long long c_cs;
   double alpha;
   double beta;
+};
+
+// The Schedule table, the fixup's device memory and the problem: what every outer loop reads.
+struct TableParams {
   const int* cta_offsets;
   const int* units;
   const int* reads;
@@ -78,6 +83,23 @@ struct GemmParams {
   int k;
   int table_version;
 };
+
+// Kernel parameter block of the GEMM kernels and their passes: the operands first, so the bytes
+// are those of the flat block of table version 1 (160 B).
+struct GemmParams {
+  OperandParams ops;
+  TableParams table;
+};
+
+// m, n, k as the mainloops and the epilogue bound their accesses: views of the parameter block,
+// read where they are used (as a plain parameter is), not copied up front.
+struct Problem {
+  const int& m;
+  const int& n;
+  const int& k;
+};
+
+__device__ __forceinline__ Problem problem(const TableParams& t) { return {t.m, t.n, t.k}; }
 
 struct PackParams {
   const void* src;   // rows x cols, element strides rs, cs

@@ -4,9 +4,12 @@
 // cache miss) and took ~4.6 us per tile even for a lone CTA on an H100 (benchmarks/LOG.md v10).
 // Here the fragments go to shared memory as element pairs (the pipeline's buffers are free once
 // the mainloop has retired every copy), then a short loop stores whole rows: 16-, 8- or 4-byte
-// coalesced accesses where C's rows allow, one element at a time for any other strides.
+// coalesced accesses where C's rows allow, one element at a time for any other strides. G: the
+// thread group (group.cuh) holding the accumulators, ML::THREADS threads that sync on their own
+// barrier; `smem` is that group's staging area.
 #pragma once
 
+#include "group.cuh"
 #include "schedule_table.cuh"
 
 namespace streamk {
@@ -23,6 +26,7 @@ struct TileStage {
   };
 
   // Fragment elements 2j and 2j+1 of a thread are neighbours (r, c), (r, c+1): one pair store.
+  template <class G>
   static __device__ __forceinline__ void store(unsigned char* smem, const Acc (&acc)[ML::ACC], int tid) {
     Acc* s = reinterpret_cast<Acc*>(smem);
 #pragma unroll
@@ -31,7 +35,7 @@ struct TileStage {
       ML::coord(i, tid, r, c);
       *reinterpret_cast<Pair*>(s + r * LD + c) = Pair{acc[i], acc[i + 1]};
     }
-    __syncthreads();
+    G::sync();
   }
 };
 
@@ -42,13 +46,14 @@ struct alignas(V * sizeof(T)) Vec {
 
 // Rows of a unit-column-stride C, V elements per access (base and row stride V-aligned).
 template <class ML, int V>
-__device__ __forceinline__ void store_rows(const GemmParams& p, const unsigned char* smem, int m0, int n0, int tid) {
+__device__ __forceinline__ void store_rows(const OperandParams& p, const Problem& mnk, const unsigned char* smem, int m0,
+                                           int n0, int tid) {
   using Acc = typename ML::Acc;
   using S = TileStage<ML>;
   constexpr int PER_ROW = ML::BN / V;  // accesses per tile row
   static_assert(ML::THREADS % PER_ROW == 0, "whole rows per pass");
   constexpr int ROWS_PER_PASS = ML::THREADS / PER_ROW;
-  const int rows = min(ML::BM, p.m - m0), cols = min(ML::BN, p.n - n0);
+  const int rows = min(ML::BM, mnk.m - m0), cols = min(ML::BN, mnk.n - n0);
   const int c = (tid % PER_ROW) * V;
   if (c >= cols) return;
   const Acc alpha = static_cast<Acc>(p.alpha), beta = static_cast<Acc>(p.beta);
@@ -77,10 +82,11 @@ __device__ __forceinline__ void store_rows(const GemmParams& p, const unsigned c
 
 // Any strides (column-major C walks down columns so warps stay coalesced); ATOMIC adds alpha*acc.
 template <class ML, bool ATOMIC>
-__device__ __forceinline__ void store_any(const GemmParams& p, const unsigned char* smem, int m0, int n0, int tid) {
+__device__ __forceinline__ void store_any(const OperandParams& p, const Problem& mnk, const unsigned char* smem, int m0,
+                                          int n0, int tid) {
   using Acc = typename ML::Acc;
   using S = TileStage<ML>;
-  const int rows = min(ML::BM, p.m - m0), cols = min(ML::BN, p.n - n0);
+  const int rows = min(ML::BM, mnk.m - m0), cols = min(ML::BN, mnk.n - n0);
   const bool down = p.c_rs == 1 && p.c_cs != 1;
   const Acc alpha = static_cast<Acc>(p.alpha), beta = static_cast<Acc>(p.beta);
   const Acc* s = reinterpret_cast<const Acc*>(smem);
@@ -100,34 +106,36 @@ __device__ __forceinline__ void store_any(const GemmParams& p, const unsigned ch
 
 // C tile (m0, n0) = alpha*acc + beta*C (beta == 0: C is never read). `smem` holds at least
 // TileStage<ML>::BYTES and no copy or read of it may be in flight; it is free again on return.
-template <class ML>
-__device__ __forceinline__ void write_c(const GemmParams& p, int m0, int n0, const typename ML::Acc (&acc)[ML::ACC],
-                                        int tid, unsigned char* smem) {
+template <class ML, class G>
+__device__ __forceinline__ void write_c(const OperandParams& p, const Problem& mnk, int m0, int n0,
+                                        const typename ML::Acc (&acc)[ML::ACC], unsigned char* smem) {
   using Acc = typename ML::Acc;
-  TileStage<ML>::store(smem, acc, tid);
+  const int tid = G::rank();
+  TileStage<ML>::template store<G>(smem, acc, tid);
   const unsigned long long base = reinterpret_cast<unsigned long long>(p.c);
   const auto aligned = [&](unsigned bytes) {
     return base % bytes == 0 && (static_cast<unsigned long long>(p.c_rs) * sizeof(Acc)) % bytes == 0;
   };
   if (p.c_cs == 1 && aligned(16)) {
-    store_rows<ML, 16 / sizeof(Acc)>(p, smem, m0, n0, tid);
+    store_rows<ML, 16 / sizeof(Acc)>(p, mnk, smem, m0, n0, tid);
   } else if (sizeof(Acc) == 4 && p.c_cs == 1 && aligned(8)) {
-    store_rows<ML, 2>(p, smem, m0, n0, tid);
+    store_rows<ML, 2>(p, mnk, smem, m0, n0, tid);
   } else if (p.c_cs == 1) {
-    store_rows<ML, 1>(p, smem, m0, n0, tid);
+    store_rows<ML, 1>(p, mnk, smem, m0, n0, tid);
   } else {
-    store_any<ML, false>(p, smem, m0, n0, tid);
+    store_any<ML, false>(p, mnk, smem, m0, n0, tid);
   }
-  __syncthreads();
+  G::sync();
 }
 
 // C tile (m0, n0) += alpha*acc atomically (the atomic policy; the host prescaled C by beta).
-template <class ML>
-__device__ __forceinline__ void atomic_c(const GemmParams& p, int m0, int n0, const typename ML::Acc (&acc)[ML::ACC],
-                                         int tid, unsigned char* smem) {
-  TileStage<ML>::store(smem, acc, tid);
-  store_any<ML, true>(p, smem, m0, n0, tid);
-  __syncthreads();
+template <class ML, class G>
+__device__ __forceinline__ void atomic_c(const OperandParams& p, const Problem& mnk, int m0, int n0,
+                                         const typename ML::Acc (&acc)[ML::ACC], unsigned char* smem) {
+  const int tid = G::rank();
+  TileStage<ML>::template store<G>(smem, acc, tid);
+  store_any<ML, true>(p, mnk, smem, m0, n0, tid);
+  G::sync();
 }
 
 }  // namespace streamk

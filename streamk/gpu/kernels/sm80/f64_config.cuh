@@ -1,4 +1,4 @@
-// sm80_f64_config.cuh: constants of the FP64 DMMA mainloop (sm80_f64.cu).
+// f64_config.cuh: constants of the FP64 DMMA mainloop (f64.cuh).
 #pragma once
 
 namespace streamk {
@@ -7,7 +7,7 @@ namespace sm80_f64 {
 constexpr int BM = 64;               // CTA tile rows (the paper's FP64 64x64x16)
 constexpr int BN = 64;
 constexpr int BK = 16;
-constexpr int STAGES = 4;            // cp.async pipeline depth
+constexpr int STAGES = 4;            // cp.async pipeline depth of the shipped variant (the registry's)
 constexpr int WARPS_M = 2;           // warp grid 2 x 2, 32x32 per warp
 constexpr int WARPS_N = 2;
 constexpr int THREADS = WARPS_M * WARPS_N * 32;
@@ -15,8 +15,8 @@ constexpr int WARP_M = BM / WARPS_M;
 constexpr int WARP_N = BN / WARPS_N;
 // DMMA shape. sm_80 has only m8n8k4; sm_90 adds m16n8k{4,8,16} (PTX ISA 7.8), and on an H100
 // m8n8k4 keeps the FP64 tensor pipe 90% busy at half the FP64 peak (ncu, LOG.md v12), so sm_90
-// builds use m16n8k8 (-DSTREAMK_F64_M8N8K4 builds the sm_80 shape there, for comparison).
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(STREAMK_F64_M8N8K4)
+// builds use m16n8k8.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 constexpr bool WIDE = true;
 #else
 constexpr bool WIDE = false;

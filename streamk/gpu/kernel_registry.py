@@ -1,0 +1,213 @@
+"""The kernels streamk ships, as data: one frozen ``KernelVariant`` per ``extern "C"`` entry point.
+
+Every entry point's name, the CUDA source that instantiates its templates (``unit_source``), the
+compile unit it lives in (``build.compile_unit_of``) and the ``KernelSpec`` tables the host picks
+kernels from (``operands.SPECS`` and friends) are derived from ``VARIANTS``; no entry name is
+written anywhere else. A compile unit is one mainloop on one tile with one copy width (with the
+tile's reduce and prescale passes in the 16-byte unit), so a GEMM compiles only what it launches.
+
+Names: ``streamk_<arch prefix>_<dtype>[_<tile tag>][_w<copy bytes>]`` for a main kernel (no tag
+on the mainloop's paper tile, no width suffix for 16-byte copies), ``streamk_<reduce|prescale>_
+<accumulator dtype>[_<tile tag>]`` for its passes, ``streamk_pack_b<bits>`` for the pack pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..shapes import TileShape
+
+ROLES = ("main", "reduce", "prescale", "pack", "test")
+SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64"}
+ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+
+
+@dataclass(frozen=True, slots=True)
+class Mainloop:
+    """A mainloop family: its header, the C++ type of one instantiation (``cxx`` with the fields
+    ``bf16``, ``load_bytes``, ``bm``, ``bn``, ``stages``), the input dtypes it reads, its
+    accumulator (and C) dtype and the paper's tile, which its entry names leave untagged."""
+
+    name: str
+    prefix: str
+    header: str
+    cxx: str
+    dtypes: tuple[str, ...]
+    acc_dtype: str
+    paper_tile: TileShape
+
+
+MAINLOOPS = {m.name: m for m in (
+    Mainloop("sm80_half", "sm80", "sm80/half.cuh",
+             "streamk::sm80::Half<{bf16}, {load_bytes}, streamk::sm80::Tile<{bm}, {bn}, {stages}>>",
+             ("float16", "bfloat16"), "float32", TileShape(128, 128, 32)),
+    Mainloop("sm80_f64", "sm80", "sm80/f64.cuh", "streamk::sm80::Double<{load_bytes}, {stages}>",
+             ("float64",), "float64", TileShape(64, 64, 16)),
+    Mainloop("ws_test", "ws_test", "testing/warp_specialized.cuh", "streamk::testing::WsKernel",
+             ("float32",), "float32", TileShape(32, 32, 8)),
+)}
+
+
+@dataclass(frozen=True, slots=True)
+class KernelVariant:
+    """One entry point: ``role`` (main kernel, reduce pass, prescale pass, pack pass, or a test
+    kernel), its mainloop family, ``dtype`` (inputs of a main kernel, the accumulators a pass
+    sums or scales, the elements a pack pass copies), the CTA tile, the global->shared copy width
+    in bytes, the pipeline stages, ``blocks_per_sm`` for ``__launch_bounds__`` (0: not given) and
+    ``tag``, the tile's part of the name."""
+
+    role: str
+    mainloop: str
+    dtype: str
+    tile: TileShape | None = None
+    load_bytes: int = 16
+    stages: int = 0
+    blocks_per_sm: int = 0
+    tag: str = ""
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"role must be one of {', '.join(ROLES)} (got {self.role!r})")
+        if self.mainloop not in MAINLOOPS:
+            raise ValueError(f"mainloop must be one of {', '.join(MAINLOOPS)} (got {self.mainloop!r})")
+        if self.load_bytes not in (16, 8, 4):
+            raise ValueError(f"load_bytes must be 16, 8 or 4 (got {self.load_bytes})")
+        if self.load_bytes != 16 and self.role != "main":
+            raise ValueError(f"only main kernels have narrow copies (got a {self.role} with {self.load_bytes})")
+        if (self.tile is None) != (self.role == "pack"):
+            raise ValueError(f"a {self.role} kernel {'has no' if self.role == 'pack' else 'needs a'} tile")
+
+    @property
+    def name(self) -> str:
+        family = MAINLOOPS[self.mainloop]
+        tag = f"_{self.tag}" if self.tag else ""
+        if self.role == "pack":
+            return f"streamk_pack_b{8 * ITEMSIZE[self.dtype]}"
+        if self.role in ("reduce", "prescale"):
+            return f"streamk_{self.role}_{SHORT[self.dtype]}{tag}"
+        width = "" if self.load_bytes == 16 else f"_w{self.load_bytes}"
+        return f"streamk_{family.prefix}_{SHORT[self.dtype]}{tag}{width}"
+
+    @property
+    def unit(self) -> str:
+        """The compile unit (one NVRTC program, one cached cubin, one module) it belongs to."""
+        if self.tile is None:
+            return self.role
+        return f"{self.mainloop}_{self.tile.bm}x{self.tile.bn}_w{self.load_bytes}"
+
+    @property
+    def cxx_type(self) -> str:
+        """The C++ type the entry point instantiates: the mainloop (a pass reads its fragment
+        layout: a half mainloop's passes take its FP16 instantiation) or the packed element."""
+        if self.tile is None:
+            return {2: "unsigned short", 8: "unsigned long long"}[ITEMSIZE[self.dtype]]
+        return MAINLOOPS[self.mainloop].cxx.format(
+            bf16=str(self.dtype == "bfloat16").lower(), load_bytes=self.load_bytes,
+            bm=self.tile.bm, bn=self.tile.bn, stages=self.stages)
+
+
+
+def _tile_tag(mainloop: str, tile: TileShape) -> str:
+    """No tag on the paper's tile, ``t64`` on the square 64x64, ``t<bm>x<bn>`` on the others."""
+    if tile == MAINLOOPS[mainloop].paper_tile:
+        return ""
+    return f"t{tile.bm}" if tile.bm == tile.bn == 64 else f"t{tile.bm}x{tile.bn}"
+
+
+def _family(mainloop: str, tile: TileShape, widths: tuple[int, ...], stages: int,
+            blocks_per_sm: int) -> tuple[KernelVariant, ...]:
+    """A tile's main kernels for every input dtype and copy width, then its reduce and prescale
+    passes (whose launch bounds give the block only)."""
+    family, tag = MAINLOOPS[mainloop], _tile_tag(mainloop, tile)
+    main = tuple(KernelVariant("main", mainloop, dtype, tile, width, stages, blocks_per_sm, tag)
+                 for width in widths for dtype in family.dtypes)
+    passes = tuple(KernelVariant(role, mainloop, family.acc_dtype, tile, 16, stages, 0, tag)
+                   for role in ("reduce", "prescale"))
+    return main + passes
+
+
+HALF_STAGES = 3  # sm80/half_config.cuh STAGES
+F64_STAGES = 4   # sm80/f64_config.cuh STAGES
+HALF_WIDTHS = (16, 8, 4)
+# The FP16/BF16 tiles, the paper's first (then the order tile_specs lists them), with the CTAs per
+# SM their __launch_bounds__ ask for: 3 on 64x64 gives 152 registers and no spills (4: 128 and
+# 100 B of spills outside the mainloop, auto 3.3% slower where it takes 64x64, LOG.md v13); none on
+# 128x128, whose 2 CTAs per SM fit anyway (asking for 2 reschedules its SASS, untimed).
+HALF_TILES = ((TileShape(128, 128, 32), 0), (TileShape(64, 64, 32), 3), (TileShape(128, 64, 32), 2),
+              (TileShape(64, 128, 32), 2), (TileShape(32, 64, 32), 4), (TileShape(32, 32, 32), 4),
+              (TileShape(128, 256, 32), 1))
+
+VARIANTS: tuple[KernelVariant, ...] = (
+    *(v for tile, blocks in HALF_TILES for v in _family("sm80_half", tile, HALF_WIDTHS, HALF_STAGES, blocks)),
+    *_family("sm80_f64", TileShape(64, 64, 16), (16, 8), F64_STAGES, 2),
+    KernelVariant("pack", "sm80_half", "float16"),
+    KernelVariant("pack", "sm80_f64", "float64"),
+    KernelVariant("test", "ws_test", "float32", TileShape(32, 32, 8)),
+)
+BY_NAME = {v.name: v for v in VARIANTS}
+assert len(BY_NAME) == len(VARIANTS), "entry names are unique"
+
+
+def variant(name: str) -> KernelVariant:
+    """The variant of entry point ``name``; KeyError naming the known ones otherwise."""
+    if name not in BY_NAME:
+        raise KeyError(f"no shipped kernel named {name!r} (there are {len(BY_NAME)}: `streamk kernels` lists them)")
+    return BY_NAME[name]
+
+
+def find(role: str, mainloop: str, dtype: str, tile: TileShape | None, load_bytes: int = 16) -> KernelVariant | None:
+    """The variant with these fields (any stages and launch bounds), or None."""
+    for v in VARIANTS:
+        if (v.role, v.mainloop, v.dtype, v.tile, v.load_bytes) == (role, mainloop, dtype, tile, load_bytes):
+            return v
+    return None
+
+
+def units() -> dict[str, tuple[KernelVariant, ...]]:
+    """Compile unit -> its variants, in registry order."""
+    out: dict[str, list[KernelVariant]] = {}
+    for v in VARIANTS:
+        out.setdefault(v.unit, []).append(v)
+    return {u: tuple(vs) for u, vs in out.items()}
+
+
+_BODY = {
+    "main": "streamk::main_kernel<{t}>(p);",
+    "reduce": "streamk::reduce_kernel<{t}>(p);",
+    "prescale": "streamk::prescale_kernel<{t}>(p);",
+    "pack": "streamk::pack_kernel<{t}>(p);",
+    "test": "streamk::testing::ws_kernel<{t}>(p);",
+}
+_PARAMS = {"pack": "streamk::PackPair"}
+_COMMON = {"main": "common/outer_loop.cuh", "reduce": "common/passes.cuh", "prescale": "common/passes.cuh",
+           "pack": "common/pack.cuh"}
+
+
+def unit_source(unit: str) -> str:
+    """The CUDA source of one compile unit: its headers, and per variant an alias of the type it
+    instantiates (checked against the registry's tile), its ``<name>_smem`` constant (dynamic
+    shared memory, read by the host) and its ``extern "C"`` entry point."""
+    variants = units()[unit]
+    headers = dict.fromkeys([MAINLOOPS[v.mainloop].header for v in variants if v.role != "pack"]
+                            + [_COMMON[v.role] for v in variants if v.role in _COMMON])
+    lines = [f"// Compile unit {unit}, generated by streamk/gpu/kernel_registry.py from its VARIANTS; what each",
+             "// kernel computes, its warps, shared memory, arch, table and fixup: the headers' opening comments.",
+             *(f"//   {v.name}: {v.role}, {v.dtype}" + (f", {v.tile.bm}x{v.tile.bn}x{v.tile.bk} tile, {v.load_bytes}-byte "
+               f"copies, {v.stages} stages, launch bounds for {v.blocks_per_sm or 'any'} CTAs per SM" if v.tile else "")
+               for v in variants),
+             *(f'#include "{h}"' for h in headers), ""]
+    for v in variants:
+        alias = f"{v.name}_t"
+        lines.append(f"using {alias} = {v.cxx_type};")
+        if v.tile is None:
+            smem, bounds = "0", ""
+        else:
+            lines.append(f"static_assert({alias}::BM == {v.tile.bm} && {alias}::BN == {v.tile.bn} && "
+                         f'{alias}::BK == {v.tile.bk}, "{v.name}: the registry\'s tile");')
+            smem = f"{alias}::SMEM_BYTES" if v.role in ("main", "test") else "0"
+            blocks = f", {v.blocks_per_sm}" if v.blocks_per_sm else ""
+            bounds = f" __launch_bounds__({alias}::THREADS{blocks})"
+        lines += [f'extern "C" __constant__ int {v.name}_smem = {smem};',
+                  f'extern "C" __global__ void{bounds} {v.name}(const {_PARAMS.get(v.role, "streamk::GemmParams")} p) {{',
+                  f"  {_BODY[v.role].format(t=alias)}", "}", ""]
+    return "\n".join(lines)

@@ -1,0 +1,113 @@
+// outer_loop.cuh: the Stream-K outer loop for mainloops in which every thread of the block does
+// everything (the sm80 ones): the whole block is one thread group (group.cuh BlockGroup), which
+// walks this CTA's unit rows (work.cuh), runs the mainloop over each unit's MAC iterations
+// [k_begin, k_end) of its tile, then the unit's action (fixup.cuh) and the epilogue
+// (epilogue.cuh). Kernel entry: main_kernel<ML>, with ML the mainloop, which provides
+//   Acc, Elem, BM, BN, THREADS, ACC, coord(i, tid, r, c) (fragment element -> tile row, column),
+//   SMEM_BYTES and mainloop(ops, problem, m0, n0, k_begin, k_end, smem, acc), after which its
+//   shared memory is free (no copy in flight) for the epilogue.
+// Invariants: the kernel reads the table, never recomputes the schedule; flags and counters carry
+// the launch epoch; a mainloop never waits on a flag, so deferred signals cannot deadlock.
+#pragma once
+
+#include "epilogue.cuh"
+#include "fixup.cuh"
+#include "ptx.cuh"
+#include "schedule_table.cuh"
+#include "trace.cuh"
+#include "work.cuh"
+
+namespace streamk {
+
+// Kernels on tiles smaller than the paper's FP16/BF16 128x128 read their first unit row early
+// (work.cuh GUESS: 85 of the 131 64x64 launches on the 400 shapes are DP-like); the 128x128 and
+// larger kernels keep their register allocation.
+template <class ML>
+constexpr bool GUESS_FIRST_ROW = sizeof(typename ML::Elem) == 2 && ML::BM * ML::BN < 128 * 128;
+
+template <class ML>
+__device__ __forceinline__ void run_schedule(const GemmParams& p, unsigned char* smem) {
+  using Acc = typename ML::Acc;
+  using G = BlockGroup<ML::THREADS>;
+  const TableParams& t = p.table;
+  const unsigned cta = blockIdx.x;
+  WorkIterator<GUESS_FIRST_ROW<ML>> work;
+  work.prefetch(t, cta);
+  const int tid = G::rank();
+  trace<G>(-1, 0);
+  pdl_trigger();  // the separate-reduce pass may start launching (it waits for this kernel's end)
+  if (t.table_version != TABLE_VERSION) __trap();
+  // state is null when no unit signals, waits or arrives (the host checks): such a launch needs
+  // no epoch, so it skips the epoch read and the end-of-launch count (~1 us, LOG.md v10)
+  const bool epochs = t.state != nullptr;
+  __shared__ unsigned launch_epoch;
+  if (epochs) share_epoch<G>(t, launch_epoch);
+  const unsigned epoch = epochs ? launch_epoch : 0u;
+  work.begin(t, cta);
+  const int first = work.first, last = work.last;
+  // A PARTIAL unit's signal waits until the end of this CTA's next mainloop: by then its slot
+  // stores have landed, so the release costs nothing, where signalling at once stalled the CTA
+  // until 64 KB of stores drained (LOG.md v10). Pending signals go out before any wait, and a
+  // mainloop never waits, so no wait can depend on a deferred signal: no new deadlock.
+  int pending = -1;
+  for (int u = first; u < last; ++u) {
+    const WorkUnit w = work.unit(u, cta);
+    const int m0 = w.tile_m * ML::BM, n0 = w.tile_n * ML::BN;
+    const int action = w.action;
+    Acc acc[ML::ACC];
+#pragma unroll
+    for (int i = 0; i < ML::ACC; ++i) acc[i] = Acc(0);
+    trace<G>(u - first, 0);
+    // Launched behind the pack pass (programmatic dependent launch): its copies are complete and
+    // visible from here. The table, the epoch and this first row were read while it finished
+    // (nothing before this kernel writes them: the pack pass was launched normally, behind every
+    // earlier kernel); A, B, C, the workspace and the flags are touched only after.
+    if (u == first) pdl_wait();
+    ML::mainloop(p.ops, problem(t), m0, n0, w.k_begin, w.k_end, smem, acc);
+    trace<G>(u - first, 1);
+    if (pending >= 0) {
+      signal<G>(t, pending, epoch);
+      pending = -1;
+    }
+
+    // Each epilogue piece appears once (the unrolled loops are large): sum peers' slots, store
+    // our own, signal, write or add to C, as the unit's action asks.
+    bool sums = action == ACT_REDUCE || action == ACT_HANDOFF || action == ACT_FINISH;
+    bool writes = action == ACT_WRITE || action == ACT_REDUCE || action == ACT_FINISH;
+    if (action == ACT_ARRIVE) {
+      store_slot<ML>(t, w.slot, acc, tid);
+      if (arrive_last<G>(t, w.tile(), w.reads_count, epoch)) {  // the last arrival sums every slot in k order
+        sums = writes = true;
+#pragma unroll
+        for (int i = 0; i < ML::ACC; ++i) acc[i] = Acc(0);
+      }
+    }
+    if (sums) {
+      wait_units<G>(t, w.waits_offset(), w.waits_count(), epoch);
+      for (int j = 0; j < w.reads_count; ++j) add_slot<ML>(t, t.reads[w.reads_offset + j], acc, tid);
+    }
+    if (action == ACT_PARTIAL || action == ACT_HANDOFF || action == ACT_DEFER) store_slot<ML>(t, w.slot, acc, tid);
+    if (action == ACT_PARTIAL && u + 1 < last) {
+      pending = u;
+    } else if (action == ACT_PARTIAL || action == ACT_HANDOFF) {
+      signal<G>(t, u, epoch);
+    }
+    if (writes) write_c<ML, G>(p.ops, problem(t), m0, n0, acc, smem);
+    if (action == ACT_ATOMIC) atomic_c<ML, G>(p.ops, problem(t), m0, n0, acc, smem);
+    trace<G>(u - first, 2);
+  }
+  if (epochs) {
+    G::sync();
+    finish_launch<G>(t);
+  }
+}
+
+// The main kernel's body: dynamic shared memory for the mainloop's stages and the epilogue, at
+// the alignment the mainloop's shared layout needs (ML::SMEM_ALIGN bytes).
+template <class ML>
+__device__ __forceinline__ void main_kernel(const GemmParams& p) {
+  extern __shared__ __align__(ML::SMEM_ALIGN) unsigned char smem[];
+  run_schedule<ML>(p, smem);
+}
+
+}  // namespace streamk

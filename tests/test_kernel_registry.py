@@ -1,0 +1,53 @@
+"""The kernel registry: every entry name, compile unit and KernelSpec comes from its variants (no GPU)."""
+
+import re
+
+import pytest
+
+from streamk.gpu import kernel_registry as reg
+from streamk.gpu.build import UNITS, compile_unit_of
+from streamk.gpu.operands import RECT_SPECS, SMALL_SPECS, SPECS, TINY_SPECS, WIDE_SPECS, tile_specs
+from streamk.shapes import TileShape
+
+
+def test_every_spec_entry_is_a_registry_variant_of_its_dtype_and_tile():
+    specs = [*SPECS.values(), *SMALL_SPECS.values(), *WIDE_SPECS.values(),
+             *(s for group in (*RECT_SPECS.values(), *TINY_SPECS.values()) for s in group)]
+    for spec in specs:
+        for width, name in ((16, spec.main), *spec.narrow):
+            v = reg.variant(name)
+            assert (v.role, v.tile, v.load_bytes) == ("main", spec.tile, width)
+        for role in ("reduce", "prescale"):
+            v = reg.variant(getattr(spec, role))
+            assert (v.role, v.tile, v.dtype) == (role, spec.tile, spec.out_dtype)
+        assert reg.variant(spec.pack).role == "pack"
+    assert {reg.variant(n).role for s in specs for n in (s.main, s.reduce, s.prescale, s.pack)} == {
+        "main", "reduce", "prescale", "pack"}
+
+
+def test_each_unit_source_defines_exactly_its_entries_once():
+    for unit, names in UNITS.items():
+        source = reg.unit_source(unit)
+        defined = re.findall(r'extern "C" __global__ void(?: __launch_bounds__\([^)]*\))? (\w+)\(', source)
+        assert defined == list(names)
+        assert all(compile_unit_of(n) == unit for n in names)
+    assert compile_unit_of("streamk_sm80_f16_w2") is None  # measured dead: deleted
+
+
+def test_names_follow_the_rule_and_keep_their_meaning():
+    assert SPECS["float16"].main == "streamk_sm80_f16" and SPECS["float64"].narrow == ((8, "streamk_sm80_f64_w8"),)
+    assert SMALL_SPECS["bfloat16"].entry(4) == "streamk_sm80_bf16_t64_w4"
+    assert WIDE_SPECS["float16"].reduce == "streamk_reduce_f32_t128x256"
+    assert tile_specs("float64") == {TileShape(64, 64, 16): SPECS["float64"]}
+    assert all(w in (8, 4) for s in tile_specs("float16").values() for w, _ in s.narrow)
+
+
+def test_variants_check_themselves():
+    with pytest.raises(ValueError, match="role must be one of"):
+        reg.KernelVariant("mainx", "sm80_half", "float16", TileShape(128, 128, 32))
+    with pytest.raises(ValueError, match="load_bytes must be 16, 8 or 4"):
+        reg.KernelVariant("main", "sm80_half", "float16", TileShape(128, 128, 32), load_bytes=2)
+    with pytest.raises(ValueError, match="only main kernels have narrow copies"):
+        reg.KernelVariant("reduce", "sm80_half", "float32", TileShape(128, 128, 32), load_bytes=8)
+    with pytest.raises(KeyError, match="no shipped kernel named"):
+        reg.variant("streamk_sm80_f16_w2")
