@@ -23,7 +23,8 @@ def data_parallel_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine) 
     return from_regions(shapes, tiles, ipt, ones, 0 * tiles, tiles * ipt, tiles)
 
 
-def fixed_split_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, splits=2) -> Ranges:
+def fixed_split_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *,
+                       splits: int | np.ndarray = 2) -> Ranges:
     """Every tile split into ``splits`` (per shape or for all) k-ranges within one, held by
     adjacent CTAs."""
     tiles_m, tiles_n, ipt = tile_counts(shapes, tile)
@@ -35,7 +36,8 @@ def fixed_split_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *,
     return from_regions(shapes, tiles, ipt, tiles, x0, x0 + ipt[shape_of], splits[shape_of])
 
 
-def stream_k_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, grid=None) -> Ranges:
+def stream_k_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *,
+                    grid: int | np.ndarray | None = None) -> Ranges:
     """The aggregate iterations split evenly (within one) over ``grid`` CTAs (default: every
     resident slot), each contiguous in the linearization."""
     tiles_m, tiles_n, ipt = tile_counts(shapes, tile)

@@ -103,7 +103,7 @@ def ramp(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return row, np.arange(len(row)) - (np.cumsum(counts) - counts)[row]
 
 
-def split_within_one(total, parts, index) -> tuple[np.ndarray, np.ndarray]:
+def split_within_one(total: np.ndarray, parts: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Part ``index`` of ``total`` split into ``parts`` within one (the first ``total % parts``
     get one more, the paper's "even share"), as (start, end) offsets."""
     q, r = np.divmod(total, np.maximum(parts, 1))

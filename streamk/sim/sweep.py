@@ -38,7 +38,7 @@ SWEEP_SPLITS = 2  # fixed-split's splitting factor in a sweep (clamped to iters_
 CHUNK_SHAPES = 2048  # shapes per worker task: enough to amortize the NumPy calls of each wave
 
 
-def sweep_options(name: str, ipt):
+def sweep_options(name: str, ipt: int | np.ndarray) -> dict[str, int | np.ndarray]:
     """Options a sweep gives scheduler ``name`` for shapes of ``ipt`` iterations per tile (one
     number or an array): ``splits`` where it takes one, else none."""
     return {"splits": np.minimum(SWEEP_SPLITS, ipt)} if "splits" in accepted_options(name) else {}
