@@ -55,19 +55,32 @@ IDEAL = Costs(0.0, 0.0, 1.0, 0.0)
 AUTO_COSTS = Costs(a=32.0, b=32.0, c=1.0, d=8.0)
 
 
-def model_time(problem: Problem, grid: np.ndarray | int, costs: Costs) -> np.ndarray:
-    """time_CTA(g) of the appendix, vectorized over candidate grids."""
+def model_times(total_iters, iters_per_tile, grid, costs: Costs) -> np.ndarray:
+    """time_CTA(g) of the appendix, broadcast over arrays of problems and candidate grids."""
     g = np.asarray(grid, dtype=np.int64)
-    iters_per_cta = -(-problem.total_iters // g)
-    peers = -(-problem.iters_per_tile // iters_per_cta)
+    iters_per_cta = -(-np.asarray(total_iters, dtype=np.int64) // g)
+    peers = -(-np.asarray(iters_per_tile, dtype=np.int64) // iters_per_cta)
     return (costs.a + costs.b * (peers > 1) + costs.c * iters_per_cta + costs.d * (peers - 1)).astype(float)
+
+
+def model_grids(total_iters, iters_per_tile, max_grid: int, costs: Costs = AUTO_COSTS) -> np.ndarray:
+    """Per problem, the grid in [1, min(max_grid, total iterations)] of least modeled time
+    (ties: the smaller grid), over arrays of total iterations and iterations per tile."""
+    total = np.asarray(total_iters, dtype=np.int64).reshape(-1, 1)
+    g = np.arange(1, max_grid + 1)
+    times = model_times(total, np.asarray(iters_per_tile).reshape(-1, 1), g, costs)
+    times[g[None, :] > total] = np.inf
+    return g[np.argmin(times, axis=1)]  # argmin returns the first (smallest g) on ties
+
+
+def model_time(problem: Problem, grid: np.ndarray | int, costs: Costs) -> np.ndarray:
+    """time_CTA(g) of the appendix for one problem, vectorized over candidate grids."""
+    return model_times(problem.total_iters, problem.iters_per_tile, grid, costs)
 
 
 def model_grid(problem: Problem, max_grid: int, costs: Costs = AUTO_COSTS) -> int:
     """The grid in [1, min(max_grid, total iterations)] with the least modeled time; ties -> smaller."""
-    candidates = np.arange(1, min(max_grid, problem.total_iters) + 1)
-    times = model_time(problem, candidates, costs)
-    return int(candidates[int(np.argmin(times))])  # argmin returns the first (smallest g) on ties
+    return int(model_grids(problem.total_iters, problem.iters_per_tile, max_grid, costs)[0])
 
 
 def two_tile_beats_dp(tiles, iters_per_tile, slots: int, costs: Costs = AUTO_COSTS):

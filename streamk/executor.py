@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from .errors import DeadlockError, ScheduleError
-from .fixup import Action, FixupPlan, plan_fixup
+from .fixup import TRAITS, Action, FixupPlan, actions_with, plan_fixup
 from .schedule import Schedule
 
 PRECISIONS = {"fp16": np.float32, "bf16": np.float32, "fp32": np.float32, "fp64": np.float64}
@@ -99,7 +99,7 @@ class _Run:
         self.arrivals = np.zeros(s.problem.tiles, dtype=np.int64)
         self.writes = np.zeros(s.problem.tiles, dtype=np.int64)
         for tile in plan.split_tiles:  # atomic policy: the prologue pre-scales C by beta
-            if plan.action[plan.contributors(tile)[0]] == Action.ATOMIC:
+            if TRAITS[Action(plan.action[plan.contributors(tile)[0]])].adds_to_c:
                 rows, cols = self.bounds(int(tile))
                 self.out[rows, cols] = self.beta * self.c_in[rows, cols] if beta != 0 else 0
 
@@ -152,9 +152,9 @@ class _Run:
                                     f"the {plan.policy} waits of this schedule form a cycle")
         for tile in plan.split_tiles:  # the separate reduce pass
             units = plan.contributors(int(tile))
-            if plan.action[units[0]] == Action.DEFER:
+            if TRAITS[Action(plan.action[units[0]])].reduced_later:
                 self.store_c(int(tile), self.sum_slots(plan.reads(int(units[0]))))
-        if (self.writes != 1).any() and not (plan.action == Action.ATOMIC).any():
+        if (self.writes != 1).any() and not np.isin(plan.action, actions_with("adds_to_c")).any():
             bad = int(np.argmax(self.writes != 1))
             raise AssertionError(f"internal: tile {bad} written {self.writes[bad]} times")
         return self.out
@@ -163,19 +163,19 @@ class _Run:
         plan = self.plan
         tile = int(plan.schedule.units[unit, 0])
         acc = self.mac(unit)
-        act = Action(plan.action[unit])
-        if act in (Action.REDUCE, Action.HANDOFF, Action.FINISH):
+        does = TRAITS[Action(plan.action[unit])]
+        if does.reads_partials:  # k order: the owner's acc is k = 0, a predecessor's sum lies below
             for slot in plan.reads(unit):
-                acc = self.slots[int(slot)] + acc if act != Action.REDUCE else acc + self.slots[int(slot)]
-        if act in (Action.PARTIAL, Action.HANDOFF, Action.ARRIVE, Action.DEFER):
+                acc = acc + self.slots[int(slot)]
+        if does.stores_partial:
             self.slots[int(plan.slot[unit])] = acc
-        if act in (Action.WRITE, Action.REDUCE, Action.FINISH):
+        if does.writes_c:
             self.store_c(tile, acc)
-        elif act == Action.ARRIVE:
+        if does.arrives:
             self.arrivals[tile] += 1
-            if self.arrivals[tile] == len(plan.contributors(tile)):
+            if self.arrivals[tile] == len(plan.contributors(tile)):  # the last arrival reduces
                 self.store_c(tile, self.sum_slots(plan.reads(unit)))
-        elif act == Action.ATOMIC:
+        if does.adds_to_c:
             rows, cols = self.bounds(tile)
             self.out[rows, cols] += self.alpha * acc
         self.signalled[unit] = True

@@ -25,7 +25,7 @@ Policies (the names are CLI values):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import IntEnum
 
 import numpy as np
@@ -47,7 +47,78 @@ class Action(IntEnum):
     DEFER = 7      # store acc to own slot; the separate reduce pass sums `reads`, writes C
 
 
-WRITES_C = (Action.WRITE, Action.REDUCE, Action.FINISH)
+@dataclass(frozen=True, slots=True)
+class ActionTraits:
+    """What a unit of one Action does after its MAC iterations, in the order it does it.
+
+    The one description of the actions: the executor, the event simulator and the GPU host read
+    it, and ``kernels/schedule_table.cuh`` mirrors it (tests/test_gpu_table.py checks that).
+    """
+
+    waits: bool           # blocks until every unit of its `waits` list has signalled
+    reads_partials: bool  # adds the slots of its `reads` to acc, in k order
+    stores_partial: bool  # stores acc to its own workspace slot
+    signals: bool         # raises its flag once that store is done
+    arrives: bool         # counts an arrival on the tile; the last arrival sums `reads` and writes C
+    writes_c: bool        # C = alpha*acc + beta*C
+    adds_to_c: bool       # C += alpha*acc atomically (the tile's C was pre-scaled by beta)
+    reduced_later: bool   # the separate reduce pass sums the tile's `reads` and writes C
+
+    @property
+    def needs_epoch(self) -> bool:
+        """Touches a flag or an arrival counter, which carry the launch's epoch."""
+        return self.waits or self.signals or self.arrives
+
+
+def _traits(*names: str) -> ActionTraits:
+    return ActionTraits(**{f.name: f.name in names for f in fields(ActionTraits)})
+
+
+TRAITS: dict[Action, ActionTraits] = {
+    Action.WRITE: _traits("writes_c"),
+    Action.PARTIAL: _traits("stores_partial", "signals"),
+    Action.REDUCE: _traits("waits", "reads_partials", "writes_c"),
+    Action.HANDOFF: _traits("waits", "reads_partials", "stores_partial", "signals"),
+    Action.FINISH: _traits("waits", "reads_partials", "writes_c"),
+    Action.ARRIVE: _traits("stores_partial", "arrives"),
+    Action.ATOMIC: _traits("adds_to_c"),
+    Action.DEFER: _traits("stores_partial", "reduced_later"),
+}
+TRAIT_NAMES = tuple(f.name for f in fields(ActionTraits)) + ("needs_epoch",)
+
+
+def actions_with(trait: str) -> tuple[Action, ...]:
+    """The actions that have ``trait`` (a name of TRAIT_NAMES)."""
+    return tuple(a for a in Action if getattr(TRAITS[a], trait))
+
+
+def action_mask(trait: str) -> int:
+    """Bit ``a`` set for each action ``a`` that has ``trait``: the form schedule_table.cuh holds."""
+    return sum(1 << int(a) for a in actions_with(trait))
+
+
+WRITES_C = actions_with("writes_c")
+EPOCH_ACTIONS = actions_with("needs_epoch")
+
+# Per policy, the action of a split tile's first (k = 0), middle and last contributor; a tile
+# with one contributor is always WRITE. plan_fixup assigns them; the policy facts below follow.
+POLICY_ROLES: dict[str, tuple[Action, Action, Action]] = {
+    "owner-waits": (Action.REDUCE, Action.PARTIAL, Action.PARTIAL),
+    "turnstile": (Action.PARTIAL, Action.HANDOFF, Action.FINISH),
+    "last-arrival": (Action.ARRIVE,) * 3,
+    "atomic": (Action.ATOMIC,) * 3,
+    "separate-reduce": (Action.DEFER,) * 3,
+}
+assert tuple(POLICY_ROLES) == FIXUP_POLICIES, "every fixup policy has its roles"
+
+NO_WAIT_POLICIES = tuple(p for p, roles in POLICY_ROLES.items() if not any(TRAITS[a].waits for a in roles))
+"""Policies under which no unit ever waits: safe at any residency (no deadlock possible)."""
+
+
+def needs_epoch(plan: FixupPlan) -> bool:
+    """Whether a launch of ``plan`` signals, waits or arrives (its flags and counters carry the
+    launch epoch); a launch that does not can skip reading the epoch and counting its end."""
+    return bool(np.isin(plan.action, EPOCH_ACTIONS).any())
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -158,27 +229,20 @@ def plan_fixup(schedule: Schedule, policy: str | None = None) -> FixupPlan:
     last = split & (pos == cnt - 1)
 
     act_sorted = np.full(n, Action.WRITE, dtype=np.int8)
-    stores = np.zeros(n, dtype=bool)  # in sorted order: which units store a partial
+    head, middle, tail = POLICY_ROLES[policy]
+    act_sorted[split] = middle
+    act_sorted[first] = head
+    act_sorted[last] = tail
+    stores = np.isin(act_sorted, actions_with("stores_partial"))  # in sorted order
     reads = waits = (np.zeros(0, np.int64),) * 3  # (reader sorted index, index in list, sorted index read)
-    if policy == "owner-waits":
-        act_sorted[split] = Action.PARTIAL
-        act_sorted[first] = Action.REDUCE
-        stores = split & ~first
+    if policy == "owner-waits":  # the owner reads and waits for every peer
         peers = np.flatnonzero(stores)
         owner = peers - pos[peers]
         reads = waits = (owner, pos[peers] - 1, peers)
-    elif policy == "turnstile":
-        act_sorted[split] = Action.HANDOFF
-        act_sorted[first] = Action.PARTIAL
-        act_sorted[last] = Action.FINISH
-        stores = split & ~last
+    elif policy == "turnstile":  # each taker reads and waits for its predecessor
         takers = np.flatnonzero(split & ~first)
         reads = waits = (takers, np.zeros(len(takers), np.int64), takers - 1)
-    elif policy == "atomic":
-        act_sorted[split] = Action.ATOMIC
-    else:  # last-arrival, separate-reduce: everyone stores; the reducer reads all, k order
-        act_sorted[split] = Action.ARRIVE if policy == "last-arrival" else Action.DEFER
-        stores = split
+    elif policy != "atomic":  # last-arrival, separate-reduce: every member lists all, k order
         members = np.flatnonzero(split)
         reader = np.repeat(members, cnt[members])
         within = np.arange(len(reader)) - np.repeat(np.cumsum(cnt[members]) - cnt[members], cnt[members])

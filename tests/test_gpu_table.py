@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from streamk.errors import DeadlockError, ScheduleError
-from streamk.fixup import Action, plan_fixup
+from streamk.fixup import (NO_WAIT_POLICIES, POLICY_ROLES, TRAIT_NAMES, TRAITS, Action, action_mask,
+                           actions_with, needs_epoch, plan_fixup)
 from streamk.gpu import table as tbl
 from streamk.gpu.plan import refuse_unfinishable
 from streamk.gpu.select import resolve_schedule
@@ -37,6 +38,30 @@ def test_header_mirrors_table_py():
     assert [k.removeprefix("I_").lower() for k, _ in sorted(items.items(), key=lambda kv: kv[1])] == list(tbl.ITEM_FIELDS)
     assert {k.removeprefix("ACT_"): v for k, v in _enum("Action").items()} == {a.name: int(a) for a in Action}
     assert _enum("StateWord")["STATE_WORDS"] == tbl.STATE_WORDS
+
+
+def test_header_mirrors_the_action_traits():
+    codes = {k: v for k, v in _enum("Action").items()}
+    masks = dict(re.findall(r"constexpr unsigned ACTION_(\w+) =\s*([^;]*);", HEADER))
+    assert sorted(masks) == sorted(t.upper() for t in TRAIT_NAMES)
+    for trait in TRAIT_NAMES:
+        bits = sum(1 << codes[name] for name in re.findall(r"1u << (ACT_\w+)", masks[trait.upper()]))
+        assert bits == action_mask(trait), (trait, masks[trait.upper()], actions_with(trait))
+    assert re.search(r"constexpr bool has\(unsigned mask, int action\)", HEADER)
+
+
+@pytest.mark.parametrize("policy", FIXUP_POLICIES)
+def test_policy_facts_follow_from_the_traits(policy):
+    s = make_schedule("stream-k", GemmShape(384, 384, 128), TileShape(128, 128, 4), Machine(4), grid=20)
+    plan = plan_fixup(s, policy)
+    acts = {Action(a) for a in plan.action}
+    assert acts - {Action.WRITE} == set(POLICY_ROLES[policy])  # 14-15 iterations a CTA: middles too
+    assert (policy in NO_WAIT_POLICIES) == (len(plan.wait_units) == 0)
+    assert needs_epoch(plan) == (policy in ("owner-waits", "turnstile", "last-arrival"))
+    for a in acts:  # a waiting action has waits listed; a storing one a slot
+        units = plan.action == a
+        assert (np.diff(plan.wait_offsets)[units] > 0).all() == TRAITS[a].waits, (policy, a)
+        assert (plan.slot[units] >= 0).all() == TRAITS[a].stores_partial, (policy, a)
 
 
 def test_params_struct_matches_header_field_order():

@@ -13,12 +13,15 @@ from streamk import Costs, GemmShape, Machine, Problem, Schedule, TileShape, mak
 from streamk.sim import simulate
 from streamk.sim.fast import (contiguous_ranges, programs_from_ranges, programs_from_schedule,
                               ranges_makespans, wave_makespans)
-from streamk.sim.sweep import BUILTIN, batch_ranges, sweep, sweep_options
+from streamk.sched import names
+from streamk.sched.registry import get_batch
+from streamk.sim.sweep import sweep, sweep_options
 from strategies import machines, problems, schedules
 
 COSTS = st.builds(Costs, st.sampled_from([0.0, 0.5, 3.0, 40.0]), st.sampled_from([0.0, 1.0, 2.5, 30.0]),
                   st.sampled_from([1.0, 2.0]), st.sampled_from([0.0, 0.5, 4.0, 25.0]))
 IDEAL_OR_ANY = st.one_of(st.just(Costs(0, 0, 1, 0)), COSTS)
+BATCHED = tuple(name for name in names() if get_batch(name) is not None)  # every built-in
 FIELDS = ("offsets", "reach", "signal", "owner", "peer_offsets", "peers", "fixup")
 
 
@@ -63,19 +66,22 @@ def test_closed_form_owners_are_plan_fixups(schedule, costs):
 
 
 @settings(max_examples=60)
-@given(problems(max_tiles=300, max_iters=60), machines(max_sms=12, max_ctas_per_sm=2),
-       st.sampled_from(BUILTIN + ("cutlass2-sk", "cutlass3-sk")))
-def test_batch_ranges_are_the_schedulers_ranges(problem, machine, name):
-    shape, tile = problem
-    built = batch_ranges(name, np.array([[shape.m, shape.n, shape.k]]), tile, machine)
-    if built is None:  # e.g. cutlass2-sk with several CTAs per SM: built per shape instead
+@given(st.lists(problems(max_tiles=300, max_iters=60), min_size=1, max_size=4), machines(max_sms=12, max_ctas_per_sm=2),
+       st.sampled_from(BATCHED))
+def test_batch_over_many_shapes_gives_each_shapes_schedule(problems_, machine, name):
+    tile = problems_[0][1]
+    shapes = [(s.m, s.n, s.k) for s, _ in problems_]
+    ipt = np.array([Problem(GemmShape(*row), tile).iters_per_tile for row in shapes])
+    ranges = get_batch(name)(np.array(shapes), tile, machine, **sweep_options(name, ipt))
+    if ranges is None:  # cutlass2-sk with several CTAs per SM: built per shape instead
         return
-    ipt, offsets, starts, ends = built
-    ipt_ = Problem(shape, tile).iters_per_tile
-    schedule = make_schedule(name, shape, tile, machine, **sweep_options(name, ipt_))
-    expect = contiguous_ranges(schedule)
-    assert ipt[0] == ipt_ and offsets.tolist() == [0, schedule.grid]
-    assert np.array_equal(starts, expect[0]) and np.array_equal(ends, expect[1])
+    for i, row in enumerate(shapes):
+        shape = GemmShape(*row)
+        schedule = make_schedule(name, shape, tile, machine, **sweep_options(name, int(ipt[i])))
+        mine = ranges.schedule(i, name, tile, machine)
+        assert np.array_equal(mine.units, schedule.units) and np.array_equal(mine.cta_offsets, schedule.cta_offsets), (
+            name, shape, tile, machine)
+        assert ranges.plain()[i] == (contiguous_ranges(schedule) is not None and schedule.fixup == "owner-waits")
 
 
 @st.composite
@@ -87,7 +93,7 @@ def corpora(draw):
 
 
 @settings(max_examples=25)
-@given(corpora(), IDEAL_OR_ANY, st.sampled_from(BUILTIN + ("cutlass2-sk", "cutlass3-sk")))
+@given(corpora(), IDEAL_OR_ANY, st.sampled_from(BATCHED))
 def test_sweep_matches_event_simulator_shape_by_shape(corpus, costs, name):
     shapes, tile, machine = corpus
     result = sweep(shapes, tile, machine, [name], costs, workers=1)

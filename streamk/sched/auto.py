@@ -29,28 +29,44 @@ docs/auto-model.md).
 
 from __future__ import annotations
 
-from ..costs import AUTO_COSTS, Costs, model_grid, model_time, two_tile_beats_dp
-from ..schedule import Schedule
-from ..shapes import GemmShape, Machine, Problem, TileShape
-from .hybrid import hybrid
-from .ranges import schedule_from_ranges, streamk_ranges, tile_ranges
+import numpy as np
+
+from ..costs import AUTO_COSTS, Costs, model_grids, model_times, two_tile_beats_dp
+from ..schedule import FIXUP_POLICIES, Schedule
+from ..shapes import GemmShape, Machine, TileShape
+from .hybrid import hybrid_regions
+from .ranges import Ranges, from_regions, one_shape, tile_counts
 from .registry import register
 
 
-@register("auto")
+def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_costs: Costs | None = None,
+                reduce_costs: Costs | None = None, sk_backward: bool = False) -> Ranges:
+    """auto's choice for every shape (see the module docstring), as a batch."""
+    tiles_m, tiles_n, ipt = tile_counts(shapes, tile)
+    tiles = tiles_m * tiles_n
+    total = tiles * ipt
+    costs = model_costs or AUTO_COSTS
+    small = tiles < machine.sms
+    hybrid = ~small & (machine.ctas_per_sm == 1) & two_tile_beats_dp(tiles, ipt, machine.sms, costs)
+    grid = model_grids(total, ipt, machine.sms, costs)
+    reduce = np.zeros(len(tiles), dtype=bool)
+    if reduce_costs is not None:
+        reduce_grid = model_grids(total, ipt, machine.sms, reduce_costs)
+        reduce = small & (model_times(total, ipt, reduce_grid, reduce_costs) < model_times(total, ipt, grid, costs))
+        grid = np.where(reduce, reduce_grid, grid)
+    x0, x1, parts = hybrid_regions(tiles, ipt, machine.sms, sk_first=True)
+    one = (0 * tiles, total, np.where(small, grid, tiles))  # basic Stream-K at the model's grid, or DP
+    x0, x1, parts = (np.where(hybrid[:, None], h, np.stack([o, 0 * o], axis=1)) for h, o in zip((x0, x1, parts), one))
+    fixup = np.full(len(tiles), FIXUP_POLICIES.index("owner-waits"), np.int8)
+    fixup[reduce] = FIXUP_POLICIES.index("separate-reduce")
+    backward = hybrid & sk_backward
+    fixup[backward] = FIXUP_POLICIES.index("turnstile")
+    return from_regions(shapes, tiles, ipt, np.full(len(tiles), 2), x0.ravel(), x1.ravel(), parts.ravel(),
+                        fixup, backward)
+
+
+@register("auto", batch=auto_ranges)
 def auto(shape: GemmShape, tile: TileShape, machine: Machine, *, model_costs: Costs | None = None,
          reduce_costs: Costs | None = None, sk_backward: bool = False) -> Schedule:
-    p = Problem(shape, tile)
-    costs = model_costs or AUTO_COSTS
-    if p.tiles >= machine.sms:
-        if machine.ctas_per_sm == 1 and two_tile_beats_dp(p.tiles, p.iters_per_tile, machine.sms, costs):
-            s = hybrid("auto", shape, tile, machine, sk_first=True)
-            return s.walked_backward().with_fixup("turnstile") if sk_backward else s
-        return schedule_from_ranges("auto", shape, tile, machine, *tile_ranges(0, p.tiles, p.iters_per_tile))
-    grid = model_grid(p, machine.sms, costs)
-    if reduce_costs is not None:
-        reduce_grid = model_grid(p, machine.sms, reduce_costs)
-        if model_time(p, reduce_grid, reduce_costs) < model_time(p, grid, costs):
-            ranges = streamk_ranges(0, p.total_iters, reduce_grid)
-            return schedule_from_ranges("auto", shape, tile, machine, *ranges).with_fixup("separate-reduce")
-    return schedule_from_ranges("auto", shape, tile, machine, *streamk_ranges(0, p.total_iters, grid))
+    return one_shape("auto", auto_ranges, shape, tile, machine, model_costs=model_costs,
+                     reduce_costs=reduce_costs, sk_backward=sk_backward)

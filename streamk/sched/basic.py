@@ -1,4 +1,8 @@
-"""The paper's three basic decompositions: Algorithms 2 (data-parallel), 4 (fixed-split), 5 (Stream-K)."""
+"""The paper's three basic decompositions: Algorithms 2 (data-parallel), 4 (fixed-split), 5 (Stream-K).
+
+Each is a batch function over an array of shape rows (m, n, k) returning ``Ranges``; the
+registered scheduler is that function on one shape.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +11,44 @@ import numpy as np
 from ..errors import ScheduleError
 from ..schedule import Schedule
 from ..shapes import GemmShape, Machine, Problem, TileShape
-from .ranges import balanced_starts, schedule_from_ranges, streamk_ranges, tile_ranges
+from .ranges import Ranges, check_range, from_regions, one_shape, ramp, tile_counts
 from .registry import register
 
 
-@register("data-parallel")
+def data_parallel_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine) -> Ranges:
+    """One CTA per tile, all of its iterations: [0, total) split over as many CTAs as tiles."""
+    tiles_m, tiles_n, ipt = tile_counts(shapes, tile)
+    tiles = tiles_m * tiles_n
+    ones = np.ones_like(tiles)
+    return from_regions(shapes, tiles, ipt, ones, 0 * tiles, tiles * ipt, tiles)
+
+
+def fixed_split_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *,
+                       splits: int | np.ndarray = 2) -> Ranges:
+    """Every tile split into ``splits`` (per shape or for all) k-ranges within one, held by
+    adjacent CTAs."""
+    tiles_m, tiles_n, ipt = tile_counts(shapes, tile)
+    tiles = tiles_m * tiles_n
+    splits = np.broadcast_to(np.asarray(splits, dtype=np.int64), tiles.shape)
+    check_range("splits", splits, 1, ipt, shapes, tile, "iterations per tile")
+    shape_of, t = ramp(tiles)
+    x0 = t * ipt[shape_of]
+    return from_regions(shapes, tiles, ipt, tiles, x0, x0 + ipt[shape_of], splits[shape_of])
+
+
+def stream_k_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *,
+                    grid: int | np.ndarray | None = None) -> Ranges:
+    """The aggregate iterations split evenly (within one) over ``grid`` CTAs (default: every
+    resident slot), each contiguous in the linearization."""
+    tiles_m, tiles_n, ipt = tile_counts(shapes, tile)
+    tiles = tiles_m * tiles_n
+    total = tiles * ipt
+    grid = np.minimum(machine.slots, total) if grid is None else np.broadcast_to(np.asarray(grid), total.shape)
+    check_range("grid", grid, 1, total, shapes, tile, "MAC iterations")
+    return from_regions(shapes, tiles, ipt, np.ones_like(tiles), 0 * tiles, total, grid)
+
+
+@register("data-parallel", batch=data_parallel_ranges)
 def data_parallel(shape: GemmShape, tile: TileShape, machine: Machine, *, grid: int | None = None) -> Schedule:
     """Algorithm 2: one CTA per output tile, all of its MAC iterations. With ``grid`` below the
     tile count the CTAs are persistent: CTA c runs whole tiles c, c + grid, c + 2*grid, ... in
@@ -19,7 +56,7 @@ def data_parallel(shape: GemmShape, tile: TileShape, machine: Machine, *, grid: 
     whenever a slot frees up (the working set of a wave stays in L2; LOG.md v10)."""
     p = Problem(shape, tile)
     if grid is None or grid >= p.tiles:
-        return schedule_from_ranges("data-parallel", shape, tile, machine, *tile_ranges(0, p.tiles, p.iters_per_tile))
+        return one_shape("data-parallel", data_parallel_ranges, shape, tile, machine)
     if grid < 1:
         raise ScheduleError(f"--grid must be at least 1 (got {grid})")
     tiles = np.arange(p.tiles, dtype=np.int64)
@@ -30,29 +67,15 @@ def data_parallel(shape: GemmShape, tile: TileShape, machine: Machine, *, grid: 
     return Schedule("data-parallel", shape, tile, units, offsets, machine=machine)
 
 
-@register("fixed-split")
+@register("fixed-split", batch=fixed_split_ranges)
 def fixed_split(shape: GemmShape, tile: TileShape, machine: Machine, *, splits: int = 2) -> Schedule:
     """Algorithm 4: every tile split into ``splits`` k-ranges (within one of each other) held by
     adjacent CTAs, so a tile's owner only waits on the next few CTAs."""
-    p = Problem(shape, tile)
-    if not 1 <= splits <= p.iters_per_tile:
-        raise ScheduleError(f"--splits must be between 1 and the {p.iters_per_tile} iterations per tile "
-                            f"of {shape} with {tile} tiles (got {splits})")
-    within = balanced_starts(p.iters_per_tile, splits)
-    base = np.arange(p.tiles, dtype=np.int64)[:, None] * p.iters_per_tile
-    starts = (base + within[None, :-1]).reshape(-1)
-    ends = (base + within[None, 1:]).reshape(-1)
-    return schedule_from_ranges("fixed-split", shape, tile, machine, starts, ends)
+    return one_shape("fixed-split", fixed_split_ranges, shape, tile, machine, splits=splits)
 
 
-@register("stream-k")
+@register("stream-k", batch=stream_k_ranges)
 def stream_k(shape: GemmShape, tile: TileShape, machine: Machine, *, grid: int | None = None) -> Schedule:
     """Algorithm 5: the aggregate MAC iterations split evenly (within one) over ``grid`` CTAs,
     each contiguous in the m -> n -> k linearization; default grid = every resident slot."""
-    p = Problem(shape, tile)
-    if grid is None:
-        grid = min(machine.slots, p.total_iters)
-    if not 1 <= grid <= p.total_iters:
-        raise ScheduleError(f"--grid must be between 1 and the {p.total_iters} MAC iterations of {shape} "
-                            f"with {tile} tiles (got {grid})")
-    return schedule_from_ranges("stream-k", shape, tile, machine, *streamk_ranges(0, p.total_iters, grid))
+    return one_shape("stream-k", stream_k_ranges, shape, tile, machine, grid=grid)

@@ -29,7 +29,8 @@ import numpy as np
 
 from ..schedule import Schedule
 from ..shapes import GemmShape, Machine, Problem, TileShape
-from .ranges import schedule_from_ranges, tile_ranges
+from .ranges import (Ranges, one_shape, ramp, schedule_from_ranges, split_within_one,
+                     tile_counts, tile_ranges)
 from .registry import register
 
 # ---- CUTLASS 2.x (threadblock_swizzle_streamk.h) ----------------------------------------
@@ -48,19 +49,6 @@ CUTLASS3_MAX_SK_GROUPS = 8  # max_sk_groups_: most groups SK units are split int
 
 def _ceil_div(a, b):
     return -(-a // b)
-
-
-def _ramp(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For per-row counts, (row of each item, index of the item within its row)."""
-    row = np.repeat(np.arange(len(counts)), counts)
-    return row, np.arange(len(row)) - np.repeat(np.cumsum(counts) - counts, counts)
-
-
-def _split(total: np.ndarray, parts: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Part ``index`` of ``total`` split into ``parts`` within one (the first ``total % parts`` get one more)."""
-    q, r = np.divmod(total, parts)
-    start = index * q + np.minimum(index, r)
-    return start, start + q + (index < r)
 
 
 # =========================================================================================
@@ -135,9 +123,9 @@ def _cutlass2_sk_ranges(sk_tiles: np.ndarray, ipt: np.ndarray, sk_blocks: np.nda
     regions = np.where((blocks > sk_tiles) & (blocks % np.maximum(sk_tiles, 1) == 0), sk_tiles, 1)
     per_region = blocks // regions
     region_iters = sk_tiles * ipt // regions
-    row, b = _ramp(blocks)
+    row, b = ramp(blocks)
     region, j = np.divmod(b, per_region[row])
-    start, end = _split(region_iters[row], per_region[row], j)
+    start, end = split_within_one(region_iters[row], per_region[row], j)
     base = region * region_iters[row]
     return blocks, base + start, base + end
 
@@ -179,7 +167,7 @@ def _cutlass2_multi_occupancy(p: Problem, machine: Machine, dp_tiles: int, sk_bl
     d = logical[dp_hw] - dp_start
     tiles_each = np.where(d < sms, first_wave_tiles, 1)
     first = sk_tiles + d + np.where(d < sms, 0, (first_wave_tiles - 1) * sms)
-    rep, nth = _ramp(tiles_each)
+    rep, nth = ramp(tiles_each)
     piece_tile = first[rep] + nth * sms  # a first-wave DP block strides over its tiles
     cta = np.concatenate([hw[sk], dp_hw[rep]])
     starts = np.concatenate([sk_start[logical[sk]], piece_tile * ipt])
@@ -246,12 +234,12 @@ def _cutlass3_sk_ranges(tiles_m, tiles_n, ipt, wave: int):
     per_group = np.where(sk_tiles > 0, sk_units // groups, 0)
     # Group g gets sk_tiles // G tiles, one more for the first sk_tiles % G; its units split them
     # within one, then snap. (CUTLASS gives group g the tiles g, g + G, ...: a renaming.)
-    row, u = _ramp(per_group * groups)
+    row, u = ramp(per_group * groups)
     g, j = np.divmod(u, per_group[row])
     G, ip = groups[row], ipt[row]
     first_tile = g * (sk_tiles[row] // G) + np.minimum(g, sk_tiles[row] % G)
     group_iters = (sk_tiles[row] // G + (g < sk_tiles[row] % G)) * ip
-    start, end = _split(group_iters, per_group[row], j)
+    start, end = split_within_one(group_iters, per_group[row], j)
     snap = ~split_k[row]
     start = first_tile * ip + np.where(snap, _snap(start, ip), start)
     end = first_tile * ip + np.where(snap, _snap(end, ip), end)
@@ -280,7 +268,7 @@ def cutlass_ranges(name: str, shapes: np.ndarray, tile: TileShape, machine: Mach
         sk_tiles, sk_row, sk_start, sk_end = _cutlass3_sk_ranges(tiles_m, tiles_n, ipt, machine.slots)
     else:
         return None
-    dp_row, dp_t = _ramp(tiles - sk_tiles)
+    dp_row, dp_t = ramp(tiles - sk_tiles)
     dp_t = dp_t + sk_tiles[dp_row]
     row = np.concatenate([sk_row, dp_row])
     order = np.argsort(row, kind="stable")  # per shape: its SK CTAs, then its DP CTAs
@@ -290,17 +278,31 @@ def cutlass_ranges(name: str, shapes: np.ndarray, tile: TileShape, machine: Mach
     return ipt, np.concatenate([[0], np.cumsum(counts)]), starts, ends
 
 
-def _one(name: str, shape: GemmShape, tile: TileShape, machine: Machine) -> Schedule:
-    _, _, starts, ends = cutlass_ranges(name, np.array([[shape.m, shape.n, shape.k]]), tile, machine)
-    return schedule_from_ranges(name, shape, tile, machine, starts, ends)
+def _batch(name: str, shapes: np.ndarray, tile: TileShape, machine: Machine) -> Ranges | None:
+    """``cutlass_ranges`` as the batch form of the registered scheduler (None where it has none)."""
+    built = cutlass_ranges(name, shapes, tile, machine)
+    if built is None:
+        return None
+    ipt, offsets, starts, ends = built
+    tiles_m, tiles_n, _ = tile_counts(shapes, tile)
+    return Ranges.build(shapes, tiles_m * tiles_n, ipt, offsets, starts, ends)
 
 
-@register("cutlass2-sk")
+def cutlass2_sk_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine) -> Ranges | None:
+    """cutlass2-sk's ranges for every shape on a machine of one CTA per SM; None on others."""
+    return _batch("cutlass2-sk", shapes, tile, machine)
+
+
+def cutlass3_sk_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine) -> Ranges:
+    return _batch("cutlass3-sk", shapes, tile, machine)
+
+
+@register("cutlass2-sk", batch=cutlass2_sk_ranges)
 def cutlass2_sk(shape: GemmShape, tile: TileShape, machine: Machine) -> Schedule:
     """CUTLASS 2.x's stream-K grid: SK blocks over the first tiles (count from the savings
     model), then data-parallel blocks; pure DP when no SK block count saves anything."""
     if machine.ctas_per_sm == 1:
-        return _one("cutlass2-sk", shape, tile, machine)
+        return one_shape("cutlass2-sk", cutlass2_sk_ranges, shape, tile, machine)
     p = Problem(shape, tile)
     dp_tiles, sk_blocks = cutlass2_blocks(p.tiles, p.iters_per_tile, machine.sms, machine.ctas_per_sm)
     if sk_blocks[0] == 0:
@@ -308,9 +310,9 @@ def cutlass2_sk(shape: GemmShape, tile: TileShape, machine: Machine) -> Schedule
     return _cutlass2_multi_occupancy(p, machine, int(dp_tiles[0]), int(sk_blocks[0]))
 
 
-@register("cutlass3-sk")
+@register("cutlass3-sk", batch=cutlass3_sk_ranges)
 def cutlass3_sk(shape: GemmShape, tile: TileShape, machine: Machine) -> Schedule:
     """CUTLASS 3.x's stream-K: DP unless there is a tail under half a wave and > 8 k-tiles per
     tile; then one wave of SK units (>= 8 k-tiles each) over the last full + partial wave,
     in up to 8 groups, followed by the DP tiles; split-K when the units divide the tiles."""
-    return _one("cutlass3-sk", shape, tile, machine)
+    return one_shape("cutlass3-sk", cutlass3_sk_ranges, shape, tile, machine)

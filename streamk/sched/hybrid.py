@@ -18,41 +18,53 @@ from __future__ import annotations
 import numpy as np
 
 from ..schedule import Schedule
-from ..shapes import GemmShape, Machine, Problem, TileShape
-from .ranges import schedule_from_ranges, streamk_ranges, tile_ranges
+from ..shapes import GemmShape, Machine, TileShape
+from .ranges import Ranges, from_regions, one_shape, tile_counts
 from .registry import register
 
 
-def _sk_region(first_tile: int, last_tile: int, ipt: int, slots: int) -> tuple[np.ndarray, np.ndarray]:
-    iters = (last_tile - first_tile) * ipt
-    return streamk_ranges(first_tile * ipt, last_tile * ipt, min(slots, iters))
+def hybrid_regions(tiles: np.ndarray, ipt: np.ndarray, slots: int, sk_first: bool
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per shape its two regions (x0, x1, parts), each an (n, 2) array in CTA order: the SK
+    region of min(slots, its iterations) CTAs and the DP region of one CTA per tile (either may
+    be empty; with no leftover tiles the whole problem is one DP region)."""
+    waves, left = np.divmod(tiles, slots)
+    sk_leads = sk_first & (waves >= 1)
+    sk_tiles = np.where(sk_leads, left + slots, left)
+    dp_tiles = tiles - sk_tiles
+    sk0 = np.where(sk_leads, 0, dp_tiles * ipt)
+    dp0 = np.where(sk_leads, sk_tiles * ipt, 0)
+    sk = (sk0, sk0 + sk_tiles * ipt, np.minimum(slots, sk_tiles * ipt))
+    dp = (dp0, dp0 + dp_tiles * ipt, dp_tiles)
+    whole = (0 * tiles, tiles * ipt, tiles)
+    none = (0 * tiles,) * 3
+    first = [np.where(left == 0, w, np.where(sk_leads, a, b)) for w, a, b in zip(whole, sk, dp)]
+    second = [np.where(left == 0, z, np.where(sk_leads, b, a)) for z, a, b in zip(none, sk, dp)]
+    return tuple(np.stack([f, g], axis=1) for f, g in zip(first, second))
 
 
-def hybrid(name: str, shape: GemmShape, tile: TileShape, machine: Machine, sk_first: bool) -> Schedule:
-    p = Problem(shape, tile)
-    ipt, t, slots = p.iters_per_tile, p.tiles, machine.slots
-    waves, leftover = divmod(t, slots)
-    if leftover == 0:
-        starts, ends = tile_ranges(0, t, ipt)
-    elif sk_first and waves >= 1:
-        sk_tiles = leftover + slots
-        sk = _sk_region(0, sk_tiles, ipt, slots)
-        dp = tile_ranges(sk_tiles, t, ipt)
-        starts, ends = np.concatenate([sk[0], dp[0]]), np.concatenate([sk[1], dp[1]])
-    else:
-        dp = tile_ranges(0, waves * slots, ipt)
-        sk = _sk_region(waves * slots, t, ipt, slots)
-        starts, ends = np.concatenate([dp[0], sk[0]]), np.concatenate([dp[1], sk[1]])
-    return schedule_from_ranges(name, shape, tile, machine, starts, ends)
+def hybrid_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, sk_first: bool) -> Ranges:
+    tiles_m, tiles_n, ipt = tile_counts(shapes, tile)
+    tiles = tiles_m * tiles_n
+    x0, x1, parts = hybrid_regions(tiles, ipt, machine.slots, sk_first)
+    return from_regions(shapes, tiles, ipt, np.full(len(tiles), 2), x0.ravel(), x1.ravel(), parts.ravel())
 
 
-@register("dp-one-tile-sk")
+def dp_one_tile_sk_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine) -> Ranges:
+    return hybrid_ranges(shapes, tile, machine, sk_first=False)
+
+
+def two_tile_sk_dp_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine) -> Ranges:
+    return hybrid_ranges(shapes, tile, machine, sk_first=True)
+
+
+@register("dp-one-tile-sk", batch=dp_one_tile_sk_ranges)
 def dp_one_tile_sk(shape: GemmShape, tile: TileShape, machine: Machine) -> Schedule:
     """Full data-parallel waves, then Stream-K over the partial wave's tiles."""
-    return hybrid("dp-one-tile-sk", shape, tile, machine, sk_first=False)
+    return one_shape("dp-one-tile-sk", dp_one_tile_sk_ranges, shape, tile, machine)
 
 
-@register("two-tile-sk-dp")
+@register("two-tile-sk-dp", batch=two_tile_sk_dp_ranges)
 def two_tile_sk_dp(shape: GemmShape, tile: TileShape, machine: Machine) -> Schedule:
     """Stream-K over one full wave plus the partial one (1-2 tiles per CTA), then DP waves."""
-    return hybrid("two-tile-sk-dp", shape, tile, machine, sk_first=True)
+    return one_shape("two-tile-sk-dp", two_tile_sk_dp_ranges, shape, tile, machine)

@@ -9,6 +9,7 @@ from typing import Any, Callable, Protocol
 from ..errors import ScheduleError
 from ..schedule import DEFAULT_FIXUP, FIXUP_POLICIES, Schedule, check_tile_order
 from ..shapes import GemmShape, Machine, TileShape
+from .ranges import BatchScheduler
 
 
 class Scheduler(Protocol):
@@ -16,20 +17,24 @@ class Scheduler(Protocol):
 
 
 _REGISTRY: dict[str, Scheduler] = {}
+_BATCH: dict[str, BatchScheduler] = {}
 WALKS = ("forward", "backward")  # order of each CTA's units: as the scheduler made them, or reversed
 
 
-def register(name: str) -> Callable[[Scheduler], Scheduler]:
+def register(name: str, *, batch: BatchScheduler | None = None) -> Callable[[Scheduler], Scheduler]:
     """Register a pure function ``(shape, tile, machine, **options) -> Schedule`` by name.
 
     The keyword options it declares (``grid``, ``splits``, ...) become the ones it accepts; a
-    registered scheduler works in the CLI, the simulator, the executor and on the GPU.
+    registered scheduler works in the CLI, the simulator, the executor and on the GPU. ``batch``
+    is the same decomposition over an array of shapes (``sched.ranges``), which sweeps use.
     """
 
     def decorate(fn: Scheduler) -> Scheduler:
         if name in _REGISTRY and _REGISTRY[name] is not fn:
             raise ScheduleError(f"a scheduler named {name!r} is already registered")
         _REGISTRY[name] = fn
+        if batch is not None:
+            _BATCH[name] = batch
         return fn
 
     return decorate
@@ -44,6 +49,11 @@ def get(name: str) -> Scheduler:
         return _REGISTRY[name]
     except KeyError:
         raise ScheduleError(f"unknown decomposition {name!r}; choose one of: {', '.join(_REGISTRY)}") from None
+
+
+def get_batch(name: str) -> BatchScheduler | None:
+    """The batch form of scheduler ``name``, if it has one."""
+    return _BATCH.get(name)
 
 
 def accepted_options(name: str) -> list[str]:
@@ -99,4 +109,4 @@ def make_schedule(
     return schedule
 
 
-__all__ = ["DEFAULT_FIXUP", "Scheduler", "register", "names", "get", "make_schedule", "accepted_options"]
+__all__ = ["DEFAULT_FIXUP", "Scheduler", "register", "names", "get", "get_batch", "make_schedule", "accepted_options"]

@@ -6,8 +6,8 @@ Model (DESIGN.md "Simulator semantics"):
   order, each to the earliest-free slot (ties: lowest global slot id ``sm * ctas_per_sm + j``,
   i.e. lowest SM, then lowest slot). A CTA holds its slot until it ends, waiting included.
 * Each CTA pays ``a`` once, then per work unit ``c`` per MAC iteration and, by its fixup action
-  (``plan_fixup``, never re-derived here): ``b`` to store a partial (PARTIAL, HANDOFF, ARRIVE,
-  DEFER), ``d`` per partial it reads (REDUCE, HANDOFF, FINISH, and the last ARRIVE). A unit
+  (``plan_fixup``, never re-derived here) and that action's ``fixup.TRAITS``: ``b`` to store a
+  partial, ``d`` per partial it reads (the last ARRIVE of a tile too). A unit
   signals when its partial store is done; a unit with ``waits`` starts its fixup only when every
   awaited unit has signalled. Under last-arrival the contributor whose store completes last
   (the last one processed at equal times) reduces and writes the tile.
@@ -31,7 +31,7 @@ import numpy as np
 
 from ..costs import IDEAL, Costs
 from ..errors import ScheduleError
-from ..fixup import Action, FixupPlan, plan_fixup
+from ..fixup import TRAITS, Action, FixupPlan, plan_fixup
 from ..schedule import Schedule
 from .timeline import Segment, Timeline
 
@@ -51,31 +51,21 @@ def _program(cta: int, plan: FixupPlan, costs: Costs) -> Program:
     for u in range(int(s.cta_offsets[cta]), int(s.cta_offsets[cta + 1])):
         iters = int(s.units[u, 2] - s.units[u, 1])
         yield ("run", costs.c * iters, "mac", u)
-        action = Action(plan.action[u])
+        does = TRAITS[Action(plan.action[u])]
         reads = costs.d * len(plan.reads(u))
-        if action in (Action.WRITE, Action.ATOMIC):
-            yield ("run", 0.0, "store_tile", u)
-        elif action == Action.PARTIAL:
-            yield ("run", costs.b, "store_partial", u)
-            yield ("signal", u)
-        elif action in (Action.REDUCE, Action.FINISH):
+        if does.waits:
             yield ("wait", u)
+        if does.reads_partials:
+            yield ("run", reads, "fixup", u)
+        if does.stores_partial:
+            yield ("run", costs.b, "store_partial", u)
+        if does.signals:
+            yield ("signal", u)
+        if does.arrives and (yield ("arrive", u)):  # the last arrival sums every partial
             yield ("run", reads, "fixup", u)
             yield ("run", 0.0, "store_tile", u)
-        elif action == Action.HANDOFF:
-            yield ("wait", u)
-            yield ("run", reads, "fixup", u)
-            yield ("run", costs.b, "store_partial", u)
-            yield ("signal", u)
-        elif action == Action.ARRIVE:
-            yield ("run", costs.b, "store_partial", u)
-            if (yield ("arrive", u)):
-                yield ("run", reads, "fixup", u)
-                yield ("run", 0.0, "store_tile", u)
-        elif action == Action.DEFER:
-            yield ("run", costs.b, "store_partial", u)
-        else:  # pragma: no cover - every Action is handled above
-            raise AssertionError(f"unhandled action {action!r}")
+        if does.writes_c or does.adds_to_c:
+            yield ("run", 0.0, "store_tile", u)
 
 
 class _Run:

@@ -1,9 +1,9 @@
 """The fast path: makespans of many owner-waits schedules at once, in NumPy.
 
-Under the paper's owner-waits fixup, almost every schedule has CTAs of one *pattern*: an
-optional first unit that is a peer's partial (+b, then a signal), whole tiles, and an optional
-last unit that owns a split tile and waits for its peers. Such a CTA is three numbers and a peer
-list (a ``Programs`` row), with no event loop:
+Under the paper's owner-waits fixup, almost every schedule has CTAs of one *pattern* (its plan,
+CTA by CTA, is ``fixup_ctas.CtaPlan``): an optional first unit that is a peer's partial (+b, then
+a signal), whole tiles, and an optional last unit that owns a split tile and waits for its peers.
+Such a CTA is three numbers and a peer list (a ``Programs`` row), with no event loop:
 
 * it signals at ``S + a + c*f + b`` (f: iterations of its first unit) if its first unit is a partial;
 * it reaches its wait, or its end, at ``W = S + a + c*I + b*[first unit partial]``;
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..costs import Costs
-from ..fixup import Action, plan_fixup
+from ..fixup_ctas import CtaPlan, cta_plan, cta_plan_of_ranges
 from ..schedule import Schedule
 
 
@@ -76,62 +76,25 @@ def contiguous_ranges(schedule: Schedule) -> tuple[np.ndarray, np.ndarray] | Non
     return lo[off[:-1]], hi[off[1:] - 1]
 
 
+def programs(plan: CtaPlan, costs: Costs) -> Programs:
+    """Timing descriptors of the CTAs of ``plan`` under ``costs``."""
+    counts = np.diff(plan.peer_offsets)
+    return Programs(plan.cta_offsets, costs.a + costs.c * plan.iters + costs.b * plan.stores_first,
+                    costs.a + costs.c * plan.first_iters + costs.b, plan.owns_last, plan.peer_offsets,
+                    plan.peers, costs.d * counts)
+
+
 def programs_from_ranges(ipt: np.ndarray, offsets: np.ndarray, starts: np.ndarray, ends: np.ndarray,
                          costs: Costs) -> Programs:
-    """Programs of *contiguous* schedules: shape i's CTAs cover ``[starts, ends)`` of its
-    m -> n -> k linearization in blockIdx order, tiling [0, total) (every built-in scheduler).
-
-    A CTA starting inside a tile stores that tile's partial; one starting a tile and ending
-    inside a later one owns it, and its peers are the next CTAs up to the one holding the
-    tile's last iteration (the owner-waits plan of such a schedule; tests hold it to plan_fixup).
-    """
-    grids = np.diff(offsets)
-    ip = np.repeat(ipt, grids)
-    s, e = starts, ends
-    start_tile = s // ip
-    partial = s != start_tile * ip
-    first = np.minimum(e, (start_tile + 1) * ip) - s
-    last_tile = (e - 1) // ip
-    owner = (e % ip != 0) & (s <= last_tile * ip)
-    # An owner's peers are the CTAs after it that start inside its last tile: the run of equal
-    # start tiles that begins with the next CTA (which starts where the owner stops).
-    flat = np.arange(len(s))
-    run_ends = np.ones(len(s), dtype=bool)
-    run_ends[:-1] = start_tile[1:] != start_tile[:-1]
-    run_ends[(offsets[1:] - 1)[grids > 0]] = True  # a shape's last CTA ends every run
-    run_end = np.minimum.accumulate(np.where(run_ends, flat, len(s))[::-1])[::-1]
-    last_peer = np.where(owner, run_end[np.minimum(flat + 1, max(len(s) - 1, 0))], flat)
-    counts = last_peer - flat
-    peer_offsets = np.concatenate([[0], np.cumsum(counts)])
-    peers = np.repeat(flat + 1 - peer_offsets[:-1], counts) + np.arange(peer_offsets[-1])
-    return Programs(offsets, costs.a + costs.c * (e - s) + costs.b * partial,
-                    costs.a + costs.c * first + costs.b, owner, peer_offsets, peers, costs.d * counts)
+    """Programs of contiguous schedules (``fixup_ctas.cta_plan_of_ranges``), built-ins' form."""
+    return programs(cta_plan_of_ranges(ipt, offsets, starts, ends), costs)
 
 
 def programs_from_schedule(schedule: Schedule, costs: Costs) -> Programs | None:
-    """Programs of any owner-waits schedule whose CTAs fit the pattern (a partial only as a
-    CTA's first unit, an owner only as its last), from ``plan_fixup``; else None."""
-    if schedule.fixup != "owner-waits":
-        return None
-    plan = plan_fixup(schedule)
-    off = schedule.cta_offsets
-    first_row, last_row = off[:-1], off[1:] - 1
-    partial_rows = np.flatnonzero(plan.action == Action.PARTIAL)
-    reduce_rows = np.flatnonzero(plan.action == Action.REDUCE)
-    is_first = np.zeros(len(schedule.units), dtype=bool)
-    is_first[first_row] = True
-    is_last = np.zeros(len(schedule.units), dtype=bool)
-    is_last[last_row] = True
-    if not (is_first[partial_rows].all() and is_last[reduce_rows].all()):
-        return None
-    iters = schedule.units[:, 2] - schedule.units[:, 1]
-    partial = plan.action[first_row] == Action.PARTIAL
-    owner = plan.action[last_row] == Action.REDUCE
-    counts = np.where(owner, np.diff(plan.wait_offsets)[last_row], 0)
-    waits = np.concatenate([plan.waits(int(r)) for r in last_row[owner]] or [np.zeros(0, np.int64)])
-    return Programs(np.array([0, schedule.grid]), costs.a + costs.c * schedule.iters_per_cta + costs.b * partial,
-                    costs.a + costs.c * iters[first_row] + costs.b, owner,
-                    np.concatenate([[0], np.cumsum(counts)]), plan.unit_cta[waits], costs.d * counts)
+    """Programs of any owner-waits schedule whose CTAs fit the pattern (``fixup_ctas.cta_plan``);
+    else None."""
+    plan = cta_plan(schedule)
+    return None if plan is None else programs(plan, costs)
 
 
 def wave_makespans(p: Programs, slots: int) -> tuple[np.ndarray, np.ndarray]:

@@ -50,6 +50,22 @@ enum Action : int {
   ACT_DEFER = 7
 };
 
+// streamk.fixup.TRAITS, one mask per trait: bit a is set when Action a has it (fixup.action_mask).
+constexpr unsigned ACTION_WAITS = (1u << ACT_REDUCE) | (1u << ACT_HANDOFF) | (1u << ACT_FINISH);
+constexpr unsigned ACTION_READS_PARTIALS = (1u << ACT_REDUCE) | (1u << ACT_HANDOFF) | (1u << ACT_FINISH);
+constexpr unsigned ACTION_STORES_PARTIAL =
+    (1u << ACT_PARTIAL) | (1u << ACT_HANDOFF) | (1u << ACT_ARRIVE) | (1u << ACT_DEFER);
+constexpr unsigned ACTION_SIGNALS = (1u << ACT_PARTIAL) | (1u << ACT_HANDOFF);
+constexpr unsigned ACTION_ARRIVES = (1u << ACT_ARRIVE);
+constexpr unsigned ACTION_WRITES_C = (1u << ACT_WRITE) | (1u << ACT_REDUCE) | (1u << ACT_FINISH);
+constexpr unsigned ACTION_ADDS_TO_C = (1u << ACT_ATOMIC);
+constexpr unsigned ACTION_REDUCED_LATER = (1u << ACT_DEFER);
+constexpr unsigned ACTION_NEEDS_EPOCH =
+    (1u << ACT_PARTIAL) | (1u << ACT_REDUCE) | (1u << ACT_HANDOFF) | (1u << ACT_FINISH) | (1u << ACT_ARRIVE);
+
+// Whether `action` has the trait of `mask` (one of ACTION_* above), e.g. has(ACTION_SIGNALS, a).
+constexpr bool has(unsigned mask, int action) { return ((mask >> action) & 1u) != 0; }
+
 // state[STATE_EPOCH] is this launch's epoch (>= 1; flags start at 0); the last CTA to finish
 // bumps it, so the next launch on the stream sees a fresh one (CUDA-graph replays too).
 enum StateWord : int { STATE_EPOCH = 0, STATE_DONE = 1, STATE_WORDS = 2 };
