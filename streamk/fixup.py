@@ -99,6 +99,7 @@ def action_mask(trait: str) -> int:
 
 WRITES_C = actions_with("writes_c")
 EPOCH_ACTIONS = actions_with("needs_epoch")
+_EPOCH_MASK = np.isin(np.arange(len(Action)), EPOCH_ACTIONS)  # by action code: a lookup, not np.isin per plan
 
 # Per policy, the action of a split tile's first (k = 0), middle and last contributor; a tile
 # with one contributor is always WRITE. plan_fixup assigns them; the policy facts below follow.
@@ -118,7 +119,7 @@ NO_WAIT_POLICIES = tuple(p for p, roles in POLICY_ROLES.items() if not any(TRAIT
 def needs_epoch(plan: FixupPlan) -> bool:
     """Whether a launch of ``plan`` signals, waits or arrives (its flags and counters carry the
     launch epoch); a launch that does not can skip reading the epoch and counting its end."""
-    return bool(np.isin(plan.action, EPOCH_ACTIONS).any())
+    return bool(_EPOCH_MASK[plan.action].any())
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -258,7 +258,6 @@ def test_auto_on_the_gpu_walks_the_two_tile_hybrid_backwards_unless_a_policy_is_
 
 def test_launches_without_signals_waits_or_arrivals_need_no_epoch():
     from streamk import make_schedule, plan_fixup
-    from streamk.gpu.plan import needs_epoch
 
     shape, tile, machine = GemmShape(384, 384, 128), TileShape(128, 128, 4), Machine(4)
     assert not needs_epoch(plan_fixup(make_schedule("data-parallel", shape, tile, machine)))

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..dispatch import dispatch_verdict, waits_only_backward
 from ..errors import CudaError, DeadlockError, ScheduleError
-from ..fixup import Action, FixupPlan, plan_fixup
+from ..fixup import FixupPlan, needs_epoch, plan_fixup
 from ..schedule import FIXUP_POLICIES, Schedule
 from ..shapes import GemmShape, Machine, TileShape
 from .device import Buffer, Device, driver
@@ -30,7 +30,6 @@ from .table import STATE_WORDS, TABLE_VERSION, build_table
 
 PACK_THREADS = 256
 PACK_BLOCKS_PER_SM = 8  # grid-stride pack copies: enough blocks to fill the chip
-EPOCH_ACTIONS = (Action.PARTIAL, Action.REDUCE, Action.HANDOFF, Action.FINISH, Action.ARRIVE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,12 +43,6 @@ class Tuning:
 
 
 DEFAULT_TUNING = Tuning()
-
-
-def needs_epoch(plan: FixupPlan) -> bool:
-    """Whether a launch of ``plan`` signals, waits or arrives (flags and counters carry epochs);
-    launches that do not skip the epoch read and the end-of-launch count."""
-    return bool(np.isin(plan.action, EPOCH_ACTIONS).any())
 
 
 def extent_bytes(op: Operand, itemsize: int) -> int:

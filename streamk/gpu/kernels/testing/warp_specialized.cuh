@@ -84,7 +84,7 @@ struct Mailbox {
 };
 
 __device__ __forceinline__ bool stores_then_signals(int action) {
-  return action == ACT_PARTIAL || action == ACT_HANDOFF;
+  return has(ACTION_SIGNALS, action);
 }
 
 template <class K>
@@ -110,7 +110,7 @@ __device__ __forceinline__ void table_role(const GemmParams& p, Mailbox& box) {
       if (last) wait_units<G>(t, w.waits_offset(), w.waits_count(), epoch);
       if (G::leader()) box.sum = last;
       K::Go::arrive();
-    } else if (w.action == ACT_REDUCE || w.action == ACT_HANDOFF || w.action == ACT_FINISH) {
+    } else if (has(ACTION_WAITS, w.action)) {
       wait_units<G>(t, w.waits_offset(), w.waits_count(), epoch);
       K::Go::arrive();
     }
@@ -141,8 +141,8 @@ __device__ __forceinline__ void math_role(const GemmParams& p, const Mailbox& bo
     const int m0 = m.tile_m * ML::BM, n0 = m.tile_n * ML::BN;
     float acc[ML::ACC] = {};
     ML::mainloop(p.ops, problem(t), m0, n0, m.k_begin, m.k_end, tid, acc);
-    bool sums = m.action == ACT_REDUCE || m.action == ACT_HANDOFF || m.action == ACT_FINISH;
-    bool writes = m.action == ACT_WRITE || m.action == ACT_REDUCE || m.action == ACT_FINISH;
+    bool sums = has(ACTION_READS_PARTIALS, m.action);
+    bool writes = has(ACTION_WRITES_C, m.action);
     if (m.action == ACT_ARRIVE) {
       store_slot<ML>(t, m.slot, acc, tid);
       K::Stored::arrive();
