@@ -17,7 +17,7 @@ from ..plot.landscape import METRICS, decompositions, speedup_vs_dp
 from ..sched import make_schedule
 from ..shapes import GemmShape, Machine, TileShape
 from ..sim import simulate
-from .common import positive_int
+from .common import add_seed_arg, positive_int
 from .plot_cmd import run_sweep
 
 PAPER_SMS = 4  # the hypothetical four-SM GPU of the paper's Figures 1-4
@@ -49,7 +49,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="folder for the PNGs and the sweep CSV (default out/demo)")
     p.add_argument("--count", type=positive_int, default=None, metavar="N",
                    help=f"corpus shapes to sweep (default {CORPUS_COUNT})")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="corpus seed (default 0)")
+    add_seed_arg(p, what="corpus seed")
     p.add_argument("--no-gpu", action="store_true", help="skip the GPU check")
     p.add_argument("--quick", action="store_true", help=argparse.SUPPRESS)  # tests: tiny sweep, no GPU
     return p

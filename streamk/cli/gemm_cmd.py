@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import StreamkError
 from ..schedule import FIXUP_POLICIES
 from ..shapes import GemmShape
-from .common import _typed, positive_int, print_json
+from .common import _typed, add_seed_arg, positive_int, print_json
 
 CHECK_ROWS = 256  # rows of C compared with a float64 NumPy reference (all of them for small m)
 
@@ -35,7 +35,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--alpha", type=float, default=1.0)
     p.add_argument("--beta", type=float, default=0.0)
     p.add_argument("--reps", type=positive_int, default=50, help="timed repetitions (default 50)")
-    p.add_argument("--seed", type=int, default=0)
+    add_seed_arg(p, what="random seed")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return p
 

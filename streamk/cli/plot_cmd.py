@@ -12,7 +12,7 @@ from ..errors import StreamkError
 from ..plot import METRICS, load_bench_csv, load_sweep_csv, plot_bench, plot_landscape, plot_schedule
 from ..shapes import TileShape
 from ..sim import simulate
-from .common import add_decomposition_args, add_problem_args, positive_int, schedule_from
+from .common import add_decomposition_args, add_problem_args, add_seed_arg, positive_int, schedule_from
 from .simulate_cmd import add_costs_arg
 
 
@@ -63,7 +63,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     land.add_argument("--out", required=True, type=Path, metavar="FILE.png", help="where to write the PNG")
     corpus = land.add_argument_group("sweep options (without --csv)")
     corpus.add_argument("--count", type=positive_int, default=500, metavar="N", help="corpus shapes (default 500)")
-    corpus.add_argument("--seed", type=int, default=0, metavar="S", help="corpus seed (default 0)")
+    add_seed_arg(corpus, what="corpus seed")
     corpus.add_argument("--decomp", metavar="D[,D...]", help="decompositions (default: all)")
     add_problem_args(corpus, shape=False)
     add_costs_arg(corpus)

@@ -14,7 +14,6 @@ Deadlocked rows are left out of every panel and counted in its label.
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 from typing import Mapping
@@ -24,6 +23,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+
+from .csvfile import column, number, read_rows  # noqa: E402
 
 METRICS = ("utilization", "speedup", "map")
 DPI = 110  # dots per inch of the PNGs
@@ -42,30 +43,28 @@ Rows = Mapping[str, np.ndarray]
 
 def load_sweep_csv(path: str | Path) -> dict[str, np.ndarray]:
     """Read a sweep CSV into columns: m, n, k, grid (int), makespan, utilization (float),
-    decomposition (str), deadlock (bool); other columns are kept as strings."""
-    with open(path, newline="") as fh:
-        reader = csv.DictReader(fh)
-        records = list(reader)
-        fields = reader.fieldnames or []
+    decomposition (str), deadlock (bool); other columns are kept as strings. A file that is not
+    such a CSV raises InputError naming what is wrong."""
     need = ["m", "n", "k", "decomposition", "makespan", "utilization", "deadlock"]
-    missing = [c for c in need if c not in fields]
-    if missing:
-        raise ValueError(f"sweep CSV {path} lacks column(s) {', '.join(missing)} (has {', '.join(fields)}); "
-                         f"write it with: streamk sweep --out FILE.csv")
-    if not records:
-        raise ValueError(f"sweep CSV {path} has no rows")
+    fields, records = read_rows(path, need, "streamk sweep --out FILE.csv")
     cols: dict[str, np.ndarray] = {}
     for name in fields:
-        values = [r[name] for r in records]
         if name in ("m", "n", "k", "grid"):
-            cols[name] = np.array(values, dtype=np.int64)
+            cols[name] = column(path, records, name, _whole, np.int64)
         elif name in ("makespan", "utilization"):
-            cols[name] = np.array([float(v) if v not in ("", "None", "null") else math.inf for v in values])
+            cols[name] = column(path, records, name, number, float)
         elif name == "deadlock":
-            cols[name] = np.array([v in _TRUE for v in values], dtype=bool)
+            cols[name] = np.array([r[name] in _TRUE for r in records], dtype=bool)
         else:
-            cols[name] = np.array(values, dtype=object)
+            cols[name] = np.array([r[name] for r in records], dtype=object)
     return cols
+
+
+def _whole(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
 
 
 def arithmetic_intensity(m: np.ndarray, n: np.ndarray, k: np.ndarray) -> np.ndarray:
