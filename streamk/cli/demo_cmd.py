@@ -18,6 +18,7 @@ from ..sched import make_schedule
 from ..shapes import GemmShape, Machine, TileShape
 from ..sim import simulate
 from .common import add_seed_arg, positive_int
+from .paths import make_folder, output_folder
 from .plot_cmd import run_sweep
 
 PAPER_SMS = 4  # the hypothetical four-SM GPU of the paper's Figures 1-4
@@ -45,7 +46,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                    "schedules, sweep a seeded corpus sample (108 SMs, 128x128x32 tiles), "
                                    "write its landscapes, and run a small GPU check if a GPU is present.",
                        epilog="Example: streamk demo --out out/demo")
-    p.add_argument("--out", type=Path, default=Path("out/demo"), metavar="DIR",
+    p.add_argument("--out", type=output_folder, default=Path("out/demo"), metavar="DIR",
                    help="folder for the PNGs and the sweep CSV (default out/demo)")
     p.add_argument("--count", type=positive_int, default=None, metavar="N",
                    help=f"corpus shapes to sweep (default {CORPUS_COUNT})")
@@ -153,8 +154,7 @@ def gpu_check() -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
+    out: Path = make_folder(args.out)
     count = args.count or (QUICK_COUNT if args.quick else CORPUS_COUNT)
     sms = QUICK_SMS if args.quick else CORPUS_SMS
     written = paper_figures(out)

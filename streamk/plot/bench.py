@@ -57,7 +57,7 @@ def plot_bench(rows: Rows, path: str | Path, title: str = "") -> Path:
     """Draw the three panels to ``path`` (PNG); returns the path."""
     ours = variants(rows)
     if "data-parallel" not in ours:
-        raise ValueError("the CSV has no data-parallel column: run the bench with data-parallel among --decomps")
+        raise InputError("the CSV has no data-parallel column: run the bench with data-parallel among --decomps")
     m, n, k = rows["m"], rows["n"], rows["k"]
     flops = 2 * m * n * k
     tiles = np.ceil(m / TILE) * np.ceil(n / TILE)

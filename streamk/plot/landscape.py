@@ -24,6 +24,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from ..errors import InputError  # noqa: E402
 from .csvfile import column, number, read_rows  # noqa: E402
 
 METRICS = ("utilization", "speedup", "map")
@@ -94,7 +95,7 @@ def speedup_vs_dp(rows: Rows) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     of each shape that both ran without deadlock."""
     names = decompositions(rows)
     if "data-parallel" not in names:
-        raise ValueError("speedup needs data-parallel rows in the sweep (got only "
+        raise InputError("speedup needs data-parallel rows in the sweep (got only "
                          f"{', '.join(names)}); sweep with --decomp data-parallel,...")
     key = [f"{a}x{b}x{c}" for a, b, c in zip(rows["m"].tolist(), rows["n"].tolist(), rows["k"].tolist())]
     key = np.array(key, dtype=object)
@@ -240,5 +241,5 @@ def plot_landscape(rows: Rows, path: str | Path, metric: str = "utilization", *,
     """One of the landscapes by name: ``utilization``, ``speedup`` or ``map``."""
     plots = {"utilization": plot_utilization, "speedup": plot_speedup, "map": plot_utilization_map}
     if metric not in plots:
-        raise ValueError(f"metric must be one of {', '.join(METRICS)} (got {metric!r})")
+        raise InputError(f"metric must be one of {', '.join(METRICS)} (got {metric!r})")
     return plots[metric](rows, path, dpi=dpi)

@@ -95,6 +95,20 @@ def _check_int_options(name: str, fn: Callable, given: dict[str, Any]) -> dict[s
     return checked
 
 
+def check_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The options scheduler ``name`` is given (None ones dropped), refused where it does not take
+    one or an integer option is not an integer, before anything is built."""
+    fn = get(name)
+    allowed = accepted_options(name)
+    given = {k: v for k, v in options.items() if v is not None}
+    extra = sorted(set(given) - set(allowed))
+    if extra:
+        flag = lambda option: "--" + option.replace("_", "-")  # noqa: E731 (as the CLI spells it)
+        takes = ", ".join(flag(a) for a in allowed) or "no options"
+        raise ScheduleError(f"{name} does not take {flag(extra[0])} (it takes {takes})")
+    return _check_int_options(name, fn, given)
+
+
 def _check_result(name: str, schedule: Any, shape: GemmShape, tile: TileShape, machine: Machine) -> Schedule:
     """A scheduler's Schedule must be for the shape, tile and machine it was asked for."""
     if not isinstance(schedule, Schedule):
@@ -141,19 +155,12 @@ def make_schedule(
     for what, value, kind in (("shape", shape, GemmShape), ("tile", tile, TileShape), ("machine", machine, Machine)):
         if not isinstance(value, kind):
             raise ScheduleError(f"{what} must be a streamk.{kind.__name__} (got {type(value).__name__} {value!r})")
-    allowed = accepted_options(name)
-    given = {k: v for k, v in options.items() if v is not None}
-    extra = sorted(set(given) - set(allowed))
-    if extra:
-        flag = lambda option: "--" + option.replace("_", "-")  # noqa: E731 (as the CLI spells it)
-        takes = ", ".join(flag(a) for a in allowed) or "no options"
-        raise ScheduleError(f"{name} does not take {flag(extra[0])} (it takes {takes})")
+    given = check_options(name, options)
     if fixup is not None and fixup not in FIXUP_POLICIES:
         raise ScheduleError(f"fixup policy must be one of {', '.join(FIXUP_POLICIES)} (got {fixup!r})")
     check_tile_order(tile_order)
     if walk not in WALKS:
         raise ScheduleError(f"walk must be one of {', '.join(WALKS)} (got {walk!r})")
-    given = _check_int_options(name, fn, given)
     _check_size(name, shape, tile, given)
     try:
         made = fn(shape, tile, machine, **given)
@@ -173,4 +180,5 @@ def make_schedule(
     return schedule
 
 
-__all__ = ["DEFAULT_FIXUP", "Scheduler", "register", "names", "get", "make_schedule", "accepted_options"]
+__all__ = ["DEFAULT_FIXUP", "Scheduler", "register", "names", "get", "make_schedule", "accepted_options",
+           "check_options"]
