@@ -82,7 +82,7 @@ def _integers(values: Any, what: str) -> np.ndarray:
         if whole.all():
             return raw.astype(np.int64)
         bad = raw.reshape(-1)[int(np.argmin(whole.reshape(-1)))]
-        raise ScheduleError(f"{what} must be integers (got {bad!r})")
+        raise ScheduleError(f"{what} must be integers (got {float(bad)!r})")
     raise ScheduleError(f"{what} must be integers (got an array of {raw.dtype})")
 
 
