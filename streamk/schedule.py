@@ -211,7 +211,7 @@ class Schedule:
         return Schedule(self.decomposition, self.shape, self.tile, self.units[order], self.cta_offsets,
                         self.machine, self.tile_order, self.fixup)
 
-    # ---- JSON (the CLI contract of DESIGN.md) --------------------------------------------
+    # ---- JSON (the CLI contract: `streamk schedule --json`) -----------------------------------------
     def to_json_dict(self) -> dict[str, Any]:
         p = self.problem
         obj: dict[str, Any] = {
