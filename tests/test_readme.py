@@ -59,3 +59,13 @@ def test_the_readme_deadlock_example_reports_a_deadlock_as_json(capsys):
     assert " ".join(argv) in " ".join(README.read_text().split())
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out)["deadlock"] is True
+
+
+def test_the_kernel_listing_in_docs_names_exactly_the_shipped_entry_points():
+    build = pytest.importorskip("streamk.gpu.build", reason="needs the gpu extra (cuda-bindings)")
+    text = (README.parent / "docs" / "gpu.md").read_text()
+    block = text[text.index("$ streamk kernels --arch sm_90a"):]
+    listed = [line.split()[0] for line in block[:block.index("```")].splitlines()[1:] if line.strip()]
+    shipped = [entry for entries in build.SOURCES.values() for entry in entries]
+    assert sorted(listed) == sorted(shipped)
+    assert all(line.rstrip().endswith(" ok") for line in block[:block.index("```")].splitlines()[1:] if line.strip())
