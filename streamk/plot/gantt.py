@@ -66,9 +66,9 @@ def count(n: int, word: str) -> str:
 
 
 def _dark(color) -> bool:
-    """Whether black text on ``color`` would be hard to read (relative luminance below 0.3)."""
+    """Whether black text on ``color`` would be hard to read (relative luminance below 0.25)."""
     r, g, b = matplotlib.colors.to_rgb(color)
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b < 0.3
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b < 0.25
 
 
 def timeline_title(timeline: Timeline) -> str:
