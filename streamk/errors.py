@@ -9,6 +9,15 @@ class ScheduleError(StreamkError, ValueError):
     """A shape, tile, machine or Schedule is invalid (bad sizes, coverage holes or overlaps)."""
 
 
+class InputError(StreamkError, ValueError):
+    """A file, folder or operand a user gave cannot be used (missing, unreadable, wrong format)."""
+
+
+class LimitError(StreamkError):
+    """The work asked for would not fit in memory or time; the message says how large, the limit,
+    and which ``STREAMK_MAX_*`` variable raises it."""
+
+
 class DeadlockError(StreamkError):
     """Executing a Schedule would wait forever (a wait on a CTA that can never run)."""
 

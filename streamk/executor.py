@@ -9,7 +9,7 @@ state where no CTA can move is reported as a DeadlockError, never a hang.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -43,19 +43,24 @@ def execute(
     precision: str | None = None,
     fixup: str | None = None,
     cta_order: Sequence[int] | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> np.ndarray:
     """Return alpha*A@B + beta*C computed unit by unit as ``schedule`` prescribes.
 
     ``a`` is m x k and ``b`` is k x n, in any memory order. ``precision`` is "fp16" (float16
     inputs, float32 accumulate and output), "bf16" (inputs rounded to bfloat16, float32
     accumulate), "fp32" or "fp64"; by default it follows a's dtype. ``cta_order`` is the
-    priority in which runnable CTAs advance (default blockIdx order).
+    priority in which runnable CTAs advance (default blockIdx order). ``progress(1)`` is called
+    after each work unit (the CLI's progress bar).
     """
     m, n, k = schedule.shape.m, schedule.shape.n, schedule.shape.k
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != (m, k) or b.shape != (k, n):
         raise ScheduleError(f"A must be {m}x{k} and B {k}x{n} for a {schedule.shape} schedule "
                             f"(got A {a.shape}, B {b.shape})")
+    if a.dtype != b.dtype:
+        raise ScheduleError(f"A and B must have the same dtype (got A {a.dtype}, B {b.dtype}); convert one, "
+                            f"e.g. B.astype(A.dtype)")
     precision = precision or infer_precision(a)
     if precision not in PRECISIONS:
         raise ScheduleError(f"precision must be one of {', '.join(PRECISIONS)} (got {precision!r} "
@@ -74,7 +79,7 @@ def execute(
     order = list(range(schedule.grid)) if cta_order is None else list(cta_order)
     if sorted(order) != list(range(schedule.grid)):
         raise ScheduleError(f"cta_order must be a permutation of range({schedule.grid})")
-    return _Run(plan, a, b, c_in, acc_t(alpha), acc_t(beta), acc_t).run(order)
+    return _Run(plan, a, b, c_in, acc_t(alpha), acc_t(beta), acc_t, progress).run(order)
 
 
 def _round_inputs(x: np.ndarray, precision: str) -> np.ndarray:
@@ -88,8 +93,9 @@ def _round_inputs(x: np.ndarray, precision: str) -> np.ndarray:
 class _Run:
     """One execution: the workspace, flags and arrival counters of a single launch."""
 
-    def __init__(self, plan: FixupPlan, a, b, c_in, alpha, beta, acc_t) -> None:
+    def __init__(self, plan: FixupPlan, a, b, c_in, alpha, beta, acc_t, progress=None) -> None:
         self.plan, self.a, self.b, self.alpha, self.beta = plan, a, b, alpha, beta
+        self.progress = progress
         s = plan.schedule
         self.out = np.full(c_in.shape, np.nan, dtype=acc_t)  # poisoned: every tile must be written
         self.c_in = c_in
@@ -142,6 +148,8 @@ class _Run:
                     if not self.signalled[plan.waits(unit)].all():
                         break
                     self.step(unit)
+                    if self.progress:
+                        self.progress(1)
                     cursor[cta] += 1
                     progressed = True
                 if cursor[cta] == end[cta]:

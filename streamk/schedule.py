@@ -9,6 +9,7 @@ iteration exactly once cannot be constructed.
 from __future__ import annotations
 
 import json
+import operator
 from dataclasses import dataclass, field
 from typing import Any, Iterable, NamedTuple, Sequence
 
@@ -25,6 +26,8 @@ share A rows and B columns in L2 instead of streaming all of B for every tile ro
 
 
 def check_tile_order(order: str) -> str:
+    if not isinstance(order, str):
+        raise ScheduleError(f"tile order must be a string such as row-major (got {order!r})")
     if order in ("row-major", "column-major"):
         return order
     head, _, size = order.partition("-")
@@ -64,6 +67,42 @@ class WorkUnit(NamedTuple):
         return self.k_end - self.k_begin
 
 
+def _integers(values: Any, what: str) -> np.ndarray:
+    """``values`` as int64, refusing what is not a whole number (2.9 never becomes 2)."""
+    try:
+        raw = np.asarray(values)
+    except ValueError as exc:  # ragged nesting
+        raise ScheduleError(f"{what} must be integers in a regular array ({exc})") from None
+    if raw.dtype.kind in "iu":
+        return raw.astype(np.int64)
+    if raw.size == 0:
+        return raw.astype(np.int64)
+    if raw.dtype.kind == "f":
+        whole = np.isfinite(raw) & (raw == np.trunc(raw)) & (np.abs(raw) < 2**62)
+        if whole.all():
+            return raw.astype(np.int64)
+        bad = raw.reshape(-1)[int(np.argmin(whole.reshape(-1)))]
+        raise ScheduleError(f"{what} must be integers (got {float(bad)!r})")
+    raise ScheduleError(f"{what} must be integers (got an array of {raw.dtype})")
+
+
+def _unit_row(unit: Any, cta: int, index: int) -> tuple[int, int, int]:
+    """One work unit as three ints; 2.9 or "3" is refused, never truncated or parsed."""
+    try:
+        values = tuple(unit)
+    except TypeError:
+        values = ()
+    if len(values) != 3:
+        raise ScheduleError(f"CTA {cta} unit {index} must be (tile, k_begin, k_end) (got {unit!r})")
+    try:
+        if any(isinstance(v, (bool, np.bool_)) for v in values):
+            raise TypeError
+        return tuple(operator.index(v) for v in values)  # type: ignore[return-value]
+    except TypeError:
+        raise ScheduleError(f"CTA {cta} unit {index} must hold integers (tile, k_begin, k_end) "
+                            f"(got {tuple(values)!r})") from None
+
+
 def _readonly(array: np.ndarray) -> np.ndarray:
     array = np.ascontiguousarray(array)
     array.setflags(write=False)
@@ -90,9 +129,17 @@ class Schedule:
     problem: Problem = field(init=False)
 
     def __post_init__(self) -> None:
+        for what, value, kind in (("shape", self.shape, GemmShape), ("tile", self.tile, TileShape)):
+            if not isinstance(value, kind):
+                raise ScheduleError(f"{what} must be a streamk.{kind.__name__} (got {value!r})")
         object.__setattr__(self, "problem", Problem(self.shape, self.tile))
-        units = np.asarray(self.units, dtype=np.int64).reshape(-1, 3)
-        offsets = np.asarray(self.cta_offsets, dtype=np.int64).reshape(-1)
+        if self.machine is not None and not isinstance(self.machine, Machine):
+            raise ScheduleError(f"machine must be a streamk.Machine or None (got {self.machine!r})")
+        units = _integers(self.units, "units")
+        if units.size % 3:
+            raise ScheduleError(f"units must be rows of (tile, k_begin, k_end) (got {units.size} numbers)")
+        units = units.reshape(-1, 3)
+        offsets = _integers(self.cta_offsets, "cta_offsets").reshape(-1)
         object.__setattr__(self, "units", _readonly(units))
         object.__setattr__(self, "cta_offsets", _readonly(offsets))
         check_tile_order(self.tile_order)
@@ -113,8 +160,8 @@ class Schedule:
         """Build from a nested list: ``ctas[c]`` is CTA c's ordered work units."""
         rows: list[tuple[int, int, int]] = []
         offsets = [0]
-        for cta in ctas:
-            rows.extend(tuple(int(v) for v in unit) for unit in cta)  # type: ignore[misc]
+        for c, cta in enumerate(ctas):
+            rows.extend(_unit_row(unit, c, i) for i, unit in enumerate(cta))
             offsets.append(len(rows))
         units = np.array(rows, dtype=np.int64).reshape(-1, 3)
         return cls(decomposition, shape, tile, units, np.array(offsets), **options)
@@ -164,7 +211,7 @@ class Schedule:
         return Schedule(self.decomposition, self.shape, self.tile, self.units[order], self.cta_offsets,
                         self.machine, self.tile_order, self.fixup)
 
-    # ---- JSON (the CLI contract of DESIGN.md) --------------------------------------------
+    # ---- JSON (the CLI contract: `streamk schedule --json`) -----------------------------------------
     def to_json_dict(self) -> dict[str, Any]:
         p = self.problem
         obj: dict[str, Any] = {
@@ -190,15 +237,15 @@ class Schedule:
     @classmethod
     def from_json(cls, source: str | dict[str, Any]) -> Schedule:
         """Load the object ``to_json`` writes (or one written by hand with the same keys)."""
-        obj = json.loads(source) if isinstance(source, str) else source
         try:
-            shape = GemmShape(*map(int, obj["shape"]))
-            tile = TileShape(*map(int, obj["tile"]))
+            obj = json.loads(source) if isinstance(source, str) else source
+            shape = GemmShape(*obj["shape"])
+            tile = TileShape(*obj["tile"])
             ctas = [[(u["tile"], u["k_begin"], u["k_end"]) for u in cta] for cta in obj["ctas"]]
         except (KeyError, TypeError, ValueError) as exc:
             raise ScheduleError(f"schedule JSON must have shape, tile and ctas of "
                                 f"{{tile, k_begin, k_end}} objects ({exc!r})") from exc
-        machine = Machine(int(obj["sms"]), int(obj.get("ctas_per_sm", 1))) if "sms" in obj else None
+        machine = Machine(obj["sms"], obj.get("ctas_per_sm", 1)) if "sms" in obj else None
         return cls.from_ctas(obj.get("decomposition", "custom"), shape, tile, ctas, machine=machine,
                              tile_order=obj.get("tile_order", "row-major"),
                              fixup=obj.get("fixup", DEFAULT_FIXUP))

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from .errors import ScheduleError
 
+MAX_SIDE = 2**31 - 1  # sizes are 32-bit in the GPU table and in BLAS; larger ones overflow int64 counts
 _TRIPLE = re.compile(r"^\s*(\d+)\s*[xX,]\s*(\d+)\s*[xX,]\s*(\d+)\s*$")
 
 
@@ -22,6 +23,8 @@ def parse_triple(text: str, what: str) -> tuple[int, int, int]:
     values = tuple(int(v) for v in match.groups())
     if min(values) < 1:
         raise ScheduleError(f"{what} sides must be >= 1 (got {text!r})")
+    if max(values) > MAX_SIDE:
+        raise ScheduleError(f"{what} sides must be <= {MAX_SIDE} (got {text!r})")
     return values  # type: ignore[return-value]
 
 
@@ -31,6 +34,8 @@ def _check_positive(what: str, **sides: int) -> None:
             raise ScheduleError(f"{what}.{name} must be an int (got {value!r})")
         if value < 1:
             raise ScheduleError(f"{what}.{name} must be >= 1 (got {value})")
+        if value > MAX_SIDE:
+            raise ScheduleError(f"{what}.{name} must be <= {MAX_SIDE} (got {value})")
 
 
 @dataclass(frozen=True, slots=True)

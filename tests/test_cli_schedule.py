@@ -1,4 +1,4 @@
-"""`streamk schedule`: the JSON object of DESIGN.md, the readable table, and one-line errors (exit 2)."""
+"""`streamk schedule`: the JSON object of the CLI contract, the readable table, and one-line errors (exit 2)."""
 
 import json
 import os

@@ -1,6 +1,6 @@
 """The CPU executor follows the schedule and fixup plan literally and matches a float64 reference.
 
-Tolerance (STYLE.md): |C - ref| <= 4*sqrt(k)*eps(acc)*(|A|@|B|) + eps(out)*|ref|, the reference
+Tolerance: |C - ref| <= 4*sqrt(k)*eps(acc)*(|A|@|B|) + eps(out)*|ref|, the reference
 computed in float64 from the same rounded inputs.
 """
 

@@ -13,6 +13,7 @@ import os
 import sys
 from pathlib import Path
 
+from .. import __version__
 from ..errors import StreamkError
 
 # Verb modules, in the order `--help` lists them. Each defines
@@ -34,6 +35,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
                     "them on an SM model, plot them, and run them on the GPU.",
         epilog="Example: streamk schedule stream-k --shape 384x384x128 --tile 128x128x4 --sms 4",
     )
+    parser.add_argument("--version", action="version", version=f"streamk {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True
     parsers = {}
@@ -56,25 +58,40 @@ registers with ``@streamk.register`` is a DECOMP of every verb (and of ``sweep``
 
 
 def load_plugins(spec: str | None = None) -> list[str]:
+    """Import each item of ``spec`` (default: $STREAMK_PLUGINS); one that cannot be imported,
+    whatever it raises, is one line on stderr and exit 2."""
     spec = os.environ.get(PLUGINS_ENV, "") if spec is None else spec
     loaded = []
     for item in filter(None, (part.strip() for part in spec.split(","))):
         try:
-            if item.endswith(".py"):
-                name = f"streamk_plugin_{Path(item).stem}"
-                module_spec = importlib.util.spec_from_file_location(name, item)
-                if module_spec is None or module_spec.loader is None:
-                    raise ImportError(f"cannot load {item}")
-                module = importlib.util.module_from_spec(module_spec)
-                sys.modules[name] = module
-                module_spec.loader.exec_module(module)
-            else:
-                importlib.import_module(item)
-        except (ImportError, OSError) as exc:
-            print(f"streamk: error: {PLUGINS_ENV} item {item!r} could not be imported: {exc}", file=sys.stderr)
+            _import_plugin(item)
+        except Exception as exc:  # a plugin is a user's code: any failure is reported, not raised
+            where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.lineno else ""
+            reason = str(exc).splitlines()[0] if str(exc) else ""
+            print(f"streamk: error: {PLUGINS_ENV} item {item!r} could not be imported: {type(exc).__name__}"
+                  f"{where}: {reason}; fix it or remove it from {PLUGINS_ENV}", file=sys.stderr)
             raise SystemExit(2) from None
         loaded.append(item)
     return loaded
+
+
+def _import_plugin(item: str) -> None:
+    if not item.endswith(".py"):
+        importlib.import_module(item)
+        return
+    if not Path(item).is_file():
+        raise FileNotFoundError(f"no such file {item!r}")
+    name = f"streamk_plugin_{Path(item).stem}"
+    module_spec = importlib.util.spec_from_file_location(name, item)
+    if module_spec is None or module_spec.loader is None:
+        raise ImportError(f"cannot load {item}")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args._run(args) or 0)
     except StreamkError as exc:
-        parsers[args.verb].error(str(exc))  # one line, exit 2
+        parsers[args.verb].error(" ".join(str(exc).split()) or type(exc).__name__)  # one line, exit 2
+    except MemoryError:  # a limit in streamk.limits should have said so first; never a traceback
+        parsers[args.verb].error("out of memory; try a smaller shape, tile count or --count")
     except BrokenPipeError:
         return 0
     return 0

@@ -1,31 +1,37 @@
-"""``streamk bench``: time our kernels against cuBLAS on the seeded corpus sample (needs a GPU and PyTorch)."""
+"""``streamk bench``: time our kernels against cuBLAS on the seeded corpus sample (needs a GPU and
+PyTorch). Every argument is checked, and ``--help`` complete, without either."""
 
 from __future__ import annotations
 
 import argparse
 
 from ..errors import StreamkError
+from ..gpu.bench_args import add_arguments
+
+TORCH_EXTRA = 'pip install -e ".[gpu,torch]"'
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="time GPU kernels vs cuBLAS on the corpus sample (GPU, PyTorch)",
                        description="For each shape of the seeded corpus sample (and 8192^3 with --big): "
-                                   "cuBLAS on the raw and the zero-padded shape, and each decomposition of "
-                                   "ours with every overhead inside the timing. CUDA events, median of 50 "
-                                   "runs, CUDA graphs for small problems; writes a CSV and a plot of it (PNG), "
-                                   "prints geomeans and the noise floor.")
-    try:
-        from ..gpu.bench import add_arguments
-    except ImportError:  # no torch: the verb still parses and says what is missing
-        p.add_argument("--count", type=int, default=400)
-        return p
+                                   "cuBLAS zero-padded to multiples of 8 (cuBLAS at its best) and on the raw "
+                                   "shape, and each decomposition of ours with every overhead inside the "
+                                   "timing. CUDA events, median of 50 runs, CUDA graphs for small problems; "
+                                   "writes a CSV and a plot of it (PNG), prints geomeans and the noise floor. "
+                                   f"Needs an NVIDIA GPU and PyTorch ({TORCH_EXTRA}).",
+                       epilog="Example: streamk bench --count 400 --big --out results/")
     add_arguments(p)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..gpu import available
+
     try:
         from ..gpu.bench import main
     except ImportError as exc:
-        raise StreamkError(f"streamk bench needs PyTorch for cuBLAS ({exc})") from None
+        raise StreamkError(f"streamk bench needs PyTorch for cuBLAS ({exc}); {TORCH_EXTRA}") from None
+    ok, why = available()
+    if not ok:
+        raise StreamkError(f"no usable GPU: {why}")
     return main(args)

@@ -24,14 +24,27 @@ def _typed(parse):
     return convert
 
 
-def positive_int(text: str) -> int:
+def _int_at_least(text: str, low: int) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer (got {text!r})") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1 (got {value})")
+        raise argparse.ArgumentTypeError(f"must be an integer >= {low} (got {text!r})") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be >= {low} (got {value})")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _int_at_least(text, 1)
+
+
+def seed(text: str) -> int:
+    """A NumPy seed: an integer >= 0."""
+    return _int_at_least(text, 0)
+
+
+def add_seed_arg(p: argparse.ArgumentParser, default: int = 0, what: str = "random seed") -> None:
+    p.add_argument("--seed", type=seed, default=default, metavar="S", help=f"{what} (default {default})")
 
 
 def add_problem_args(p: argparse.ArgumentParser, *, shape: bool = True) -> None:

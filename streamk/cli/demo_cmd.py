@@ -13,11 +13,13 @@ import numpy as np
 from ..costs import AUTO_COSTS, IDEAL, Costs
 from ..errors import StreamkError
 from ..plot import load_sweep_csv, plot_landscape, plot_schedule, plot_schedules
+from ..plot.gantt import count, timeline_title
 from ..plot.landscape import METRICS, decompositions, speedup_vs_dp
 from ..sched import make_schedule
 from ..shapes import GemmShape, Machine, TileShape
 from ..sim import simulate
-from .common import positive_int
+from .common import add_seed_arg, positive_int
+from .paths import make_folder, output_folder
 from .plot_cmd import run_sweep
 
 PAPER_SMS = 4  # the hypothetical four-SM GPU of the paper's Figures 1-4
@@ -36,7 +38,7 @@ FIGURES = [
     ("fig2b-stream-k-g4.png", "Figure 2b", "stream-k", "384x384x128", "128x128x4", {"grid": 4}, 1.00),
 ]
 FIXUP_COSTS = Costs(2, 4, 1, 4)  # a, b, d in MAC iterations: small enough to keep 32-iteration tiles readable
-HYBRIDS = ("stream-k", "dp-one-tile-sk", "two-tile-sk-dp")  # Figure 4, on 896x384x128 with 128x128x4 tiles
+HYBRIDS = ("stream-k", "dp-one-tile-sk", "two-tile-sk-dp")  # Figure 3, on 896x384x128 with 128x128x4 tiles
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -45,18 +47,18 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                    "schedules, sweep a seeded corpus sample (108 SMs, 128x128x32 tiles), "
                                    "write its landscapes, and run a small GPU check if a GPU is present.",
                        epilog="Example: streamk demo --out out/demo")
-    p.add_argument("--out", type=Path, default=Path("out/demo"), metavar="DIR",
+    p.add_argument("--out", type=output_folder, default=Path("out/demo"), metavar="DIR",
                    help="folder for the PNGs and the sweep CSV (default out/demo)")
     p.add_argument("--count", type=positive_int, default=None, metavar="N",
                    help=f"corpus shapes to sweep (default {CORPUS_COUNT})")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="corpus seed (default 0)")
+    add_seed_arg(p, what="corpus seed")
     p.add_argument("--no-gpu", action="store_true", help="skip the GPU check")
     p.add_argument("--quick", action="store_true", help=argparse.SUPPRESS)  # tests: tiny sweep, no GPU
     return p
 
 
 def paper_figures(out: Path) -> list[Path]:
-    """Simulate Figures 1-2 and 4 of the paper, print utilizations, write the PNGs."""
+    """Simulate Figures 1-3 of the paper, print utilizations, write the PNGs."""
     machine = Machine(PAPER_SMS)
     print(f"The paper's examples, {PAPER_SMS} SMs, ideal costs (a=b=d=0, c=1):")
     print(f"  {'figure':<10} {'decomposition':<15} {'shape':<12} {'tile':<12} {'grid':>4} {'makespan':>8} "
@@ -66,27 +68,22 @@ def paper_figures(out: Path) -> list[Path]:
         t = simulate(make_schedule(name, GemmShape.parse(shape), TileShape.parse(tile), machine, **options))
         print(f"  {fig:<10} {name:<15} {shape:<12} {tile:<12} {t.schedule.grid:>4} {t.makespan:>8g} "
               f"{t.utilization:>11.2f}  {paper:.2f}")
-        written.append(plot_schedule(t, out / file, f"{fig}: {_title(t)}"))
+        written.append(plot_schedule(t, out / file, f"The paper's {fig}: {timeline_title(t)}"))
     shape, tile = GemmShape(896, 384, 128), TileShape(128, 128, 4)
     timelines = [simulate(make_schedule(name, shape, tile, machine)) for name in HYBRIDS]
     for t in timelines:
-        print(f"  {'Figure 4':<10} {t.schedule.decomposition:<15} {str(shape):<12} {str(tile):<12} "
+        print(f"  {'Figure 3':<10} {t.schedule.decomposition:<15} {str(shape):<12} {str(tile):<12} "
               f"{t.schedule.grid:>4} {t.makespan:>8g} {t.utilization:>11.2f}")
-    written.append(plot_schedules(timelines, out / "fig4-hybrids-896x384x128.png",
-                                  suptitle="Figure 4: basic Stream-K vs the hybrids, 896x384x128, 128x128x4 tiles, "
-                                           f"{PAPER_SMS} SMs"))
+    written.append(plot_schedules(timelines, out / "fig3-hybrids-896x384x128.png",
+                                  suptitle="The paper's Figure 3: basic Stream-K vs the hybrids, 896x384x128, "
+                                           f"128x128x4 tiles, {count(PAPER_SMS, 'SM')}, ideal costs"))
     timelines = [simulate(make_schedule(name, shape, tile, machine), FIXUP_COSTS) for name in HYBRIDS]
     print(f"  with costs a,b,c,d = {FIXUP_COSTS}: " + ", ".join(
         f"{t.schedule.decomposition} makespan {t.makespan:g} (wait {t.total_wait:g})" for t in timelines))
-    written.append(plot_schedules(timelines, out / "fig4-hybrids-896x384x128-costs.png",
-                                  suptitle=f"Figure 4 with fixup costs a,b,c,d = {FIXUP_COSTS}"))
+    written.append(plot_schedules(timelines, out / "fig3-hybrids-896x384x128-costs.png",
+                                  suptitle=f"The paper's Figure 3 with costs a,b,c,d = {FIXUP_COSTS}: partial "
+                                           f"stores, waits and fixups take time"))
     return written
-
-
-def _title(t) -> str:
-    s = t.schedule
-    return (f"{s.decomposition} {s.shape}, tile {s.tile}, g={s.grid}: makespan {t.makespan:g}, "
-            f"utilization {t.utilization:.2f}")
 
 
 def corpus_landscapes(out: Path, count: int, seed: int, sms: int) -> list[Path]:
@@ -114,7 +111,8 @@ def corpus_landscapes(out: Path, count: int, seed: int, sms: int) -> list[Path]:
               f"{geo(speed_costed, name):>22} {int((sel & rows['deadlock']).sum()):>9}")
     print("  (ideal costs: only MAC iterations take time, so every full-grid Stream-K variant balances perfectly;\n"
           "   with fixup costs, splitting tiles costs time and auto's model picks where it pays off)")
-    return [plot_landscape(rows, out / f"landscape-{metric}.png", metric) for metric in METRICS]
+    return [plot_landscape(table, out / f"landscape-{metric}{suffix}.png", metric)
+            for table, suffix in ((rows, ""), (costed, "-costs")) for metric in METRICS]
 
 
 def gpu_check() -> bool:
@@ -153,8 +151,7 @@ def gpu_check() -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
+    out: Path = make_folder(args.out)
     count = args.count or (QUICK_COUNT if args.quick else CORPUS_COUNT)
     sms = QUICK_SMS if args.quick else CORPUS_SMS
     written = paper_figures(out)

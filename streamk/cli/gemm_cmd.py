@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 import numpy as np
 
 from ..errors import StreamkError
+from ..limits import check_memory
+from ..sched import get
+from ..sched.registry import check_options
 from ..schedule import FIXUP_POLICIES
 from ..shapes import GemmShape
-from .common import _typed, positive_int, print_json
+from .common import _typed, add_seed_arg, positive_int, print_json
 
 CHECK_ROWS = 256  # rows of C compared with a float64 NumPy reference (all of them for small m)
 
@@ -17,8 +21,9 @@ CHECK_ROWS = 256  # rows of C compared with a float64 NumPy reference (all of th
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("gemm", help="run one GEMM on the GPU through a schedule; check and time it",
                        description="C = alpha*A@B + beta*C on the GPU with random normal inputs, executing "
-                                   "the named decomposition; checks C against a float64 reference (STYLE.md "
-                                   "bound) and prints the median time and TFLOP/s (CUDA events).")
+                                   "the named decomposition; checks C against a float64 reference (error bound "
+                                   "4 sqrt(k) eps |A||B| + eps |C|) and prints the median time and TFLOP/s "
+                                   "(CUDA events). Needs an NVIDIA GPU and pip install -e \".[gpu]\".")
     p.add_argument("decomposition", metavar="DECOMP", nargs="?", default="auto",
                    help="a registered scheduler (default auto)")
     p.add_argument("--shape", required=True, type=_typed(GemmShape.parse), metavar="MxNxK")
@@ -32,15 +37,40 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "paper's 128x128x32, or auto's choice by problem size for DECOMP auto")
     p.add_argument("--layout", choices=["RR", "RC", "CR", "CC"], default="RR",
                    help="A and B row- (R) or column-major (C) (default RR)")
-    p.add_argument("--alpha", type=float, default=1.0)
-    p.add_argument("--beta", type=float, default=0.0)
+    p.add_argument("--alpha", type=finite_float, default=1.0, help="scale of A@B (default 1)")
+    p.add_argument("--beta", type=finite_float, default=0.0, help="scale of the C added (default 0)")
     p.add_argument("--reps", type=positive_int, default=50, help="timed repetitions (default 50)")
-    p.add_argument("--seed", type=int, default=0)
+    add_seed_arg(p, what="random seed")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return p
 
 
+def finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number (got {text!r})")
+    return value
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Every argument error, the decomposition's name and options included, before the GPU is
+    looked for: a typo is reported as a typo on a machine without one too."""
+    from ..gpu.operands import spec_for_tile
+
+    get(args.decomposition)  # unknown decomposition: named as such
+    check_options(args.decomposition, {"grid": args.grid, "splits": args.splits})
+    tile = int(args.tile) if args.tile and args.tile.isdigit() else args.tile
+    if tile is not None:
+        spec_for_tile(args.dtype, tile)  # no kernel runs this tile for this dtype: the tiles that exist
+    m, n, k = args.shape.m, args.shape.n, args.shape.k
+    check_memory(8.0 * (m * k + k * n + 3 * m * n), f"gemm {args.shape} (host arrays and reference)")
+
+
 def run(args: argparse.Namespace) -> int:
+    check_arguments(args)
     from ..gpu import available, prepare
     from ..gpu.device import current
     from ..gpu.timing import time_launch

@@ -12,7 +12,8 @@ from ..errors import StreamkError
 from ..plot import METRICS, load_bench_csv, load_sweep_csv, plot_bench, plot_landscape, plot_schedule
 from ..shapes import TileShape
 from ..sim import simulate
-from .common import add_decomposition_args, add_problem_args, positive_int, schedule_from
+from .common import add_decomposition_args, add_problem_args, add_seed_arg, positive_int, schedule_from
+from .paths import PLOT_SUFFIXES, check_output_file, input_file, make_folder, output_file, writing
 from .simulate_cmd import add_costs_arg
 
 
@@ -22,7 +23,7 @@ def run_sweep(csv_path: Path, count: int, seed: int, tile: TileShape, sms: int, 
     CLI contract, so the rows are the ones a user's sweep writes); its table goes to stderr."""
     from . import main  # noqa: PLC0415 (the package imports this module)
 
-    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(csv_path.parent)
     argv = ["sweep", "--count", str(count), "--seed", str(seed), "--tile", str(tile), "--sms", str(sms),
             "--ctas-per-sm", str(ctas_per_sm), "--costs", str(costs), "--out", str(csv_path)]
     if decomp:
@@ -50,7 +51,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     add_problem_args(s)
     add_costs_arg(s)
     s.add_argument("--title", help="panel title (default: decomposition, shape, makespan, utilization)")
-    s.add_argument("--out", required=True, type=Path, metavar="FILE.png", help="where to write the PNG")
+    s.add_argument("--out", required=True, type=output_file(*PLOT_SUFFIXES), metavar="FILE.png",
+                   help="where to write the plot (.png, .pdf or .svg)")
 
     land = what.add_parser("landscape", help="utilization or speedup over a corpus of shapes",
                            description="Plot sweep results: utilization against arithmetic intensity "
@@ -58,12 +60,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                        "data-parallel (speedup). Reads --csv from `streamk sweep --out`, or runs "
                                        "a small seeded sweep itself.",
                            epilog="Example: streamk plot landscape --csv sweep.csv --metric speedup --out speedup.png")
-    land.add_argument("--csv", type=Path, metavar="FILE.csv", help="rows written by `streamk sweep --out FILE.csv`")
+    land.add_argument("--csv", type=input_file, metavar="FILE.csv", help="rows written by `streamk sweep --out FILE.csv`")
     land.add_argument("--metric", choices=METRICS, default="utilization", help="what to plot (default utilization)")
-    land.add_argument("--out", required=True, type=Path, metavar="FILE.png", help="where to write the PNG")
+    land.add_argument("--out", required=True, type=output_file(*PLOT_SUFFIXES), metavar="FILE.png",
+                   help="where to write the plot (.png, .pdf or .svg)")
     corpus = land.add_argument_group("sweep options (without --csv)")
     corpus.add_argument("--count", type=positive_int, default=500, metavar="N", help="corpus shapes (default 500)")
-    corpus.add_argument("--seed", type=int, default=0, metavar="S", help="corpus seed (default 0)")
+    add_seed_arg(corpus, what="corpus seed")
     corpus.add_argument("--decomp", metavar="D[,D...]", help="decompositions (default: all)")
     add_problem_args(corpus, shape=False)
     add_costs_arg(corpus)
@@ -72,9 +75,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                         "by tile count, ours against cuBLAS (raw and padded) by flops, and "
                                         "TFLOP/s by arithmetic intensity, one point per corpus shape.",
                             epilog="Example: streamk plot bench --csv bench_float16.csv --out bench.png")
-    bench.add_argument("--csv", required=True, type=Path, metavar="FILE.csv", help="written by `streamk bench`")
+    bench.add_argument("--csv", required=True, type=input_file, metavar="FILE.csv", help="written by `streamk bench`")
     bench.add_argument("--title", default="", help="figure title")
-    bench.add_argument("--out", required=True, type=Path, metavar="FILE.png", help="where to write the PNG")
+    bench.add_argument("--out", required=True, type=output_file(*PLOT_SUFFIXES), metavar="FILE.png",
+                   help="where to write the plot (.png, .pdf or .svg)")
     land.set_defaults(sms=None)
     for action in land._actions:  # --sms is only needed to run a sweep, so not required here
         if action.dest == "sms":
@@ -85,35 +89,27 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     if args.what == "schedule":
         timeline = simulate(schedule_from(args), args.costs)
-        path = plot_schedule(timeline, args.out, args.title)
+        with writing(args.out):
+            path = plot_schedule(timeline, args.out, args.title)
         print(f"{timeline.schedule.decomposition}: utilization {timeline.utilization:.4f}, makespan "
-              f"{timeline.makespan:g}{', DEADLOCK' if timeline.deadlock else ''} -> {path}")
+              f"{timeline.makespan:g}{', DEADLOCK' if timeline.deadlock else ''}; wrote {path}")
         return 0
     if args.what == "bench":
-        try:
-            path = plot_bench(load_bench_csv(args.csv), args.out, args.title)
-        except OSError as exc:
-            raise StreamkError(f"cannot read --csv {args.csv}: {exc.strerror}") from None
-        except KeyError as exc:
-            raise StreamkError(f"--csv {args.csv} is not a `streamk bench` CSV (no column {exc})") from None
-        except ValueError as exc:
-            raise StreamkError(f"--csv {args.csv}: {exc}") from None
-        print(f"benchmark plot -> {path}", file=sys.stderr)
+        rows = load_bench_csv(args.csv)
+        with writing(args.out):
+            path = plot_bench(rows, args.out, args.title)
+        print(f"wrote {path}", file=sys.stderr)
         return 0
     if args.csv is not None:
-        try:
-            rows = load_sweep_csv(args.csv)
-        except OSError as exc:
-            raise StreamkError(f"cannot read --csv {args.csv}: {exc.strerror}") from None
+        rows = load_sweep_csv(args.csv)
     else:
         if args.sms is None:
             raise StreamkError("plot landscape needs --csv FILE.csv, or --sms P to run a sweep itself")
         csv_path = args.out.with_suffix(".csv")
+        check_output_file(str(csv_path))  # the sweep's rows go beside the plot: writable too
         run_sweep(csv_path, args.count, args.seed, args.tile, args.sms, args.ctas_per_sm, args.decomp, args.costs)
         rows = load_sweep_csv(csv_path)
-    try:
+    with writing(args.out):
         path = plot_landscape(rows, args.out, args.metric)
-    except ValueError as exc:
-        raise StreamkError(str(exc)) from None
-    print(f"{args.metric} landscape of {len(rows['m'])} rows -> {path}", file=sys.stderr)
+    print(f"{args.metric} landscape of {len(rows['m'])} rows; wrote {path}", file=sys.stderr)
     return 0

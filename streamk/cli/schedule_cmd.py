@@ -1,4 +1,4 @@
-"""``streamk schedule``: build a decomposition and print it (a table, or DESIGN.md's JSON)."""
+"""``streamk schedule``: build a decomposition and print it (a table, or the CLI contract's JSON)."""
 
 from __future__ import annotations
 

@@ -10,9 +10,17 @@ from ..schedule import FIXUP_POLICIES
 from ..sched import names
 from ..sched.registry import WALKS
 from ..sim.corpus import CORPUS_SIZE, corpus
-from ..sim.sweep import SWEEP_SPLITS, sweep
-from .common import add_problem_args, machine_from, positive_int, print_json
+from ..limits import PROGRESS_AFTER_S, check_seconds
+from ..sched.registry import get_batch
+from ..sim.sweep import SWEEP_SPLITS, _workers, sweep
+from .common import add_problem_args, add_seed_arg, machine_from, positive_int, print_json
+from .paths import output_file, writing
 from .simulate_cmd import add_costs_arg
+
+# Shape-decompositions a sweep times per second and worker (measured on a 2-core CI machine):
+CLOSED_FORM_RATE = 20_000.0  # built-in schedulers under their own fixup: closed-form ranges, fast path
+PER_SHAPE_RATE = 1_000.0  # a user's scheduler: one Schedule per shape, then the fast path
+EVENT_RATE = 120.0  # --fixup or --walk backward: mostly the event simulator
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -24,7 +32,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        epilog="Example: streamk sweep --tile 128x128x32 --sms 108 --out sweep.csv --json")
     p.add_argument("--count", type=positive_int, default=CORPUS_SIZE, metavar="N",
                    help=f"number of shapes (default {CORPUS_SIZE}, the paper's corpus)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="corpus seed (default 0)")
+    add_seed_arg(p, what="corpus seed")
     add_problem_args(p, shape=False)
     p.add_argument("--decomp", default=None, metavar="D[,D...]",
                    help=f"decompositions to simulate (default all: {', '.join(names())})")
@@ -34,28 +42,45 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "timed from real schedules, so slower than the default")
     p.add_argument("--walk", choices=WALKS, default="forward",
                    help="order of each CTA's units (backward pairs with --fixup turnstile) (default forward)")
-    p.add_argument("--out", metavar="FILE.csv", help="write one row per shape and decomposition "
+    p.add_argument("--out", metavar="FILE.csv", type=output_file(), help="write one row per shape and decomposition "
                    "(m,n,k,decomposition,grid,makespan,utilization,deadlock,fast)")
     p.add_argument("--json", action="store_true",
                    help="print a summary object: shapes, mean_utilization, speedup_vs_dp, wins, ...")
     return p
 
 
+def estimate_seconds(decomps: list[str], count: int, args: argparse.Namespace) -> float:
+    """Rough seconds a sweep of ``count`` shapes takes, from the rates above."""
+    own_order = args.fixup is None and args.walk == "forward"
+    seconds = 0.0
+    for name in decomps:
+        closed = own_order and get_batch(name) is not None
+        seconds += count / (CLOSED_FORM_RATE if closed else PER_SHAPE_RATE if own_order else EVENT_RATE)
+    return seconds / _workers()
+
+
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    decomps = None
+    decomps = names()
     if args.decomp is not None:
         decomps = [d.strip() for d in args.decomp.split(",") if d.strip()]
         if not decomps:
             raise ScheduleError(f"--decomp needs at least one name (got {args.decomp!r})")
+        unknown = [d for d in decomps if d not in names()]
+        if unknown:
+            raise ScheduleError(f"unknown decomposition {unknown[0]!r}; choose from: {', '.join(names())}")
+    check_seconds(estimate_seconds(decomps, args.count, args),
+                  f"a sweep of {args.count:,} shapes x {len(decomps)} decompositions",
+                  "use a smaller --count or fewer --decomp")
     shapes = corpus(args.count, args.seed)
-    total = len(shapes) * (len(decomps) if decomps else len(names()))
-    with tqdm(total=total, unit="shape", desc="sweep", file=sys.stderr, disable=None) as bar:
+    with tqdm(total=len(shapes) * len(decomps), unit="shape", desc="sweep", file=sys.stderr, disable=None,
+              delay=PROGRESS_AFTER_S) as bar:
         result = sweep(shapes, args.tile, machine_from(args), decomps, args.costs, progress=bar.update,
                        fixup=args.fixup, walk=args.walk)
     if args.out:
-        result.write_csv(args.out)
+        with writing(args.out):
+            result.write_csv(args.out)
     summary = result.summary()
     summary["seed"] = args.seed
     summary["fixup"] = args.fixup or "owner-waits"

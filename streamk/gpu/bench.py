@@ -30,10 +30,10 @@ import torch
 from ..shapes import GemmShape
 from ..sim.corpus import corpus as draw_corpus
 from .api import clear_cache, prepare
+from .bench_args import DECOMPS, SEED, add_arguments  # noqa: F401 (benchmarks/gpu_bench.py takes them from here)
 from .device import available, current
 from .variants import launch_key, variant
 
-DECOMPS = ["data-parallel", "stream-k", "dp-one-tile-sk", "two-tile-sk-dp", "auto"]
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
 REPS = 50
 GRAPH_BELOW_MS = 0.1  # time as graph replays below this
@@ -41,7 +41,6 @@ GRAPH_BATCH = 10
 BIG = (8192, 8192, 8192)  # --big: the large problem, timed alone (time_alone)
 
 
-SEED = 20260121  # the GPU sample of GPU-NOTES.md: first N of corpus(400, seed=SEED)
 
 
 def corpus(count: int, seed: int = SEED) -> list[tuple[int, int, int]]:
@@ -183,25 +182,6 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
-def add_arguments(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--count", type=int, default=400, help="corpus shapes (first N of the seeded 400)")
-    ap.add_argument("--seed", type=int, default=SEED, help="corpus seed (default: the GPU sample of GPU-NOTES.md)")
-    ap.add_argument("--dtype", default="float16", choices=list(DTYPES))
-    ap.add_argument("--big", action="store_true", help="also 8192^3")
-    ap.add_argument("--decomps", default=";".join(DECOMPS),
-                    help="';'-separated NAME[%%GRID][@CTAS_PER_SM][:A,B,C,D[&A,B,C,D]][/ORDER][!FIXUP]"
-                         "[#TILE][+pack|+narrow][+pdl|+nopdl][+back]: a scheduler, optionally with that grid, "
-                         "planned for that many CTAs per SM, (auto) those model constants (after &: its "
-                         "separate-reduce constants), a tile order such as grouped-8, a fixup policy, the CTA tile "
-                         "(64, 128, 128x64, 64x128, 32x64, 32x32, 128x256; auto picks one by default), how unaligned "
-                         "operands are read, whether the kernels after the first use programmatic dependent launch, "
-                         "and +back to walk each CTA's units backwards")
-    ap.add_argument("--only-tile", metavar="TILE",
-                    help="only the corpus shapes for which auto picks this tile (e.g. 128x256): a rule's shapes")
-    ap.add_argument("--seconds", type=float, default=400.0, help="stop starting new shapes after this")
-    ap.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for the CSV (default $OUT or .)")
-
-
 def main(args: argparse.Namespace) -> int:
     ok, why = available()
     if not ok:
@@ -236,6 +216,7 @@ def main(args: argparse.Namespace) -> int:
                   f"{tf(r['cublas_padded']):6.1f} | " + " ".join(f"{d} {tf(r[d]):6.1f}" for d in decomps) +
                   f" | pack {r.get('pack_ms', 0) * 1e3:5.1f} us of {r[decomps[-1]] * 1e3:6.1f}"
                   f" | err {max(r[d + '_relerr'] for d in decomps):.1e}", flush=True)
+    os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"bench_{args.dtype}.csv")
     with open(path, "w", newline="") as f:
         fields = list(dict.fromkeys(key for r in rows for key in r))

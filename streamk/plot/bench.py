@@ -10,7 +10,6 @@ Three panels, each point one corpus shape:
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 from typing import Mapping
@@ -22,6 +21,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
+from ..errors import InputError  # noqa: E402
+from .csvfile import column, read_rows  # noqa: E402
 from .landscape import DPI, MARKERS  # noqa: E402
 
 BIG = (8192, 8192, 8192)  # the bench's --big shape, left out of the corpus panels
@@ -31,16 +32,18 @@ Rows = Mapping[str, np.ndarray]
 
 
 def load_bench_csv(path: str | Path) -> dict[str, np.ndarray]:
-    """Columns of a `streamk bench` CSV (times in ms) as float arrays; text columns dropped."""
-    with open(path, newline="") as f:
-        rows = [r for r in csv.DictReader(f) if (int(r["m"]), int(r["n"]), int(r["k"])) != BIG]
-    if not rows:
-        raise ValueError(f"{path}: no corpus rows (is it a `streamk bench` CSV?)")
+    """Columns of a `streamk bench` CSV (times in ms) as float arrays; text columns dropped. A
+    file that is not such a CSV raises InputError naming what is wrong."""
+    fields, records = read_rows(path, ["m", "n", "k"], "streamk bench")
+    shapes = np.stack([column(path, records, c, int, np.int64) for c in "mnk"], axis=1)
+    records = [r for r, shape in zip(records, shapes.tolist()) if tuple(shape) != BIG]
+    if not records:
+        raise InputError(f"{path} has no corpus rows, only {BIG[0]}^3; run streamk bench with --count N")
     out: dict[str, np.ndarray] = {}
-    for key in rows[0]:
+    for key in fields:
         try:
-            out[key] = np.array([float(r[key]) if r[key] != "" else math.nan for r in rows])
-        except ValueError:
+            out[key] = np.array([float(r[key]) if r[key] != "" else math.nan for r in records])
+        except (TypeError, ValueError):
             continue  # kernel names, dtypes
     return out
 
@@ -54,7 +57,7 @@ def plot_bench(rows: Rows, path: str | Path, title: str = "") -> Path:
     """Draw the three panels to ``path`` (PNG); returns the path."""
     ours = variants(rows)
     if "data-parallel" not in ours:
-        raise ValueError("the CSV has no data-parallel column: run the bench with data-parallel among --decomps")
+        raise InputError("the CSV has no data-parallel column: run the bench with data-parallel among --decomps")
     m, n, k = rows["m"], rows["n"], rows["k"]
     flops = 2 * m * n * k
     tiles = np.ceil(m / TILE) * np.ceil(n / TILE)

@@ -3,8 +3,9 @@
 One row per SM slot (SM 0 on top), time along x in units of one MAC iteration (the cost model's
 ``c``). A CTA's MAC segments are coloured by the output tile they compute (a qualitative colormap,
 so neighbouring tiles differ) and labelled "CTA i / t j" where the bar is wide enough; the other
-segment kinds (CTA overhead, partial store, wait, fixup, tile store) get grey-scale colours and
-hatching named in the legend. Makespan and utilization are in the panel title.
+segment kinds (CTA overhead, partial store, wait, fixup, tile store) each get their own fill and
+hatch, named in a legend of only the kinds the figure shows. Makespan and utilization are in the
+panel title.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Sequence
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.colors  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.collections import PatchCollection  # noqa: E402
 from matplotlib.patches import Patch, Rectangle  # noqa: E402
@@ -35,14 +37,17 @@ FIG_WIDTH_IN = 11.0  # inches: wide enough for "CTA 12" labels on the paper's ex
 DPI = 110  # dots per inch of the PNGs (docs keep them small)
 BAR_HEIGHT = 0.8  # fraction of a row a segment bar fills
 LABEL_CHAR_PX = 6.5  # approximate width of one label character at font size 8, in pixels
-TILE_COLORS = plt.get_cmap("tab20").colors[::2] + plt.get_cmap("tab20").colors[1::2]  # 20 distinct, pairs apart
+# 60 distinct tile colours: tab20's strong then light halves (neighbouring tiles differ), then
+# tab20b's and tab20c's; beyond 60 tiles colours repeat and the bar labels carry the tile.
+TILE_COLORS = tuple(c for name in ("tab20", "tab20b", "tab20c")
+                    for c in plt.get_cmap(name).colors[::2] + plt.get_cmap(name).colors[1::2])
 
 # Non-MAC segment kinds: face colour, hatch, legend label. "mac" is coloured by tile instead.
 KIND_STYLE: dict[str, tuple[str, str, str]] = {
     "overhead": ("#d9d9d9", "", "CTA overhead (a)"),
-    "store_partial": ("#ffffff", "////", "store partial (b)"),
+    "store_partial": ("#ffffff", "////", "store partial to workspace (b)"),
     "wait": ("#f4cccc", "xx", "wait on peers"),
-    "fixup": ("#ffffff", "\\\\\\\\", "fixup: add peer partials (d)"),
+    "fixup": ("#ffd966", "...", "fixup: add peer partials (d)"),
     "store_tile": ("#7f7f7f", "", "store output tile"),
 }
 
@@ -55,11 +60,23 @@ def tile_color(tile: int) -> tuple[float, float, float]:
     return TILE_COLORS[tile % len(TILE_COLORS)]
 
 
+def count(n: int, word: str) -> str:
+    """"1 SM", "4 SMs"."""
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _dark(color) -> bool:
+    """Whether black text on ``color`` would be hard to read (relative luminance below 0.25)."""
+    r, g, b = matplotlib.colors.to_rgb(color)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b < 0.25
+
+
 def timeline_title(timeline: Timeline) -> str:
     """"stream-k 384x384x128, tile 128x128x4, 4 SMs, g=4: makespan 72, utilization 1.00"."""
     s = timeline.schedule
     machine = s.machine
-    where = f"{machine.sms} SMs" + (f" x {machine.ctas_per_sm}" if machine.ctas_per_sm > 1 else "")
+    where = count(machine.sms, "SM") + (f" x {count(machine.ctas_per_sm, 'CTA slot')}"
+                                         if machine.ctas_per_sm > 1 else "")
     head = f"{s.decomposition} {s.shape}, tile {s.tile}, {where}, g={s.grid}"
     if timeline.deadlock:
         reason = (timeline.deadlock_reason or "").split(":")[0]  # the first clause names the wait
@@ -115,7 +132,8 @@ def draw_timeline(ax: plt.Axes, timeline: Timeline, *, xmax: float | None = None
         text = _label(seg, width * px_per_unit, two_lines=row_px * BAR_HEIGHT >= 2 * LABEL_MIN_ROW_PX) \
             if seg.kind == "mac" and row_px * BAR_HEIGHT >= LABEL_MIN_ROW_PX else None
         if text:
-            ax.text(float(seg.start) + width / 2, row, text, ha="center", va="center", fontsize=8)
+            ax.text(float(seg.start) + width / 2, row, text, ha="center", va="center", fontsize=8,
+                    color="white" if _dark(face) else "black")
     for (face, hatch), rects in groups.items():
         ax.add_collection(PatchCollection(rects, facecolor=face, hatch=hatch or None, edgecolor="black",
                                           linewidth=edge))
@@ -154,11 +172,17 @@ def _draw_stuck(ax: plt.Axes, timeline: Timeline, xmax: float, px_per_unit: floa
 
 
 def _legend(fig: plt.Figure, timelines: Sequence[Timeline]) -> None:
+    """The kinds of segment the figure shows, and nothing else."""
     kinds = {seg.kind for t in timelines for seg in t.segments if seg.end > seg.start}
-    handles = [Patch(facecolor=tile_color(0), edgecolor="black", label="MAC iterations (colour = tile)")]
+    tiles = max(t.schedule.problem.tiles for t in timelines)
+    mac = "MAC iterations (colour = tile" + (f"; colours repeat every {len(TILE_COLORS)} tiles, labels name "
+                                             f"the tile)" if tiles > len(TILE_COLORS) else ")")
+    handles = [Patch(facecolor=tile_color(0), edgecolor="black", label=mac)] if "mac" in kinds else []
     for kind, (face, hatch, label) in KIND_STYLE.items():
         if kind in kinds:
             handles.append(Patch(facecolor=face, hatch=hatch, edgecolor="black", label=label))
+    if any(t.deadlock for t in timelines):
+        handles.append(Patch(facecolor=STUCK_COLOR, hatch="xx", edgecolor="firebrick", label="waits forever (deadlock)"))
     fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 3), fontsize=8, frameon=False,
                bbox_to_anchor=(0.5, 0.0))
 

@@ -14,7 +14,6 @@ Deadlocked rows are left out of every panel and counted in its label.
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 from typing import Mapping
@@ -23,7 +22,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
+
+from ..errors import InputError  # noqa: E402
+from .csvfile import column, number, read_rows  # noqa: E402
 
 METRICS = ("utilization", "speedup", "map")
 DPI = 110  # dots per inch of the PNGs
@@ -42,30 +45,28 @@ Rows = Mapping[str, np.ndarray]
 
 def load_sweep_csv(path: str | Path) -> dict[str, np.ndarray]:
     """Read a sweep CSV into columns: m, n, k, grid (int), makespan, utilization (float),
-    decomposition (str), deadlock (bool); other columns are kept as strings."""
-    with open(path, newline="") as fh:
-        reader = csv.DictReader(fh)
-        records = list(reader)
-        fields = reader.fieldnames or []
+    decomposition (str), deadlock (bool); other columns are kept as strings. A file that is not
+    such a CSV raises InputError naming what is wrong."""
     need = ["m", "n", "k", "decomposition", "makespan", "utilization", "deadlock"]
-    missing = [c for c in need if c not in fields]
-    if missing:
-        raise ValueError(f"sweep CSV {path} lacks column(s) {', '.join(missing)} (has {', '.join(fields)}); "
-                         f"write it with: streamk sweep --out FILE.csv")
-    if not records:
-        raise ValueError(f"sweep CSV {path} has no rows")
+    fields, records = read_rows(path, need, "streamk sweep --out FILE.csv")
     cols: dict[str, np.ndarray] = {}
     for name in fields:
-        values = [r[name] for r in records]
         if name in ("m", "n", "k", "grid"):
-            cols[name] = np.array(values, dtype=np.int64)
+            cols[name] = column(path, records, name, _whole, np.int64)
         elif name in ("makespan", "utilization"):
-            cols[name] = np.array([float(v) if v not in ("", "None", "null") else math.inf for v in values])
+            cols[name] = column(path, records, name, number, float)
         elif name == "deadlock":
-            cols[name] = np.array([v in _TRUE for v in values], dtype=bool)
+            cols[name] = np.array([r[name] in _TRUE for r in records], dtype=bool)
         else:
-            cols[name] = np.array(values, dtype=object)
+            cols[name] = np.array([r[name] for r in records], dtype=object)
     return cols
+
+
+def _whole(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
 
 
 def arithmetic_intensity(m: np.ndarray, n: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -95,7 +96,7 @@ def speedup_vs_dp(rows: Rows) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     of each shape that both ran without deadlock."""
     names = decompositions(rows)
     if "data-parallel" not in names:
-        raise ValueError("speedup needs data-parallel rows in the sweep (got only "
+        raise InputError("speedup needs data-parallel rows in the sweep (got only "
                          f"{', '.join(names)}); sweep with --decomp data-parallel,...")
     key = [f"{a}x{b}x{c}" for a, b, c in zip(rows["m"].tolist(), rows["n"].tolist(), rows["k"].tolist())]
     key = np.array(key, dtype=object)
@@ -143,11 +144,31 @@ def _label_outer(axes, count: int, xlabel: str, ylabel: str) -> None:
 
 
 def _subtitle(rows: Rows) -> str:
+    """"2,000 GEMM shapes, 108 SMs, tile 128x128x32, costs a,b,c,d = 0,0,1,0 (ideal)": the
+    machine, tile and cost model from the sweep CSV's columns (older CSVs lack them)."""
     shapes = len({(a, b, c) for a, b, c in zip(rows["m"].tolist(), rows["n"].tolist(), rows["k"].tolist())})
-    extra = ""
-    if "sms" in rows and "tile" in rows:
-        extra = f", {rows['sms'][0]} SMs, tile {rows['tile'][0]}"
-    return f"{shapes:,} GEMM shapes{extra}"
+    parts = [f"{shapes:,} GEMM shapes"]
+    if "sms" in rows:
+        per_sm = str(rows["ctas_per_sm"][0]) if "ctas_per_sm" in rows else "1"
+        parts.append(f"{rows['sms'][0]} SMs" + (f" x {per_sm} CTA slots" if per_sm != "1" else ""))
+    if "tile" in rows:
+        parts.append(f"tile {rows['tile'][0]}")
+    if "costs" in rows:
+        costs = str(rows["costs"][0])
+        parts.append(f"costs a,b,c,d = {costs}" + (" (ideal)" if costs == "0,0,1,0" else ""))
+    return ", ".join(parts)
+
+
+def coinciding(curves: Mapping[str, np.ndarray]) -> dict[str, str]:
+    """For each curve equal to an earlier one, that earlier curve's name."""
+    same: dict[str, str] = {}
+    names = list(curves)
+    for i, name in enumerate(names):
+        for earlier in names[:i]:
+            if earlier not in same and np.array_equal(curves[name], curves[earlier]):
+                same[name] = earlier
+                break
+    return same
 
 
 def plot_utilization(rows: Rows, path: str | Path, *, dpi: int = DPI) -> Path:
@@ -166,7 +187,8 @@ def plot_utilization(rows: Rows, path: str | Path, *, dpi: int = DPI) -> Path:
         note = f", {dead} deadlocked" if dead else ""
         ax.set_title(f"{name}\nmean {util.mean():.3f}{note}" if len(util) else f"{name}\n(no rows)", fontsize=9)
     _label_outer(axes, len(names), "arithmetic intensity (flop/byte, fp16->fp32)", "utilization")
-    fig.suptitle(f"Simulated utilization landscape: {_subtitle(rows)}", fontsize=11)
+    fig.suptitle(f"Simulated utilization landscape (cf. the paper's Figure 5 rooflines)\n{_subtitle(rows)}",
+                 fontsize=11)
     fig.tight_layout()
     return _finish(fig, path, dpi)
 
@@ -186,7 +208,8 @@ def plot_utilization_map(rows: Rows, path: str | Path, *, dpi: int = DPI) -> Pat
                         mincnt=1, linewidths=0.2)
         ax.set_title(f"{name}\nmean {rows['utilization'][sel].mean():.3f}" if sel.any() else name, fontsize=9)
     _label_outer(axes, len(names), "m x n (output elements)", "k")
-    fig.suptitle(f"Mean simulated utilization over (m*n, k): {_subtitle(rows)}", fontsize=11)
+    fig.suptitle(f"Mean simulated utilization over the paper's Figure 4 domain (m*n, k)\n{_subtitle(rows)}",
+                 fontsize=11)
     fig.tight_layout(rect=(0, 0, 0.92, 1))
     if art is not None:
         cax = fig.add_axes((0.935, 0.15, 0.015, 0.7))
@@ -204,36 +227,49 @@ def plot_speedup(rows: Rows, path: str | Path, *, dpi: int = DPI) -> Path:
     nbins = int(np.clip(shapes // (2 * MIN_BIN_COUNT), 2, INTENSITY_BINS))  # sparse sweeps: wider bins
     bins = np.geomspace(all_ai.min(), all_ai.max() * 1.0001, nbins + 1)
     centers = np.sqrt(bins[:-1] * bins[1:])
-    for name, (ai, s) in speed.items():
+    same = coinciding({name: s for name, (_, s) in speed.items()})
+    for order, (name, (ai, s)) in enumerate(speed.items()):
         if not len(s):
             continue
         style = _style(names, name)
+        width = max(2.6 - 0.45 * order, 0.8)  # earlier curves drawn wider: a coinciding later one stays visible
         geo = float(np.exp(np.log(s).mean()))
-        label = f"{name} (geomean {geo:.3f}, {100 * (s > 1.0 + 1e-9).mean():.0f}% faster)"
+        faster = f"faster on {100 * (s > 1.0 + 1e-9).mean():.0f}% of shapes"
+        label = f"{name} (= {same[name]})" if name in same else f"{name} (geomean {geo:.3f}, {faster})"
         xs = np.sort(s)
         cdf.step(xs, np.arange(1, len(xs) + 1) / len(xs), where="post", color=style["color"],
-                 linestyle=style["linestyle"], label=label)
+                 linestyle=style["linestyle"], linewidth=width, label=label)
         which = np.digitize(ai, bins) - 1
         medians = [np.median(s[which == b]) if (which == b).sum() >= min(MIN_BIN_COUNT, len(s)) else np.nan
                    for b in range(nbins)]
-        med.plot(centers, medians, markersize=4, fillstyle="none", label=name, **style)
+        med.plot(centers, medians, markersize=4 + 2.5 * max(3 - order, 0), fillstyle="none", linewidth=width,
+                 label=f"{name} (= {same[name]})" if name in same else name, **style)
+    if same:
+        note = "; ".join(f"{a} = {b}" for a, b in same.items())
+        fig.text(0.5, 0.01, f"Coinciding curves (same speedup on every shape), drawn over each other: {note}",
+                 ha="center", fontsize=8, style="italic")
     cdf.axvline(1.0, color="black", linewidth=0.8)
     med.axhline(1.0, color="black", linewidth=0.8)
     for ax in (cdf, med):
         ax.grid(linestyle=":", linewidth=0.6)
     cdf.set_xscale("log")
+    cdf.xaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    cdf.xaxis.set_major_formatter(lambda x, _: f"{x:g}x")
+    cdf.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # minor labels overlap on short ranges
     cdf.set_xlabel("speedup over data-parallel (makespan_dp / makespan)")
-    cdf.set_ylabel("fraction of shapes")
+    cdf.set_ylabel("% of shapes at or below this speedup")
+    cdf.yaxis.set_major_formatter(lambda y, _: f"{100 * y:.0f}%")
     cdf.set_title("CDF of speedup vs data-parallel", fontsize=10)
-    cdf.legend(fontsize=7.5, loc="lower right")
+    cdf.legend(fontsize=7.5, loc="best")
     med.set_xscale("log")
     med.set_xlim(bins[0], bins[-1])
     med.set_xlabel("arithmetic intensity (flop/byte, fp16->fp32)")
     med.set_ylabel("median speedup over data-parallel")
     med.set_title("Median speedup by arithmetic intensity", fontsize=10)
-    med.legend(fontsize=7.5, loc="upper right")
-    fig.suptitle(f"Simulated speedup over data-parallel: {_subtitle(rows)}", fontsize=11)
-    fig.tight_layout()
+    med.legend(fontsize=7.5, loc="best")
+    fig.suptitle(f"Simulated speedup over data-parallel (cf. the paper's Table 2, vs CUTLASS data-parallel)\n"
+                 f"{_subtitle(rows)}", fontsize=11)
+    fig.tight_layout(rect=(0, 0.03 if same else 0, 1, 1))
     return _finish(fig, path, dpi)
 
 
@@ -241,5 +277,5 @@ def plot_landscape(rows: Rows, path: str | Path, metric: str = "utilization", *,
     """One of the landscapes by name: ``utilization``, ``speedup`` or ``map``."""
     plots = {"utilization": plot_utilization, "speedup": plot_speedup, "map": plot_utilization_map}
     if metric not in plots:
-        raise ValueError(f"metric must be one of {', '.join(METRICS)} (got {metric!r})")
+        raise InputError(f"metric must be one of {', '.join(METRICS)} (got {metric!r})")
     return plots[metric](rows, path, dpi=dpi)

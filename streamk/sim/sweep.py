@@ -120,16 +120,18 @@ class SweepResult:
             return np.where(self.deadlock, 0.0, work / (self.machine.slots * self.makespan))
 
     def write_csv(self, path: str) -> None:
-        """One row per shape and decomposition (DESIGN.md's columns, plus ``fast``)."""
+        """One row per shape and decomposition (the CLI contract's columns, plus ``fast`` and the
+        machine, tile and cost model every row was timed on, so a plot of the file can say so)."""
         util = self.utilization.T.tolist()
         grid, makespan = self.grid.T.tolist(), self.makespan.T.tolist()
         dead, fast = self.deadlock.T.tolist(), self.fast.T.tolist()
         flag = {False: "false", True: "true"}
-        lines = ["m,n,k,decomposition,grid,makespan,utilization,deadlock,fast"]
+        setup = f"{self.machine.sms},{self.machine.ctas_per_sm},{self.tile},\"{self.costs}\""
+        lines = ["m,n,k,decomposition,grid,makespan,utilization,deadlock,fast,sms,ctas_per_sm,tile,costs"]
         for j, (m, n, k) in enumerate(self.shapes.tolist()):
             for d, name in enumerate(self.decompositions):
                 lines.append(f"{m},{n},{k},{name},{grid[j][d]},{makespan[j][d]:.10g},{util[j][d]:.6f},"
-                             f"{flag[dead[j][d]]},{flag[fast[j][d]]}")
+                             f"{flag[dead[j][d]]},{flag[fast[j][d]]},{setup}")
         with open(path, "w") as fh:
             fh.write("\n".join(lines) + "\n")
 

@@ -72,7 +72,7 @@ class Timeline:
         return machine.slots if machine is not None else 0
 
     def to_json_dict(self) -> dict[str, Any]:
-        """DESIGN.md's ``simulate --json`` keys (makespan, utilization, grid, deadlock) and more."""
+        """The CLI contract's ``simulate --json`` keys (makespan, utilization, grid, deadlock) and more."""
         s = self.schedule
         machine = s.machine
 

@@ -1,0 +1,77 @@
+"""The arguments of ``streamk bench`` (and ``benchmarks/gpu_bench.py``), without PyTorch or a GPU:
+so ``--help`` lists every option on any machine and every argument is checked before either is
+looked for."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from ..errors import ScheduleError
+from .variants import variant
+
+DECOMPS = ["data-parallel", "stream-k", "dp-one-tile-sk", "two-tile-sk-dp", "auto"]
+DTYPES = ("float16", "bfloat16", "float64")
+SEED = 20260121  # the seed of the GPU sample in benchmarks/LOG.md: first N of corpus(400, seed=SEED)
+PLAN_SMS = 132  # SMs a variant is parsed for before the device is known (only @CTAS_PER_SM uses it)
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0 (got {text!r})")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0 (got {text!r})")
+    return value
+
+
+def _decomps(text: str) -> str:
+    for item in text.split(";"):  # a typo fails here, before torch, the GPU or any shape
+        try:
+            variant(item, lambda: PLAN_SMS)
+        except ScheduleError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _only_tile(text: str) -> str:
+    parts = text.lower().split("x")
+    if not 1 <= len(parts) <= 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise argparse.ArgumentTypeError(f"must be a tile such as 128 or 128x256 (got {text!r})")
+    return text
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    from ..cli.common import seed
+    from ..cli.paths import output_folder
+
+    ap.add_argument("--count", type=_count, default=400, metavar="N",
+                    help="corpus shapes (first N of the seeded 400; 0 with --big for 8192^3 alone) (default 400)")
+    ap.add_argument("--seed", type=seed, default=SEED, metavar="S",
+                    help=f"corpus seed (default {SEED}, the GPU sample of benchmarks/LOG.md)")
+    ap.add_argument("--dtype", default="float16", choices=DTYPES, help="inputs (default float16)")
+    ap.add_argument("--big", action="store_true", help="also 8192^3, each variant timed alone")
+    ap.add_argument("--decomps", type=_decomps, default=";".join(DECOMPS), metavar="VARIANTS",
+                    help="';'-separated NAME[%%GRID][@CTAS_PER_SM][:A,B,C,D[&A,B,C,D]][/ORDER][!FIXUP]"
+                         "[#TILE][+pack|+narrow][+pdl|+nopdl][+back]: a scheduler, optionally with that grid, "
+                         "planned for that many CTAs per SM, (auto) those model constants (after &: its "
+                         "separate-reduce constants), a tile order such as grouped-8, a fixup policy, the CTA tile "
+                         "(64, 128, 128x64, 64x128, 32x64, 32x32, 128x256; auto picks one by default), how unaligned "
+                         "operands are read, whether the kernels after the first use programmatic dependent launch, "
+                         "and +back to walk each CTA's units backwards")
+    ap.add_argument("--only-tile", type=_only_tile, metavar="TILE",
+                    help="only the corpus shapes for which auto picks this tile (e.g. 128x256): a rule's shapes")
+    ap.add_argument("--seconds", type=_seconds, default=400.0, help="stop starting new shapes after this (default 400)")
+    ap.add_argument("--out", type=output_folder, default=os.environ.get("OUT", "."), metavar="DIR",
+                    help="folder for the CSV and its plot (default $OUT or .)")
