@@ -66,6 +66,6 @@ def test_the_kernel_listing_in_docs_names_exactly_the_shipped_entry_points():
     text = (README.parent / "docs" / "gpu.md").read_text()
     block = text[text.index("$ streamk kernels --arch sm_90a"):]
     listed = [line.split()[0] for line in block[:block.index("```")].splitlines()[1:] if line.strip()]
-    shipped = [entry for entries in build.SOURCES.values() for entry in entries]
+    shipped = [entry for entries in build.UNITS.values() for entry in entries]
     assert sorted(listed) == sorted(shipped)
     assert all(line.rstrip().endswith(" ok") for line in block[:block.index("```")].splitlines()[1:] if line.strip())
