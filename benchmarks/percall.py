@@ -42,10 +42,10 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=2000, help="calls per round for the small shapes")
     ap.add_argument("--profile", action="store_true", help="also profile 20 first calls of new shapes (cProfile)")
     args = ap.parse_args()
-    warm = torch.randn(300, 200, device="cuda").half(), torch.randn(200, 100, device="cuda").half()
+    warm = torch.randn(300, 256, device="cuda").half(), torch.randn(256, 128, device="cuda").half()
     for tile in (None, 64, 128, "128x256", "32x32", "32x64", "128x64", "64x128"):
-        gemm(*warm, tile=tile)  # compile and load every module outside the timings
-    gemm(warm[0].t().contiguous().t(), warm[1])
+        gemm(*warm, tile=tile)  # compile and load every module the timed shapes use, outside the timings
+    gemm(warm[0].t().contiguous().t(), warm[1])  # the pack pass
     torch.cuda.synchronize()
     try:
         torch.mm(*warm, out_dtype=torch.float32)

@@ -14,6 +14,8 @@ from streamk.shapes import GemmShape, Machine
 pytestmark = GPU
 
 
+@pytest.mark.xfail(strict=True, reason="its first H100 run (2026-11-23) gave wrong sums even for data-parallel "
+                   "(max err/bound 1.3e5): the test kernel, not the outer loop the sm80 kernels run, is still wrong")
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("decomp,options", [("stream-k", {"grid": 11}), ("fixed-split", {"splits": 3}),
                                             ("two-tile-sk-dp", {}), ("data-parallel", {})])

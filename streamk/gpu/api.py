@@ -448,9 +448,15 @@ class Launch:
         return [st.name for st in self.steps]
 
     def enqueue(self, stream: int = 0) -> None:
-        self._prepared.run(stream) if self._prepared._host is not None else \
-            _launch(self._prepared._rt, self._prepared._plan, *self._prepared._ops, self._prepared.alpha,
-                    self._prepared.beta, stream)
+        """The kernels alone: for NumPy operands on the copies the last ``run`` on this stream made
+        (so a timing of it leaves the host copies out)."""
+        p = self._prepared
+        if p._host is None:
+            _launch(p._rt, p._plan, *p._ops, p.alpha, p.beta, stream)
+            return
+        with p._rt.lock:
+            lane = p._rt.lanes.for_launch(stream, p._plan.needs, None)
+        _launch(p._rt, p._plan, lane.ptr("host_a"), lane.ptr("host_b"), lane.ptr("host_c"), p.alpha, p.beta, stream)
 
 
 class _OneStep:

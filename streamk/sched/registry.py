@@ -85,18 +85,20 @@ def _keyword_options(fn: Scheduler) -> tuple[str, ...]:
     return tuple(p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY)
 
 
-def _int_options(fn: Callable) -> set[str]:
-    """Keyword options annotated ``int`` (or ``int | None``): they take integers only."""
+@functools.lru_cache(maxsize=None)
+def _int_options(fn: Callable) -> frozenset[str]:
+    """Keyword options annotated ``int`` (or ``int | None``): they take integers only (read once
+    per function: resolving annotations costs ~0.3 ms)."""
     try:
         hints = typing.get_type_hints(fn)
     except Exception:  # a user's annotations may not resolve; then nothing is known
-        return set()
+        return frozenset()
     out = set()
     for option, hint in hints.items():
         args = set(typing.get_args(hint)) or {hint}
         if int in args and float not in args:
             out.add(option)
-    return out
+    return frozenset(out)
 
 
 def _check_int_options(name: str, fn: Callable, given: dict[str, Any]) -> dict[str, Any]:
