@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from streamk.fixup import Action
-from streamk.gpu.api import prepare
+from streamk.gpu import prepare
 from streamk.gpu.plan import Tuning
 from streamk.gpu.bench import time_alone, time_interleaved
 from streamk.gpu.device import current

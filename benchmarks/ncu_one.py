@@ -10,7 +10,7 @@ import sys
 
 import torch
 
-from streamk.gpu.api import prepare
+from streamk.gpu import prepare
 from streamk.gpu.plan import Tuning
 from streamk.shapes import parse_triple
 

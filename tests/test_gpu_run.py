@@ -55,7 +55,7 @@ def test_auto_sums_few_deep_tiles_in_the_sliced_reduce_pass_where_measured():
 
 
 def test_grids_of_at_most_a_block_per_sm_get_one_sm_each():
-    from streamk.gpu.api import prepare
+    from streamk.gpu import prepare
     from streamk.gpu.device import current
 
     dev = current()
@@ -74,7 +74,7 @@ def test_grids_of_at_most_a_block_per_sm_get_one_sm_each():
 @pytest.mark.parametrize("tile", [64, "128x64", "64x128"])
 @pytest.mark.parametrize("policy", FIXUP_POLICIES)
 def test_smaller_tile_kernels_run_every_policy(policy, tile):
-    from streamk.gpu.api import prepare
+    from streamk.gpu import prepare
 
     rng = np.random.default_rng(13)
     A = rng.standard_normal((301, 260)).astype(np.float16)  # 5 x 4 tiles of 64x64, 9 iterations
@@ -89,7 +89,7 @@ def test_smaller_tile_kernels_run_every_policy(policy, tile):
 
 
 def test_auto_takes_the_small_tile_for_few_tiles_and_a_schedule_brings_its_own():
-    from streamk.gpu.api import prepare
+    from streamk.gpu import prepare
     from streamk.sched import make_schedule
     from streamk.shapes import Machine
 

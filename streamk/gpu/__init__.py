@@ -9,7 +9,9 @@ Importing this package needs neither a GPU, cuda-bindings nor torch.
 
 from __future__ import annotations
 
-from .api import cache_info, clear_cache, gemm, prepare
+from .api import gemm
+from .prepared import prepare
+from .runtime import cache_info, clear_cache
 from .device import available
 
 __all__ = ["available", "cache_info", "clear_cache", "gemm", "prepare"]

@@ -29,7 +29,8 @@ import torch
 
 from ..shapes import GemmShape
 from ..sim.corpus import corpus as draw_corpus
-from .api import clear_cache, prepare
+from .prepared import prepare
+from .runtime import clear_cache
 from .bench_args import DECOMPS, SEED, add_arguments  # noqa: F401 (benchmarks/gpu_bench.py takes them from here)
 from .device import available, current
 from .variants import launch_key, variant
