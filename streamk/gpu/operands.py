@@ -7,6 +7,7 @@ PyTorch tensors are read through ``data_ptr()``/``stride()`` (which also covers 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,6 +56,7 @@ def _spec(dtype: str, tile: TileShape) -> KernelSpec:
                       tuple((v.load_bytes, v.name) for v in main if v.load_bytes != 16))
 
 
+@functools.lru_cache(maxsize=None)
 def _tiles(dtype: str) -> tuple[TileShape, ...]:
     """The tiles the registry has main kernels for, in its order (the paper's first)."""
     return tuple(dict.fromkeys(v.tile for v in VARIANTS if v.role == "main" and v.dtype == dtype))
@@ -81,7 +83,12 @@ _TYPESTR = {"<f2": "float16", "<f4": "float32", "<f8": "float64"}
 
 def tile_specs(dtype: str) -> dict[TileShape, KernelSpec]:
     """Every tile a kernel runs for ``dtype``, the default (the paper's) first."""
-    return {tile: _TILE_SPECS.get((dtype, tile)) or _spec(dtype, tile) for tile in _tiles(dtype)}
+    return dict(_tile_specs(dtype))
+
+
+@functools.lru_cache(maxsize=None)
+def _tile_specs(dtype: str) -> tuple[tuple[TileShape, KernelSpec], ...]:
+    return tuple((tile, _TILE_SPECS.get((dtype, tile)) or _spec(dtype, tile)) for tile in _tiles(dtype))
 
 
 def spec_for_tile(dtype: str, tile: TileShape | int | str) -> KernelSpec:

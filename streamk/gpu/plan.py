@@ -64,11 +64,12 @@ class GemmPlan:
 
     def __init__(self, dev: Device, lanes: Lanes, shape: GemmShape, spec: KernelSpec, schedule: Schedule, plan: FixupPlan,
                  residency: int, steps: list[Step], tables: tuple[Buffer, ...], needs: Needs,
-                 template: GemmParams, pack: PackPair | None, extents: tuple[int, int, int]) -> None:
+                 template: GemmParams, pack: PackPair | None, extents: tuple[int, int, int],
+                 coresident: bool) -> None:
         self.dev, self.lanes, self.shape, self.spec, self.schedule, self.plan = dev, lanes, shape, spec, schedule, plan
         self.residency, self.steps, self.tables, self.needs = residency, steps, tables, needs
         self.template, self.pack, self.extents = template, pack, extents
-        self.coresident = not waits_only_backward(plan)  # ordered against other such launches (lanes.py)
+        self.coresident = coresident  # waits upward: ordered against other such launches (lanes.py)
         self.packs_a = pack is not None and pack.a.rows > 0
         self.packs_b = pack is not None and pack.b.rows > 0
         self.lock = threading.Lock()
@@ -167,7 +168,7 @@ def _pick_spec(dev: Device, a: Operand, b: Operand, shape: GemmShape, schedule: 
 def refuse_unfinishable(plan: FixupPlan, residency: int) -> None:
     """DeadlockError, naming the policies checked to finish here, unless ``plan`` finishes on
     ``residency`` resident CTAs under in-order dispatch (streamk.dispatch)."""
-    verdict = dispatch_verdict(plan, residency)
+    verdict = dispatch_verdict(plan, residency)  # waits_only_backward plans pass at once
     if verdict.finishes:
         return
     s = plan.schedule
@@ -203,7 +204,9 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
     if residency == 0:
         raise CudaError(f"{main} cannot be resident on {dev.name} ({threads} threads, {launch_smem} B shared "
                         f"memory): the occupancy API gives 0 blocks per SM")
-    refuse_unfinishable(plan, residency)
+    coresident = not waits_only_backward(plan)
+    if coresident:
+        refuse_unfinishable(plan, residency)
 
     table = build_table(plan)
     # a row per CTA at least: kernels on the smaller tiles read row blockIdx.x before they know
@@ -261,7 +264,8 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
                           grid_y=reduce_slices(items, spec, threads, dev.sms), pdl=pdl))
     extents = (extent_bytes(a, spec.itemsize), extent_bytes(b, spec.itemsize),
                extent_bytes(c, acc_bytes) if c is not None else 0)
-    return GemmPlan(dev, lanes, shape, spec, sched, plan, residency, steps, (table_buf,), needs, template, pack, extents)
+    return GemmPlan(dev, lanes, shape, spec, sched, plan, residency, steps, (table_buf,), needs, template, pack, extents,
+                    coresident)
 
 
 def _upload_table(dev: Device, arrays: tuple[np.ndarray, ...]) -> tuple[Buffer, list[int]]:

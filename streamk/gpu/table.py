@@ -79,11 +79,14 @@ def build_table(plan: FixupPlan) -> Table:
                  plan.policy)
 
 
+_ITEM_READERS = np.isin(np.arange(len(Action)), (Action.DEFER, Action.ATOMIC))  # by action code
+
+
 def _items(plan: FixupPlan, tile_m: np.ndarray, tile_n: np.ndarray) -> np.ndarray:
     """One row per split tile: its coordinates and the reads of its k = 0 contributor (only the
     reduce pass and the atomic prescale read items; other policies' rows carry no reads)."""
     tiles = plan.split_tiles
     first = plan.tile_units[plan.tile_offsets[tiles]]  # each split tile's k = 0 contributor
     offset, count = plan.read_offsets[first], plan.read_offsets[first + 1] - plan.read_offsets[first]
-    reads = np.isin(plan.action[first], (Action.DEFER, Action.ATOMIC))
+    reads = _ITEM_READERS[plan.action[first]]
     return np.stack([tile_m[first], tile_n[first], np.where(reads, offset, 0), np.where(reads, count, 0)], axis=1)
