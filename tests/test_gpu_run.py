@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from streamk.errors import ScheduleError
-from streamk.schedule import FIXUP_POLICIES, Schedule
+from streamk.schedule import FIXUP_POLICIES
 from streamk.shapes import GemmShape, TileShape
 
 from gpu_support import GPU

@@ -28,8 +28,6 @@ MIX = [((700, 500, 3000), "stream-k", "owner-waits", {}),
 
 
 def _mix(gen):
-    import torch
-
     out = []
     for (m, n, k), schedule, fixup, options in MIX:
         A, B = inputs(m, n, k, "float16", gen)
