@@ -221,12 +221,12 @@ def test_a_schedule_for_another_shape_is_refused_by_every_consumer(wrong_shape_p
             main(argv)
         err = capsys.readouterr().err
         assert info.value.code == 2 and "returned a Schedule for shape" in err, (argv, err)
-    from streamk.gpu.select import resolve_schedule  # the GPU builds named schedules through make_schedule
-    from streamk.gpu.operands import spec_for_tile
+    from streamk.gpu.select import schedule_for  # the GPU builds named schedules through make_schedule
+    from streamk.target import preset
 
     with pytest.raises(ScheduleError, match="returned a Schedule for shape 192x384x128"):
-        resolve_schedule("test-wrong-shape", sk.GemmShape(384, 384, 128), spec_for_tile("float16", 128),
-                         lambda: sk.Machine(4), None, {})
+        schedule_for("test-wrong-shape", sk.GemmShape(384, 384, 128), "float16", preset("h100"),
+                     machine=sk.Machine(4))
 
 
 def test_a_schedule_for_another_tile_or_machine_is_refused():

@@ -39,7 +39,6 @@ def test_mismatched_dtypes_fail_before_cuda():
 
 def test_auto_sums_few_deep_tiles_in_the_sliced_reduce_pass_where_measured():
     from streamk.gpu import prepare
-    from streamk.gpu.select import MEASURED_REDUCE_COSTS
     from streamk.gpu.device import current
 
     rng = np.random.default_rng(11)
@@ -49,7 +48,7 @@ def test_auto_sums_few_deep_tiles_in_the_sliced_reduce_pass_where_measured():
     C = prepared.run()
     err, bound = _bound(A, B, C)
     assert np.all(err <= bound), float((err / bound).max())
-    if (current().arch, TileShape(128, 128, 32)) in MEASURED_REDUCE_COSTS:
+    if current().target.kernel("float16", TileShape(128, 128, 32)).reduce_costs is not None:
         assert prepared.schedule.fixup == "separate-reduce" and prepared.schedule.grid > 4
         assert prepared.launch.names[-1] == "streamk_reduce_f32"
 

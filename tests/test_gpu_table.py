@@ -13,14 +13,17 @@ from streamk.fixup import (NO_WAIT_POLICIES, POLICY_ROLES, TRAIT_NAMES, TRAITS, 
                            actions_with, needs_epoch, plan_fixup)
 from streamk.gpu import table as tbl
 from streamk.gpu.plan import refuse_unfinishable
-from streamk.gpu.select import resolve_schedule
+from streamk.gpu import select
+from streamk.gpu.select import schedule_for
 from streamk.gpu.operands import SPECS, Operand, check_operands, copy_widths, describe, load_bytes, needs_pack
 from streamk.sched import make_schedule
 from streamk.schedule import FIXUP_POLICIES, Schedule
 from streamk.shapes import GemmShape, Machine, TileShape
+from streamk.target import Target, preset
 
 HEADER = (Path(tbl.__file__).parent / "kernels" / "common" / "schedule_table.cuh").read_text()
 TILE = TileShape(128, 128, 32)
+H100 = preset("h100")
 
 
 def _enum(name):
@@ -193,14 +196,15 @@ def test_four_byte_copies_only_where_they_save_all_packing_on_a_small_problem():
 
 
 def test_schedule_for_another_shape_or_tile_is_refused():
-    spec = SPECS["float16"]
     s = make_schedule("stream-k", GemmShape(256, 256, 256), TILE, Machine(4))
     with pytest.raises(ScheduleError, match="operands are 256x256x128"):
-        resolve_schedule(s, GemmShape(256, 256, 128), spec, lambda: Machine(4), None, {})
+        schedule_for(s, GemmShape(256, 256, 128), "float16", H100)
     other = make_schedule("stream-k", GemmShape(256, 256, 256), TileShape(64, 64, 16), Machine(4))
     with pytest.raises(ScheduleError, match="runs 128x128x32 tiles"):
-        resolve_schedule(other, GemmShape(256, 256, 256), spec, lambda: Machine(4), None, {})
-    again = resolve_schedule(s, GemmShape(256, 256, 256), spec, lambda: Machine(4), "turnstile", {})
+        schedule_for(other, GemmShape(256, 256, 256), "float16", H100, tile=TILE)
+    with pytest.raises(ScheduleError, match="no float16 kernel on 64x64x16 tiles"):
+        schedule_for(other, GemmShape(256, 256, 256), "float16", H100)
+    again = schedule_for(s, GemmShape(256, 256, 256), "float16", H100, fixup="turnstile")
     assert again.fixup == "turnstile" and np.array_equal(again.units, s.units)
 
 
@@ -228,31 +232,29 @@ def test_a_self_wait_is_refused_naming_only_policies_checked_to_finish():
 
 def test_auto_on_an_h100_uses_its_measured_model_constants():
     from streamk import Costs, make_schedule
-    from streamk.gpu.select import MEASURED_AUTO_COSTS, MEASURED_REDUCE_COSTS
-    from streamk.gpu.operands import SPECS
 
-    spec, shape, machine = SPECS["float16"], GemmShape(640, 1536, 2000), Machine(132, 2)  # 60 tiles x 63 it
-    measured, reduce = MEASURED_AUTO_COSTS[("sm_90a", spec.tile)], MEASURED_REDUCE_COSTS[("sm_90a", spec.tile)]
-    s = resolve_schedule("auto", shape, spec, lambda: machine, None, {}, "sm_90a")
-    both = make_schedule("auto", shape, spec.tile, machine, model_costs=measured, reduce_costs=reduce)
-    assert (s.grid, s.fixup) == (both.grid, both.fixup) == (131, "separate-reduce")  # 2-3 peers per tile
-    owner = resolve_schedule("auto", shape, spec, lambda: machine, "owner-waits", {}, "sm_90a")  # a policy given
-    assert owner.grid == make_schedule("auto", shape, spec.tile, machine, model_costs=measured).grid == 119
-    paper = resolve_schedule("auto", shape, spec, lambda: machine, None, {}, "sm_80")  # no measurement: AUTO_COSTS
-    assert paper.grid == 60  # b = 32: splitting the 60 tiles in two is not worth it
-    mine = resolve_schedule("auto", shape, spec, lambda: machine, None, {"model_costs": Costs(0, 0, 1, 0)}, "sm_90a")
-    assert mine.grid == make_schedule("auto", shape, spec.tile, machine, model_costs=Costs(0, 0, 1, 0)).grid != 119
+    shape, machine = GemmShape(640, 1536, 2000), Machine(132, 2)  # 60 tiles x 63 iterations
+    kernel = H100.kernel("float16", TILE)
+    measured, reduce = kernel.model_costs, kernel.reduce_costs
+    s = schedule_for("auto", shape, "float16", H100, tile=TILE)
+    both = make_schedule("auto", shape, TILE, machine, model_costs=measured, reduce_costs=reduce)
+    assert s.machine == machine and (s.grid, s.fixup) == (both.grid, both.fixup) == (131, "separate-reduce")
+    owner = schedule_for("auto", shape, "float16", H100, tile=TILE, fixup="owner-waits")  # a policy given
+    assert owner.grid == make_schedule("auto", shape, TILE, machine, model_costs=measured).grid == 119
+    paper = schedule_for("auto", shape, "float16", preset("a100"), tile=TILE, machine=machine)  # no measurement
+    assert paper.grid == 60  # AUTO_COSTS' b = 32: splitting the 60 tiles in two is not worth it
+    mine = schedule_for("auto", shape, "float16", H100, tile=TILE, model_costs=Costs(0, 0, 1, 0))
+    assert mine.grid == make_schedule("auto", shape, TILE, machine, model_costs=Costs(0, 0, 1, 0)).grid != 119
 
 
 def test_auto_on_the_gpu_walks_the_two_tile_hybrid_backwards_unless_a_policy_is_given():
     from streamk import make_schedule
-    from streamk.gpu.operands import WIDE_SPECS
 
-    spec, machine, shape = WIDE_SPECS["float16"], Machine(132, 1), GemmShape(5120, 5120, 5120)  # 800 tiles
-    s = resolve_schedule("auto", shape, spec, lambda: machine, None, {}, "sm_90a")
-    forward = make_schedule("two-tile-sk-dp", shape, spec.tile, machine)
-    assert np.array_equal(s.units, forward.walked_backward().units) and s.fixup == "turnstile"
-    given = resolve_schedule("auto", shape, spec, lambda: machine, "owner-waits", {}, "sm_90a")
+    wide, shape = TileShape(128, 256, 32), GemmShape(5120, 5120, 5120)  # 800 tiles, one CTA per SM
+    s = schedule_for("auto", shape, "float16", H100)
+    forward = make_schedule("two-tile-sk-dp", shape, wide, Machine(132, 1))
+    assert s.tile == wide and np.array_equal(s.units, forward.walked_backward().units) and s.fixup == "turnstile"
+    given = schedule_for("auto", shape, "float16", H100, fixup="owner-waits")
     assert np.array_equal(given.units, forward.units) and given.fixup == "owner-waits"
 
 
@@ -267,8 +269,11 @@ def test_launches_without_signals_waits_or_arrivals_need_no_epoch():
 
 
 def test_small_tile_kernels_and_autos_tile_choice():
-    from streamk.gpu.select import choose_tile
     from streamk.gpu.operands import SMALL_SPECS, spec_for_tile, tile_specs
+
+    def choose_tile(shape, dtype, sms, target=H100):
+        assert sms == target.sms
+        return select.choose_tile(shape, dtype, target)
 
     assert list(tile_specs("float16")) == [TileShape(128, 128, 32), TileShape(64, 64, 32), TileShape(128, 64, 32),
                                            TileShape(64, 128, 32), TileShape(32, 64, 32), TileShape(32, 32, 32),
@@ -307,17 +312,18 @@ def test_small_tile_kernels_and_autos_tile_choice():
     assert choose_tile(GemmShape(128 * 12, 256 * 11, 992), "float16", 132) == TileShape(128, 128, 32)  # 31 its
     assert choose_tile(GemmShape(128 * 12, 256 * 11 - 256, 4096), "float16", 132) == TileShape(128, 128, 32)  # 120
     assert choose_tile(GemmShape(8192, 8192, 8192), "float64", 132) == TileShape(64, 64, 16)
-    small_smem = lambda spec: False  # noqa: E731 (a GPU whose blocks cannot hold 150 KB)
-    assert choose_tile(GemmShape(8192, 8192, 8192), "float16", 132, fits=small_smem) == TileShape(128, 128, 32)
+    no_wide = Target("no-wide", "sm_90a", 132, tuple(t for t in H100.tiles if t.tile != TileShape(128, 256, 32)))
+    assert choose_tile(GemmShape(8192, 8192, 8192), "float16", 132, no_wide) == TileShape(128, 128, 32)
     # 128x128 tiles under a wave, short k: the rectangle with fewer tiles that fits (a tie: 64x128)
     assert choose_tile(GemmShape(356, 2457, 360), "float16", 132) == TileShape(128, 64, 32)  # 117 vs 120
     assert choose_tile(GemmShape(2522, 203, 960), "float16", 132) == TileShape(64, 128, 32)  # 80 vs 80
     assert choose_tile(GemmShape(2522, 203, 2049), "float16", 132) == TileShape(128, 128, 32)  # k: 65 iterations
     assert choose_tile(GemmShape(4047, 457, 64), "float16", 132) == TileShape(64, 128, 32)  # 256 (two per SM)
-    # two rectangles per SM only where their kernel reads both operands 16 bytes wide
-    narrow = lambda spec: True  # noqa: E731
-    assert choose_tile(GemmShape(4047, 457, 64), "float16", 132, narrow) == TileShape(128, 128, 32)
-    assert choose_tile(GemmShape(356, 2457, 360), "float16", 132, narrow) == TileShape(128, 64, 32)  # 117: one per SM
+    # two rectangles per SM only where their kernel reads contiguous operands 16 bytes wide (an odd n:
+    # B is packed, and the packed copy is read 16 bytes wide)
+    assert choose_tile(GemmShape(4047, 458, 64), "float16", 132) == TileShape(128, 128, 32)  # 4-byte rows of B
+    assert choose_tile(GemmShape(4047, 460, 64), "float16", 132) == TileShape(128, 128, 32)  # 8-byte rows of B
+    assert choose_tile(GemmShape(356, 2458, 360), "float16", 132) == TileShape(128, 64, 32)  # 117: one per SM
     assert choose_tile(GemmShape(4047, 593, 64), "float16", 132) == TileShape(128, 128, 32)  # 160 128x128 tiles
 
 

@@ -164,7 +164,7 @@ def test_auto_plans_stream_k_over_sms_not_resident_slots():
 
 def test_auto_weighs_the_separate_reduce_fixup_when_given_its_constants():
     # Few tiles split many ways: the reduce pass sums them on many SMs, where owner-waits reads
-    # its peers one after another (the H100's constants, streamk.gpu.select.MEASURED_REDUCE_COSTS).
+    # its peers one after another (the H100's constants, streamk.target's h100 preset).
     machine, owner, reduce = Machine(132, 2), Costs(32, 16, 1, 8), Costs(32, 24, 1, 0.5)
     deep = build("auto", "185x134x1362", "128x128x32", machine, model_costs=owner, reduce_costs=reduce)
     assert deep.fixup == "separate-reduce" and deep.grid > 4  # 4 tiles of 43 iterations

@@ -7,11 +7,14 @@ import json
 import sys
 from typing import Any
 
-from ..costs import Costs
-from ..errors import ScheduleError
+from ..costs import AUTO_COSTS, IDEAL, Costs
+from ..errors import ScheduleError, StreamkError
 from ..schedule import FIXUP_POLICIES, Schedule, check_tile_order
 from ..sched import make_schedule, names
 from ..shapes import GemmShape, Machine, TileShape
+from ..target import PRESETS, Target, preset
+
+DTYPES = ("float16", "bfloat16", "float64")
 
 
 def _typed(parse):
@@ -47,17 +50,53 @@ def add_seed_arg(p: argparse.ArgumentParser, default: int = 0, what: str = "rand
     p.add_argument("--seed", type=seed, default=default, metavar="S", help=f"{what} (default {default})")
 
 
+DEFAULT_TILE = TileShape(128, 128, 32)
+
+
 def add_problem_args(p: argparse.ArgumentParser, *, shape: bool = True) -> None:
-    """--shape, --tile, --sms, --ctas-per-sm."""
+    """--shape, --tile, --sms, --ctas-per-sm, or --target (with --dtype) for all but the shape."""
     if shape:
         p.add_argument("--shape", required=True, type=_typed(GemmShape.parse), metavar="MxNxK",
                        help="GEMM problem size, e.g. 384x384x128")
-    p.add_argument("--tile", default=TileShape(128, 128, 32), type=_typed(TileShape.parse), metavar="BMxBNxBK",
-                   help="CTA tile (blocking factor); one MAC iteration is BMxBNxBK (default 128x128x32)")
-    p.add_argument("--sms", required=True, type=positive_int, metavar="P",
-                   help="number of SMs of the machine (e.g. 4 for the paper's figures, 108 for an A100)")
-    p.add_argument("--ctas-per-sm", default=1, type=positive_int, metavar="O",
-                   help="resident CTA slots per SM (default 1)")
+    p.add_argument("--tile", default=None, type=_typed(TileShape.parse), metavar="BMxBNxBK",
+                   help="CTA tile (blocking factor); one MAC iteration is BMxBNxBK (default 128x128x32; with "
+                        "--target the dtype's paper tile, or for auto the tile the GPU backend would take)")
+    p.add_argument("--sms", type=positive_int, metavar="P",
+                   help="number of SMs of the machine (e.g. 4 for the paper's figures, 108 for an A100); "
+                        "needed unless --target gives it")
+    p.add_argument("--ctas-per-sm", type=positive_int, metavar="O",
+                   help="resident CTA slots per SM (default 1; with --target that tile's kernel's)")
+    p.add_argument("--target", type=_typed(preset), metavar="GPU",
+                   help=f"plan as streamk.gpu does on this GPU ({', '.join(PRESETS)}): its SMs, the CTAs per SM "
+                        f"of the tile's kernel, its tiles, and auto's measured constants; replaces --sms and "
+                        f"--ctas-per-sm")
+    p.add_argument("--dtype", choices=DTYPES, default="float16",
+                   help="with --target: the inputs' dtype, whose kernels' tiles apply (default float16)")
+
+
+def problem_from(args: argparse.Namespace) -> None:
+    """Fill in ``args.tile``, ``args.sms`` and ``args.ctas_per_sm`` (from ``--target`` where given);
+    StreamkError where the machine is missing or given twice. Idempotent."""
+    if getattr(args, "_problem_done", False):
+        return
+    args._problem_done = True
+    target: Target | None = args.target
+    if target is None:
+        if args.sms is None:
+            raise StreamkError("give the machine: --sms P (and --ctas-per-sm O), or --target GPU "
+                               f"({', '.join(PRESETS)})")
+        args.tile = args.tile or DEFAULT_TILE
+        args.ctas_per_sm = args.ctas_per_sm or 1
+        return
+    if args.sms is not None or args.ctas_per_sm is not None:
+        raise StreamkError("--target gives the SMs and CTAs per SM; drop --sms and --ctas-per-sm")
+    if args.tile is None and getattr(args, "decomposition", None) == "auto" and getattr(args, "shape", None):
+        from ..gpu.select import choose_tile
+
+        args.tile = choose_tile(args.shape, args.dtype, target)
+    args.tile = args.tile or target.tiles_for(args.dtype)[0]
+    machine = target.machine(args.dtype, args.tile)
+    args.sms, args.ctas_per_sm = machine.sms, machine.ctas_per_sm
 
 
 def add_decomposition_args(p: argparse.ArgumentParser) -> None:
@@ -84,13 +123,29 @@ def add_decomposition_args(p: argparse.ArgumentParser) -> None:
 
 
 def machine_from(args: argparse.Namespace) -> Machine:
+    problem_from(args)
     return Machine(args.sms, args.ctas_per_sm)
 
 
+def costs_from(args: argparse.Namespace) -> Costs:
+    """--costs, else the target's model constants for the tile, else the ideal model."""
+    problem_from(args)
+    if args.costs is not None:
+        return args.costs
+    if args.target is not None:
+        return args.target.kernel(args.dtype, args.tile).model_costs or AUTO_COSTS
+    return IDEAL
+
+
 def schedule_from(args: argparse.Namespace) -> Schedule:
-    return make_schedule(args.decomposition, args.shape, args.tile, machine_from(args),
-                         fixup=args.fixup, tile_order=args.tile_order, walk=args.walk, grid=args.grid,
-                         splits=args.splits, model_costs=args.model_costs, reduce_costs=args.reduce_costs)
+    options = dict(fixup=args.fixup, tile_order=args.tile_order, walk=args.walk, grid=args.grid, splits=args.splits,
+                   model_costs=args.model_costs, reduce_costs=args.reduce_costs)
+    machine = machine_from(args)
+    if args.target is not None:  # what streamk.gpu runs on that GPU, measured constants included
+        from ..gpu.select import schedule_for
+
+        return schedule_for(args.decomposition, args.shape, args.dtype, args.target, tile=args.tile, **options)
+    return make_schedule(args.decomposition, args.shape, args.tile, machine, **options)
 
 
 def print_json(obj: Any) -> None:

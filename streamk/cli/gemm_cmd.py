@@ -41,7 +41,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--beta", type=finite_float, default=0.0, help="scale of the C added (default 0)")
     p.add_argument("--reps", type=positive_int, default=50, help="timed repetitions (default 50)")
     add_seed_arg(p, what="random seed")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object; its \"schedule\" is the Schedule that ran, in `streamk schedule "
+                        "--json`'s form (compare it with `streamk schedule DECOMP --target GPU --json`)")
     return p
 
 
@@ -101,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
               "fixup": prepared.plan.policy,
               "grid": s.grid, "units": int(len(s.units)), "split_tiles": int(len(prepared.plan.split_tiles)),
               "device": current().name, "kernels": prepared.launch.names, "ms": med, "ms_p20": p20, "ms_p80": p80,
-              "tflops": 2.0 * m * n * k / med / 1e9, "error_over_bound": ratio, "ok": ratio <= 1.0}
+              "tflops": 2.0 * m * n * k / med / 1e9, "error_over_bound": ratio, "ok": ratio <= 1.0,
+              "target": current().target.name, "schedule": s.to_json_dict()}
     if args.json:
         print_json(result)
     else:

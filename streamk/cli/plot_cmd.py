@@ -12,7 +12,8 @@ from ..errors import StreamkError
 from ..plot import METRICS, load_bench_csv, load_sweep_csv, plot_bench, plot_landscape, plot_schedule
 from ..shapes import TileShape
 from ..sim import simulate
-from .common import add_decomposition_args, add_problem_args, add_seed_arg, positive_int, schedule_from
+from .common import (add_decomposition_args, add_problem_args, add_seed_arg, costs_from, machine_from, positive_int,
+                     schedule_from)
 from .paths import PLOT_SUFFIXES, check_output_file, input_file, make_folder, output_file, writing
 from .simulate_cmd import add_costs_arg
 
@@ -79,16 +80,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
     bench.add_argument("--title", default="", help="figure title")
     bench.add_argument("--out", required=True, type=output_file(*PLOT_SUFFIXES), metavar="FILE.png",
                    help="where to write the plot (.png, .pdf or .svg)")
-    land.set_defaults(sms=None)
-    for action in land._actions:  # --sms is only needed to run a sweep, so not required here
-        if action.dest == "sms":
-            action.required = False
     return p
 
 
 def run(args: argparse.Namespace) -> int:
     if args.what == "schedule":
-        timeline = simulate(schedule_from(args), args.costs)
+        schedule = schedule_from(args)
+        timeline = simulate(schedule, costs_from(args))
         with writing(args.out):
             path = plot_schedule(timeline, args.out, args.title)
         print(f"{timeline.schedule.decomposition}: utilization {timeline.utilization:.4f}, makespan "
@@ -103,11 +101,12 @@ def run(args: argparse.Namespace) -> int:
     if args.csv is not None:
         rows = load_sweep_csv(args.csv)
     else:
-        if args.sms is None:
-            raise StreamkError("plot landscape needs --csv FILE.csv, or --sms P to run a sweep itself")
+        if args.sms is None and args.target is None:
+            raise StreamkError("plot landscape needs --csv FILE.csv, or --sms P (or --target GPU) to run a sweep itself")
+        machine, costs = machine_from(args), costs_from(args)
         csv_path = args.out.with_suffix(".csv")
         check_output_file(str(csv_path))  # the sweep's rows go beside the plot: writable too
-        run_sweep(csv_path, args.count, args.seed, args.tile, args.sms, args.ctas_per_sm, args.decomp, args.costs)
+        run_sweep(csv_path, args.count, args.seed, args.tile, machine.sms, machine.ctas_per_sm, args.decomp, costs)
         rows = load_sweep_csv(csv_path)
     with writing(args.out):
         path = plot_landscape(rows, args.out, args.metric)

@@ -13,7 +13,7 @@ from ..sim.corpus import CORPUS_SIZE, corpus
 from ..limits import PROGRESS_AFTER_S, check_seconds
 from ..sched.registry import get_batch
 from ..sim.sweep import SWEEP_SPLITS, _workers, sweep
-from .common import add_problem_args, add_seed_arg, machine_from, positive_int, print_json
+from .common import add_problem_args, add_seed_arg, costs_from, machine_from, positive_int, print_json
 from .paths import output_file, writing
 from .simulate_cmd import add_costs_arg
 
@@ -73,10 +73,11 @@ def run(args: argparse.Namespace) -> int:
     check_seconds(estimate_seconds(decomps, args.count, args),
                   f"a sweep of {args.count:,} shapes x {len(decomps)} decompositions",
                   "use a smaller --count or fewer --decomp")
+    machine, args.costs = machine_from(args), costs_from(args)
     shapes = corpus(args.count, args.seed)
     with tqdm(total=len(shapes) * len(decomps), unit="shape", desc="sweep", file=sys.stderr, disable=None,
               delay=PROGRESS_AFTER_S) as bar:
-        result = sweep(shapes, args.tile, machine_from(args), decomps, args.costs, progress=bar.update,
+        result = sweep(shapes, args.tile, machine, decomps, args.costs, progress=bar.update,
                        fixup=args.fixup, walk=args.walk)
     if args.out:
         with writing(args.out):

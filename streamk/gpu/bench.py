@@ -199,7 +199,7 @@ def main(args: argparse.Namespace) -> int:
         from .select import choose_tile
 
         shapes = [sh for sh in shapes
-                  if str(choose_tile(GemmShape(*sh), args.dtype, dev.sms)).startswith(args.only_tile + "x")]
+                  if str(choose_tile(GemmShape(*sh), args.dtype, dev.target)).startswith(args.only_tile + "x")]
         print(f"{len(shapes)} corpus shapes on which auto picks {args.only_tile}", flush=True)
     shapes = ([BIG] if args.big else []) + shapes
     rows = []

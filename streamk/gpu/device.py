@@ -21,7 +21,7 @@ from typing import Iterator
 import numpy as np
 
 from ..errors import CudaError
-from ..shapes import Machine
+from ..target import Target, TargetTile, for_arch
 from .build import compile_source, compile_unit_of
 from .errors import check
 
@@ -71,6 +71,7 @@ class Device:
         self._smem_limit: dict[str, int] = {}
         self._smem: dict[str, int] = {}
         self._occupancy: dict[tuple[str, int, int], int] = {}
+        self._target: Target | None = None
         self.lock = threading.RLock()  # module loads, lanes and the plan cache of this device
         self._setup_stream = check(drv.cuStreamCreate(drv.CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate")
 
@@ -147,8 +148,25 @@ class Device:
             return dynamic_smem
         return want
 
-    def machine(self, name: str, threads: int, dynamic_smem: int) -> Machine:
-        return Machine(self.sms, max(1, self.occupancy(name, threads, dynamic_smem)))
+    @property
+    def target(self) -> Target:
+        """What the planners see of this device: the preset of its arch with its SM count, or, for an
+        arch with no preset, every main kernel's residency from the occupancy API (compiling them all once)."""
+        if self._target is None:
+            self._target = for_arch(self.arch, self.sms, self.name) or self._occupancy_target()
+        return self._target
+
+    def _occupancy_target(self) -> Target:
+        from .operands import SPECS, tile_specs
+
+        tiles = []
+        for dtype in SPECS:
+            for tile, spec in tile_specs(dtype).items():
+                smem = self.smem_bytes(spec.main)
+                ctas = self.occupancy(spec.main, self.block_size(spec.main), smem) if smem <= self.smem_per_block else 0
+                if ctas:
+                    tiles.append(TargetTile(dtype, tile, ctas))
+        return Target(self.name, self.arch, self.sms, tuple(tiles))
 
     # ---- setup work ----------------------------------------------------------------------
     @contextmanager

@@ -21,11 +21,12 @@ from ..errors import CudaError, DeadlockError, ScheduleError
 from ..fixup import FixupPlan, needs_epoch, plan_fixup
 from ..schedule import FIXUP_POLICIES, Schedule
 from ..shapes import GemmShape, Machine, TileShape
+from ..target import Target
 from .device import Buffer, Device, driver
 from .lanes import Lane, Lanes, Needs
 from .launch import GemmParams, PackPair, PackParams, Step
 from .operands import KernelSpec, Operand, copy_widths, padded, spec_for_tile
-from .select import choose_tile, reduce_slices, resolve_schedule, use_pdl
+from .select import reduce_slices, schedule_for, use_pdl
 from .table import STATE_WORDS, TABLE_VERSION, build_table
 
 PACK_THREADS = 256
@@ -148,21 +149,22 @@ class GemmPlan:
                             f"failed with {err.name}")
 
 
-def _pick_spec(dev: Device, a: Operand, b: Operand, shape: GemmShape, schedule: str | Schedule,
-               tile: TileShape | int | str | None, tuning: Tuning) -> KernelSpec:
+def _tile_asked(dtype: str, schedule: str | Schedule, tile: TileShape | int | str | None) -> TileShape | None:
+    """The tile the caller fixed (by ``tile=`` or by the Schedule's own), None for the target's choice."""
     if isinstance(schedule, Schedule):
-        spec = spec_for_tile(a.dtype, schedule.tile)
-        if tile is not None and spec_for_tile(a.dtype, tile) is not spec:
+        if tile is not None and spec_for_tile(dtype, tile).tile != schedule.tile:
             raise ScheduleError(f"tile={tile} disagrees with the schedule's tile {schedule.tile}")
-        return spec
-    if tile is not None:
-        return spec_for_tile(a.dtype, tile)
-    spec = spec_for_tile(a.dtype, TileShape(128, 128, 32) if a.dtype != "float64" else TileShape(64, 64, 16))
-    if schedule == "auto":
-        narrow = lambda s: any(0 < w < 16 for w in copy_widths(a, b, s, tuning.narrow))  # noqa: E731
-        fits = lambda s: max(dev.smem_bytes(e) for e in (s.main, *dict(s.narrow).values())) <= dev.smem_per_block  # noqa: E731
-        spec = spec_for_tile(a.dtype, choose_tile(shape, a.dtype, dev.sms, narrow, fits))
-    return spec
+        return schedule.tile
+    return None if tile is None else spec_for_tile(dtype, tile).tile
+
+
+def resolve(target: Target, a: Operand, b: Operand, schedule: str | Schedule, fixup: str | None,
+            tile: TileShape | int | str | None, machine: Machine | None, options: dict[str, Any]) -> Schedule:
+    """The Schedule a launch on ``target`` runs for these operands and arguments: what ``streamk
+    schedule DECOMP --target GPU`` prints for the same shape, dtype and options."""
+    shape = GemmShape(a.shape[0], b.shape[1], a.shape[1])
+    return schedule_for(schedule, shape, a.dtype, target, tile=_tile_asked(a.dtype, schedule, tile), fixup=fixup,
+                        machine=machine, **options)
 
 
 def refuse_unfinishable(plan: FixupPlan, residency: int) -> None:
@@ -184,15 +186,14 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
                machine: Machine | None, options: dict[str, Any], tuning: Tuning = DEFAULT_TUNING) -> GemmPlan:
     """Check and build the plan of one signature (module doc); every refusal before any launch."""
     shape = GemmShape(a.shape[0], b.shape[1], a.shape[1])
-    spec = _pick_spec(dev, a, b, shape, schedule, tile, tuning)
+    sched = resolve(dev.target, a, b, schedule, fixup, tile, machine, options)
+    spec = spec_for_tile(a.dtype, sched.tile)
     if c is not None:
         check_output_layout(c)
     # an operand no copy width reads in place is packed, and the packed copy is read 16 bytes wide
     widths = dict(zip("AB", copy_widths(a, b, spec, tuning.narrow)))
     main = spec.entry(min(w or 16 for w in widths.values()))
     threads, smem = dev.block_size(main), dev.smem_bytes(main)
-    machine_fn = (lambda: machine) if machine is not None else (lambda: dev.machine(main, threads, smem))
-    sched = resolve_schedule(schedule, shape, spec, machine_fn, fixup, options, dev.arch)
     plan = plan_fixup(sched)
     # A grid of at most one block per SM is launched asking for half an SM's shared memory, so
     # the hardware puts one block on each SM (with room for two it placed pairs on one SM while

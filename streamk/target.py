@@ -1,0 +1,132 @@
+"""The machine every consumer plans for: a ``Target`` (arch, SMs, and per kernel tile its resident
+CTAs per SM and the appendix model's constants measured for it).
+
+Schedulers take a ``Machine``; a Target says which Machine a tile's kernel is on a GPU, so
+``auto`` (tile choice included, ``streamk.gpu.select.schedule_for``), the simulator, the sweep and
+``streamk.gpu.gemm`` plan from one value. Presets are named (``a100``, ``h100``, ``h200``); on a
+live device ``streamk.gpu`` uses the preset of its arch with the device's own SM count, and its
+GPU tests check the preset's residencies against the occupancy API.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .costs import Costs
+from .errors import ScheduleError
+from .shapes import Machine, TileShape
+
+
+@dataclass(frozen=True, slots=True)
+class TargetTile:
+    """One tile's main kernel for one input dtype: its resident CTAs per SM, and auto's model
+    constants (``model_costs`` for owner-waits and turnstile, ``reduce_costs`` for the separate
+    reduce pass; None: the paper's ``AUTO_COSTS``, and no separate-reduce planning)."""
+
+    dtype: str
+    tile: TileShape
+    ctas_per_sm: int
+    model_costs: Costs | None = None
+    reduce_costs: Costs | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A GPU as the planners see it. ``tiles`` lists each dtype's tiles, its paper tile first."""
+
+    name: str
+    arch: str
+    sms: int
+    tiles: tuple[TargetTile, ...]
+
+    def dtypes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(t.dtype for t in self.tiles))
+
+    def tiles_for(self, dtype: str) -> tuple[TileShape, ...]:
+        """The tiles a kernel runs for ``dtype`` here, the paper's first."""
+        tiles = tuple(t.tile for t in self.tiles if t.dtype == dtype)
+        if not tiles:
+            raise ScheduleError(f"target {self.name} has no {dtype} kernels (it has {', '.join(self.dtypes())})")
+        return tiles
+
+    def kernel(self, dtype: str, tile: TileShape) -> TargetTile:
+        """The facts of ``dtype``'s kernel on ``tile``; ScheduleError naming the tiles there are."""
+        for t in self.tiles:
+            if t.dtype == dtype and t.tile == tile:
+                return t
+        offered = ", ".join(str(t) for t in self.tiles_for(dtype))
+        raise ScheduleError(f"target {self.name} has no {dtype} kernel on {tile} tiles (it has: {offered})")
+
+    def machine(self, dtype: str, tile: TileShape) -> Machine:
+        """The Machine that tile's kernel sees: the SMs and its resident CTAs per SM."""
+        return Machine(self.sms, self.kernel(dtype, tile).ctas_per_sm)
+
+    def with_sms(self, sms: int, name: str) -> Target:
+        return replace(self, sms=sms, name=name)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "arch": self.arch, "sms": self.sms,
+                "tiles": [{"dtype": t.dtype, "tile": [t.tile.bm, t.tile.bn, t.tile.bk], "ctas_per_sm": t.ctas_per_sm,
+                           "model_costs": str(t.model_costs) if t.model_costs else None,
+                           "reduce_costs": str(t.reduce_costs) if t.reduce_costs else None} for t in self.tiles]}
+
+
+HALF_DTYPES = ("float16", "bfloat16")
+PAPER_HALF_TILE = TileShape(128, 128, 32)
+F64_TILE = TileShape(64, 64, 16)
+WIDE_TILE = TileShape(128, 256, 32)
+
+# auto's constants on sm_90a (H100; in MAC iterations). Owner-waits b = 16, d = 8 on every FP16/BF16
+# tile: best of b in {32, 16, 8, 5} x d in {8, 9.5} on 400 corpus shapes (LOG.md v10b, v13); the
+# one-CTA-per-SM 128x256 tile b = 48, where b = 16 left 8 of 114 shapes under 0.95x of DP (v15).
+# Separate-reduce b = 24, d = 0.5 from a 6 x 3 grid (v11); FP64 its own pair (v11).
+_SM90_OWNER = Costs(a=32.0, b=16.0, c=1.0, d=8.0)
+_SM90_WIDE = Costs(a=32.0, b=48.0, c=1.0, d=8.0)
+_SM90_REDUCE = Costs(a=32.0, b=24.0, c=1.0, d=0.5)
+_SM90_F64_OWNER = Costs(a=32.0, b=16.0, c=1.0, d=8.0)
+_SM90_F64_REDUCE = Costs(a=32.0, b=16.0, c=1.0, d=1.0)
+
+
+def _half_tiles(residency: dict[tuple[int, int], int], measured: bool) -> tuple[TargetTile, ...]:
+    out = []
+    for dtype in HALF_DTYPES:
+        for (bm, bn), ctas in residency.items():
+            tile = TileShape(bm, bn, 32)
+            owner = (_SM90_WIDE if tile == WIDE_TILE else _SM90_OWNER) if measured else None
+            out.append(TargetTile(dtype, tile, ctas, owner, _SM90_REDUCE if measured and tile != WIDE_TILE else None))
+    return tuple(out)
+
+
+# Resident CTAs per SM of each main kernel (16-byte copies), in the tile order choose_tile's roles
+# and the paper's tile first. sm_90a: the occupancy API on an H100 (tests/test_gpu_target.py checks
+# it on every device run). sm_80: derived from ptxas's registers (NVRTC 13.5) and shared memory
+# under the A100's limits (64 K registers, 164 KB shared memory per SM, 1 KB per block reserved),
+# not measured: 128x128 tiles take 105 KB, so one CTA per SM, as in the paper's A100 evaluation.
+_SM90_RESIDENCY = {(128, 128): 2, (64, 64): 3, (128, 64): 2, (64, 128): 2, (32, 64): 4, (32, 32): 4, (128, 256): 1}
+_SM80_RESIDENCY = {(128, 128): 1, (64, 64): 2, (128, 64): 2, (64, 128): 2, (32, 64): 3, (32, 32): 4, (128, 256): 1}
+
+_H100_TILES = (*_half_tiles(_SM90_RESIDENCY, True), TargetTile("float64", F64_TILE, 2, _SM90_F64_OWNER, _SM90_F64_REDUCE))
+_A100_TILES = (*_half_tiles(_SM80_RESIDENCY, False), TargetTile("float64", F64_TILE, 2))
+
+PRESETS: dict[str, Target] = {
+    "a100": Target("a100", "sm_80", 108, _A100_TILES),
+    "h100": Target("h100", "sm_90a", 132, _H100_TILES),
+    "h200": Target("h200", "sm_90a", 132, _H100_TILES),
+}
+
+
+def preset(name: str) -> Target:
+    """A named preset; ScheduleError naming the presets otherwise."""
+    key = name.strip().lower()
+    if key not in PRESETS:
+        raise ScheduleError(f"no target named {name!r} (there are: {', '.join(PRESETS)})")
+    return PRESETS[key]
+
+
+def for_arch(arch: str, sms: int, name: str) -> Target | None:
+    """The preset of ``arch`` with ``sms`` SMs and the device's ``name``; None for an arch with no preset."""
+    for target in PRESETS.values():
+        if target.arch == arch:
+            return target.with_sms(sms, name)
+    return None

@@ -1,0 +1,112 @@
+"""The Target: presets, the tiles they offer, and `streamk schedule --target` printing exactly the
+Schedule the GPU backend resolves for the same operands (no GPU needed: the backend's own
+resolution, ``streamk.gpu.plan.resolve``, runs on host descriptions of the operands)."""
+
+import json
+
+import pytest
+
+from streamk.cli import main
+from streamk.errors import ScheduleError
+from streamk.gpu.operands import Operand, tile_specs
+from streamk.gpu.plan import resolve
+from streamk.schedule import Schedule
+from streamk.shapes import GemmShape, Machine, TileShape
+from streamk.sim.corpus import corpus
+from streamk.target import PRESETS, for_arch, preset
+
+SAMPLE = [tuple(int(v) for v in shape) for shape in corpus(200, 3)]
+
+
+def _cuda(shape, dtype):
+    """A contiguous row-major CUDA tensor's description (what torch.randn(...).cuda() gives)."""
+    return Operand(None, "cuda", 1 << 20, shape, (shape[1], 1), dtype)
+
+
+def _cli(capsys, *argv) -> dict:
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_presets_offer_exactly_the_shipped_tiles_with_the_paper_tile_first():
+    for target in PRESETS.values():
+        for dtype in target.dtypes():
+            assert target.tiles_for(dtype) == tuple(tile_specs(dtype)), (target.name, dtype)
+    h100, a100 = preset("h100"), preset("a100")
+    assert (h100.arch, h100.sms, a100.arch, a100.sms) == ("sm_90a", 132, "sm_80", 108)
+    assert h100.machine("float16", TileShape(128, 128, 32)) == Machine(132, 2)
+    assert a100.machine("float16", TileShape(128, 128, 32)) == Machine(108, 1)  # 105 KB of 164 KB
+    assert h100.machine("bfloat16", TileShape(128, 256, 32)) == Machine(132, 1)
+    assert h100.kernel("float16", TileShape(128, 128, 32)).reduce_costs is not None
+    assert a100.kernel("float16", TileShape(128, 128, 32)).model_costs is None  # never measured
+    assert preset(" H100 ") is h100
+    with pytest.raises(ScheduleError, match="no target named 'b200' \\(there are: a100, h100, h200\\)"):
+        preset("b200")
+    with pytest.raises(ScheduleError, match="no float16 kernel on 96x96x32 tiles"):
+        h100.kernel("float16", TileShape(96, 96, 32))
+    with pytest.raises(ScheduleError, match="no float32 kernels"):
+        h100.tiles_for("float32")
+    live = for_arch("sm_90a", 114, "NVIDIA H100 PCIe")
+    assert live.sms == 114 and live.tiles == h100.tiles and for_arch("sm_86", 84, "RTX 3090") is None
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_schedule_auto_target_prints_what_the_gpu_runs_on_a_200_shape_sample(capsys, name):
+    target = preset(name)
+    tiles = set()
+    for m, n, k in SAMPLE:
+        for dtype in ("float16", "float64") if (m, n, k) == SAMPLE[0] else ("float16",):
+            a, b = _cuda((m, k), dtype), _cuda((k, n), dtype)
+            gpu = resolve(target, a, b, "auto", None, None, None, {})
+            printed = _cli(capsys, "schedule", "auto", "--shape", f"{m}x{n}x{k}", "--dtype", dtype,
+                           "--target", name, "--json")
+            assert Schedule.from_json(printed) == gpu, (name, m, n, k, dtype)
+            assert printed["sms"] == target.sms and printed["ctas_per_sm"] == gpu.machine.ctas_per_sm
+            tiles.add(gpu.tile)
+    assert len(tiles) >= 4  # the sample reaches most of auto's tiles
+
+
+def test_numpy_operands_get_the_schedule_contiguous_device_tensors_get():
+    # NumPy inputs are copied in (and packed); auto still decides as for contiguous tensors, so
+    # `streamk gemm` (NumPy) runs what `streamk schedule --target` prints
+    target, shape = preset("h100"), GemmShape(4047, 458, 64)
+    host = Operand(None, "numpy", 0, (shape.m, shape.k), (shape.k, 1), "float16"), \
+        Operand(None, "numpy", 0, (shape.k, shape.n), (shape.n, 1), "float16")
+    on_device = _cuda((shape.m, shape.k), "float16"), _cuda((shape.k, shape.n), "float16")
+    assert resolve(target, *host, "auto", None, None, None, {}) == resolve(target, *on_device, "auto", None, None,
+                                                                            None, {})
+
+
+def test_other_decompositions_and_options_resolve_alike(capsys):
+    target = preset("h100")
+    a, b = _cuda((1000, 3000), "bfloat16"), _cuda((3000, 999), "bfloat16")
+    for argv, (decomp, fixup, tile, options) in [
+            ((), ("stream-k", None, None, {})),
+            (("--tile", "64x64x32", "--fixup", "turnstile"), ("stream-k", "turnstile", 64, {})),
+            (("--splits", "3",), ("fixed-split", None, None, {"splits": 3})),
+            (("--tile", "128x256x32"), ("two-tile-sk-dp", None, "128x256", {}))]:
+        gpu = resolve(target, a, b, decomp, fixup, tile, None, options)
+        printed = _cli(capsys, "schedule", decomp, "--shape", "1000x999x3000", "--dtype", "bfloat16",
+                       "--target", "h100", "--json", *argv)
+        assert Schedule.from_json(printed) == gpu, argv
+
+
+def test_simulate_and_sweep_take_a_target(capsys, tmp_path):
+    sim = _cli(capsys, "simulate", "auto", "--shape", "3000x5000x700", "--target", "h100", "--json")
+    assert sim["grid"] == 960 and not sim["deadlock"]
+    out = tmp_path / "sweep.csv"
+    summary = _cli(capsys, "sweep", "--count", "20", "--target", "a100", "--decomp", "data-parallel,stream-k",
+                   "--out", str(out), "--json")
+    assert summary["shapes"] == 20
+    header, first = out.read_text().splitlines()[:2]
+    assert header.endswith("sms,ctas_per_sm,tile,costs") and first.endswith(',108,1,128x128x32,"32,32,1,8"')
+
+
+def test_a_target_and_a_machine_together_are_refused(capsys):
+    for argv in (["schedule", "auto", "--shape", "384x384x128", "--target", "h100", "--sms", "4"],
+                 ["schedule", "auto", "--shape", "384x384x128"],
+                 ["schedule", "auto", "--shape", "384x384x128", "--target", "h100", "--tile", "96x96x32"]):
+        with pytest.raises(SystemExit) as info:
+            main(argv)
+        err = capsys.readouterr().err
+        assert info.value.code == 2 and len(err.strip().splitlines()) == 1, (argv, err)
