@@ -8,7 +8,8 @@ launches per replay under ~100 us, else 1) with CUDA events, after warm-up, the 
 shape interleaved round-robin; median of 50 with p20/p80. 8192^3 (``--big``) is the exception:
 it runs the H100 into its 700 W power cap within milliseconds (SM clock 1980 -> 1300-1650 MHz,
 LOG.md v15), so interleaved, each variant's clock depends on what ran before it; there every
-variant runs alone after a pause (``time_alone``). Each of our results is checked
+variant runs alone after a pause (``time_alone``; ``--alone`` times every shape so), and
+``--flush-l2`` starts every timed call from a cold L2. Each of our results is checked
 against cuBLAS's (relative Frobenius error). A variant whose launch is another's (same kernels,
 grids, schedule and fixup plan: ``auto`` running DP's schedule) is timed once and shares that
 time, so its ratio to DP is 1, not the noise between two timings of the same kernels (up to
@@ -25,8 +26,6 @@ import os
 import statistics
 import time
 
-import torch
-
 from ..shapes import GemmShape
 from ..sim.corpus import corpus as draw_corpus
 from .prepared import prepare
@@ -35,7 +34,6 @@ from .bench_args import DECOMPS, SEED, add_arguments  # noqa: F401 (benchmarks/g
 from .device import available, current
 from .variants import launch_key, variant
 
-DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
 REPS = 50
 GRAPH_BELOW_MS = 0.1  # time as graph replays below this
 GRAPH_BATCH = 10
@@ -48,14 +46,31 @@ def corpus(count: int, seed: int = SEED) -> list[tuple[int, int, int]]:
     return [tuple(int(v) for v in row) for row in draw_corpus(count, seed)] if count else []
 
 
-def time_interleaved(fns: dict, stream) -> dict[str, tuple[float, float, float]]:
+class L2Flush:
+    """Overwrites a buffer of twice the device's L2 before a timed call, so every call starts
+    from a cold L2 (cuBLAS's and ours alike); its own time stays outside the events."""
+
+    def __init__(self) -> None:
+        import torch
+
+        l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+        self.buffer = torch.empty(2 * l2 // 4, dtype=torch.int32, device="cuda")
+
+    def __call__(self) -> None:
+        self.buffer.fill_(0)
+
+
+def time_interleaved(fns: dict, stream, flush: L2Flush | None = None) -> dict[str, tuple[float, float, float]]:
     """Median, p20, p80 milliseconds per call of each fn (enqueues on `stream`).
 
-    Each fn is captured in a CUDA graph (GRAPH_BATCH calls when one takes under GRAPH_BELOW_MS,
-    else one), so host launch gaps between our several kernels or cuBLAS's never count; then the
-    graphs replay round-robin, REPS rounds, each replay between two CUDA events, so a slow spell
-    of the GPU hits every variant of the shape alike rather than whichever ran during it.
+    Each fn is captured in a CUDA graph (GRAPH_BATCH calls when one takes under GRAPH_BELOW_MS and
+    L2 is not flushed, else one), so host launch gaps between our several kernels or cuBLAS's never
+    count; then the graphs replay round-robin, REPS rounds, each replay between two CUDA events
+    (after ``flush`` where given), so a slow spell of the GPU hits every variant of the shape alike
+    rather than whichever ran during it.
     """
+    import torch
+
     graphs = {}
     with torch.cuda.stream(stream):
         for name, fn in fns.items():
@@ -67,7 +82,7 @@ def time_interleaved(fns: dict, stream) -> dict[str, tuple[float, float, float]]
             fn()
             e1.record(stream)
             torch.cuda.synchronize()
-            batch = GRAPH_BATCH if e0.elapsed_time(e1) < GRAPH_BELOW_MS else 1
+            batch = GRAPH_BATCH if e0.elapsed_time(e1) < GRAPH_BELOW_MS and flush is None else 1
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph, stream=stream):
                 for _ in range(batch):
@@ -77,6 +92,8 @@ def time_interleaved(fns: dict, stream) -> dict[str, tuple[float, float, float]]
         for _ in range(REPS):
             for graph, _, events in graphs.values():
                 s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                if flush is not None:
+                    flush()
                 s.record(stream)
                 graph.replay()
                 e.record(stream)
@@ -94,12 +111,14 @@ BIG_PAUSE_S = 1.0  # idle before each variant of a power-capped shape
 BIG_REPS = 20
 
 
-def time_alone(fns: dict, stream, pause: float = BIG_PAUSE_S,
-               reps: int = BIG_REPS) -> dict[str, tuple[float, float, float]]:
+def time_alone(fns: dict, stream, pause: float = BIG_PAUSE_S, reps: int = BIG_REPS,
+               flush: L2Flush | None = None) -> dict[str, tuple[float, float, float]]:
     """Median, p20, p80 milliseconds of each fn timed alone: after ``pause`` seconds idle (the GPU
     back under its power cap's limit), 3 warm-up calls, then ``reps`` back-to-back calls each
-    between two CUDA events. For shapes long enough to hit the power cap, where the interleaved
-    order would decide each variant's clock."""
+    between two CUDA events (after ``flush`` where given). For shapes long enough to hit the power
+    cap, where the interleaved order would decide each variant's clock."""
+    import torch
+
     out = {}
     for name, fn in fns.items():
         time.sleep(pause)
@@ -109,6 +128,8 @@ def time_alone(fns: dict, stream, pause: float = BIG_PAUSE_S,
             events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                       for _ in range(reps)]
             for e0, e1 in events:
+                if flush is not None:
+                    flush()
                 e0.record(stream)
                 fn()
                 e1.record(stream)
@@ -120,16 +141,20 @@ def time_alone(fns: dict, stream, pause: float = BIG_PAUSE_S,
 
 
 def cublas(A, B, out_dtype):
+    import torch
+
     try:
         return lambda: torch.mm(A, B, out_dtype=out_dtype)
     except TypeError:
         return lambda: torch.mm(A, B).to(out_dtype)
 
 
-def bench_shape(shape, dtype, stream, rows, decomps):
+def bench_shape(shape, dtype, stream, rows, decomps, alone: bool = False, flush: L2Flush | None = None):
+    import torch
+
     m, n, k = shape
     flops = 2.0 * m * n * k
-    tdt = DTYPES[dtype]
+    tdt = getattr(torch, dtype)
     out_dtype = torch.float64 if dtype == "float64" else torch.float32
     A = torch.randn(m, k, device="cuda").to(tdt)
     B = torch.randn(k, n, device="cuda").to(tdt)
@@ -157,7 +182,7 @@ def bench_shape(shape, dtype, stream, rows, decomps):
     packs = [st for st in prepared[decomps[-1]].launch.steps if "pack" in st.name]
     if packs:  # what packing the unaligned operands costs inside our times
         fns["pack"] = lambda: [st.enqueue(stream.cuda_stream) for st in packs]
-    times = time_alone(fns, stream) if shape == BIG else time_interleaved(fns, stream)
+    times = time_alone(fns, stream, flush=flush) if alone or shape == BIG else time_interleaved(fns, stream, flush)
     times.update({decomp: times[other] for decomp, other in same_as.items()})
     for decomp in decomps:
         result[decomp + "_same_as"] = same_as.get(decomp, "")
@@ -184,6 +209,8 @@ def geomean(xs):
 
 
 def main(args: argparse.Namespace) -> int:
+    import torch
+
     ok, why = available()
     if not ok:
         print(f"no GPU: {why}")
@@ -203,12 +230,13 @@ def main(args: argparse.Namespace) -> int:
         print(f"{len(shapes)} corpus shapes on which auto picks {args.only_tile}", flush=True)
     shapes = ([BIG] if args.big else []) + shapes
     rows = []
+    flush = L2Flush() if args.flush_l2 else None
     start = time.time()
     for i, shape in enumerate(shapes):
         if time.time() - start > args.seconds:
             print(f"time budget reached after {i} shapes", flush=True)
             break
-        r = bench_shape(shape, args.dtype, stream, rows, decomps)
+        r = bench_shape(shape, args.dtype, stream, rows, decomps, args.alone, flush)
         torch.cuda.synchronize()
         clear_cache(captured=True)  # this shape's graphs are gone: their launches' lanes can go too
         if i < 12 or i % 25 == 0:

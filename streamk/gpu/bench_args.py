@@ -62,6 +62,12 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help=f"corpus seed (default {SEED}, the GPU sample of benchmarks/LOG.md)")
     ap.add_argument("--dtype", default="float16", choices=DTYPES, help="inputs (default float16)")
     ap.add_argument("--big", action="store_true", help="also 8192^3, each variant timed alone")
+    ap.add_argument("--alone", action="store_true",
+                    help="time every shape's variants each alone after a 1 s pause (as 8192^3 always is) instead of "
+                         "interleaved graph replays: slower, for shapes that reach the power cap")
+    ap.add_argument("--flush-l2", action="store_true",
+                    help="overwrite twice the L2 before each timed call (outside the timing), so no call finds its "
+                         "operands in L2 from the call before (default: warm L2, as back-to-back calls run)")
     ap.add_argument("--decomps", type=_decomps, default=";".join(DECOMPS), metavar="VARIANTS",
                     help="';'-separated NAME[%%GRID][@CTAS_PER_SM][:A,B,C,D[&A,B,C,D]][/ORDER][!FIXUP]"
                          "[#TILE][+pack|+narrow][+pdl|+nopdl][+back]: a scheduler, optionally with that grid, "
