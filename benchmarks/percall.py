@@ -64,6 +64,18 @@ def main() -> None:
         theirs = per_call(lambda: torch.matmul(A, B), calls)
         f32 = per_call(lambda: torch.mm(A, B, out_dtype=torch.float32), calls) if mm_out else float("nan")
         print(f"{f'{m}x{n}x{k}':>16} {first:>9.1f} {ours:>9.2f} {theirs:>10.2f} {f32:>11.2f} {ours / theirs:>6.2f}")
+    firsts = []
+    for i in range(40):  # new shapes of every size class: the first call's host time, lanes already grown
+        m, n, k = 200 + 37 * i, 300 + 53 * i, 256 + 61 * i
+        A, B = torch.randn(m, k, device="cuda").half(), torch.randn(k, n, device="cuda").half()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        gemm(A, B)
+        firsts.append((time.perf_counter() - start) * 1e6)
+        torch.cuda.synchronize()
+    q = statistics.quantiles(firsts[10:], n=10)
+    print(f"first call of a new shape (30 shapes 570x830x866 .. 1643x2367x2635, after 10 more): median "
+          f"{statistics.median(firsts[10:]):.0f} us, p10 {q[0]:.0f}, p90 {q[-1]:.0f}")
     print(cache_info())
     if args.profile:
         import cProfile

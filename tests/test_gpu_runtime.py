@@ -229,6 +229,29 @@ def test_cupy_inputs_and_cupy_graph_capture():
     torch.cuda.synchronize()
 
 
+def test_streams_cupy_destroys_after_their_gemms_are_never_touched_dead():
+    # a lane waits on its stream later (cache eviction, clear_cache): the lane holds CuPy's Stream
+    # object, so its handle cannot be destroyed (and reused) under it
+    cupy = pytest.importorskip("cupy")
+    import gc
+
+    from streamk.gpu import cache_info, clear_cache, gemm
+
+    A = cupy.ones((256, 512), dtype=cupy.float16)
+    B = cupy.ones((512, 384), dtype=cupy.float16)
+    for _ in range(6):
+        stream = cupy.cuda.Stream(non_blocking=True)
+        with stream:
+            C = gemm(A, B, schedule="stream-k")
+        stream.synchronize()
+        assert float(C.min()) == float(C.max()) == 512.0
+        del stream, C
+        gc.collect()
+    assert next(iter(cache_info().values()))["lanes"] >= 6
+    clear_cache()  # waits on every lane's stream: all still alive
+    assert next(iter(cache_info().values()))["lanes"] == 0
+
+
 def test_torch_compile_fullgraph():
     import torch
 

@@ -110,3 +110,10 @@ def test_a_target_and_a_machine_together_are_refused(capsys):
             main(argv)
         err = capsys.readouterr().err
         assert info.value.code == 2 and len(err.strip().splitlines()) == 1, (argv, err)
+
+
+def test_a_schedule_on_a_tile_no_kernel_runs_is_refused_naming_the_tiles():
+    s = Schedule.from_ctas("x", GemmShape(200, 256, 96), TileShape(96, 96, 32), [[(t, 0, 3)] for t in range(9)])
+    a, b = _cuda((200, 96), "float16"), _cuda((96, 256), "float16")
+    with pytest.raises(ScheduleError, match="no float16 kernel runs 96x96x32 tiles \\(there are: 128x128x32"):
+        resolve(preset("h100"), a, b, s, None, None, None, {})

@@ -62,7 +62,8 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0
     (a TileShape, 128 or 64, or "BMxBN"; by default the paper's, and ``auto`` picks one by
     problem size); ``machine`` replaces the device's Machine for a named scheduler; ``stream``:
     a CUDA stream handle (default: the current stream of PyTorch or CuPy, else the legacy
-    stream). Other ``options`` go to the scheduler (``grid``, ``splits``, ``model_costs``,
+    stream; a handle passed here must stay valid until ``clear_cache()``, as streamk may wait on
+    it later). Other ``options`` go to the scheduler (``grid``, ``splits``, ``model_costs``,
     ``walk``, ...). Any number of calls may run at once on any streams, inside CUDA graphs and
     under ``torch.compile``; a schedule that could never finish is refused (DeadlockError).
     """

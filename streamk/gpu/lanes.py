@@ -46,8 +46,9 @@ ZEROED = ("flags", "counters")  # a fresh flag or counter must never equal a liv
 class Lane:
     """One stream's buffers (``ptr(name)``), epoch word and an event to retire old buffers by."""
 
-    def __init__(self, dev: Device, stream: int, needs: Needs | None = None) -> None:
+    def __init__(self, dev: Device, stream: int, needs: Needs | None = None, keep: object = None) -> None:
         self.dev, self.stream = dev, stream
+        self.keep = keep  # the stream's owner (a CuPy Stream), so the handle stays valid while the lane lives
         self.state = dev.alloc(8)
         with dev.setup() as s:  # epoch 1, done 0 (schedule_table.cuh StateWord)
             check(driver().cuMemsetD32Async(self.state.ptr, 1, 1, s), "cuMemsetD32Async(epoch)")
@@ -122,9 +123,10 @@ class Lanes:
         self.captured: dict[tuple[int, int], list[Lane]] = {}  # (capture id, stream) -> its lanes
         self.coresident = check(drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
 
-    def for_launch(self, stream: int, needs: Needs, capture: int | None) -> Lane:
+    def for_launch(self, stream: int, needs: Needs, capture: int | None, keep: object = None) -> Lane:
         """The lane a launch on ``stream`` uses; ``capture``: the id of the capture sequence the
-        stream is in, or None."""
+        stream is in, or None; ``keep``: the object owning the stream, held while the lane lives,
+        since later synchronizations call the driver with the handle (a destroyed one can crash it)."""
         if capture is not None:
             lanes = self.captured.setdefault((capture, stream), [])
             if not lanes or not lanes[-1].fits(needs):  # the graph's earlier nodes keep the old one
@@ -132,11 +134,13 @@ class Lanes:
             return lanes[-1]
         lane = self.by_stream.get(stream)
         if lane is None:
-            lane = self.by_stream[stream] = Lane(self.dev, stream)
+            lane = self.by_stream[stream] = Lane(self.dev, stream, keep=keep)
             if len(self.by_stream) > MAX_LANES:
                 self._retire(self.by_stream.popitem(last=False)[1])
         elif len(self.by_stream) > 1:
             self.by_stream.move_to_end(stream)
+        if keep is not None and lane.keep is None:
+            lane.keep = keep
         if not lane.fits(needs):
             lane.grow(needs)
         return lane

@@ -154,7 +154,7 @@ def _tile_asked(dtype: str, schedule: str | Schedule, tile: TileShape | int | st
     if isinstance(schedule, Schedule):
         if tile is not None and spec_for_tile(dtype, tile).tile != schedule.tile:
             raise ScheduleError(f"tile={tile} disagrees with the schedule's tile {schedule.tile}")
-        return schedule.tile
+        return spec_for_tile(dtype, schedule.tile).tile  # no kernel for it: the tiles there are
     return None if tile is None else spec_for_tile(dtype, tile).tile
 
 

@@ -110,16 +110,19 @@ def _described(A, B, C, ordinal: int) -> tuple[Operand, Operand, Operand | None]
     return a, b, c
 
 
-def _stream_of(x: Any, ordinal: int) -> int:
+def _stream_of(x: Any, ordinal: int) -> tuple[int, object]:
+    """The current stream of ``x``'s library: its handle, and the object that owns it where the
+    library destroys streams (CuPy; PyTorch's current streams come from a pool it never frees)."""
     module = type(x).__module__
     if module.startswith("torch"):
-        return int(sys.modules["torch"].cuda.current_stream(ordinal).cuda_stream)
+        return int(sys.modules["torch"].cuda.current_stream(ordinal).cuda_stream), None
     if module.startswith("cupy"):
         import cupy
 
         with cupy.cuda.Device(ordinal):
-            return int(cupy.cuda.get_current_stream().ptr)
-    return 0
+            stream = cupy.cuda.get_current_stream()
+            return int(stream.ptr), stream
+    return 0, None
 
 
 class Prepared:
@@ -147,10 +150,11 @@ class Prepared:
     def run(self, stream: int | None = None) -> Any:
         if isinstance(self._plan, _Empty):
             return self._plan.apply(self._C, self.beta, lambda: self.output)
+        keep = None
         if stream is None:
-            stream = _stream_of(self.output, self._ordinal) if self._host is None else 0
+            stream, keep = _stream_of(self.output, self._ordinal) if self._host is None else (0, None)
         if self._host is None:
-            _launch(self._rt, self._plan, *self._ops, self.alpha, self.beta, stream)
+            _launch(self._rt, self._plan, *self._ops, self.alpha, self.beta, stream, keep=keep)
             return self.output
         return self._run_host(stream)
 

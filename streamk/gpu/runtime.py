@@ -58,7 +58,7 @@ class _Runtime:
         if len(self.graveyard) > GRAVEYARD_ENTRIES and self.lanes.synchronize():
             self.graveyard.clear()
 
-    def lane(self, plan: GemmPlan, stream: int, capturing: bool | None = None) -> tuple[Lane, bool]:
+    def lane(self, plan: GemmPlan, stream: int, capturing: bool | None = None, keep: object = None) -> tuple[Lane, bool]:
         """The lane of ``stream`` for ``plan`` and whether the stream is being captured (asked of
         the driver unless the caller knows)."""
         drv = driver()
@@ -77,7 +77,7 @@ class _Runtime:
         with self.lock:
             if capture is not None:
                 self.pinned[id(plan)] = plan
-            return self.lanes.for_launch(stream, plan.needs, capture), capture is not None
+            return self.lanes.for_launch(stream, plan.needs, capture, keep), capture is not None
 
 
 _RUNTIMES: dict[int, _Runtime] = {}
@@ -137,16 +137,17 @@ class _Empty:
 
 
 def _launch(rt: _Runtime, plan: GemmPlan, a: int, b: int, c: int, alpha: float, beta: float, stream: int,
-            capture: bool | None = None, only=None) -> None:
+            capture: bool | None = None, only=None, keep: object = None) -> None:
     """Launch ``plan`` on ``stream`` in its device's context (restoring the caller's when it was
-    another device's); ``capture``: whether the stream is being captured, if the caller knows."""
+    another device's); ``capture``: whether the stream is being captured, if the caller knows;
+    ``keep``: the stream's owning object (Lanes.for_launch)."""
     drv = driver()
     err, prev = drv.cuCtxGetCurrent()
     switch = int(prev) != int(rt.dev.context)
     if switch:
         rt.dev.activate()
     try:
-        lane, capturing = rt.lane(plan, stream, capture)
+        lane, capturing = rt.lane(plan, stream, capture, keep)
         plan.enqueue(lane, a, b, c, float(alpha), float(beta), stream, capturing, only)
     finally:
         if switch:
