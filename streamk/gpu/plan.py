@@ -21,9 +21,10 @@ from ..errors import CudaError, DeadlockError, ScheduleError
 from ..fixup import FixupPlan, needs_epoch, plan_fixup
 from ..schedule import FIXUP_POLICIES, Schedule
 from ..shapes import GemmShape, Machine, TileShape
+from . import tma
 from .device import Buffer, Device, driver
 from .lanes import Lane, Lanes, Needs
-from .launch import GemmParams, PackPair, PackParams, Step
+from .launch import GemmParams, PackPair, PackParams, Step, TmaParams
 from .operands import KernelSpec, Operand, copy_widths, padded, spec_for_tile
 from .select import choose_tile, reduce_slices, resolve_schedule, use_pdl
 from .table import STATE_WORDS, TABLE_VERSION, build_table
@@ -65,7 +66,7 @@ class GemmPlan:
     def __init__(self, dev: Device, lanes: Lanes, shape: GemmShape, spec: KernelSpec, schedule: Schedule, plan: FixupPlan,
                  residency: int, steps: list[Step], tables: tuple[Buffer, ...], needs: Needs,
                  template: GemmParams, pack: PackPair | None, extents: tuple[int, int, int],
-                 coresident: bool) -> None:
+                 coresident: bool, maps: tuple | None = None) -> None:
         self.dev, self.lanes, self.shape, self.spec, self.schedule, self.plan = dev, lanes, shape, spec, schedule, plan
         self.residency, self.steps, self.tables, self.needs = residency, steps, tables, needs
         self.template, self.pack, self.extents = template, pack, extents
@@ -74,6 +75,7 @@ class GemmPlan:
         self.packs_b = pack is not None and pack.b.rows > 0
         self.lock = threading.Lock()
         self._bound: dict[Lane, tuple] = {}  # lane -> (its generation, operand view, pack, [(step, argv)], keep-alive)
+        self.maps = maps  # sm90: the dtype, then (rows, cols, ld, box rows) of A and of B (tma.py)
 
     @property
     def names(self) -> list[str]:
@@ -81,7 +83,8 @@ class GemmPlan:
 
     def _bind(self, lane: Lane):
         """This plan's parameter blocks on ``lane`` (its buffers' pointers filled in)."""
-        params = GemmParams()
+        outer = TmaParams() if self.maps else None  # the sm90 block holds the GemmParams
+        params = outer.gemm if outer is not None else GemmParams()
         ctypes.pointer(params)[0] = self.template
         ops, table = params.ops, params.table  # views into params' memory
         table.workspace, table.flags, table.counters = lane.ptr("workspace"), lane.ptr("flags"), lane.ptr("counters")
@@ -96,11 +99,12 @@ class GemmPlan:
             if self.packs_b:
                 ops.b = pack.b.dst
         argvs = {}
-        for block in (params, pack):
+        for block in (params, pack, outer):
             if block is not None:
                 argvs[id(block)] = (ctypes.c_void_p * 1)(ctypes.addressof(block))
-        steps = [(st, ctypes.addressof(argvs[id(pack if st.packs else params)])) for st in self.steps if st.grid]
-        bound = (lane.generation, ops, pack, steps, (params, argvs))
+        steps = [(st, ctypes.addressof(argvs[id(pack if st.packs else outer if st.tma else params)]))
+                 for st in self.steps if st.grid]
+        bound = (lane.generation, ops, pack, steps, (params, argvs, outer, [None]))
         self._bound[lane] = bound
         return bound
 
@@ -112,7 +116,7 @@ class GemmPlan:
             bound = self._bound.get(lane)
             if bound is None or bound[0] != lane.generation:
                 bound = self._bind(lane)
-            _, ops, pack, steps, _ = bound
+            _, ops, pack, steps, keep = bound
             if self.packs_a:
                 pack.a.src = a
             else:
@@ -122,6 +126,8 @@ class GemmPlan:
             else:
                 ops.b = b
             ops.c, ops.alpha, ops.beta = c, alpha, beta
+            if self.maps:
+                self._encode_maps(keep[2], keep[3], ops.a, ops.b)
             if only is not None:
                 only.enqueue(next(argv for step, argv in steps if step is only), stream)
                 return
@@ -131,6 +137,16 @@ class GemmPlan:
                 step.enqueue(argv, stream)
             if self.coresident:
                 self._order(stream, capturing, wait=False)
+
+    def _encode_maps(self, outer: TmaParams, last: list, a: int, b: int) -> None:
+        """A's and B's TMA maps in ``outer`` for the operands at ``a`` and ``b`` (re-encoded only
+        when the pointers change; ``last`` holds the pair they were encoded for)."""
+        if last[0] == (a, b):
+            return
+        dtype, map_a, map_b = self.maps
+        for offset, ptr, (rows, cols, ld, box_rows) in ((TmaParams.a.offset, a, map_a), (TmaParams.b.offset, b, map_b)):
+            tma.encode(ctypes.addressof(outer) + offset, dtype, ptr, rows, cols, ld, box_rows)
+        last[0] = (a, b)
 
     def _order(self, stream: int, capturing: bool, *, wait: bool) -> None:
         """Wait for (or record) the device's co-residency event; in a graph as external nodes, so
@@ -185,6 +201,9 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
     """Check and build the plan of one signature (module doc); every refusal before any launch."""
     shape = GemmShape(a.shape[0], b.shape[1], a.shape[1])
     spec = _pick_spec(dev, a, b, shape, schedule, tile, tuning)
+    if dev.arch not in spec.archs:
+        raise ScheduleError(f"the {spec.tile.bm}x{spec.tile.bn}x{spec.tile.bk} kernels need {' or '.join(spec.archs)} "
+                            f"(this device is {dev.arch}); pick another tile")
     if c is not None:
         check_output_layout(c)
     # an operand no copy width reads in place is packed, and the packed copy is read 16 bytes wide
@@ -253,19 +272,25 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
         grid = max(1, min(-(-chunks // PACK_THREADS), dev.sms * PACK_BLOCKS_PER_SM))
         steps.append(Step(spec.pack, dev.function(spec.pack), grid, PACK_THREADS, 0, packs=True))
     items = len(table.items)
+    # the passes run the accumulators' thread count: the main kernel's block, or on sm90 its
+    # consumer warp groups (their own __launch_bounds__)
     if plan.policy == "atomic" and items:
-        steps.append(Step(spec.prescale, dev.function(spec.prescale), items, threads, 0))
+        steps.append(Step(spec.prescale, dev.function(spec.prescale), items, dev.block_size(spec.prescale), 0))
     pdl = use_pdl(tuning.pdl, sched.grid, dev.sms, dev.arch)
     steps.append(Step(main, dev.function(main, launch_smem), sched.grid, threads, launch_smem,
-                      pdl=pdl and pack is not None and len(steps) == 1))
+                      pdl=pdl and pack is not None and len(steps) == 1, tma=spec.tma))
     if plan.policy == "separate-reduce" and items:
-        rsmem = dev.smem_bytes(spec.reduce)
-        steps.append(Step(spec.reduce, dev.function(spec.reduce, rsmem), items, threads, rsmem,
-                          grid_y=reduce_slices(items, spec, threads, dev.sms), pdl=pdl))
+        rsmem, rthreads = dev.smem_bytes(spec.reduce), dev.block_size(spec.reduce)
+        steps.append(Step(spec.reduce, dev.function(spec.reduce, rsmem), items, rthreads, rsmem,
+                          grid_y=reduce_slices(items, spec, rthreads, dev.sms), pdl=pdl))
     extents = (extent_bytes(a, spec.itemsize), extent_bytes(b, spec.itemsize),
                extent_bytes(c, acc_bytes) if c is not None else 0)
+    maps = None
+    if spec.tma:
+        m, n, k = shape.m, shape.n, shape.k
+        maps = (a.dtype, (m, k, lda, tma.A_BOX_ROWS), (k, n, ldb, tma.B_BOX_ROWS))
     return GemmPlan(dev, lanes, shape, spec, sched, plan, residency, steps, (table_buf,), needs, template, pack, extents,
-                    coresident)
+                    coresident, maps)
 
 
 def _upload_table(dev: Device, arrays: tuple[np.ndarray, ...]) -> tuple[Buffer, list[int]]:
