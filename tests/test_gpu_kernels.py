@@ -78,19 +78,23 @@ def test_every_decomposition_and_policy_within_the_bound(dtype, tile):
     assert not failures, failures[:5]
 
 
+@pytest.mark.parametrize("tile", [None, "128x128x64"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_auto_as_users_call_it_on_large_gemms_is_bitwise_stable(dtype):
+def test_auto_as_users_call_it_on_large_gemms_is_bitwise_stable(dtype, tile):
     """auto with no policy: on a wave or more of 128x256 tiles its two-tile hybrid walked
-    backwards under turnstile, a path the matrix above never takes."""
+    backwards under turnstile, a path the matrix above never takes; on the sm90 tile, auto's
+    choice in the grouped tile order, the persistent ring carried across many units."""
     import torch
 
     from streamk.gpu import prepare
 
+    _skip_unless_built_for_this_device(dtype, tile)
     gen = torch.Generator(device="cuda").manual_seed(11)
+    options = {} if tile is None else {"tile": tile, "tile_order": "grouped-8"}
     for m, n, k in ((2048, 4352, 1056), (2047, 4351, 1057), (3071, 3073, 4095)):
         A, B = inputs(m, n, k, dtype, gen)
         C = torch.full((m, n), math.nan, device="cuda")
-        p = prepare(A, B, C)
+        p = prepare(A, B, C, **options)
         first, last = relaunched(p, C, 100)
         assert error_ratio(first, A, B) <= 1 and torch.equal(last, first), (m, n, k, p.schedule)
 

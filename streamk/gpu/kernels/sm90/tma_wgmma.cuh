@@ -12,8 +12,9 @@
 //             persists, so the next unit's operands arrive while the consumers run an epilogue.
 //   consumers (warp groups 1-2, setmaxnreg up to 232; one thread group on named barrier 1): the
 //             outer loop with its fixup and epilogue; per MAC iteration each warp group waits for
-//             the stage, issues four wgmma.m64n128k16 (rows 64g .. 64g + 63, the whole 128 columns),
-//             waits for them and frees the stage (one arrival per warp group).
+//             the stage, issues four wgmma.m64n128k16 (rows 64g .. 64g + 63, the whole 128 columns)
+//             and frees the stage before once those have completed (one batch in flight; one
+//             arrival per warp group).
 // Shared memory (dynamic, 1024-byte aligned by hand): STAGES x (A 16 KB + B 16 KB) 128-byte
 // swizzled as TMA writes and wgmma reads them, the epilogue's staging (128 x 136 x 4 B, its own, so
 // loads go on during epilogues), 2 x STAGES mbarriers: 201,792 B with 4 stages. Arch: sm_90a.
@@ -142,11 +143,16 @@ __device__ __forceinline__ void produce(const TmaParams& p, const Smem<ML>& s) {
   }
 }
 
-// One unit's MAC iterations [k_begin, k_end) for consumer warp group `wg` (0 or 1).
+// One unit's MAC iterations [k_begin, k_end) for consumer warp group `wg` (0 or 1). One batch of
+// wgmma stays in flight: a stage is freed once the batch after it has been issued and its own has
+// completed (wait_group 1), the last one when the unit's accumulators are complete (wait_group 0),
+// so the tensor cores never wait for the stage handshake (the pattern of NVIDIA CUTLASS
+// include/cutlass/gemm/collective/sm90_mma_tma_gmma_ss_warpspecialized.hpp, K_PIPE_MMAS = 1).
 template <class ML>
 __device__ __forceinline__ void consume(const Smem<ML>& s, Ring<ML>& ring, int wg, int k_begin, int k_end,
                                         float (&acc)[ML::ACC]) {
   const bool arrives = threadIdx.x % WG_THREADS == 0;
+  int previous = -1;  // the stage whose batch may still be in flight
   for (int kt = k_begin; kt < k_end; ++kt, ring.next()) {
     mbar_wait(s.full(ring.stage), ring.phase);
     wgmma_fence();
@@ -160,9 +166,12 @@ __device__ __forceinline__ void consume(const Smem<ML>& s, Ring<ML>& ring, int w
       wgmma_m64n128k16<ML::IS_BF16>(acc, da, db, 1);
     }
     wgmma_commit();
-    wgmma_wait<0>();
-    if (arrives) mbar_arrive(s.empty(ring.stage));
+    wgmma_wait<1>();
+    if (arrives && previous >= 0) mbar_arrive(s.empty(previous));
+    previous = ring.stage;
   }
+  wgmma_wait<0>();
+  if (arrives && previous >= 0) mbar_arrive(s.empty(previous));
 }
 
 // The entry's body (kernel_registry.py instantiates it per dtype).
