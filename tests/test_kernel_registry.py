@@ -68,5 +68,9 @@ def test_the_sm90_family_is_generated_like_the_others_and_built_for_sm90a_only()
     source = reg.unit_source("sm90_tma_128x128_w16")
     assert "__launch_bounds__(streamk_sm90_f16_t::BLOCK_THREADS, 1) streamk_sm90_f16(const __grid_constant__" in source
     assert "__launch_bounds__(streamk_reduce_f32_sm90_t::THREADS) streamk_reduce_f32_sm90(const streamk::GemmParams" in source
+    from streamk.gpu.build import compile_source
+
+    with pytest.raises(ValueError, match="sm90_tma_128x128_w16 is not built for sm_80 .*sm_90a"):
+        compile_source("sm90_tma_128x128_w16", "sm_80")
     # kernels/sm90/tma_wgmma.cuh TmaParams: the GemmParams, then two 128-byte maps on 64-byte boundaries
     assert (TmaParams.a.offset, TmaParams.b.offset, ctypes.sizeof(TmaParams)) == (192, 320, 448)

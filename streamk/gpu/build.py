@@ -32,11 +32,6 @@ ARCHS = ("sm_80", "sm_90a")
 def units_for(arch: str) -> dict[str, tuple[str, ...]]:
     """The compile units (and their entries) built for ``arch``: sm90 mainloops only for sm_90a."""
     return {unit: tuple(v.name for v in vs) for unit, vs in units(arch).items()}
-
-
-def arch_supports(entry: str, arch: str) -> bool:
-    """Whether entry point ``entry`` is built for (and runs on) ``arch``."""
-    return arch in MAINLOOPS[BY_NAME[entry].mainloop].archs
 BASE_OPTIONS = ("-std=c++17", "--ptxas-options=--verbose", "-default-device", "--extra-device-vectorization")
 
 

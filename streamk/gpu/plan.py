@@ -75,7 +75,7 @@ class GemmPlan:
         self.packs_b = pack is not None and pack.b.rows > 0
         self.lock = threading.Lock()
         self._bound: dict[Lane, tuple] = {}  # lane -> (its generation, operand view, pack, [(step, argv)], keep-alive)
-        self.maps = maps  # sm90: the dtype, then (rows, cols, ld, box rows) of A and of B (tma.py)
+        self.maps = maps  # sm90: what its TMA maps describe (tma.maps_of)
 
     @property
     def names(self) -> list[str]:
@@ -143,9 +143,7 @@ class GemmPlan:
         when the pointers change; ``last`` holds the pair they were encoded for)."""
         if last[0] == (a, b):
             return
-        dtype, map_a, map_b = self.maps
-        for offset, ptr, (rows, cols, ld, box_rows) in ((TmaParams.a.offset, a, map_a), (TmaParams.b.offset, b, map_b)):
-            tma.encode(ctypes.addressof(outer) + offset, dtype, ptr, rows, cols, ld, box_rows)
+        tma.fill(outer, self.maps, a, b)
         last[0] = (a, b)
 
     def _order(self, stream: int, capturing: bool, *, wait: bool) -> None:
@@ -285,10 +283,7 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
                           grid_y=reduce_slices(items, spec, rthreads, dev.sms), pdl=pdl))
     extents = (extent_bytes(a, spec.itemsize), extent_bytes(b, spec.itemsize),
                extent_bytes(c, acc_bytes) if c is not None else 0)
-    maps = None
-    if spec.tma:
-        m, n, k = shape.m, shape.n, shape.k
-        maps = (a.dtype, (m, k, lda, tma.A_BOX_ROWS), (k, n, ldb, tma.B_BOX_ROWS))
+    maps = tma.maps_of(a.dtype, shape, lda, ldb) if spec.tma else None
     return GemmPlan(dev, lanes, shape, spec, sched, plan, residency, steps, (table_buf,), needs, template, pack, extents,
                     coresident, maps)
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import ctypes
 
 from ..errors import CudaError
+from ..shapes import GemmShape
+from .launch import TmaParams
 
 BOX_INNER = 64          # kernels/sm90/config.cuh BOX_INNER (elements of a 128-byte box row)
 A_BOX_ROWS = 128        # config.cuh BM
@@ -39,3 +41,16 @@ def encode(dst: int, dtype: str, ptr: int, rows: int, cols: int, ld: int, box_ro
         raise CudaError(f"cuTensorMapEncodeTiled({dtype}, {rows}x{cols}, ld {ld}, box {BOX_INNER}x{box_rows}) "
                         f"failed with {err.name}")
     ctypes.memmove(dst, int(tmap.getPtr()), MAP_BYTES)
+
+
+def maps_of(dtype: str, shape: GemmShape, lda: int, ldb: int) -> tuple:
+    """What the maps of one GEMM signature describe: the dtype, then (rows, cols, ld, box rows) of
+    A (m x k) and of B (k x n)."""
+    return dtype, (shape.m, shape.k, lda, A_BOX_ROWS), (shape.k, shape.n, ldb, B_BOX_ROWS)
+
+
+def fill(params: TmaParams, maps: tuple, a: int, b: int) -> None:
+    """A's and B's maps (``maps_of``) for the operands at ``a`` and ``b``, written into ``params``."""
+    dtype, map_a, map_b = maps
+    for offset, ptr, (rows, cols, ld, box_rows) in ((TmaParams.a.offset, a, map_a), (TmaParams.b.offset, b, map_b)):
+        encode(ctypes.addressof(params) + offset, dtype, ptr, rows, cols, ld, box_rows)
