@@ -22,9 +22,19 @@ SHAPES = [(1, 300, 77), (129, 130, 1), (7, 13, 17), (131, 257, 67), (200, 130, 9
 
 
 def _tiles(dtype: str) -> list:
+    """Every kernel's tile as "BMxBNxBK" (128x128x32: sm80, 128x128x64: the sm90 TMA + wgmma one)."""
     from streamk.gpu.operands import tile_specs
 
-    return [None] if dtype == "float64" else [f"{t.bm}x{t.bn}" for t in tile_specs(dtype)]
+    return [None] if dtype == "float64" else [f"{t.bm}x{t.bn}x{t.bk}" for t in tile_specs(dtype)]
+
+
+def _skip_unless_built_for_this_device(dtype: str, tile) -> None:
+    from streamk.gpu.device import current
+    from streamk.gpu.operands import spec_for_tile
+
+    arch = current().arch
+    if tile is not None and arch not in spec_for_tile(dtype, tile).archs:
+        pytest.skip(f"the {tile} kernels are built for {spec_for_tile(dtype, tile).archs}, this GPU is {arch}")
 
 
 CASES = [(dtype, tile) for dtype in DTYPES for tile in _tiles(dtype)]
@@ -36,6 +46,7 @@ def test_every_decomposition_and_policy_within_the_bound(dtype, tile):
 
     from streamk.gpu import prepare
 
+    _skip_unless_built_for_this_device(dtype, tile)
     gen = torch.Generator(device="cuda").manual_seed(20260121)
     failures, ran = [], 0
     for s, (m, n, k) in enumerate(SHAPES):
@@ -47,8 +58,8 @@ def test_every_decomposition_and_policy_within_the_bound(dtype, tile):
                 C0 = torch.randn(m, n, generator=gen, device="cuda").to(out_dtype(dtype))
                 outs = []
                 opts = dict(options)
-                if "splits" in opts:
-                    opts["splits"] = min(3, -(-k // (16 if dtype == "float64" else 32)))
+                if "splits" in opts:  # at most the tile's MAC iterations
+                    opts["splits"] = min(3, -(-k // (16 if tile is None else int(tile.split("x")[2]))))
                 try:
                     for _ in range(2):
                         C = C0.clone() if beta else torch.full((m, n), math.nan, device="cuda", dtype=out_dtype(dtype))
@@ -67,19 +78,23 @@ def test_every_decomposition_and_policy_within_the_bound(dtype, tile):
     assert not failures, failures[:5]
 
 
+@pytest.mark.parametrize("tile", [None, "128x128x64"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_auto_as_users_call_it_on_large_gemms_is_bitwise_stable(dtype):
+def test_auto_as_users_call_it_on_large_gemms_is_bitwise_stable(dtype, tile):
     """auto with no policy: on a wave or more of 128x256 tiles its two-tile hybrid walked
-    backwards under turnstile, a path the matrix above never takes."""
+    backwards under turnstile, a path the matrix above never takes; on the sm90 tile, auto's
+    choice in the grouped tile order, the persistent ring carried across many units."""
     import torch
 
     from streamk.gpu import prepare
 
+    _skip_unless_built_for_this_device(dtype, tile)
     gen = torch.Generator(device="cuda").manual_seed(11)
+    options = {} if tile is None else {"tile": tile, "tile_order": "grouped-8"}
     for m, n, k in ((2048, 4352, 1056), (2047, 4351, 1057), (3071, 3073, 4095)):
         A, B = inputs(m, n, k, dtype, gen)
         C = torch.full((m, n), math.nan, device="cuda")
-        p = prepare(A, B, C)
+        p = prepare(A, B, C, **options)
         first, last = relaunched(p, C, 100)
         assert error_ratio(first, A, B) <= 1 and torch.equal(last, first), (m, n, k, p.schedule)
 

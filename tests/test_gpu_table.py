@@ -277,7 +277,7 @@ def test_small_tile_kernels_and_autos_tile_choice():
 
     assert list(tile_specs("float16")) == [TileShape(128, 128, 32), TileShape(64, 64, 32), TileShape(128, 64, 32),
                                            TileShape(64, 128, 32), TileShape(32, 64, 32), TileShape(32, 32, 32),
-                                           TileShape(128, 256, 32)]
+                                           TileShape(128, 256, 32), TileShape(128, 128, 64)]
     assert spec_for_tile("bfloat16", "32x64").entry(4) == "streamk_sm80_bf16_t32x64_w4"
     assert spec_for_tile("float16", "128x64").main == "streamk_sm80_f16_t128x64"
     with pytest.raises(ScheduleError, match="tile must look like 128x64"):

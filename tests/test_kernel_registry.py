@@ -1,5 +1,6 @@
 """The kernel registry: every entry name, compile unit and KernelSpec comes from its variants (no GPU)."""
 
+import ctypes
 import re
 
 import pytest
@@ -51,3 +52,25 @@ def test_variants_check_themselves():
         reg.KernelVariant("reduce", "sm80_half", "float32", TileShape(128, 128, 32), load_bytes=8)
     with pytest.raises(KeyError, match="no shipped kernel named"):
         reg.variant("streamk_sm80_f16_w2")
+
+
+def test_the_sm90_family_is_generated_like_the_others_and_built_for_sm90a_only():
+    from streamk.gpu.build import units_for
+    from streamk.gpu.launch import TmaParams
+    from streamk.gpu.operands import spec_for_tile
+
+    spec = spec_for_tile("bfloat16", "128x128x64")
+    assert (spec.main, spec.reduce, spec.prescale) == ("streamk_sm90_bf16", "streamk_reduce_f32_sm90",
+                                                       "streamk_prescale_f32_sm90")
+    assert spec.tma and spec.archs == ("sm_90a",) and spec.narrow == ()
+    assert spec_for_tile("float16", "128x128").main == "streamk_sm80_f16"  # two sides: the first of the tile
+    assert "sm90_tma_128x128_w16" in units_for("sm_90a") and "sm90_tma_128x128_w16" not in units_for("sm_80")
+    source = reg.unit_source("sm90_tma_128x128_w16")
+    assert "__launch_bounds__(streamk_sm90_f16_t::BLOCK_THREADS, 1) streamk_sm90_f16(const __grid_constant__" in source
+    assert "__launch_bounds__(streamk_reduce_f32_sm90_t::THREADS) streamk_reduce_f32_sm90(const streamk::GemmParams" in source
+    from streamk.gpu.build import compile_source
+
+    with pytest.raises(ValueError, match="sm90_tma_128x128_w16 is not built for sm_80 .*sm_90a"):
+        compile_source("sm90_tma_128x128_w16", "sm_80")
+    # kernels/sm90/tma_wgmma.cuh TmaParams: the GemmParams, then two 128-byte maps on 64-byte boundaries
+    assert (TmaParams.a.offset, TmaParams.b.offset, ctypes.sizeof(TmaParams)) == (192, 320, 448)

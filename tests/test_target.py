@@ -31,7 +31,8 @@ def _cli(capsys, *argv) -> dict:
 def test_presets_offer_exactly_the_shipped_tiles_with_the_paper_tile_first():
     for target in PRESETS.values():
         for dtype in target.dtypes():
-            assert target.tiles_for(dtype) == tuple(tile_specs(dtype)), (target.name, dtype)
+            shipped = tuple(t for t, spec in tile_specs(dtype).items() if target.arch in spec.archs)
+            assert target.tiles_for(dtype) == shipped, (target.name, dtype)
     h100, a100 = preset("h100"), preset("a100")
     assert (h100.arch, h100.sms, a100.arch, a100.sms) == ("sm_90a", 132, "sm_80", 108)
     assert h100.machine("float16", TileShape(128, 128, 32)) == Machine(132, 2)

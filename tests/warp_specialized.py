@@ -18,8 +18,9 @@ POLICIES = ("owner-waits", "turnstile", "last-arrival")  # the ones it runs with
 
 def run_warp_specialized(dev, plan: FixupPlan, A: np.ndarray, B: np.ndarray, *, alpha: float = 1.0,
                          beta: float = 0.0, C: np.ndarray | None = None) -> np.ndarray:
-    """C = alpha*A@B + beta*C (FP32, row-major NumPy arrays) by the warp-specialized kernel on
-    ``dev`` (a streamk.gpu.device.Device) executing ``plan``'s schedule; returns C."""
+    """alpha*A@B + beta*C (FP32, row-major NumPy arrays) by the warp-specialized kernel on
+    ``dev`` (a streamk.gpu.device.Device) executing ``plan``'s schedule, as a new array; the
+    arguments are left as they were."""
     s = plan.schedule
     if s.tile != KERNEL.tile:
         raise ValueError(f"the schedule's tile must be {KERNEL.tile} (got {s.tile})")
@@ -30,7 +31,9 @@ def run_warp_specialized(dev, plan: FixupPlan, A: np.ndarray, B: np.ndarray, *, 
     m, k = A.shape
     n = B.shape[1]
     A, B = (np.ascontiguousarray(x, dtype=np.float32) for x in (A, B))
-    C = np.zeros((m, n), np.float32) if C is None else np.ascontiguousarray(C, dtype=np.float32)
+    # a new array, never the caller's C: the result is copied into it below (copying into the
+    # caller's C0 made the test's reference read the result as its input: err/bound 1.3e5)
+    C = np.zeros((m, n), np.float32) if C is None else np.array(C, dtype=np.float32, order="C", copy=True)
     t = build_table(plan)
     host = {"a": A, "b": B, "c": C, "cta_offsets": t.cta_offsets, "units": t.units, "reads": t.reads,
             "waits": t.waits, "items": t.items,

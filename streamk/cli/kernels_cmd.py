@@ -21,13 +21,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def compile_all(arch: str) -> list[dict]:
     try:
-        from ..gpu.build import UNITS, compile_source, nvrtc_version
+        from ..gpu.build import compile_source, nvrtc_version, units_for
         from ..gpu.kernel_registry import BY_NAME
         version = nvrtc_version()
     except ImportError as exc:
         raise StreamkError(f"NVRTC is not installed ({exc}); pip install 'streamk[gpu]'") from None
     rows = []
-    for source, entries in UNITS.items():
+    for source, entries in units_for(arch).items():
         try:
             cubin = compile_source(source, arch)
         except StreamkError as exc:

@@ -22,11 +22,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import check
-from .kernel_registry import BY_NAME, unit_source, units
+from .kernel_registry import BY_NAME, MAINLOOPS, unit_source, units
 
 KERNEL_DIR = Path(__file__).with_name("kernels")
 UNITS: dict[str, tuple[str, ...]] = {unit: tuple(v.name for v in vs) for unit, vs in units().items()}
 ARCHS = ("sm_80", "sm_90a")
+
+
+def units_for(arch: str) -> dict[str, tuple[str, ...]]:
+    """The compile units (and their entries) built for ``arch``: sm90 mainloops only for sm_90a."""
+    return {unit: tuple(v.name for v in vs) for unit, vs in units(arch).items()}
 BASE_OPTIONS = ("-std=c++17", "--ptxas-options=--verbose", "-default-device", "--extra-device-vectorization")
 
 
@@ -102,6 +107,9 @@ def compile_source(source: str, arch: str) -> Cubin:
     when it can."""
     if source not in UNITS:
         raise ValueError(f"source must be a compile unit, one of {sorted(UNITS)} (got {source!r})")
+    if source not in units_for(arch):
+        raise ValueError(f"compile unit {source} is not built for {arch} (it needs one of "
+                         f"{', '.join(MAINLOOPS[BY_NAME[UNITS[source][0]].mainloop].archs)})")
     key = cache_key(source, arch)
     path = cache_dir() / f"{source}-{arch}-{key[:24]}.cubin"
     log_path = path.with_suffix(".log")

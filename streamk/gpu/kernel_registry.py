@@ -35,6 +35,13 @@ class Mainloop:
     dtypes: tuple[str, ...]
     acc_dtype: str
     paper_tile: TileShape
+    archs: tuple[str, ...] = ("sm_80", "sm_90a")  # what NVRTC compiles it for (and devices run it on)
+    # the main entry's body, parameter type and block size (a member of the instantiated type)
+    body: str = "streamk::main_kernel<{t}>(p);"
+    params: str = "const streamk::GemmParams"
+    block: str = "THREADS"
+    pass_suffix: str = ""  # tells its reduce / prescale entries from another family's on the same tile
+    tma: bool = False  # reads A and B through TMA maps in its parameter block (launch.TmaParams)
 
 
 MAINLOOPS = {m.name: m for m in (
@@ -45,6 +52,12 @@ MAINLOOPS = {m.name: m for m in (
              ("float64",), "float64", TileShape(64, 64, 16)),
     Mainloop("ws_test", "ws_test", "testing/warp_specialized.cuh", "streamk::testing::WsKernel",
              ("float32",), "float32", TileShape(32, 32, 8)),
+    # TMA + wgmma, a producer warp group and two consumer ones; the TMA maps ride in the
+    # __grid_constant__ parameter block (streamk/gpu/tma.py builds them)
+    Mainloop("sm90_tma", "sm90", "sm90/tma_wgmma.cuh", "streamk::sm90::TmaWgmma<{bf16}, {stages}>",
+             ("float16", "bfloat16"), "float32", TileShape(128, 128, 64), archs=("sm_90a",),
+             body="streamk::sm90::tma_wgmma_kernel<{t}>(p);", params="const __grid_constant__ streamk::sm90::TmaParams",
+             block="BLOCK_THREADS", pass_suffix="_sm90", tma=True),
 )}
 
 
@@ -84,7 +97,7 @@ class KernelVariant:
         if self.role == "pack":
             return f"streamk_pack_b{8 * ITEMSIZE[self.dtype]}"
         if self.role in ("reduce", "prescale"):
-            return f"streamk_{self.role}_{SHORT[self.dtype]}{tag}"
+            return f"streamk_{self.role}_{SHORT[self.dtype]}{tag}{family.pass_suffix}"
         width = "" if self.load_bytes == 16 else f"_w{self.load_bytes}"
         return f"streamk_{family.prefix}_{SHORT[self.dtype]}{tag}{width}"
 
@@ -128,6 +141,7 @@ def _family(mainloop: str, tile: TileShape, widths: tuple[int, ...], stages: int
 
 HALF_STAGES = 3  # sm80/half_config.cuh STAGES
 F64_STAGES = 4   # sm80/f64_config.cuh STAGES
+SM90_STAGES = 4  # sm90/config.cuh STAGES
 HALF_WIDTHS = (16, 8, 4)
 # The FP16/BF16 tiles, the paper's first (then the order tile_specs lists them), with the CTAs per
 # SM their __launch_bounds__ ask for: 3 on 64x64 gives 152 registers and no spills (4: 128 and
@@ -143,6 +157,7 @@ VARIANTS: tuple[KernelVariant, ...] = (
     KernelVariant("pack", "sm80_half", "float16"),
     KernelVariant("pack", "sm80_f64", "float64"),
     KernelVariant("test", "ws_test", "float32", TileShape(32, 32, 8)),
+    *_family("sm90_tma", TileShape(128, 128, 64), (16,), SM90_STAGES, 1),
 )
 BY_NAME = {v.name: v for v in VARIANTS}
 assert len(BY_NAME) == len(VARIANTS), "entry names are unique"
@@ -163,16 +178,16 @@ def find(role: str, mainloop: str, dtype: str, tile: TileShape | None, load_byte
     return None
 
 
-def units() -> dict[str, tuple[KernelVariant, ...]]:
-    """Compile unit -> its variants, in registry order."""
+def units(arch: str | None = None) -> dict[str, tuple[KernelVariant, ...]]:
+    """Compile unit -> its variants, in registry order; with ``arch``, only the units built for it."""
     out: dict[str, list[KernelVariant]] = {}
     for v in VARIANTS:
-        out.setdefault(v.unit, []).append(v)
+        if arch is None or arch in MAINLOOPS[v.mainloop].archs:
+            out.setdefault(v.unit, []).append(v)
     return {u: tuple(vs) for u, vs in out.items()}
 
 
-_BODY = {
-    "main": "streamk::main_kernel<{t}>(p);",
+_BODY = {  # a main entry's body is its family's (Mainloop.body)
     "reduce": "streamk::reduce_kernel<{t}>(p);",
     "prescale": "streamk::prescale_kernel<{t}>(p);",
     "pack": "streamk::pack_kernel<{t}>(p);",
@@ -205,9 +220,14 @@ def unit_source(unit: str) -> str:
             lines.append(f"static_assert({alias}::BM == {v.tile.bm} && {alias}::BN == {v.tile.bn} && "
                          f'{alias}::BK == {v.tile.bk}, "{v.name}: the registry\'s tile");')
             smem = f"{alias}::SMEM_BYTES" if v.role in ("main", "test") else "0"
+        family = MAINLOOPS[v.mainloop]
+        main = v.role == "main"
+        params = family.params if main else f"const {_PARAMS.get(v.role, 'streamk::GemmParams')}"
+        body = family.body if main else _BODY[v.role]
+        if v.tile is not None:
             blocks = f", {v.blocks_per_sm}" if v.blocks_per_sm else ""
-            bounds = f" __launch_bounds__({alias}::THREADS{blocks})"
+            bounds = f" __launch_bounds__({alias}::{family.block if main else 'THREADS'}{blocks})"
         lines += [f'extern "C" __constant__ int {v.name}_smem = {smem};',
-                  f'extern "C" __global__ void{bounds} {v.name}(const {_PARAMS.get(v.role, "streamk::GemmParams")} p) {{',
-                  f"  {_BODY[v.role].format(t=alias)}", "}", ""]
+                  f'extern "C" __global__ void{bounds} {v.name}({params} p) {{',
+                  f"  {body.format(t=alias)}", "}", ""]
     return "\n".join(lines)

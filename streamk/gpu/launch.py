@@ -51,6 +51,17 @@ def gemm_params(**fields) -> GemmParams:
     return GemmParams(**fields)
 
 
+class TmaParams(ctypes.Structure):
+    """The sm90 mainloop's parameter block (kernels/sm90/tma_wgmma.cuh TmaParams): the GemmParams,
+    then A's and B's TMA maps at 64-byte offsets (tma.encode writes them)."""
+
+    _fields_ = [("gemm", GemmParams), ("_pad", ctypes.c_ubyte * 32), ("a", ctypes.c_ubyte * 128),
+                ("b", ctypes.c_ubyte * 128)]
+
+
+assert TmaParams.a.offset == 192 and TmaParams.b.offset == 320 and ctypes.sizeof(TmaParams) == 448
+
+
 class PackParams(ctypes.Structure):
     _fields_ = [("src", _P), ("dst", _P), ("rs", _LL), ("cs", _LL), ("rows", _LL), ("cols", _LL), ("ld", _LL)]
 
@@ -64,7 +75,7 @@ class Step:
     """One kernel of a GEMM: function, grid (x, and y for the sliced reduce pass), block, dynamic
     shared memory; ``pdl``: launched with programmatic stream serialization, so it may start
     while the step before it finishes (the kernel waits for it: ptx.cuh pdl_wait); ``packs``: its
-    parameter block is the PackPair, not the GemmParams."""
+    parameter block is the PackPair, not the GemmParams; ``tma``: the TmaParams."""
 
     name: str
     function: object
@@ -74,6 +85,7 @@ class Step:
     grid_y: int = 1
     pdl: bool = False
     packs: bool = False
+    tma: bool = False  # its parameter block is the TmaParams around the GemmParams
     _config: object = field(default=None, repr=False)
 
     def enqueue(self, argv: int, stream: int) -> None:

@@ -31,6 +31,8 @@ class KernelSpec:
     itemsize: int
     out_dtype: str
     narrow: tuple[tuple[int, str], ...] = ()
+    tma: bool = False  # the main kernel reads A and B through TMA maps (streamk/gpu/tma.py)
+    archs: tuple[str, ...] = ("sm_80", "sm_90a")  # device archs its kernels are built for
 
     def entry(self, load_bytes: int) -> str:
         """The main entry point whose copies are ``load_bytes`` wide (16: ``main``)."""
@@ -53,7 +55,7 @@ def _spec(dtype: str, tile: TileShape) -> KernelSpec:
     pack = next(v.name for v in VARIANTS if v.role == "pack" and ITEMSIZE[v.dtype] == ITEMSIZE[dtype])
     return KernelSpec(next(v.name for v in main if v.load_bytes == 16), passes["reduce"], passes["prescale"], tile,
                       pack, ITEMSIZE[dtype], family.acc_dtype,
-                      tuple((v.load_bytes, v.name) for v in main if v.load_bytes != 16))
+                      tuple((v.load_bytes, v.name) for v in main if v.load_bytes != 16), family.tma, family.archs)
 
 
 @functools.lru_cache(maxsize=None)
@@ -93,14 +95,15 @@ def _tile_specs(dtype: str) -> tuple[tuple[TileShape, KernelSpec], ...]:
 
 def spec_for_tile(dtype: str, tile: TileShape | int | str) -> KernelSpec:
     """The kernel for ``dtype`` on ``tile``: a TileShape, its edge (128 or 64) for a square tile,
-    or "BMxBN"; ScheduleError naming the tiles there are otherwise."""
+    "BMxBN" (the first kernel of that tile, in registry order) or "BMxBNxBK" (e.g. "128x128x64":
+    the sm90 TMA + wgmma kernel); ScheduleError naming the tiles there are otherwise."""
     specs = tile_specs(dtype)
     if isinstance(tile, str):
         parts = tile.lower().split("x")
-        if len(parts) != 2 or not all(p.isdigit() for p in parts):
-            raise ScheduleError(f"tile must look like 128x64 (got {tile!r})")
-        bm, bn = (int(p) for p in parts)
-        match = [spec for t, spec in specs.items() if (t.bm, t.bn) == (bm, bn)]
+        if len(parts) not in (2, 3) or not all(p.isdigit() for p in parts):
+            raise ScheduleError(f"tile must look like 128x64 or 128x128x64 (got {tile!r})")
+        sides = tuple(int(p) for p in parts)
+        match = [spec for t, spec in specs.items() if (t.bm, t.bn, t.bk)[:len(sides)] == sides]
         if match:
             return match[0]
     for t, spec in specs.items():

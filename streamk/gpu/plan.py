@@ -22,9 +22,10 @@ from ..fixup import FixupPlan, needs_epoch, plan_fixup
 from ..schedule import FIXUP_POLICIES, Schedule
 from ..shapes import GemmShape, Machine, TileShape
 from ..target import Target
+from . import tma
 from .device import Buffer, Device, driver
 from .lanes import Lane, Lanes, Needs
-from .launch import GemmParams, PackPair, PackParams, Step
+from .launch import GemmParams, PackPair, PackParams, Step, TmaParams
 from .operands import KernelSpec, Operand, copy_widths, padded, spec_for_tile
 from .select import reduce_slices, schedule_for, use_pdl
 from .table import STATE_WORDS, TABLE_VERSION, build_table
@@ -66,7 +67,7 @@ class GemmPlan:
     def __init__(self, dev: Device, lanes: Lanes, shape: GemmShape, spec: KernelSpec, schedule: Schedule, plan: FixupPlan,
                  residency: int, steps: list[Step], tables: tuple[Buffer, ...], needs: Needs,
                  template: GemmParams, pack: PackPair | None, extents: tuple[int, int, int],
-                 coresident: bool) -> None:
+                 coresident: bool, maps: tuple | None = None) -> None:
         self.dev, self.lanes, self.shape, self.spec, self.schedule, self.plan = dev, lanes, shape, spec, schedule, plan
         self.residency, self.steps, self.tables, self.needs = residency, steps, tables, needs
         self.template, self.pack, self.extents = template, pack, extents
@@ -75,6 +76,7 @@ class GemmPlan:
         self.packs_b = pack is not None and pack.b.rows > 0
         self.lock = threading.Lock()
         self._bound: dict[Lane, tuple] = {}  # lane -> (its generation, operand view, pack, [(step, argv)], keep-alive)
+        self.maps = maps  # sm90: what its TMA maps describe (tma.maps_of)
 
     @property
     def names(self) -> list[str]:
@@ -82,7 +84,8 @@ class GemmPlan:
 
     def _bind(self, lane: Lane):
         """This plan's parameter blocks on ``lane`` (its buffers' pointers filled in)."""
-        params = GemmParams()
+        outer = TmaParams() if self.maps else None  # the sm90 block holds the GemmParams
+        params = outer.gemm if outer is not None else GemmParams()
         ctypes.pointer(params)[0] = self.template
         ops, table = params.ops, params.table  # views into params' memory
         table.workspace, table.flags, table.counters = lane.ptr("workspace"), lane.ptr("flags"), lane.ptr("counters")
@@ -97,11 +100,12 @@ class GemmPlan:
             if self.packs_b:
                 ops.b = pack.b.dst
         argvs = {}
-        for block in (params, pack):
+        for block in (params, pack, outer):
             if block is not None:
                 argvs[id(block)] = (ctypes.c_void_p * 1)(ctypes.addressof(block))
-        steps = [(st, ctypes.addressof(argvs[id(pack if st.packs else params)])) for st in self.steps if st.grid]
-        bound = (lane.generation, ops, pack, steps, (params, argvs))
+        steps = [(st, ctypes.addressof(argvs[id(pack if st.packs else outer if st.tma else params)]))
+                 for st in self.steps if st.grid]
+        bound = (lane.generation, ops, pack, steps, (params, argvs, outer, [None]))
         self._bound[lane] = bound
         return bound
 
@@ -113,7 +117,7 @@ class GemmPlan:
             bound = self._bound.get(lane)
             if bound is None or bound[0] != lane.generation:
                 bound = self._bind(lane)
-            _, ops, pack, steps, _ = bound
+            _, ops, pack, steps, keep = bound
             if self.packs_a:
                 pack.a.src = a
             else:
@@ -123,6 +127,8 @@ class GemmPlan:
             else:
                 ops.b = b
             ops.c, ops.alpha, ops.beta = c, alpha, beta
+            if self.maps:
+                self._encode_maps(keep[2], keep[3], ops.a, ops.b)
             if only is not None:
                 only.enqueue(next(argv for step, argv in steps if step is only), stream)
                 return
@@ -132,6 +138,14 @@ class GemmPlan:
                 step.enqueue(argv, stream)
             if self.coresident:
                 self._order(stream, capturing, wait=False)
+
+    def _encode_maps(self, outer: TmaParams, last: list, a: int, b: int) -> None:
+        """A's and B's TMA maps in ``outer`` for the operands at ``a`` and ``b`` (re-encoded only
+        when the pointers change; ``last`` holds the pair they were encoded for)."""
+        if last[0] == (a, b):
+            return
+        tma.fill(outer, self.maps, a, b)
+        last[0] = (a, b)
 
     def _order(self, stream: int, capturing: bool, *, wait: bool) -> None:
         """Wait for (or record) the device's co-residency event; in a graph as external nodes, so
@@ -186,6 +200,11 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
                machine: Machine | None, options: dict[str, Any], tuning: Tuning = DEFAULT_TUNING) -> GemmPlan:
     """Check and build the plan of one signature (module doc); every refusal before any launch."""
     shape = GemmShape(a.shape[0], b.shape[1], a.shape[1])
+    asked = _tile_asked(a.dtype, schedule, tile)
+    if asked is not None and dev.arch not in spec_for_tile(a.dtype, asked).archs:
+        raise ScheduleError(f"the {asked.bm}x{asked.bn}x{asked.bk} kernels need "
+                            f"{' or '.join(spec_for_tile(a.dtype, asked).archs)} (this device is {dev.arch}); "
+                            f"pick another tile")
     sched = resolve(dev.target, a, b, schedule, fixup, tile, machine, options)
     spec = spec_for_tile(a.dtype, sched.tile)
     if c is not None:
@@ -254,19 +273,22 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
         grid = max(1, min(-(-chunks // PACK_THREADS), dev.sms * PACK_BLOCKS_PER_SM))
         steps.append(Step(spec.pack, dev.function(spec.pack), grid, PACK_THREADS, 0, packs=True))
     items = len(table.items)
+    # the passes run the accumulators' thread count: the main kernel's block, or on sm90 its
+    # consumer warp groups (their own __launch_bounds__)
     if plan.policy == "atomic" and items:
-        steps.append(Step(spec.prescale, dev.function(spec.prescale), items, threads, 0))
+        steps.append(Step(spec.prescale, dev.function(spec.prescale), items, dev.block_size(spec.prescale), 0))
     pdl = use_pdl(tuning.pdl, sched.grid, dev.sms, dev.arch)
     steps.append(Step(main, dev.function(main, launch_smem), sched.grid, threads, launch_smem,
-                      pdl=pdl and pack is not None and len(steps) == 1))
+                      pdl=pdl and pack is not None and len(steps) == 1, tma=spec.tma))
     if plan.policy == "separate-reduce" and items:
-        rsmem = dev.smem_bytes(spec.reduce)
-        steps.append(Step(spec.reduce, dev.function(spec.reduce, rsmem), items, threads, rsmem,
-                          grid_y=reduce_slices(items, spec, threads, dev.sms), pdl=pdl))
+        rsmem, rthreads = dev.smem_bytes(spec.reduce), dev.block_size(spec.reduce)
+        steps.append(Step(spec.reduce, dev.function(spec.reduce, rsmem), items, rthreads, rsmem,
+                          grid_y=reduce_slices(items, spec, rthreads, dev.sms), pdl=pdl))
     extents = (extent_bytes(a, spec.itemsize), extent_bytes(b, spec.itemsize),
                extent_bytes(c, acc_bytes) if c is not None else 0)
+    maps = tma.maps_of(a.dtype, shape, lda, ldb) if spec.tma else None
     return GemmPlan(dev, lanes, shape, spec, sched, plan, residency, steps, (table_buf,), needs, template, pack, extents,
-                    coresident)
+                    coresident, maps)
 
 
 def _upload_table(dev: Device, arrays: tuple[np.ndarray, ...]) -> tuple[Buffer, list[int]]:

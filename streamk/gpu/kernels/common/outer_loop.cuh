@@ -1,11 +1,12 @@
-// outer_loop.cuh: the Stream-K outer loop for mainloops in which every thread of the block does
-// everything (the sm80 ones): the whole block is one thread group (group.cuh BlockGroup), which
-// walks this CTA's unit rows (work.cuh), runs the mainloop over each unit's MAC iterations
-// [k_begin, k_end) of its tile, then the unit's action (fixup.cuh) and the epilogue
-// (epilogue.cuh). Kernel entry: main_kernel<ML>, with ML the mainloop, which provides
-//   Acc, Elem, BM, BN, THREADS, ACC, coord(i, tid, r, c) (fragment element -> tile row, column),
-//   SMEM_BYTES and mainloop(ops, problem, m0, n0, k_begin, k_end, smem, acc), after which its
-//   shared memory is free (no copy in flight) for the epilogue.
+// outer_loop.cuh: the Stream-K outer loop, shared by every mainloop: a thread group G (group.cuh)
+// holding the accumulators walks this CTA's unit rows (work.cuh), runs the mainloop over each
+// unit's MAC iterations [k_begin, k_end) of its tile, then the unit's action (fixup.cuh) and the
+// epilogue (epilogue.cuh). run_units<ML, G>(p, smem, mainloop) takes the mainloop as a callable
+// mainloop(m0, n0, k_begin, k_end, acc); ML provides Acc, BM, BN, THREADS (G's size), ACC and
+// coord(i, tid, r, c) (fragment element -> tile row, column). The sm80 mainloops, where every
+// thread does everything, run it with the whole block as G (main_kernel below); a warp-specialized
+// mainloop (sm90/) runs it in its consumer warp groups while its producer streams the operands.
+// `smem` is G's epilogue staging, free whenever the mainloop returns.
 // Invariants: the kernel reads the table, never recomputes the schedule; flags and counters carry
 // the launch epoch; a mainloop never waits on a flag, so deferred signals cannot deadlock.
 #pragma once
@@ -25,10 +26,10 @@ namespace streamk {
 template <class ML>
 constexpr bool GUESS_FIRST_ROW = sizeof(typename ML::Elem) == 2 && ML::BM * ML::BN < 128 * 128;
 
-template <class ML>
-__device__ __forceinline__ void run_schedule(const GemmParams& p, unsigned char* smem) {
+template <class ML, class G, class Mainloop>
+__device__ __forceinline__ void run_units(const GemmParams& p, unsigned char* smem, Mainloop&& mainloop) {
   using Acc = typename ML::Acc;
-  using G = BlockGroup<ML::THREADS>;
+  static_assert(G::THREADS == ML::THREADS, "the group holds the accumulators");
   const TableParams& t = p.table;
   const unsigned cta = blockIdx.x;
   WorkIterator<GUESS_FIRST_ROW<ML>> work;
@@ -63,7 +64,7 @@ __device__ __forceinline__ void run_schedule(const GemmParams& p, unsigned char*
     // (nothing before this kernel writes them: the pack pass was launched normally, behind every
     // earlier kernel); A, B, C, the workspace and the flags are touched only after.
     if (u == first) pdl_wait();
-    ML::mainloop(p.ops, problem(t), m0, n0, w.k_begin, w.k_end, smem, acc);
+    mainloop(m0, n0, w.k_begin, w.k_end, acc);
     trace<G>(u - first, 1);
     if (pending >= 0) {
       signal<G>(t, pending, epoch);
@@ -104,12 +105,16 @@ __device__ __forceinline__ void run_schedule(const GemmParams& p, unsigned char*
   }
 }
 
-// The main kernel's body: dynamic shared memory for the mainloop's stages and the epilogue, at
-// the alignment the mainloop's shared layout needs (ML::SMEM_ALIGN bytes).
+// The sm80 main kernel's body: the whole block is the group; dynamic shared memory holds the
+// mainloop's stages, then the epilogue's staging, at the alignment the mainloop's shared layout
+// needs (ML::SMEM_ALIGN bytes).
 template <class ML>
 __device__ __forceinline__ void main_kernel(const GemmParams& p) {
   extern __shared__ __align__(ML::SMEM_ALIGN) unsigned char smem[];
-  run_schedule<ML>(p, smem);
+  run_units<ML, BlockGroup<ML::THREADS>>(p, smem, [&](int m0, int n0, int k_begin, int k_end,
+                                                      typename ML::Acc (&acc)[ML::ACC]) {
+    ML::mainloop(p.ops, problem(p.table), m0, n0, k_begin, k_end, smem, acc);
+  });
 }
 
 }  // namespace streamk

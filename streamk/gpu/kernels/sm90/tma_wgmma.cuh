@@ -1,0 +1,209 @@
+// tma_wgmma.cuh: the Hopper FP16/BF16 -> FP32 mainloop, C = alpha*A@B + beta*C with A and B FP16
+// or BF16, FP32 accumulate and FP32 C, run by the shared outer loop (common/outer_loop.cuh
+// run_units) over any Schedule table (common/schedule_table.cuh) under every fixup policy
+// (common/fixup.cuh; the separate-reduce and atomic passes are common/passes.cuh on this layout).
+//
+// TmaWgmma<BF16, STAGES> (config.cuh): a 128x128x64 tile per MAC iteration. 384 threads, three warp
+// groups, __launch_bounds__(384, 1):
+//   producer  (warp group 0, setmaxnreg down to 40): one thread walks the CTA's unit rows (work.cuh)
+//             and, for every MAC iteration of every unit, waits for a free stage and issues the TMA
+//             bulk tensor loads of A (one 128 x 64 box) and B (two 64 x 64 boxes) into it; the
+//             stage's mbarrier completes on their bytes. It runs ahead across units: the ring
+//             persists, so the next unit's operands arrive while the consumers run an epilogue.
+//   consumers (warp groups 1-2, setmaxnreg up to 232; one thread group on named barrier 1): the
+//             outer loop with its fixup and epilogue; per MAC iteration each warp group waits for
+//             the stage, issues four wgmma.m64n128k16 (rows 64g .. 64g + 63, the whole 128 columns)
+//             and frees the previous stage once its batch has completed (one batch in flight;
+//             one arrival per warp group).
+// Shared memory (dynamic, 1024-byte aligned by hand): STAGES x (A 16 KB + B 16 KB) 128-byte
+// swizzled as TMA writes and wgmma reads them, the epilogue's staging (128 x 136 x 4 B, its own, so
+// loads go on during epilogues), 2 x STAGES mbarriers: 201,792 B with 4 stages. Arch: sm_90a.
+// Operands (TMA descriptors built by the host, streamk/gpu/tma.py): A m x k row-major and B k x n
+// row-major, 16-byte-aligned base and row strides (the host packs others: common/pack.cuh); A is
+// read K-major (swizzled rows of 64 k), B N-major (imm-trans-b: rows of 64 n per box). Elements
+// outside the matrices arrive as zeros from TMA, so edge tiles in m, n and k need no predication;
+// C is written by the shared epilogue with any strides.
+// Ideas from public code (written here, not copied): the producer / two-consumer split with
+// setmaxnreg and per-stage full/empty mbarriers follow github pranjalssh/fast.cu
+// examples/matmul/matmul_12.cuh (its split is 24 / 240 registers; ours 40 / 232 leaves the
+// producer's table walk room); the MN-major 128-byte-swizzle descriptor (LBO: stride between
+// 64-element column blocks, SBO: between 8-row groups) follows the canonical layouts of NVIDIA
+// CUTLASS include/cute/atom/mma_traits_sm90_gmma.hpp (make_gmma_desc) and the PTX ISA's matrix
+// descriptor section.
+// Invariants: those of the outer loop; the producer issues exactly the MAC iterations the consumers
+// consume, in the same order, so the ring's phases agree without any other handshake.
+#pragma once
+
+#include "../common/epilogue.cuh"
+#include "../common/group.cuh"
+#include "../common/outer_loop.cuh"
+#include "../common/ptx.cuh"
+#include "../common/schedule_table.cuh"
+#include "../common/work.cuh"
+#include "config.cuh"
+#include "ptx.cuh"
+
+namespace streamk {
+namespace sm90 {
+
+// A CUtensorMap as the kernel parameter carries it (128 bytes, 64-byte aligned).
+struct alignas(64) TensorMap {
+  unsigned long long words[16];
+};
+
+// The kernel's parameter block (passed `const __grid_constant__`, so the TMA unit can read the
+// maps in parameter space): the table and C as every kernel has them, then A's and B's maps.
+// Mirror of streamk/gpu/launch.py TmaParams.
+struct TmaParams {
+  GemmParams gemm;
+  TensorMap a;  // A: dims (k, m), box (BK, BM)
+  TensorMap b;  // B: dims (n, k), box (64, BK)
+};
+// (160 B, then maps on 64-byte boundaries: a at 192, b at 320; NVRTC 13.0 has no offsetof)
+static_assert(sizeof(GemmParams) == 160 && alignof(TensorMap) == 64 && sizeof(TmaParams) == 448,
+              "launch.py TmaParams mirrors this layout");
+
+template <bool BF16, int STAGES_ = STAGES>
+struct TmaWgmma {
+  using Acc = float;
+  using Elem = unsigned short;  // raw FP16 / BF16 bits
+  static constexpr bool IS_BF16 = BF16;
+  static constexpr int BM = sm90::BM, BN = sm90::BN, BK = sm90::BK, STAGES = STAGES_;
+  static constexpr int THREADS = CONSUMERS * WG_THREADS;  // the accumulators' group: fixup, epilogue, passes
+  static constexpr int BLOCK_THREADS = sm90::THREADS;     // the block: producer + consumers
+  static constexpr int ACC = BM * BN / THREADS;           // 64 FP32 per consumer thread
+  static constexpr int STAGING_BYTES = BM * (BN + 8) * 4;  // TileStage<TmaWgmma>::BYTES (checked below)
+  static constexpr int RING_BYTES = STAGES * STAGE_BYTES;
+  static constexpr int BARRIER_BYTES = 2 * STAGES * 8;
+  static constexpr int SMEM_ALIGN = ATOM_BYTES;  // swizzled boxes start on 1024-byte atoms
+  // + SMEM_ALIGN: the dynamic area starts after the outer loop's static words; aligned by hand
+  static constexpr int SMEM_BYTES = RING_BYTES + STAGING_BYTES + BARRIER_BYTES + SMEM_ALIGN;
+  static_assert(ACC == 64, "one wgmma m64n128 fragment per consumer thread");
+  static_assert(SMEM_BYTES <= 227 * 1024, "a block's shared memory on sm_90");
+  static_assert(STAGING_BYTES % 8 == 0, "barriers after the staging are 8-byte aligned");
+
+  // fragment element i of consumer thread tid -> (row, col) inside the tile (the wgmma D layout,
+  // rows offset by the warp group's 64)
+  static __device__ __forceinline__ void coord(int i, int tid, int& r, int& c) {
+    const int wg = tid / WG_THREADS, t = tid % WG_THREADS, warp = t / 32, lane = t % 32;
+    r = wg * WG_M + warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
+    c = 8 * (i / 4) + 2 * (lane % 4) + (i % 2);
+  }
+};
+
+template <bool BF16, int S>
+constexpr bool staging_matches = TileStage<TmaWgmma<BF16, S>>::BYTES == TmaWgmma<BF16, S>::STAGING_BYTES;
+static_assert(staging_matches<false, STAGES> && staging_matches<true, STAGES>, "the epilogue's staging size");
+
+// Where each piece of the dynamic shared memory lies (shared-space byte addresses).
+template <class ML>
+struct Smem {
+  unsigned base;  // 1024-byte aligned
+  __device__ __forceinline__ unsigned a(int stage) const { return base + stage * A_STAGE_BYTES; }
+  __device__ __forceinline__ unsigned b(int stage) const {
+    return base + ML::STAGES * A_STAGE_BYTES + stage * B_STAGE_BYTES;
+  }
+  __device__ __forceinline__ unsigned staging() const { return base + ML::RING_BYTES; }
+  __device__ __forceinline__ unsigned full(int stage) const { return staging() + ML::STAGING_BYTES + 8 * stage; }
+  __device__ __forceinline__ unsigned empty(int stage) const { return full(ML::STAGES + stage); }
+};
+
+// The ring position both roles advance through, one MAC iteration at a time.
+template <class ML>
+struct Ring {
+  int stage = 0;
+  unsigned phase = 0;
+  __device__ __forceinline__ void next() {
+    if (++stage == ML::STAGES) {
+      stage = 0;
+      phase ^= 1u;
+    }
+  }
+};
+
+template <class ML>
+__device__ __forceinline__ void produce(const TmaParams& p, const Smem<ML>& s) {
+  const TableParams& t = p.gemm.table;
+  tma_prefetch(&p.a);
+  tma_prefetch(&p.b);
+  WorkIterator<false> work;
+  work.prefetch(t, blockIdx.x);
+  work.begin(t, blockIdx.x);
+  pdl_wait();  // behind the pack pass: its copies of A and B are complete from here
+  Ring<ML> ring;
+  for (int u = work.first; u < work.last; ++u) {
+    const WorkUnit w = work.unit(u, blockIdx.x);
+    const int m0 = w.tile_m * ML::BM, n0 = w.tile_n * ML::BN;
+    for (int kt = w.k_begin; kt < w.k_end; ++kt, ring.next()) {
+      mbar_wait(s.empty(ring.stage), ring.phase ^ 1u);
+      mbar_arrive_expect_tx(s.full(ring.stage), STAGE_BYTES);
+      tma_load_2d(s.a(ring.stage), &p.a, s.full(ring.stage), kt * ML::BK, m0);
+#pragma unroll
+      for (int box = 0; box < B_BOXES; ++box)
+        tma_load_2d(s.b(ring.stage) + box * B_BOX_BYTES, &p.b, s.full(ring.stage), n0 + box * BOX_INNER, kt * ML::BK);
+    }
+  }
+}
+
+// One unit's MAC iterations [k_begin, k_end) for consumer warp group `wg` (0 or 1). One batch of
+// wgmma stays in flight: a stage is freed once the batch after it has been issued and its own has
+// completed (wait_group 1), the last one when the unit's accumulators are complete (wait_group 0),
+// so the tensor cores never wait for the stage handshake (the pattern of NVIDIA CUTLASS
+// include/cutlass/gemm/collective/sm90_mma_tma_gmma_ss_warpspecialized.hpp, K_PIPE_MMAS = 1).
+template <class ML>
+__device__ __forceinline__ void consume(const Smem<ML>& s, Ring<ML>& ring, int wg, int k_begin, int k_end,
+                                        float (&acc)[ML::ACC]) {
+  const bool arrives = threadIdx.x % WG_THREADS == 0;
+  int previous = -1;  // the stage whose batch may still be in flight
+  for (int kt = k_begin; kt < k_end; ++kt, ring.next()) {
+    mbar_wait(s.full(ring.stage), ring.phase);
+    wgmma_fence();
+    const unsigned a = s.a(ring.stage) + wg * WG_M * SWIZZLE_BYTES, b = s.b(ring.stage);
+#pragma unroll
+    for (int kk = 0; kk < ML::BK / MMA_K; ++kk) {
+      // A K-major: k-step kk starts 32 bytes into each swizzled row (LBO unused, SBO: 8 rows);
+      // B N-major: k-step kk starts 16 rows down; LBO: the next 64 columns' box, SBO: 8 rows
+      const unsigned long long da = smem_desc(a + kk * MMA_K * ELEM_BYTES, 16, ATOM_BYTES);
+      const unsigned long long db = smem_desc(b + kk * MMA_K * SWIZZLE_BYTES, B_BOX_BYTES, ATOM_BYTES);
+      wgmma_m64n128k16<ML::IS_BF16>(acc, da, db, 1);
+    }
+    wgmma_commit();
+    wgmma_wait<1>();
+    if (arrives && previous >= 0) mbar_arrive(s.empty(previous));
+    previous = ring.stage;
+  }
+  wgmma_wait<0>();
+  if (arrives && previous >= 0) mbar_arrive(s.empty(previous));
+}
+
+// The entry's body (kernel_registry.py instantiates it per dtype).
+template <class ML>
+__device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const unsigned raw = smem_u32(smem_raw);
+  const Smem<ML> s{(raw + ML::SMEM_ALIGN - 1) & ~static_cast<unsigned>(ML::SMEM_ALIGN - 1)};
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < ML::STAGES; ++i) {
+      mbar_init(s.full(i), 1);           // the producer's arrival (+ the stage's TMA bytes)
+      mbar_init(s.empty(i), CONSUMERS);  // one arrival per consumer warp group
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+  if (threadIdx.x < WG_THREADS) {
+    regs_down<PRODUCER_REGS>();
+    if (threadIdx.x == 0) produce<ML>(p, s);
+  } else {
+    regs_up<CONSUMER_REGS>();
+    using G = ThreadGroup<1, WG_THREADS, ML::THREADS>;
+    const int wg = G::rank() / WG_THREADS;
+    unsigned char* staging = smem_raw + (s.staging() - raw);
+    Ring<ML> ring;
+    run_units<ML, G>(p.gemm, staging, [&](int, int, int k_begin, int k_end, float (&acc)[ML::ACC]) {
+      consume<ML>(s, ring, wg, k_begin, k_end, acc);
+    });
+  }
+}
+
+}  // namespace sm90
+}  // namespace streamk

@@ -1,0 +1,56 @@
+"""TMA tensor maps for the sm90 mainloop (kernels/sm90/tma_wgmma.cuh): built on the host with
+``cuTensorMapEncodeTiled`` and copied into the kernel's parameter block (launch.TmaParams).
+
+A row-major ``rows x cols`` operand with row stride ``ld`` (elements) is the 2-D tensor (cols,
+rows), innermost first; a box is ``BOX_INNER`` elements (128 bytes: the 128-byte swizzle's width)
+by ``box_rows`` rows. A is read in (k, m) boxes of 64 x 128, B in (n, k) boxes of 64 x 64. TMA
+needs a 16-byte-aligned base and row stride (the host packs other operands first); elements past
+the tensor's edge arrive as zeros.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from ..errors import CudaError
+from ..shapes import GemmShape
+from .launch import TmaParams
+
+BOX_INNER = 64          # kernels/sm90/config.cuh BOX_INNER (elements of a 128-byte box row)
+A_BOX_ROWS = 128        # config.cuh BM
+B_BOX_ROWS = 64         # config.cuh BK
+MAP_BYTES = 128         # sizeof(CUtensorMap)
+_DTYPES = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"}
+
+
+def encode(dst: int, dtype: str, ptr: int, rows: int, cols: int, ld: int, box_rows: int) -> None:
+    """Write the tensor map of a row-major ``rows x cols`` ``dtype`` matrix at ``ptr`` (row stride
+    ``ld`` elements; boxes of BOX_INNER x ``box_rows``) into the 128 bytes at address ``dst``."""
+    from cuda.bindings import driver
+
+    if ptr % 16 or (ld * 2) % 16:
+        raise ValueError(f"TMA operands need 16-byte-aligned base and rows (got address {ptr:#x}, row stride {ld})")
+    E, u64, u32 = driver, driver.cuuint64_t, driver.cuuint32_t  # cuda-bindings 13.3 takes no plain ints here
+    err, tmap = driver.cuTensorMapEncodeTiled(
+        getattr(E.CUtensorMapDataType, _DTYPES[dtype]), 2, ptr, [u64(cols), u64(rows)], [u64(ld * 2)],
+        [u32(BOX_INNER), u32(box_rows)], [u32(1), u32(1)],
+        E.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, E.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        E.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        E.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if int(err):
+        raise CudaError(f"cuTensorMapEncodeTiled({dtype}, {rows}x{cols}, ld {ld}, box {BOX_INNER}x{box_rows}) "
+                        f"failed with {err.name}")
+    ctypes.memmove(dst, int(tmap.getPtr()), MAP_BYTES)
+
+
+def maps_of(dtype: str, shape: GemmShape, lda: int, ldb: int) -> tuple:
+    """What the maps of one GEMM signature describe: the dtype, then (rows, cols, ld, box rows) of
+    A (m x k) and of B (k x n)."""
+    return dtype, (shape.m, shape.k, lda, A_BOX_ROWS), (shape.k, shape.n, ldb, B_BOX_ROWS)
+
+
+def fill(params: TmaParams, maps: tuple, a: int, b: int) -> None:
+    """A's and B's maps (``maps_of``) for the operands at ``a`` and ``b``, written into ``params``."""
+    dtype, map_a, map_b = maps
+    for offset, ptr, (rows, cols, ld, box_rows) in ((TmaParams.a.offset, a, map_a), (TmaParams.b.offset, b, map_b)):
+        encode(ctypes.addressof(params) + offset, dtype, ptr, rows, cols, ld, box_rows)

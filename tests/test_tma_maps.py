@@ -1,0 +1,51 @@
+"""The sm90 kernel's TMA maps as the host builds them (streamk/gpu/tma.py), with the driver call
+replaced: what cuTensorMapEncodeTiled is asked for and where its 128 bytes land (no GPU needed)."""
+
+import ctypes
+
+import pytest
+
+driver = pytest.importorskip("cuda.bindings.driver", reason="cuda-bindings is not installed")
+
+from streamk.gpu import tma  # noqa: E402
+from streamk.gpu.launch import TmaParams  # noqa: E402
+from streamk.shapes import GemmShape  # noqa: E402
+
+
+class _Map:
+    def __init__(self, fill: int) -> None:
+        self.bytes = (ctypes.c_ubyte * 128)(*([fill] * 128))
+
+    def getPtr(self) -> int:
+        return ctypes.addressof(self.bytes)
+
+
+def test_maps_land_at_their_offsets_with_the_sizes_the_kernel_reads(monkeypatch):
+    calls = []
+
+    def encode(dtype, rank, ptr, dims, strides, box, element_strides, *modes):
+        # cuda-bindings 13.3 (the GPU machines') takes cuuint64_t / cuuint32_t here, not ints
+        assert all(isinstance(x, driver.cuuint64_t) for x in (*dims, *strides))
+        assert all(isinstance(x, driver.cuuint32_t) for x in (*box, *element_strides))
+        calls.append((dtype, rank, ptr, [int(x) for x in dims], [int(x) for x in strides], [int(x) for x in box],
+                      modes[1]))
+        return driver.CUresult.CUDA_SUCCESS, _Map(len(calls))
+
+    monkeypatch.setattr(driver, "cuTensorMapEncodeTiled", encode)
+    params = TmaParams()
+    maps = tma.maps_of("bfloat16", GemmShape(300, 77, 130), lda=136, ldb=128)
+    tma.fill(params, maps, 4096, 8192)
+    (ta, ra, pa, da, sa, ba, swa), (tb, rb, pb, db, sb, bb, swb) = calls
+    assert ta == tb == driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 and ra == rb == 2
+    assert (pa, da, sa, ba) == (4096, [130, 300], [272], [64, 128])  # A: (k, m), row stride bytes, box k64 x m128
+    assert (pb, db, sb, bb) == (8192, [77, 130], [256], [64, 64])    # B: (n, k), box n64 x k64
+    assert swa == swb == driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B
+    assert bytes(params.a) == bytes([1] * 128) and bytes(params.b) == bytes([2] * 128)
+    assert bytes(params.gemm)[:8] == bytes(8)  # the GemmParams before them untouched
+
+
+def test_unaligned_operands_are_refused_before_the_driver():
+    with pytest.raises(ValueError, match="16-byte-aligned base and rows"):
+        tma.encode(0, "float16", 4096 + 2, 10, 10, 16, 64)
+    with pytest.raises(ValueError, match="16-byte-aligned base and rows"):
+        tma.encode(0, "float16", 4096, 10, 10, 12, 64)
