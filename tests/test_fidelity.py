@@ -51,12 +51,14 @@ def test_rows_are_predicted_from_the_very_schedule_the_gpu_ran():
     rows[1] = dict(rows[1], fingerprint="0" * 16)
     rows[2] = dict(rows[2], error="DeadlockError: refused")
     out = fidelity.predict_rows(rows, TARGET, "float16")
-    assert out[1]["error"] == "the rebuilt schedule differs from the one the GPU ran" and math.isnan(out[1]["predicted_us"])
+    assert out[1]["unpredicted"] == "the rebuilt schedule differs from the one the GPU ran"
+    assert math.isnan(out[1]["predicted_us"])
     assert out[2]["error"].startswith("DeadlockError") and math.isnan(out[2]["predicted_us"])
     s = fidelity.resolve(rows[0]["variant"], GemmShape(*SHAPES[0]), "float16", TARGET)
     assert out[0]["predicted_us"] == predict_us(s, CAL, 132)
     uncalibrated = fidelity.predict_rows(rows[:1], preset("h100"), "float16")[0]
-    assert uncalibrated["error"] == "h100 has no calibration of the float16 128x128x32 kernel"
+    assert uncalibrated["unpredicted"] == "h100 has no calibration of the float16 128x128x32 kernel"
+    assert fidelity.predict_rows([uncalibrated], TARGET, "float16")[0]["predicted_us"] == out[0]["predicted_us"]
     assert {fidelity.label(r["variant"]) for r in out} == set(fidelity.VARIANTS)
 
 
@@ -74,7 +76,8 @@ def test_summary_scores_what_it_claims():
     assert s["median_abs_rel_err"] == pytest.approx(0.1) and s["p90_abs_rel_err"] == pytest.approx(0.2)
     assert s["per_variant"]["v1"]["median_abs_rel_err"] == pytest.approx(0.2)
     assert s["best_pick_share"] == 1.0 and s["best_pick_cost_geomean"] == pytest.approx(1.0)
-    assert "9 runs on 3 shapes (1 left out)" in fidelity.report(s)
+    assert s["left_out_why"] == {"x": 1}
+    assert "9 runs on 3 shapes (1 left out)" in fidelity.report(s) and "left out 1: x" in fidelity.report(s)
 
 
 def test_fidelity_from_csv_reports_and_plots_without_a_gpu(tmp_path, capsys, monkeypatch):

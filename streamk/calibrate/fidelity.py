@@ -28,7 +28,7 @@ VARIANTS = ("data-parallel", "fixed-split", "stream-k", "dp-one-tile-sk", "two-t
             "cutlass3-sk", "stream-k!turnstile+back", "stream-k!last-arrival", "stream-k!separate-reduce",
             "stream-k!atomic")
 FIELDS = ("m", "n", "k", "variant", "tile", "grid", "fixup", "fingerprint", "measured_us", "p20_us", "p80_us",
-          "relerr", "same_as", "error", "predicted_us")
+          "relerr", "same_as", "error", "predicted_us", "unpredicted")
 CSV_MADE_BY = "streamk fidelity (on a GPU)"
 
 
@@ -63,23 +63,24 @@ def resolve(variant_text: str, shape: GemmShape, dtype: str, target: Target) -> 
 
 
 def predict_rows(rows: Sequence[dict[str, Any]], target: Target, dtype: str) -> list[dict[str, Any]]:
-    """``rows`` with ``predicted_us`` from ``target``'s calibration (NaN where the row failed, its
-    kernel has none, or the rebuilt Schedule is not the one the GPU ran: ``error`` says which)."""
+    """``rows`` with ``predicted_us`` from ``target``'s calibration; NaN where the GPU run failed
+    (its ``error``), or ``unpredicted`` says why: its kernel has no calibration, or the rebuilt
+    Schedule is not the one the GPU ran."""
     out = []
     for row in rows:
-        row = dict(row, predicted_us=math.nan)
+        row = dict(row, predicted_us=math.nan, unpredicted="")
         if not row.get("error"):
             shape = GemmShape(int(row["m"]), int(row["n"]), int(row["k"]))
             try:
                 schedule = resolve(row["variant"], shape, dtype, target)
             except StreamkError as exc:
-                row["error"] = f"cannot rebuild its schedule: {exc}"
+                row["unpredicted"] = f"cannot rebuild its schedule: {exc}"
             else:
                 cal = target.kernel(dtype, schedule.tile).calibration
                 if fingerprint(schedule) != row["fingerprint"]:
-                    row["error"] = "the rebuilt schedule differs from the one the GPU ran"
+                    row["unpredicted"] = "the rebuilt schedule differs from the one the GPU ran"
                 elif cal is None:
-                    row["error"] = f"{target.name} has no calibration of the {dtype} {schedule.tile} kernel"
+                    row["unpredicted"] = f"{target.name} has no calibration of the {dtype} {schedule.tile} kernel"
                 else:
                     row["predicted_us"] = predict_us(schedule, cal, target.sms)
         out.append(row)
@@ -121,6 +122,12 @@ def summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     measured = np.array([float(r["measured_us"]) for r in good])
     predicted = np.array([float(r["predicted_us"]) for r in good])
     out: dict[str, Any] = {**_errors(measured, predicted), "left_out": len(rows) - len(good)}
+    why: dict[str, int] = {}
+    for r in rows:
+        reason = r.get("error") or r.get("unpredicted")
+        if reason:
+            why[reason[:80]] = why.get(reason[:80], 0) + 1
+    out["left_out_why"] = why
     shapes: dict[tuple, list[int]] = {}
     for i, r in enumerate(good):
         shapes.setdefault((int(r["m"]), int(r["n"]), int(r["k"])), []).append(i)
@@ -176,4 +183,5 @@ def report(stats: dict[str, Any]) -> str:
     for name, s in stats["per_variant"].items():
         lines.append(f"{name:<32} {s['runs']:>5} {num(s['spearman']):>8} {pct(s['median_abs_rel_err']):>7} "
                      f"{pct(s['p90_abs_rel_err']):>7}")
+    lines += [f"left out {n}: {reason}" for reason, n in sorted(stats["left_out_why"].items(), key=lambda x: -x[1])]
     return "\n".join(lines)
