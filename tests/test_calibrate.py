@@ -155,3 +155,25 @@ def test_calibrate_checks_its_arguments_and_says_in_one_line_that_it_needs_a_gpu
         main(["calibrate"])
     err = capsys.readouterr().err
     assert info.value.code == 2 and len(err.strip().splitlines()) == 1 and "needs a CUDA GPU" in err
+
+
+def test_calibrate_cli_end_to_end_against_a_stand_in_gpu(tmp_path, capsys, monkeypatch):
+    # everything the device run does but the timing: the device is described, the timer simulated
+    import types
+
+    import streamk.calibrate.device as device
+    import streamk.gpu.device as gpu_device
+
+    dev = types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", arch="sm_90a", sms=SMS,
+                                target=preset("h100").with_sms(SMS, "NVIDIA H100 80GB HBM3"))
+    monkeypatch.setattr(device, "require_gpu", lambda: None)
+    monkeypatch.setattr(gpu_device, "current", lambda: dev)
+    monkeypatch.setattr(device, "time_schedules", simulated_device(TRUE, NOISE, seed=2))
+    assert main(["calibrate", "--quick", "--out", str(tmp_path), "--json"]) == 0
+    out, err = capsys.readouterr()
+    entry = json.loads(out)
+    assert "rms relative residual" in err and "wrote" in err and entry["device"] == dev.name
+    monkeypatch.setenv(files.ENV, str(tmp_path))
+    (cal,) = files.load("h100")  # the family's file, which the h100 preset loads
+    assert (cal.dtype, cal.tile, cal.ctas_per_sm, cal.probes) == ("float16", TILE, 2, 14)
+    assert all(abs(t.us - TRUE[t.name]) < 4 * t.se for t in cal.terms), cal.terms

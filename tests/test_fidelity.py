@@ -105,3 +105,28 @@ def test_the_sample_is_the_seeded_corpus_with_n_and_k_rounded_up_to_eight():
     whole = sample(10, 0, 5)
     assert sample(4, 6, 5) == whole[6:]
     assert all(n % 8 == 0 and k % 8 == 0 and 128 <= m <= 8192 for m, n, k in whole)
+
+
+def test_fidelity_cli_device_path_against_a_stand_in_gpu(tmp_path, capsys, monkeypatch):
+    # the device run's glue (sample, budget, prediction on the device's Target, CSV, plot), timer aside
+    import types
+
+    import streamk.calibrate.device as device
+    import streamk.gpu.device as gpu_device
+
+    dev = types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", arch="sm_90a", sms=132, target=TARGET)
+    asked = {}
+
+    def measure(shapes, texts, dtype, seconds, on_shape):
+        asked.update(shapes=shapes, texts=texts, seconds=seconds)
+        return _gpu_rows()[: len(texts)]  # as if the budget ran out after the first shape
+
+    monkeypatch.setattr(device, "require_gpu", lambda: None)
+    monkeypatch.setattr(gpu_device, "current", lambda: dev)
+    monkeypatch.setattr(device, "measure_fidelity", measure)
+    out = tmp_path / "f.csv"
+    assert main(["fidelity", "--count", "3", "--first", "2", "--seconds", "9", "--out", str(out), "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert asked == {"shapes": sample(3, 2, 20260121), "texts": fidelity.default_variants(TILE), "seconds": 9.0}
+    assert stats["runs"] == len(fidelity.VARIANTS) and stats["calibration"]["device"] == "test GPU"
+    assert out.with_suffix(".png").is_file()

@@ -3,20 +3,18 @@
 Every probe is a user Schedule (``Schedule.from_ctas``) of whole waves on a ``sms``-SM device,
 so its calibrated-simulator time is linear in the terms (``predict.predict_from``):
 
-=================  ==========================================================  ==================
-family             schedule                                                    time
-=================  ==========================================================  ==================
-dp-one-per-sm      ``sms`` whole tiles of k iterations, one CTA per SM         launch + a + k c1
-dp-waves           w full waves of whole tiles at the kernel's residency       launch + w (a + k c_shared)
-split-even         tiles split p ways evenly, owner-waits (owner waits)        launch + a + k/p c1 + b + (p-1) d
-split-long-owner   owner keeps 3/4 of k, p peers share 1/4 (nobody waits)      launch + a + 3k/4 c1 + p d
-separate-reduce    tiles split p ways evenly, separate reduce pass             launch + a + k/p c1 + b + pass_launch + p d_reduce
-=================  ==========================================================  ==================
+* dp-one-per-sm: ``sms`` whole tiles of k iterations, one CTA per SM: launch + a + k c1
+* dp-waves: w full waves of whole tiles at the kernel's residency: launch + w (a + k c_shared)
+* split-even: tiles split p ways evenly, owner-waits: launch + a + (k/p) c1 + b + (p-1) d
+* split-long-owner: the owner keeps 3/4 of k, p peers share 1/4 (nobody waits):
+  launch + a + (3k/4) c1 + p d
+* separate-reduce: tiles split p ways evenly, then the reduce pass:
+  launch + a + (k/p) c1 + b + pass_launch + p d_reduce
 
 Short k (1-4 iterations) in dp-one-per-sm are the memory-bound units (the output tile's store
 dominates); together the families pin every term, which ``fit`` checks (a rank-deficient design
-is an error, not a silent guess). Each grid fits the device at once, so no wait can point at a
-CTA that is not resident.
+is an error, not a silent guess). Every probe with waits fits the device at once, so no wait can
+point at a CTA that is not resident.
 """
 
 from __future__ import annotations
@@ -97,7 +95,8 @@ def probes(tile: TileShape, sms: int, ctas_per_sm: int, quick: bool = False) -> 
         tiles = sms // (p + 1)
         bounds = [0] + [owner + i * (LONG_K - owner) // p for i in range(p + 1)]
         ctas = [cta for t in range(tiles) for cta in _split(t, bounds)]
-        out.append(Probe("split-long-owner", f"peers={p}", _schedule(f"long-owner-p{p}", tiles, LONG_K, tile, ctas, one)))
+        schedule = _schedule(f"long-owner-p{p}", tiles, LONG_K, tile, ctas, one)
+        out.append(Probe("split-long-owner", f"peers={p}", schedule))
     for p in reduce_splits:
         tiles = sms // p
         ctas = [cta for t in range(tiles) for cta in _split(t, [i * LONG_K // p for i in range(p + 1)])]

@@ -20,7 +20,7 @@ from ..errors import StreamkError
 from ..schedule import Schedule
 from ..shapes import TileShape
 from .design import Probe, probes
-from .model import Calibration, Term, term_names
+from .model import TERM_DOC, Calibration, Term, term_names
 from .predict import predict_from
 
 START_US = {"launch": 2.0, "a": 2.0, "c1": 0.5, "c_shared": 1.0, "b": 1.0, "d": 1.0, "pass_launch": 2.0,
@@ -44,7 +44,7 @@ class Fit:
     errors: np.ndarray
     measured_us: np.ndarray
     predicted_us: np.ndarray
-    iterations: int
+    steps: int
 
     @property
     def rel_residuals(self) -> np.ndarray:
@@ -90,8 +90,12 @@ def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, c
     if not np.all(np.isfinite(pred)):
         raise FitError("a probe cannot finish on the simulated machine: the design does not fit this device")
     cost = float(np.sum((w * (y - pred)) ** 2))
-    for iteration in range(1, MAX_ITERATIONS + 1):
+    last, steps = None, 0
+    for _ in range(MAX_ITERATIONS):
         jac = _jacobian(schedules, names, theta, pred, sms, ctas_per_sm)
+        if last is not None and np.allclose(jac, last, rtol=1e-6, atol=1e-9):
+            break  # the same linear piece as the last step's, whose least-squares optimum that step reached
+        last = jac
         step = np.linalg.lstsq(jac * w[:, None], w * (y - pred), rcond=None)[0]
         for _ in range(40):  # halve a step that does not lower the cost (a kink of the critical path)
             trial = np.maximum(theta + step, 0.0)
@@ -100,12 +104,15 @@ def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, c
             if trial_cost <= cost:
                 break
             step /= 2
+        if trial_cost > cost:
+            break  # no step along this Jacobian helps: theta (and jac) stay
         moved = float(np.max(np.abs(trial - theta)))
-        if trial_cost <= cost:
-            theta, pred, cost = trial, trial_pred, trial_cost
-        if moved <= TOLERANCE or trial_cost > cost:
-            break
-    jac = _jacobian(schedules, names, theta, pred, sms, ctas_per_sm) * w[:, None]
+        theta, pred, cost, steps = trial, trial_pred, trial_cost, steps + 1
+        if moved <= TOLERANCE:
+            break  # jac is still this theta's up to the tolerance
+    else:
+        jac = _jacobian(schedules, names, theta, pred, sms, ctas_per_sm)  # the last step's theta
+    jac = jac * w[:, None]
     normal = jac.T @ jac
     if np.linalg.cond(normal) > MAX_CONDITION:
         _, sv, vt = np.linalg.svd(jac)
@@ -116,7 +123,7 @@ def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, c
     dof = len(y) - len(names)
     sigma2 = cost / dof
     errors = np.sqrt(np.diag(np.linalg.inv(normal)) * sigma2)
-    return Fit(names, theta, errors, y, pred, iteration)
+    return Fit(names, theta, errors, y, pred, steps)
 
 
 Timer = Callable[[Sequence[Schedule], str], np.ndarray]  # (schedules, dtype) -> microseconds each
@@ -133,8 +140,6 @@ def calibrate_with(timer: Timer, dtype: str, tile: TileShape, sms: int, ctas_per
 
 def table(result: Fit, labels: Sequence[str]) -> str:
     """The fitted terms with their errors, then every probe's measured, predicted and residual."""
-    from .model import TERM_DOC
-
     lines = [f"{'term':<12} {'us':>10} {'+-':>9}  prices"]
     for n, v, e in zip(result.names, result.values, result.errors):
         lines.append(f"{n:<12} {v:>10.4f} {e:>9.4f}  {TERM_DOC[n]}")
@@ -143,5 +148,5 @@ def table(result: Fit, labels: Sequence[str]) -> str:
         lines.append(f"{label:<36} {m:>12.3f} {p:>12.3f} {100 * r:>8.2f}%")
     rms = result.rms_rel_residual
     lines.append(f"rms relative residual {100 * rms:.2f}% over {len(labels)} probes"
-                 f"{'' if math.isfinite(rms) else ' (not finite)'}; {result.iterations} Gauss-Newton steps")
+                 f"{'' if math.isfinite(rms) else ' (not finite)'}; Gauss-Newton steps taken: {result.steps}")
     return "\n".join(lines)

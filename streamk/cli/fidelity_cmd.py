@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -34,6 +35,16 @@ def _variants(text: str) -> str:
     return text
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0 (got {text!r})")
+    return value
+
+
 COUNT = 200
 SECONDS = 540  # stop timing new shapes after this, inside one 10-minute device command
 
@@ -55,13 +66,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--dtype", choices=DTYPES, default="float16", help="input dtype (default float16)")
     p.add_argument("--tile", type=_typed(TileShape.parse), metavar="BMxBNxBK",
                    help="the calibrated kernel's tile every variant runs on (default the paper's)")
-    p.add_argument("--variants", type=_variants, metavar="V;V", help="bench-style variants (default: every decomposition and "
-                                                     "policy on --tile: " + ";".join(fidelity.VARIANTS) + ")")
+    p.add_argument("--variants", type=_variants, metavar="V;V",
+                   help="bench-style variants (default: every decomposition and policy on --tile: "
+                        + ";".join(fidelity.VARIANTS) + ")")
     p.add_argument("--count", type=positive_int, default=COUNT, metavar="N", help=f"shapes (default {COUNT})")
     p.add_argument("--first", type=seed, default=0, metavar="I", help="skip the sample's first I shapes (to "
                                                                     "split a run over several commands)")
-    add_seed_arg(p, SEED, "corpus seed (default: the GPU sample's of benchmarks/LOG.md)")
-    p.add_argument("--seconds", type=float, default=SECONDS, metavar="S",
+    add_seed_arg(p, SEED, "corpus seed (that of the GPU sample in benchmarks/LOG.md)")
+    p.add_argument("--seconds", type=_seconds, default=SECONDS, metavar="S",
                    help=f"stop timing new shapes after S seconds (default {SECONDS})")
     p.add_argument("--out", type=output_file(".csv"), default=Path("fidelity.csv"), metavar="FILE.csv",
                    help="the CSV to write; the plot goes beside it as .png (default fidelity.csv)")
@@ -108,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
     rows = fidelity.predict_rows(rows, target, args.dtype)
     fidelity.write_csv(rows, args.out)
     stats = fidelity.summary(rows)
+    cal = target.kernel(args.dtype, tile).calibration
+    stats.update(target=target.name, dtype=args.dtype, tile=str(tile), calibration=cal.to_json_dict() if cal else None)
     print(fidelity.report(stats), file=sys.stderr if args.json else sys.stdout)
     if stats["runs"]:
         from ..plot.fidelity import plot_fidelity
@@ -116,6 +130,13 @@ def run(args: argparse.Namespace) -> int:
                             f"{where}, {args.dtype} {tile}: calibrated simulator vs GPU ({stats['shapes']} shapes)")
         print(f"wrote {args.out} and {png}", file=sys.stderr)
     if args.json:
-        json.dump(stats, sys.stdout)
+        json.dump(_plain(stats), sys.stdout, allow_nan=False)
         sys.stdout.write("\n")
     return 0
+
+
+def _plain(obj):
+    """``obj`` with every NaN as null: a statistic of too few runs is unknown, and JSON has no NaN."""
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    return None if isinstance(obj, float) and math.isnan(obj) else obj
