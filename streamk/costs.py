@@ -63,14 +63,22 @@ def model_times(total_iters, iters_per_tile, grid, costs: Costs) -> np.ndarray:
     return (costs.a + costs.b * (peers > 1) + costs.c * iters_per_cta + costs.d * (peers - 1)).astype(float)
 
 
-def model_grids(total_iters, iters_per_tile, max_grid: int, costs: Costs = AUTO_COSTS) -> np.ndarray:
+def best_grids(total_iters, iters_per_tile, max_grid: int, costs: Costs = AUTO_COSTS
+               ) -> tuple[np.ndarray, np.ndarray]:
     """Per problem, the grid in [1, min(max_grid, total iterations)] of least modeled time
-    (ties: the smaller grid), over arrays of total iterations and iterations per tile."""
+    (ties: the smaller grid) and that time, over arrays of total iterations and iterations per
+    tile."""
     total = np.asarray(total_iters, dtype=np.int64).reshape(-1, 1)
     g = np.arange(1, max_grid + 1)
-    times = model_times(total, np.asarray(iters_per_tile).reshape(-1, 1), g, costs)
-    times[g[None, :] > total] = np.inf
-    return g[np.argmin(times, axis=1)]  # argmin returns the first (smallest g) on ties
+    # a grid beyond the total iterations times as that total: argmin never picks it over the total
+    times = model_times(total, np.asarray(iters_per_tile).reshape(-1, 1), np.minimum(g, total), costs)
+    best = np.argmin(times, axis=1)  # the first (smallest g) on ties
+    return g[best], times.min(axis=1)
+
+
+def model_grids(total_iters, iters_per_tile, max_grid: int, costs: Costs = AUTO_COSTS) -> np.ndarray:
+    """The grids of ``best_grids``."""
+    return best_grids(total_iters, iters_per_tile, max_grid, costs)[0]
 
 
 def model_time(problem: Problem, grid: np.ndarray | int, costs: Costs) -> np.ndarray:
