@@ -159,7 +159,7 @@ class FixupPlan:
     @property
     def split_tiles(self) -> np.ndarray:
         """Tiles with more than one contributor (the ones that need any fixup)."""
-        return np.flatnonzero(np.diff(self.tile_offsets) > 1)
+        return ((self.tile_offsets[1:] - self.tile_offsets[:-1]) > 1).nonzero()[0]
 
     def writer(self, tile: int) -> int:
         """Unit row that writes C for ``tile``; -1 when decided at run time or by a later pass."""
@@ -227,7 +227,7 @@ def plan_fixup(schedule: Schedule, policy: str | None = None) -> FixupPlan:
     order = np.lexsort((units[:, 1], units[:, 0]))  # k order within each tile
     counts = np.bincount(units[:, 0], minlength=schedule.problem.tiles)
     tile_offsets = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=tile_offsets[1:])
+    np.add.accumulate(counts, out=tile_offsets[1:])
     tile_sorted = units[order, 0]
     pos = np.arange(n) - tile_offsets[tile_sorted]  # position among the tile's contributors
     cnt = counts[tile_sorted]
@@ -238,13 +238,13 @@ def plan_fixup(schedule: Schedule, policy: str | None = None) -> FixupPlan:
     act_sorted = np.where(split, np.where(pos == 0, head, np.where(pos == cnt - 1, tail, middle)), int(Action.WRITE))
     act_sorted = act_sorted.astype(np.int8)
     stores = _STORES_MASK[act_sorted]  # in sorted order
-    slot_sorted = np.where(stores, np.cumsum(stores) - 1, -1)
+    slot_sorted = np.where(stores, stores.cumsum() - 1, -1)
     reads = (np.zeros(0, np.int64),) * 3  # (reader sorted index, index in list, sorted index read)
     if policy == "owner-waits":  # the owner reads and waits for every peer
-        peers = np.flatnonzero(stores)
+        peers = stores.nonzero()[0]
         reads = (peers - pos[peers], pos[peers] - 1, peers)
     elif policy == "turnstile":  # each taker reads and waits for its predecessor
-        takers = np.flatnonzero(split & (pos > 0))
+        takers = (split & (pos > 0)).nonzero()[0]
         reads = (takers, np.zeros(len(takers), np.int64), takers - 1)
     elif policy != "atomic":  # last-arrival, separate-reduce: every member lists all, k order
         members = np.flatnonzero(split)
@@ -276,7 +276,7 @@ def _csr(n: int, reader: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.
     offsets = np.zeros(n + 1, dtype=np.int64)
     if len(reader) == 0:
         return offsets, reader
-    np.cumsum(np.bincount(reader, minlength=n), out=offsets[1:])
+    np.add.accumulate(np.bincount(reader, minlength=n), out=offsets[1:])
     return offsets, offsets[reader] + index
 
 

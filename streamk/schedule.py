@@ -186,7 +186,7 @@ class Schedule:
     @property
     def unit_cta(self) -> np.ndarray:
         """For each unit row, the CTA that executes it."""
-        return np.repeat(np.arange(self.grid), self.cta_offsets[1:] - self.cta_offsets[:-1])
+        return np.arange(self.grid).repeat(self.cta_offsets[1:] - self.cta_offsets[:-1])
 
     @property
     def iters_per_cta(self) -> np.ndarray:
@@ -210,8 +210,8 @@ class Schedule:
         tile first and the tail of its first tile last, so under ``turnstile`` every tail's
         predecessor finished long before instead of at the very end of the previous CTA.
         """
-        sizes = np.diff(self.cta_offsets)
-        cta = np.repeat(np.arange(self.grid), sizes)
+        sizes = self.cta_offsets[1:] - self.cta_offsets[:-1]
+        cta = np.arange(self.grid).repeat(sizes)
         within = np.arange(len(self.units)) - self.cta_offsets[cta]
         order = self.cta_offsets[cta] + (sizes[cta] - 1 - within)
         return Schedule.proven(self.decomposition, self.shape, self.tile, self.units[order], self.cta_offsets,

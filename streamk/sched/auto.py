@@ -48,15 +48,15 @@ def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_
     costs = model_costs or AUTO_COSTS
     fixup = np.full(len(tiles), FIXUP_POLICIES.index("owner-waits"), np.int8)
     grid = tiles.copy()  # DP, or basic Stream-K at the model's grid below a tile per SM
-    few = np.flatnonzero(tiles < machine.sms)
+    few = (tiles < machine.sms).nonzero()[0]
     if len(few):  # the model's grids cost tens of microseconds: only where they are used
-        g, time = best_grids(total[few], ipt[few], machine.sms, costs)
+        models = (costs,) if reduce_costs is None else (costs, reduce_costs)
+        grids, times = best_grids(total[few], ipt[few], machine.sms, models)
+        grid[few] = grids[0]
         if reduce_costs is not None:
-            reduce_grid, reduce_time = best_grids(total[few], ipt[few], machine.sms, reduce_costs)
-            reduce = reduce_time < time
-            g = np.where(reduce, reduce_grid, g)
+            reduce = times[1] < times[0]
+            grid[few[reduce]] = grids[1][reduce]
             fixup[few[reduce]] = FIXUP_POLICIES.index("separate-reduce")
-        grid[few] = g
     split, first, second = total, grid, 0 * grid
     if machine.ctas_per_sm == 1 and len(few) < len(tiles):
         hybrid = (tiles >= machine.sms) & two_tile_beats_dp(tiles, ipt, machine.sms, costs)

@@ -99,8 +99,8 @@ def tile_counts(shapes: np.ndarray, tile: TileShape) -> tuple[np.ndarray, np.nda
 def ramp(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For per-row counts, (row of each item, index of the item within its row)."""
     counts = np.asarray(counts, dtype=np.int64)
-    row = np.repeat(np.arange(len(counts)), counts)
-    return row, np.arange(len(row)) - (np.cumsum(counts) - counts)[row]
+    row = np.arange(len(counts)).repeat(counts)
+    return row, np.arange(len(row)) - (counts.cumsum() - counts)[row]
 
 
 def split_within_one(total: np.ndarray, parts: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -111,20 +111,23 @@ def split_within_one(total: np.ndarray, parts: np.ndarray, index: np.ndarray) ->
     return start, start + q + (index < r)
 
 
-def from_regions(shapes: np.ndarray, tiles: np.ndarray, ipt: np.ndarray, regions: np.ndarray, x0: np.ndarray,
-                 x1: np.ndarray, parts: np.ndarray, fixup: np.ndarray | None = None,
+def from_regions(shapes: np.ndarray, tiles: np.ndarray, ipt: np.ndarray, regions: np.ndarray | int,
+                 x0: np.ndarray, x1: np.ndarray, parts: np.ndarray, fixup: np.ndarray | None = None,
                  backward: np.ndarray | None = None) -> Ranges:
     """Ranges of shapes whose CTAs split regions: shape i has the next ``regions[i]`` regions
-    in CTA order, region r splits ``[x0[r], x1[r])`` over ``parts[r]`` CTAs within one."""
+    (an int: as many for every shape) in CTA order, region r splits ``[x0[r], x1[r])`` over
+    ``parts[r]`` CTAs within one."""
     rep, c = ramp(parts)
     q, r = np.divmod(x1 - x0, np.maximum(parts, 1))
     q, r = q[rep], r[rep]
     starts = x0[rep] + c * q + np.minimum(c, r)
     ends = starts + q + (c < r)
     cta_ends = np.zeros(len(parts) + 1, dtype=np.int64)  # CTA offset of each region's end
-    np.cumsum(parts, out=cta_ends[1:])
+    np.add.accumulate(parts, out=cta_ends[1:])
+    if isinstance(regions, int):
+        return Ranges.build(shapes, tiles, ipt, cta_ends[::regions], starts, ends, fixup, backward)
     region_ends = np.zeros(len(regions) + 1, dtype=np.int64)
-    np.cumsum(regions, out=region_ends[1:])
+    np.add.accumulate(regions, out=region_ends[1:])
     return Ranges.build(shapes, tiles, ipt, cta_ends[region_ends], starts, ends, fixup, backward)
 
 
@@ -138,7 +141,7 @@ def two_regions(shapes: np.ndarray, tiles: np.ndarray, ipt: np.ndarray, split: n
     x[1, :, 1] = tiles * ipt
     x[2, :, 0] = first
     x[2, :, 1] = second
-    return from_regions(shapes, tiles, ipt, np.full(len(tiles), 2), *x.reshape(3, -1), fixup, backward)
+    return from_regions(shapes, tiles, ipt, 2, *x.reshape(3, -1), fixup, backward)
 
 
 def check_range(name: str, values: np.ndarray, low: int, high: np.ndarray, shapes: np.ndarray, tile: TileShape,
@@ -181,16 +184,24 @@ def schedule_from_ranges(
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
     first = starts // ipt
-    counts = (ends - 1) // ipt - first + 1
-    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    cta = np.repeat(np.arange(len(counts)), counts)
-    units = np.empty((int(offsets[-1]), 3), dtype=np.int64)
-    tile_idx = units[:, 0]
-    np.add(np.arange(len(units)) - offsets[cta], first[cta], out=tile_idx)
-    base = tile_idx * ipt
-    np.maximum(starts[cta] - base, 0, out=units[:, 1])
-    np.minimum(ends[cta] - base, ipt, out=units[:, 2])
+    base = first * ipt
+    counts = (ends - 1 - base) // ipt + 1  # tiles CTA c touches
+    if (counts == 1).all():  # one unit a CTA (data-parallel, fixed-split): fewer NumPy calls
+        units = np.empty((len(counts), 3), dtype=np.int64)
+        units[:, 0] = first
+        np.subtract(starts, base, out=units[:, 1])
+        np.subtract(ends, base, out=units[:, 2])
+        offsets = np.arange(len(counts) + 1)
+    else:
+        offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.add.accumulate(counts, out=offsets[1:])
+        cta = np.arange(len(counts)).repeat(counts)
+        units = np.empty((int(offsets[-1]), 3), dtype=np.int64)
+        tile_idx = units[:, 0]
+        np.add(np.arange(len(units)), (first - offsets[:-1])[cta], out=tile_idx)
+        base = tile_idx * ipt
+        np.maximum(starts[cta] - base, 0, out=units[:, 1])
+        np.minimum(ends[cta] - base, ipt, out=units[:, 2])
     # Non-empty ranges that tile [0, total) in order cover each iteration once, so do their units
     tiled = (len(starts) > 0 and starts[0] == 0 and ends[-1] == ipt * p.tiles and bool((ends > starts).all())
              and bool((starts[1:] == ends[:-1]).all()))
