@@ -66,14 +66,15 @@ def cta_plan_of_ranges(ipt: np.ndarray, offsets: np.ndarray, starts: np.ndarray,
     inside a later one owns it, and its peers are the next CTAs up to the one holding the
     tile's last iteration.
     """
-    grids = np.diff(offsets)
-    ip = np.repeat(ipt, grids)
+    grids = offsets[1:] - offsets[:-1]
+    ip = ipt.repeat(grids)
     s, e = starts, ends
     start_tile = s // ip
-    partial = s != start_tile * ip
-    first = np.minimum(e, (start_tile + 1) * ip) - s
-    last_tile = (e - 1) // ip
-    owner = (e % ip != 0) & (s <= last_tile * ip)
+    start_base = start_tile * ip
+    partial = s != start_base
+    first = np.minimum(e, start_base + ip) - s
+    last_base = (e - 1) // ip * ip
+    owner = (e - last_base != ip) & (s <= last_base)  # ends inside a tile it starts
     # An owner's peers are the CTAs after it that start inside its last tile: the run of equal
     # start tiles that begins with the next CTA (which starts where the owner stops).
     flat = np.arange(len(s))
@@ -83,6 +84,7 @@ def cta_plan_of_ranges(ipt: np.ndarray, offsets: np.ndarray, starts: np.ndarray,
     run_end = np.minimum.accumulate(np.where(run_ends, flat, len(s))[::-1])[::-1]
     last_peer = np.where(owner, run_end[np.minimum(flat + 1, max(len(s) - 1, 0))], flat)
     counts = last_peer - flat
-    peer_offsets = np.concatenate([[0], np.cumsum(counts)])
+    peer_offsets = np.zeros(len(s) + 1, dtype=np.int64)
+    np.add.accumulate(counts, out=peer_offsets[1:])
     peers = np.repeat(flat + 1 - peer_offsets[:-1], counts) + np.arange(peer_offsets[-1])
     return CtaPlan(offsets, e - s, first, partial, owner, peer_offsets, peers)
