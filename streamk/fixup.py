@@ -224,6 +224,8 @@ def plan_fixup(schedule: Schedule, policy: str | None = None) -> FixupPlan:
         raise ScheduleError(f"fixup policy must be one of {', '.join(FIXUP_POLICIES)} (got {policy!r})")
     units = schedule.units
     n = len(units)
+    if n == schedule.problem.tiles:  # a tile a unit (the schedule covers each tile once): no fixup
+        return _unsplit_plan(schedule, policy)
     order = np.lexsort((units[:, 1], units[:, 0]))  # k order within each tile
     counts = np.bincount(units[:, 0], minlength=schedule.problem.tiles)
     tile_offsets = np.zeros(len(counts) + 1, dtype=np.int64)
@@ -268,6 +270,20 @@ def plan_fixup(schedule: Schedule, policy: str | None = None) -> FixupPlan:
         a.setflags(write=False)
     return FixupPlan(schedule, policy, action, slot, read_offsets, read_slots, wait_offsets,
                      wait_units, tile_offsets, order, int(slot_sorted.max(initial=-1)) + 1, unit_cta)
+
+
+def _unsplit_plan(schedule: Schedule, policy: str) -> FixupPlan:
+    """plan_fixup of a schedule with one unit a tile (data-parallel): every unit writes C alone."""
+    n = len(schedule.units)
+    order = np.empty(n, dtype=np.int64)  # the unit of each tile
+    order[schedule.units[:, 0]] = np.arange(n)
+    action = np.full(n, Action.WRITE, dtype=np.int8)
+    slot = np.full(n, -1, dtype=np.int64)
+    no_lists, none = np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    tile_offsets, unit_cta = np.arange(n + 1), schedule.unit_cta
+    for a in (action, slot, no_lists, none, tile_offsets, order, unit_cta):
+        a.setflags(write=False)
+    return FixupPlan(schedule, policy, action, slot, no_lists, none, no_lists, none, tile_offsets, order, 0, unit_cta)
 
 
 def _csr(n: int, reader: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
