@@ -129,12 +129,12 @@ class Schedule:
     problem: Problem = field(init=False)
 
     def __post_init__(self) -> None:
+        _check_labels(self)
         units = _integers(self.units, "units")
         if units.size % 3:
             raise ScheduleError(f"units must be rows of (tile, k_begin, k_end) (got {units.size} numbers)")
         object.__setattr__(self, "units", _readonly(units.reshape(-1, 3)))
         object.__setattr__(self, "cta_offsets", _readonly(_integers(self.cta_offsets, "cta_offsets").reshape(-1)))
-        _check_labels(self)
         _validate(self)
 
     @classmethod
