@@ -25,6 +25,7 @@ Policies (the names are CLI values):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, fields
 from enum import IntEnum
 
@@ -92,6 +93,15 @@ def actions_with(trait: str) -> tuple[Action, ...]:
     return tuple(a for a in Action if getattr(TRAITS[a], trait))
 
 
+@functools.lru_cache(maxsize=None)
+def trait_lookup(trait: str) -> np.ndarray:
+    """By action code, whether the action has ``trait``: index it with a plan's actions (a
+    lookup; np.isin costs ~20 us a plan)."""
+    lookup = np.isin(np.arange(len(Action)), actions_with(trait))
+    lookup.setflags(write=False)
+    return lookup
+
+
 def action_mask(trait: str) -> int:
     """Bit ``a`` set for each action ``a`` that has ``trait``: the form schedule_table.cuh holds."""
     return sum(1 << int(a) for a in actions_with(trait))
@@ -99,9 +109,6 @@ def action_mask(trait: str) -> int:
 
 WRITES_C = actions_with("writes_c")
 EPOCH_ACTIONS = actions_with("needs_epoch")
-# by action code: a lookup, not np.isin per plan
-_EPOCH_MASK = np.isin(np.arange(len(Action)), EPOCH_ACTIONS)
-_STORES_MASK = np.isin(np.arange(len(Action)), actions_with("stores_partial"))
 
 # Per policy, the action of a split tile's first (k = 0), middle and last contributor; a tile
 # with one contributor is always WRITE. plan_fixup assigns them; the policy facts below follow.
@@ -121,7 +128,7 @@ NO_WAIT_POLICIES = tuple(p for p, roles in POLICY_ROLES.items() if not any(TRAIT
 def needs_epoch(plan: FixupPlan) -> bool:
     """Whether a launch of ``plan`` signals, waits or arrives (its flags and counters carry the
     launch epoch); a launch that does not can skip reading the epoch and counting its end."""
-    return bool(_EPOCH_MASK[plan.action].any())
+    return bool(trait_lookup("needs_epoch")[plan.action].any())
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -239,7 +246,7 @@ def plan_fixup(schedule: Schedule, policy: str | None = None) -> FixupPlan:
     # WRITE where alone, else the policy's middle role, its head at k = 0, its tail at the end
     act_sorted = np.where(split, np.where(pos == 0, head, np.where(pos == cnt - 1, tail, middle)), int(Action.WRITE))
     act_sorted = act_sorted.astype(np.int8)
-    stores = _STORES_MASK[act_sorted]  # in sorted order
+    stores = trait_lookup("stores_partial")[act_sorted]  # in sorted order
     slot_sorted = np.where(stores, stores.cumsum() - 1, -1)
     reads = (np.zeros(0, np.int64),) * 3  # (reader sorted index, index in list, sorted index read)
     if policy == "owner-waits":  # the owner reads and waits for every peer

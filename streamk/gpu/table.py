@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ScheduleError
-from ..fixup import Action, FixupPlan
+from ..fixup import FixupPlan, trait_lookup
 from ..schedule import tile_coordinates
 
 TABLE_VERSION = 1
@@ -81,7 +81,8 @@ def build_table(plan: FixupPlan) -> Table:
                  _int32(items), plan.num_slots, s.problem.tiles, plan.policy)
 
 
-_ITEM_READERS = np.isin(np.arange(len(Action)), (Action.DEFER, Action.ATOMIC))  # by action code
+# by action code: a split tile's item rows carry reads for the reduce pass and the atomic prescale
+_ITEM_READERS = trait_lookup("reduced_later") | trait_lookup("adds_to_c")
 
 
 def _items(plan: FixupPlan, tile_m: np.ndarray, tile_n: np.ndarray) -> np.ndarray:
