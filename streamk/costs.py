@@ -6,6 +6,7 @@ time the simulator reports speak the same units.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -76,11 +77,19 @@ def best_grids(total_iters, iters_per_tile, max_grid: int, models: Sequence[Cost
     total iterations and iterations per tile. The models share one evaluation (auto weighs two)."""
     total = np.asarray(total_iters, dtype=np.int64).reshape(-1, 1)
     g = np.arange(1, max_grid + 1)
-    constants = np.array([[c.a, c.b, c.c, c.d] for c in models]).T.reshape(4, -1, 1, 1)
+    constants = _constants(tuple(models))
     # a grid beyond the total iterations times as that total: argmin never picks it over the total
     times = _times(total, np.asarray(iters_per_tile).reshape(-1, 1), np.minimum(g, total), *constants)
     best = times.argmin(axis=2)  # the first (smallest g) on ties
     return g[best], times.min(axis=2)
+
+
+@functools.lru_cache(maxsize=64)
+def _constants(models: tuple[Costs, ...]) -> np.ndarray:
+    """a, b, c, d of each model as arrays (4, models, 1, 1) that broadcast over problems and grids."""
+    constants = np.array([[c.a, c.b, c.c, c.d] for c in models]).T.reshape(4, -1, 1, 1)
+    constants.setflags(write=False)
+    return constants
 
 
 def model_grids(total_iters, iters_per_tile, max_grid: int, costs: Costs = AUTO_COSTS) -> np.ndarray:
