@@ -1,10 +1,10 @@
 """Host time of the CPU part of a first ``streamk.gpu.gemm()`` call for a new shape (issue 15).
 
-    PYTHONPATH=. .venv/bin/python benchmarks/plan_build.py [--reps 20] [--sms 132] [--arch sm_90a]
+    PYTHONPATH=. .venv/bin/python benchmarks/plan_build.py [--reps 20] [--target h100]
 
 Per shape and stage (tile choice, ``auto`` schedule, fixup plan, finish check, table), the median
-of ``--reps`` builds in microseconds, as ``gpu.plan`` runs them for ``schedule="auto"``, FP16,
-on an H100's SM count (nothing on this path is cached by shape, so every build is a first one).
+of ``--reps`` builds in microseconds, as ``gpu.plan`` runs them for ``schedule="auto"``, FP16, on
+the target's Target (nothing on this path is cached by shape, so every build is a first one).
 No GPU needed. Goal: a total of at most 400 us per shape.
 """
 
@@ -16,33 +16,27 @@ import time
 
 from streamk.dispatch import dispatch_verdict, waits_only_backward
 from streamk.fixup import plan_fixup
-from streamk.gpu.operands import spec_for_tile
-from streamk.gpu.select import choose_tile, resolve_schedule
+from streamk.gpu.select import choose_tile, schedule_for
 from streamk.gpu.table import build_table
-from streamk.shapes import GemmShape, Machine, TileShape
+from streamk.shapes import GemmShape
+from streamk.target import Target, preset
 
 SHAPES = ((64, 64, 64), (128, 128, 128), (1000, 999, 1001), (1024, 1024, 1024), (4096, 4096, 4096),
           (3000, 5000, 700))
 STAGES = ("tile", "schedule", "fixup", "dispatch", "table")
-TWO_PER_SM = TileShape(128, 128, 32)  # the kernel that keeps two CTAs per SM resident
 
 
-def build_once(shape: GemmShape, sms: int, arch: str) -> dict[str, float]:
+def build_once(shape: GemmShape, target: Target) -> dict[str, float]:
     """One cold plan build of ``shape``: seconds per stage."""
     t0 = time.perf_counter()
-    tile = choose_tile(shape, "float16", sms)
-    spec = spec_for_tile("float16", tile)
+    tile = choose_tile(shape, "float16", target)
     t1 = time.perf_counter()
-
-    def machine() -> Machine:  # as the device reports it for this tile's kernel
-        return Machine(sms, 2 if tile == TWO_PER_SM else 1)
-
-    schedule = resolve_schedule("auto", shape, spec, machine, None, {}, arch)
+    schedule = schedule_for("auto", shape, "float16", target, tile=tile)
     t2 = time.perf_counter()
     plan = plan_fixup(schedule)
     t3 = time.perf_counter()
     if not waits_only_backward(plan):
-        dispatch_verdict(plan, 2 * sms)
+        dispatch_verdict(plan, schedule.machine.sms * schedule.machine.ctas_per_sm)
     t4 = time.perf_counter()
     build_table(plan)
     t5 = time.perf_counter()
@@ -52,14 +46,13 @@ def build_once(shape: GemmShape, sms: int, arch: str) -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--sms", type=int, default=132)
-    ap.add_argument("--arch", default="sm_90a")
+    ap.add_argument("--target", type=preset, default=preset("h100"))
     args = ap.parse_args()
     for m, n, k in SHAPES:  # warm-up: imports, lazily built tables, NumPy's first calls
-        build_once(GemmShape(m, n, k), args.sms, args.arch)
+        build_once(GemmShape(m, n, k), args.target)
     print(f"{'shape':>16} " + " ".join(f"{s:>9}" for s in STAGES) + f" {'total':>9}   (us, median of {args.reps})")
     for m, n, k in SHAPES:
-        runs = [build_once(GemmShape(m, n, k), args.sms, args.arch) for _ in range(args.reps)]
+        runs = [build_once(GemmShape(m, n, k), args.target) for _ in range(args.reps)]
         med = {s: statistics.median(r[s] for r in runs) * 1e6 for s in STAGES}
         total = statistics.median(sum(r.values()) for r in runs) * 1e6
         print(f"{f'{m}x{n}x{k}':>16} " + " ".join(f"{med[s]:9.1f}" for s in STAGES) + f" {total:9.1f}")
