@@ -10,7 +10,7 @@ GPU tests check the preset's residencies against the occupancy API.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .calibrate import files as calibration_files
@@ -43,22 +43,32 @@ class Target:
     arch: str
     sms: int
     tiles: tuple[TargetTile, ...]
+    # lookups by (dtype, tile) and dtype, built once: a first gemm() call asks several times
+    _by_tile: dict = field(init=False, repr=False, compare=False, hash=False)
+    _by_dtype: dict = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        by_dtype: dict[str, list[TileShape]] = {}
+        for t in self.tiles:
+            by_dtype.setdefault(t.dtype, []).append(t.tile)
+        object.__setattr__(self, "_by_tile", {(t.dtype, t.tile): t for t in self.tiles})
+        object.__setattr__(self, "_by_dtype", {d: tuple(tiles) for d, tiles in by_dtype.items()})
 
     def dtypes(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(t.dtype for t in self.tiles))
+        return tuple(self._by_dtype)
 
     def tiles_for(self, dtype: str) -> tuple[TileShape, ...]:
         """The tiles a kernel runs for ``dtype`` here, the paper's first."""
-        tiles = tuple(t.tile for t in self.tiles if t.dtype == dtype)
+        tiles = self._by_dtype.get(dtype)
         if not tiles:
             raise ScheduleError(f"target {self.name} has no {dtype} kernels (it has {', '.join(self.dtypes())})")
         return tiles
 
     def kernel(self, dtype: str, tile: TileShape) -> TargetTile:
         """The facts of ``dtype``'s kernel on ``tile``; ScheduleError naming the tiles there are."""
-        for t in self.tiles:
-            if t.dtype == dtype and t.tile == tile:
-                return t
+        found = self._by_tile.get((dtype, tile))
+        if found is not None:
+            return found
         offered = ", ".join(str(t) for t in self.tiles_for(dtype))
         raise ScheduleError(f"target {self.name} has no {dtype} kernel on {tile} tiles (it has: {offered})")
 
