@@ -31,6 +31,33 @@ def test_every_part_of_a_variant_reaches_prepare():
     assert "reduce_costs" not in variant("auto:32,32,1,8", sms)
 
 
+def test_sm90_rungs_variant_runs_what_a_target_switched_to_them_would():
+    from streamk.gpu.plan import resolve
+    from streamk.gpu.operands import Operand
+    from streamk.gpu.variants import tile_for
+    from streamk.sim.corpus import corpus
+    from streamk.target import preset
+
+    args = variant("auto+sm90", sms)
+    assert args == {"schedule": "auto", "_large_rungs": "sm90"}
+    h100 = preset("h100")
+    switched = h100.with_large_rungs("sm90")
+    sm90_tiles = 0
+    for m, n, k in [(8192, 8192, 8192), *(tuple(int(v) for v in s) for s in corpus(60, 5))]:
+        shape = GemmShape(m, n, k)
+        a = Operand(None, "cuda", 1 << 20, (m, k), (k, 1), "float16")
+        b = Operand(None, "cuda", 1 << 20, (k, n), (n, 1), "float16")
+        kw = tile_for(args, shape, "float16", h100)
+        assert set(kw) == {"schedule", "tile"}
+        ran = resolve(h100, a, b, "auto", None, kw["tile"], None, {})
+        assert ran == resolve(switched, a, b, "auto", None, None, None, {}), (m, n, k)
+        sm90_tiles += ran.tile.bk == 64
+        assert tile_for(variant("auto", sms), shape, "float16", h100) == {"schedule": "auto"}
+    assert sm90_tiles >= 10, sm90_tiles  # the sample reaches the large rungs
+    with pytest.raises(ScheduleError, match="\\+sm90 picks the tile"):
+        variant("auto#128x256x64+sm90", sms)
+
+
 @pytest.mark.parametrize("text, message", [
     ("autoo", "unknown decomposition 'autoo'"),
     ("auto!owner-wait", "!FIXUP must be one of"),

@@ -32,7 +32,7 @@ from .prepared import prepare
 from .runtime import clear_cache
 from .bench_args import DECOMPS, SEED, add_arguments  # noqa: F401 (benchmarks/gpu_bench.py takes them from here)
 from .device import available, current
-from .variants import launch_key, variant
+from .variants import launch_key, tile_for, variant
 
 REPS = 50
 GRAPH_BELOW_MS = 0.1  # time as graph replays below this
@@ -170,7 +170,9 @@ def bench_shape(shape, dtype, stream, rows, decomps, alone: bool = False, flush:
     # every variant writes the same C, so none gains or loses by where its output lies (each
     # launch holds the other buffers it points into, api.prepare)
     out = torch.full((m, n), float("nan"), device="cuda", dtype=out_dtype)
-    prepared = {decomp: prepare(A, B, out, **variant(decomp, lambda: current().sms)) for decomp in decomps}
+    dev = current()
+    prepared = {decomp: prepare(A, B, out, **tile_for(variant(decomp, lambda: dev.sms), GemmShape(m, n, k), dtype,
+                                                      dev.target)) for decomp in decomps}
     first, same_as = {}, {}  # a variant whose launch is another's (auto running DP's schedule) is
     for decomp, p in prepared.items():  # timed once: the same kernels twice only measure noise
         key = launch_key(p)
