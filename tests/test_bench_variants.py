@@ -92,3 +92,23 @@ def test_launches_of_one_schedule_plan_and_kernels_are_timed_once():
     # same schedule, another policy or another reduce grid: another computation
     assert launch_key(_prepared(sk)) != launch_key(_prepared(sk, "separate-reduce"))
     assert launch_key(_prepared(sk, "separate-reduce")) != launch_key(_prepared(sk, "separate-reduce", 8))
+
+
+def test_the_bench_summary_compares_the_sm90_rungs_with_auto_on_the_shapes_they_change(capsys):
+    from streamk.gpu.bench import summarize
+
+    sm90_dp, sm90_auto = "data-parallel/grouped-8#128x128x64", "auto#128x128x64"
+
+    def row(m, auto_ms, sm90_ms, sm90_tile):
+        r = {"m": m, "n": 4096, "k": 4096, "intensity": 1000.0, "cublas_raw": 1.0, "cublas_padded": 1.0}
+        for d, ms, tile in (("data-parallel", 2.0, "128x128x32"), ("auto", auto_ms, "128x128x32"),
+                            ("auto+sm90", sm90_ms, sm90_tile), (sm90_dp, 1.0, "128x128x64"), (sm90_auto, 0.8, "128x128x64")):
+            steps = "streamk_sm90_f16" if tile.endswith("64") else "streamk_sm80_f16"
+            r.update({d: ms, d + "_relerr": 0.0, d + "_tile": tile, d + "_steps": steps, d + "_same_as": ""})
+        return r
+
+    rows = [row(4096, 1.0, 0.8, "128x128x64"), row(4097, 1.0, 0.5, "128x256x64"), row(100, 1.0, 1.0, "128x128x32")]
+    summarize(rows, ["data-parallel", "auto", "auto+sm90", sm90_dp, sm90_auto], "float16")
+    out = capsys.readouterr().out
+    assert "auto: auto+sm90/default time geo 0.632 min 0.500 max 0.800 on 2 changed shapes" in out, out
+    assert f"{sm90_auto} vs DP of its own tile (128x128x64): geo 1.250" in out, out  # DP in grouped order counts
