@@ -6,8 +6,10 @@ time the simulator reports speak the same units.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -57,20 +59,42 @@ AUTO_COSTS = Costs(a=32.0, b=32.0, c=1.0, d=8.0)
 
 def model_times(total_iters, iters_per_tile, grid, costs: Costs) -> np.ndarray:
     """time_CTA(g) of the appendix, broadcast over arrays of problems and candidate grids."""
+    return _times(total_iters, iters_per_tile, grid, costs.a, costs.b, costs.c, costs.d)
+
+
+def _times(total_iters, iters_per_tile, grid, a, b, c, d) -> np.ndarray:
+    """model_times with the constants as numbers or arrays that broadcast (one row per model)."""
     g = np.asarray(grid, dtype=np.int64)
     iters_per_cta = -(-np.asarray(total_iters, dtype=np.int64) // g)
     peers = -(-np.asarray(iters_per_tile, dtype=np.int64) // iters_per_cta)
-    return (costs.a + costs.b * (peers > 1) + costs.c * iters_per_cta + costs.d * (peers - 1)).astype(float)
+    return np.asarray(a + b * (peers > 1) + c * iters_per_cta + d * (peers - 1), dtype=float)
+
+
+def best_grids(total_iters, iters_per_tile, max_grid: int, models: Sequence[Costs] = (AUTO_COSTS,)
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Per cost model (rows) and problem (columns), the grid in [1, min(max_grid, total
+    iterations)] of least modeled time (ties: the smaller grid) and that time, over arrays of
+    total iterations and iterations per tile. The models share one evaluation (auto weighs two)."""
+    total = np.asarray(total_iters, dtype=np.int64).reshape(-1, 1)
+    g = np.arange(1, max_grid + 1)
+    constants = _constants(tuple(models))
+    # a grid beyond the total iterations times as that total: argmin never picks it over the total
+    times = _times(total, np.asarray(iters_per_tile).reshape(-1, 1), np.minimum(g, total), *constants)
+    best = times.argmin(axis=2)  # the first (smallest g) on ties
+    return g[best], times.min(axis=2)
+
+
+@functools.lru_cache(maxsize=64)
+def _constants(models: tuple[Costs, ...]) -> np.ndarray:
+    """a, b, c, d of each model as arrays (4, models, 1, 1) that broadcast over problems and grids."""
+    constants = np.array([[c.a, c.b, c.c, c.d] for c in models]).T.reshape(4, -1, 1, 1)
+    constants.setflags(write=False)
+    return constants
 
 
 def model_grids(total_iters, iters_per_tile, max_grid: int, costs: Costs = AUTO_COSTS) -> np.ndarray:
-    """Per problem, the grid in [1, min(max_grid, total iterations)] of least modeled time
-    (ties: the smaller grid), over arrays of total iterations and iterations per tile."""
-    total = np.asarray(total_iters, dtype=np.int64).reshape(-1, 1)
-    g = np.arange(1, max_grid + 1)
-    times = model_times(total, np.asarray(iters_per_tile).reshape(-1, 1), g, costs)
-    times[g[None, :] > total] = np.inf
-    return g[np.argmin(times, axis=1)]  # argmin returns the first (smallest g) on ties
+    """Per problem, the grid of least modeled time (``best_grids`` of one model)."""
+    return best_grids(total_iters, iters_per_tile, max_grid, (costs,))[0][0]
 
 
 def model_time(problem: Problem, grid: np.ndarray | int, costs: Costs) -> np.ndarray:

@@ -32,9 +32,9 @@ def waits_only_backward(plan: FixupPlan) -> bool:
     """Every wait points at a lower CTA or an earlier unit of the same CTA: the schedule then
     finishes on any number of slots, whatever else shares the GPU (each awaited CTA was
     dispatched first and, by induction, ends)."""
-    edges = plan.wait_edges()
-    if len(edges) == 0:
+    if len(plan.wait_units) == 0:
         return True
+    edges = plan.wait_edges()
     cta = plan.unit_cta
     waiter, awaited = cta[edges[:, 0]], cta[edges[:, 1]]
     return bool(np.all((awaited < waiter) | ((awaited == waiter) & (edges[:, 1] < edges[:, 0]))))

@@ -25,6 +25,7 @@ Policies (the names are CLI values):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, fields
 from enum import IntEnum
 
@@ -92,6 +93,15 @@ def actions_with(trait: str) -> tuple[Action, ...]:
     return tuple(a for a in Action if getattr(TRAITS[a], trait))
 
 
+@functools.lru_cache(maxsize=None)
+def trait_lookup(trait: str) -> np.ndarray:
+    """By action code, whether the action has ``trait``: index it with a plan's actions (a
+    lookup; np.isin costs ~20 us a plan)."""
+    lookup = np.isin(np.arange(len(Action)), actions_with(trait))
+    lookup.setflags(write=False)
+    return lookup
+
+
 def action_mask(trait: str) -> int:
     """Bit ``a`` set for each action ``a`` that has ``trait``: the form schedule_table.cuh holds."""
     return sum(1 << int(a) for a in actions_with(trait))
@@ -99,7 +109,6 @@ def action_mask(trait: str) -> int:
 
 WRITES_C = actions_with("writes_c")
 EPOCH_ACTIONS = actions_with("needs_epoch")
-_EPOCH_MASK = np.isin(np.arange(len(Action)), EPOCH_ACTIONS)  # by action code: a lookup, not np.isin per plan
 
 # Per policy, the action of a split tile's first (k = 0), middle and last contributor; a tile
 # with one contributor is always WRITE. plan_fixup assigns them; the policy facts below follow.
@@ -119,7 +128,7 @@ NO_WAIT_POLICIES = tuple(p for p, roles in POLICY_ROLES.items() if not any(TRAIT
 def needs_epoch(plan: FixupPlan) -> bool:
     """Whether a launch of ``plan`` signals, waits or arrives (its flags and counters carry the
     launch epoch); a launch that does not can skip reading the epoch and counting its end."""
-    return bool(_EPOCH_MASK[plan.action].any())
+    return bool(trait_lookup("needs_epoch")[plan.action].any())
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -157,7 +166,7 @@ class FixupPlan:
     @property
     def split_tiles(self) -> np.ndarray:
         """Tiles with more than one contributor (the ones that need any fixup)."""
-        return np.flatnonzero(np.diff(self.tile_offsets) > 1)
+        return ((self.tile_offsets[1:] - self.tile_offsets[:-1]) > 1).nonzero()[0]
 
     def writer(self, tile: int) -> int:
         """Unit row that writes C for ``tile``; -1 when decided at run time or by a later pass."""
@@ -168,7 +177,10 @@ class FixupPlan:
     def wait_edges(self) -> np.ndarray:
         """Unit-level wait edges, rows ``(waiting unit, awaited unit)``."""
         counts = np.diff(self.wait_offsets)
-        return np.stack([np.repeat(np.arange(len(counts)), counts), self.wait_units], axis=1)
+        edges = np.empty((len(self.wait_units), 2), dtype=np.int64)
+        edges[:, 0] = np.repeat(np.arange(len(counts)), counts)
+        edges[:, 1] = self.wait_units
+        return edges
 
     def cta_wait_edges(self) -> np.ndarray:
         """CTA-level wait graph, unique rows ``(waiting CTA, awaited CTA)``."""
@@ -219,57 +231,82 @@ def plan_fixup(schedule: Schedule, policy: str | None = None) -> FixupPlan:
         raise ScheduleError(f"fixup policy must be one of {', '.join(FIXUP_POLICIES)} (got {policy!r})")
     units = schedule.units
     n = len(units)
+    if n == schedule.problem.tiles:  # a tile a unit (the schedule covers each tile once): no fixup
+        return _unsplit_plan(schedule, policy)
     order = np.lexsort((units[:, 1], units[:, 0]))  # k order within each tile
     counts = np.bincount(units[:, 0], minlength=schedule.problem.tiles)
-    tile_offsets = np.concatenate([[0], np.cumsum(counts)])
+    tile_offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.add.accumulate(counts, out=tile_offsets[1:])
     tile_sorted = units[order, 0]
     pos = np.arange(n) - tile_offsets[tile_sorted]  # position among the tile's contributors
     cnt = counts[tile_sorted]
     split = cnt > 1
-    first = split & (pos == 0)
-    last = split & (pos == cnt - 1)
 
-    act_sorted = np.full(n, Action.WRITE, dtype=np.int8)
-    head, middle, tail = POLICY_ROLES[policy]
-    act_sorted[split] = middle
-    act_sorted[first] = head
-    act_sorted[last] = tail
-    stores = np.isin(act_sorted, actions_with("stores_partial"))  # in sorted order
-    reads = waits = (np.zeros(0, np.int64),) * 3  # (reader sorted index, index in list, sorted index read)
+    head, middle, tail = (int(a) for a in POLICY_ROLES[policy])  # ints: NumPy reads an IntEnum slowly
+    # WRITE where alone, else the policy's middle role, its head at k = 0, its tail at the end
+    act_sorted = np.where(split, np.where(pos == 0, head, np.where(pos == cnt - 1, tail, middle)), int(Action.WRITE))
+    act_sorted = act_sorted.astype(np.int8)
+    stores = trait_lookup("stores_partial")[act_sorted]  # in sorted order
+    slot_sorted = np.where(stores, stores.cumsum() - 1, -1)
+    reads = (np.zeros(0, np.int64),) * 3  # (reader sorted index, index in list, sorted index read)
     if policy == "owner-waits":  # the owner reads and waits for every peer
-        peers = np.flatnonzero(stores)
-        owner = peers - pos[peers]
-        reads = waits = (owner, pos[peers] - 1, peers)
+        peers = stores.nonzero()[0]
+        reads = (peers - pos[peers], pos[peers] - 1, peers)
     elif policy == "turnstile":  # each taker reads and waits for its predecessor
-        takers = np.flatnonzero(split & ~first)
-        reads = waits = (takers, np.zeros(len(takers), np.int64), takers - 1)
+        takers = (split & (pos > 0)).nonzero()[0]
+        reads = (takers, np.zeros(len(takers), np.int64), takers - 1)
     elif policy != "atomic":  # last-arrival, separate-reduce: every member lists all, k order
         members = np.flatnonzero(split)
         reader = np.repeat(members, cnt[members])
         within = np.arange(len(reader)) - np.repeat(np.cumsum(cnt[members]) - cnt[members], cnt[members])
         reads = (reader, within, (reader - pos[reader]) + within)
 
-    slot_sorted = np.where(stores, np.cumsum(stores) - 1, -1)
     action = np.empty(n, dtype=np.int8)
     action[order] = act_sorted
     slot = np.empty(n, dtype=np.int64)
     slot[order] = slot_sorted
-    read_offsets, read_slots = _csr(n, order[reads[0]], reads[1], slot_sorted[reads[2]])
-    wait_offsets, wait_units = _csr(n, order[waits[0]], waits[1], order[waits[2]])
+    read_offsets, at = _csr(n, order[reads[0]], reads[1])
+    read_slots = _scatter(at, slot_sorted[reads[2]])
+    if policy in ("owner-waits", "turnstile"):  # a unit waits on exactly the units it reads
+        wait_offsets, wait_units = read_offsets, _scatter(at, order[reads[2]])
+    else:
+        wait_offsets, wait_units = np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
     unit_cta = schedule.unit_cta
     arrays = [action, slot, read_offsets, read_slots, wait_offsets, wait_units, tile_offsets, order, unit_cta]
     for a in arrays:
         a.setflags(write=False)
     return FixupPlan(schedule, policy, action, slot, read_offsets, read_slots, wait_offsets,
-                     wait_units, tile_offsets, order, int(stores.sum()), unit_cta)
+                     wait_units, tile_offsets, order, int(slot_sorted.max(initial=-1)) + 1, unit_cta)
 
 
-def _csr(n: int, reader: np.ndarray, index: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """CSR lists per unit row: entry i goes to list ``reader[i]`` at position ``index[i]``."""
-    offsets = np.concatenate([[0], np.cumsum(np.bincount(reader, minlength=n))]).astype(np.int64)
-    flat = np.empty(len(reader), dtype=np.int64)
-    flat[offsets[reader] + index] = value
-    return offsets, flat
+def _unsplit_plan(schedule: Schedule, policy: str) -> FixupPlan:
+    """plan_fixup of a schedule with one unit a tile (data-parallel): every unit writes C alone."""
+    n = len(schedule.units)
+    order = np.empty(n, dtype=np.int64)  # the unit of each tile
+    order[schedule.units[:, 0]] = np.arange(n)
+    action = np.full(n, Action.WRITE, dtype=np.int8)
+    slot = np.full(n, -1, dtype=np.int64)
+    no_lists, none = np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    tile_offsets, unit_cta = np.arange(n + 1), schedule.unit_cta
+    for a in (action, slot, no_lists, none, tile_offsets, order, unit_cta):
+        a.setflags(write=False)
+    return FixupPlan(schedule, policy, action, slot, no_lists, none, no_lists, none, tile_offsets, order, 0, unit_cta)
+
+
+def _csr(n: int, reader: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets of CSR lists per unit row holding entry i at position ``index[i]`` of list
+    ``reader[i]``, and where each entry goes in the flat array."""
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    if len(reader) == 0:
+        return offsets, reader
+    np.add.accumulate(np.bincount(reader, minlength=n), out=offsets[1:])
+    return offsets, offsets[reader] + index
+
+
+def _scatter(at: np.ndarray, value: np.ndarray) -> np.ndarray:
+    flat = np.empty(len(at), dtype=np.int64)
+    flat[at] = value
+    return flat
 
 
 def _find_cycle(plan: FixupPlan) -> list[int] | None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .fixup import actions_with, plan_fixup
+from .fixup import plan_fixup, trait_lookup
 from .schedule import Schedule
 
 
@@ -43,8 +43,8 @@ def cta_plan(schedule: Schedule) -> CtaPlan | None:
     plan = plan_fixup(schedule)
     off = schedule.cta_offsets
     first_row, last_row = off[:-1], off[1:] - 1
-    stores = np.isin(plan.action, actions_with("stores_partial"))
-    waits = np.isin(plan.action, actions_with("waits"))
+    stores = trait_lookup("stores_partial")[plan.action]
+    waits = trait_lookup("waits")[plan.action]
     position = np.zeros(len(schedule.units), dtype=np.int8)  # bit 0: first of its CTA, bit 1: last
     position[first_row] |= 1
     position[last_row] |= 2
@@ -52,10 +52,14 @@ def cta_plan(schedule: Schedule) -> CtaPlan | None:
         return None
     iters = schedule.units[:, 2] - schedule.units[:, 1]
     owner = waits[last_row]
-    counts = np.where(owner, np.diff(plan.wait_offsets)[last_row], 0)
-    awaited = np.concatenate([plan.waits(int(r)) for r in last_row[owner]] or [np.zeros(0, np.int64)])
+    counts = np.where(owner, plan.wait_offsets[last_row + 1] - plan.wait_offsets[last_row], 0)
+    peer_offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.add.accumulate(counts, out=peer_offsets[1:])
+    # each owner's wait list, in CTA order: the owners' slices of wait_units, end to end
+    awaited = plan.wait_units[(plan.wait_offsets[last_row] - peer_offsets[:-1]).repeat(counts)
+                              + np.arange(peer_offsets[-1])]
     return CtaPlan(np.array([0, schedule.grid]), schedule.iters_per_cta, iters[first_row], stores[first_row],
-                   owner, np.concatenate([[0], np.cumsum(counts)]), plan.unit_cta[awaited])
+                   owner, peer_offsets, plan.unit_cta[awaited])
 
 
 def cta_plan_of_ranges(ipt: np.ndarray, offsets: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> CtaPlan:
@@ -66,14 +70,15 @@ def cta_plan_of_ranges(ipt: np.ndarray, offsets: np.ndarray, starts: np.ndarray,
     inside a later one owns it, and its peers are the next CTAs up to the one holding the
     tile's last iteration.
     """
-    grids = np.diff(offsets)
-    ip = np.repeat(ipt, grids)
+    grids = offsets[1:] - offsets[:-1]
+    ip = ipt.repeat(grids)
     s, e = starts, ends
     start_tile = s // ip
-    partial = s != start_tile * ip
-    first = np.minimum(e, (start_tile + 1) * ip) - s
-    last_tile = (e - 1) // ip
-    owner = (e % ip != 0) & (s <= last_tile * ip)
+    start_base = start_tile * ip
+    partial = s != start_base
+    first = np.minimum(e, start_base + ip) - s
+    last_base = (e - 1) // ip * ip
+    owner = (e - last_base != ip) & (s <= last_base)  # ends inside a tile it starts
     # An owner's peers are the CTAs after it that start inside its last tile: the run of equal
     # start tiles that begins with the next CTA (which starts where the owner stops).
     flat = np.arange(len(s))
@@ -83,6 +88,7 @@ def cta_plan_of_ranges(ipt: np.ndarray, offsets: np.ndarray, starts: np.ndarray,
     run_end = np.minimum.accumulate(np.where(run_ends, flat, len(s))[::-1])[::-1]
     last_peer = np.where(owner, run_end[np.minimum(flat + 1, max(len(s) - 1, 0))], flat)
     counts = last_peer - flat
-    peer_offsets = np.concatenate([[0], np.cumsum(counts)])
+    peer_offsets = np.zeros(len(s) + 1, dtype=np.int64)
+    np.add.accumulate(counts, out=peer_offsets[1:])
     peers = np.repeat(flat + 1 - peer_offsets[:-1], counts) + np.arange(peer_offsets[-1])
     return CtaPlan(offsets, e - s, first, partial, owner, peer_offsets, peers)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .calibrate import files as calibration_files
+from .calibrate.model import Calibration
 from .costs import Costs
 from .errors import ScheduleError
 from .shapes import Machine, TileShape
@@ -22,13 +24,15 @@ from .shapes import Machine, TileShape
 class TargetTile:
     """One tile's main kernel for one input dtype: its resident CTAs per SM, and auto's model
     constants (``model_costs`` for owner-waits and turnstile, ``reduce_costs`` for the separate
-    reduce pass; None: the paper's ``AUTO_COSTS``, and no separate-reduce planning) and tile order."""
+    reduce pass; None: the paper's ``AUTO_COSTS``, and no separate-reduce planning), its tile order,
+    and its ``calibration`` in microseconds where one was measured (``streamk calibrate``; None otherwise)."""
 
     dtype: str
     tile: TileShape
     ctas_per_sm: int
     model_costs: Costs | None = None
     reduce_costs: Costs | None = None
+    calibration: Calibration | None = None
     tile_order: str | None = None  # auto's rasterization on this kernel (None: the Schedule's row-major)
 
 
@@ -101,7 +105,7 @@ class Target:
                 "tiles": [{"dtype": t.dtype, "tile": [t.tile.bm, t.tile.bn, t.tile.bk], "ctas_per_sm": t.ctas_per_sm,
                            "model_costs": str(t.model_costs) if t.model_costs else None,
                            "reduce_costs": str(t.reduce_costs) if t.reduce_costs else None,
-                           "tile_order": t.tile_order} for t in self.tiles]}
+                           "calibrated": t.calibration is not None, "tile_order": t.tile_order} for t in self.tiles]}
 
 
 HALF_DTYPES = ("float16", "bfloat16")
@@ -131,7 +135,7 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
             sm80 = measured and bk == 32  # the sm90 kernels' constants are not measured yet
             owner = (_SM90_WIDE if tile == WIDE_TILE else _SM90_OWNER) if sm80 else None
             out.append(TargetTile(dtype, tile, ctas, owner, _SM90_REDUCE if sm80 and tile != WIDE_TILE else None,
-                                  SM90_TILE_ORDER if tile in SM90_TILES else None))
+                                  tile_order=SM90_TILE_ORDER if tile in SM90_TILES else None))
     return tuple(out)
 
 
@@ -150,13 +154,22 @@ _SM90_RESIDENCY = {(128, 128, 32): 2, (64, 64, 32): 3, (128, 64, 32): 2, (64, 12
 _H100_TILES = (*_half_tiles(_SM90_RESIDENCY, True), TargetTile("float64", F64_TILE, 2, _SM90_F64_OWNER, _SM90_F64_REDUCE))
 _A100_TILES = (*_half_tiles(_SM80_RESIDENCY, False), TargetTile("float64", F64_TILE, 2))
 
+
+
+def with_calibration(target: Target, found: tuple[Calibration, ...]) -> Target:
+    """``target`` with each kernel's calibration of ``found`` (matched by dtype and tile) attached."""
+    by_key = {(c.dtype, c.tile): c for c in found}
+    tiles = tuple(replace(t, calibration=by_key.get((t.dtype, t.tile), t.calibration)) for t in target.tiles)
+    return replace(target, tiles=tiles)
+
+
 # auto's large-GEMM rungs stay on the sm80 tiles on sm_90a until the corpus benchmark has timed the
 # sm90 ones against them (LOG.md v18: `streamk bench` with the variant auto+sm90).
-PRESETS: dict[str, Target] = {
+PRESETS: dict[str, Target] = {name: with_calibration(t, calibration_files.load(name)) for name, t in {
     "a100": Target("a100", "sm_80", 108, _A100_TILES),
     "h100": Target("h100", "sm_90a", 132, _H100_TILES, large_rungs="sm80"),
     "h200": Target("h200", "sm_90a", 132, _H100_TILES, large_rungs="sm80"),
-}
+}.items()}
 
 
 def preset(name: str) -> Target:
@@ -167,9 +180,16 @@ def preset(name: str) -> Target:
     return PRESETS[key]
 
 
+def family_for(arch: str, name: str) -> str | None:
+    """The preset a device is: of its arch, the one its name names ("NVIDIA H200" -> h200), else the
+    arch's first; None for an arch with no preset. Calibration files are kept per family."""
+    of_arch = [key for key, target in PRESETS.items() if target.arch == arch]
+    named = [key for key in of_arch if key in name.lower()]
+    return (named or of_arch or [None])[0]
+
+
 def for_arch(arch: str, sms: int, name: str) -> Target | None:
-    """The preset of ``arch`` with ``sms`` SMs and the device's ``name``; None for an arch with no preset."""
-    for target in PRESETS.values():
-        if target.arch == arch:
-            return target.with_sms(sms, name)
-    return None
+    """The preset of ``arch`` (``family_for``) with ``sms`` SMs and the device's ``name``; None for
+    an arch with no preset."""
+    family = family_for(arch, name)
+    return PRESETS[family].with_sms(sms, name) if family else None

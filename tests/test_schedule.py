@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from streamk import GemmShape, Machine, Schedule, ScheduleError, TileShape, WorkUnit, make_schedule
+from streamk.sched.ranges import schedule_from_ranges
 
 SHAPE, TILE = GemmShape(256, 128, 64), TileShape(128, 128, 16)  # 2 tiles x 4 iterations
 
@@ -36,6 +37,24 @@ def test_bad_coverage_names_first_bad_tile_and_iteration(ctas, message):
     with pytest.raises(ScheduleError) as info:
         by_hand(ctas)
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize("starts, ends, message", [
+    ([0, 3], [4, 8], "iteration 3 is covered twice"),  # overlap
+    ([0, 5], [4, 8], "tile 1: iterations 0..1 are not covered"),  # gap
+    ([0, 4], [4, 7], "tile 1: iterations 3..4 are not covered"),  # short of the total
+    ([0, 4, 4], [4, 8, 4], "every CTA needs at least one work unit"),  # an empty range
+])
+def test_ranges_that_do_not_tile_the_iterations_in_order_are_checked_in_full(starts, ends, message):
+    # only ranges tiling [0, total) in order skip the per-unit validation (Schedule.proven)
+    with pytest.raises(ScheduleError) as info:
+        schedule_from_ranges("custom", SHAPE, TILE, Machine(2), np.array(starts), np.array(ends))
+    assert message in str(info.value)
+
+
+def test_ranges_out_of_order_that_cover_once_are_a_schedule():
+    s = schedule_from_ranges("custom", SHAPE, TILE, Machine(2), np.array([4, 0]), np.array([8, 4]))
+    assert s.ctas == ((WorkUnit(1, 0, 4),), (WorkUnit(0, 0, 4),))
 
 
 def test_units_are_read_only():

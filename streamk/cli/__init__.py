@@ -18,7 +18,8 @@ from ..errors import StreamkError
 
 # Verb modules, in the order `--help` lists them. Each defines
 #   add_parser(subparsers) -> argparse.ArgumentParser   and   run(args) -> int
-VERBS = ["schedule", "execute", "simulate", "sweep", "plot", "kernels", "gemm", "bench", "demo"]
+VERBS = ["schedule", "execute", "simulate", "sweep", "plot", "kernels", "gemm", "bench", "calibrate", "fidelity",
+         "demo"]
 
 
 class _Parser(argparse.ArgumentParser):

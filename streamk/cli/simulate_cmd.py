@@ -37,12 +37,28 @@ def _fmt(x: float) -> str:
     return f"{x:g}" if math.isfinite(x) else "-"
 
 
+def prediction(args: argparse.Namespace, schedule) -> dict:
+    """With --target: the calibrated simulator's microseconds for the schedule, or why there are none."""
+    if args.target is None:
+        return {}
+    cal = args.target.kernel(args.dtype, schedule.tile).calibration
+    if cal is None:
+        return {"predicted_us": None, "calibration": None,
+                "calibration_note": f"none: {args.target.name} has no calibration of the {args.dtype} "
+                                    f"{schedule.tile} kernel (streamk calibrate on that GPU writes one)"}
+    from ..calibrate.predict import predict_us
+
+    us = predict_us(schedule, cal, args.target.sms)
+    return {"predicted_us": us if math.isfinite(us) else None, "calibration": cal.to_json_dict()}
+
+
 def run(args: argparse.Namespace) -> int:
     schedule = schedule_from(args)
     args.costs = costs_from(args)
     timeline = simulate(schedule, args.costs)
+    predicted = prediction(args, schedule)
     if args.json:
-        print_json(timeline.to_json_dict())
+        print_json({**timeline.to_json_dict(), **predicted})
         return 0
     p = schedule.problem
     print(f"{schedule.decomposition}: {schedule.shape} with {schedule.tile} tiles ({p.tiles} tiles, "
@@ -53,6 +69,10 @@ def run(args: argparse.Namespace) -> int:
           f"deadlock {'YES' if timeline.deadlock else 'no'}")
     if timeline.deadlock:
         print(f"deadlock: {timeline.deadlock_reason}")
+    if predicted:
+        us = predicted["predicted_us"]
+        print(predicted.get("calibration_note") or f"predicted {_fmt(us if us is not None else math.inf)} us on "
+              f"{args.target.name} (calibrated on {predicted['calibration']['device']})")
     print(f"{'CTA':>5} {'SM':>4} {'slot':>4} {'start':>10} {'end':>10}")
     for c in range(schedule.grid):
         print(f"{c:>5} {int(timeline.cta_sm[c]):>4} {int(timeline.cta_slot[c]):>4} "

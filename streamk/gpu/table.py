@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ScheduleError
-from ..fixup import Action, FixupPlan
+from ..fixup import FixupPlan, trait_lookup
 from ..schedule import tile_coordinates
 
 TABLE_VERSION = 1
@@ -50,11 +50,8 @@ class Table:
         return self.units[:, UNIT_FIELDS.index(name)]
 
 
-def _int32(name: str, values: np.ndarray) -> np.ndarray:
-    values = np.asarray(values, dtype=np.int64)
-    if values.size and (values.max() > INT32_MAX or values.min() < -1):
-        raise ScheduleError(f"{name} does not fit the int32 table (range {values.min()}..{values.max()})")
-    out = np.ascontiguousarray(values.astype(np.int32))
+def _int32(values: np.ndarray) -> np.ndarray:
+    out = np.asarray(values).astype(np.int32, order="C")
     out.setflags(write=False)
     return out
 
@@ -63,30 +60,41 @@ def build_table(plan: FixupPlan) -> Table:
     """Encode ``plan`` (and its schedule) as the kernel's table."""
     s = plan.schedule
     units = s.units
-    tiles = units[:, 0]
-    tile_m, tile_n = tile_coordinates(s.tile_order, s.problem.tiles_m, s.problem.tiles_n, tiles)
-    columns = {
-        "tile": tiles, "tile_m": tile_m, "tile_n": tile_n, "k_begin": units[:, 1], "k_end": units[:, 2],
-        "action": plan.action.astype(np.int64), "slot": plan.slot,
-        "reads_offset": plan.read_offsets[:-1], "reads_count": np.diff(plan.read_offsets),
-        "waits_offset": plan.wait_offsets[:-1], "waits_count": np.diff(plan.wait_offsets),
-    }
-    table = np.stack([columns[f] for f in UNIT_FIELDS], axis=1)
-    items = _items(plan, tile_m, tile_n)
-    return Table(_int32("cta_offsets", s.cta_offsets), _int32("units", table).reshape(-1, len(UNIT_FIELDS)),
-                 _int32("reads", plan.read_slots), _int32("waits", plan.wait_units),
-                 _int32("items", items).reshape(-1, len(ITEM_FIELDS)), plan.num_slots, s.problem.tiles,
-                 plan.policy)
+    # every entry is a tile, a coordinate, a k, a slot (-1: none), a unit row or an offset into
+    # reads or waits: it fits int32 when these counts do (no scan of the arrays needed)
+    largest = max(s.problem.tiles, s.problem.iters_per_tile, len(units), len(plan.read_slots), len(plan.wait_units))
+    if largest > INT32_MAX:
+        raise ScheduleError(f"{s} does not fit the int32 table: {largest:,} tiles, iterations, units, reads or "
+                            f"waits (at most {INT32_MAX:,}); use a larger tile")
+    table = np.empty((len(units), len(UNIT_FIELDS)), dtype=np.int64)  # filled column by column: no np.stack
+    column = {f: table[:, i] for i, f in enumerate(UNIT_FIELDS)}
+    column["tile"][:] = units[:, 0]
+    column["tile_m"][:], column["tile_n"][:] = tile_coordinates(s.tile_order, s.problem.tiles_m,
+                                                                s.problem.tiles_n, units[:, 0])
+    column["k_begin"][:], column["k_end"][:] = units[:, 1], units[:, 2]
+    column["action"][:], column["slot"][:] = plan.action, plan.slot
+    for what, offsets in (("reads", plan.read_offsets), ("waits", plan.wait_offsets)):
+        column[f"{what}_offset"][:] = offsets[:-1]
+        np.subtract(offsets[1:], offsets[:-1], out=column[f"{what}_count"])
+    items = _items(plan, column["tile_m"], column["tile_n"])
+    return Table(_int32(s.cta_offsets), _int32(table), _int32(plan.read_slots), _int32(plan.wait_units),
+                 _int32(items), plan.num_slots, s.problem.tiles, plan.policy)
 
 
-_ITEM_READERS = np.isin(np.arange(len(Action)), (Action.DEFER, Action.ATOMIC))  # by action code
+# by action code: a split tile's item rows carry reads for the reduce pass and the atomic prescale
+_ITEM_READERS = trait_lookup("reduced_later") | trait_lookup("adds_to_c")
 
 
 def _items(plan: FixupPlan, tile_m: np.ndarray, tile_n: np.ndarray) -> np.ndarray:
     """One row per split tile: its coordinates and the reads of its k = 0 contributor (only the
     reduce pass and the atomic prescale read items; other policies' rows carry no reads)."""
     tiles = plan.split_tiles
+    items = np.zeros((len(tiles), len(ITEM_FIELDS)), dtype=np.int64)
+    if len(tiles) == 0:
+        return items
     first = plan.tile_units[plan.tile_offsets[tiles]]  # each split tile's k = 0 contributor
-    offset, count = plan.read_offsets[first], plan.read_offsets[first + 1] - plan.read_offsets[first]
-    reads = _ITEM_READERS[plan.action[first]]
-    return np.stack([tile_m[first], tile_n[first], np.where(reads, offset, 0), np.where(reads, count, 0)], axis=1)
+    items[:, 0], items[:, 1] = tile_m[first], tile_n[first]
+    if _ITEM_READERS[plan.action[first[0]]]:  # one policy: the first contributors' actions agree
+        items[:, 2] = plan.read_offsets[first]
+        items[:, 3] = plan.read_offsets[first + 1] - items[:, 2]
+    return items

@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..costs import AUTO_COSTS, Costs, model_grids, model_times, two_tile_beats_dp
+from ..costs import AUTO_COSTS, Costs, best_grids, two_tile_beats_dp
 from ..schedule import FIXUP_POLICIES, Schedule
 from ..shapes import GemmShape, Machine, TileShape
 from .hybrid import hybrid_regions
-from .ranges import Ranges, from_regions, one_shape, tile_counts
+from .ranges import Ranges, one_shape, tile_counts, two_regions
 from .registry import register
 
 
@@ -46,23 +46,28 @@ def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_
     tiles = tiles_m * tiles_n
     total = tiles * ipt
     costs = model_costs or AUTO_COSTS
-    small = tiles < machine.sms
-    hybrid = ~small & (machine.ctas_per_sm == 1) & two_tile_beats_dp(tiles, ipt, machine.sms, costs)
-    grid = model_grids(total, ipt, machine.sms, costs)
-    reduce = np.zeros(len(tiles), dtype=bool)
-    if reduce_costs is not None:
-        reduce_grid = model_grids(total, ipt, machine.sms, reduce_costs)
-        reduce = small & (model_times(total, ipt, reduce_grid, reduce_costs) < model_times(total, ipt, grid, costs))
-        grid = np.where(reduce, reduce_grid, grid)
-    x0, x1, parts = hybrid_regions(tiles, ipt, machine.sms, sk_first=True)
-    one = (0 * tiles, total, np.where(small, grid, tiles))  # basic Stream-K at the model's grid, or DP
-    x0, x1, parts = (np.where(hybrid[:, None], h, np.stack([o, 0 * o], axis=1)) for h, o in zip((x0, x1, parts), one))
     fixup = np.full(len(tiles), FIXUP_POLICIES.index("owner-waits"), np.int8)
-    fixup[reduce] = FIXUP_POLICIES.index("separate-reduce")
-    backward = hybrid & sk_backward
-    fixup[backward] = FIXUP_POLICIES.index("turnstile")
-    return from_regions(shapes, tiles, ipt, np.full(len(tiles), 2), x0.ravel(), x1.ravel(), parts.ravel(),
-                        fixup, backward)
+    grid = tiles.copy()  # DP, or basic Stream-K at the model's grid below a tile per SM
+    few = (tiles < machine.sms).nonzero()[0]
+    if len(few):  # the model's grids cost tens of microseconds: only where they are used
+        models = (costs,) if reduce_costs is None else (costs, reduce_costs)
+        grids, times = best_grids(total[few], ipt[few], machine.sms, models)
+        grid[few] = grids[0]
+        if reduce_costs is not None:
+            reduce = times[1] < times[0]
+            grid[few[reduce]] = grids[1][reduce]
+            fixup[few[reduce]] = FIXUP_POLICIES.index("separate-reduce")
+    split, first, second = total, grid, 0 * grid
+    if machine.ctas_per_sm == 1 and len(few) < len(tiles):
+        hybrid = (tiles >= machine.sms) & two_tile_beats_dp(tiles, ipt, machine.sms, costs)
+        h_split, h_first, h_second = hybrid_regions(tiles, ipt, machine.sms, sk_first=True)
+        split, first, second = (np.where(hybrid, h, o) for h, o in
+                                ((h_split, split), (h_first, first), (h_second, second)))
+        backward = hybrid & sk_backward
+        fixup[backward] = FIXUP_POLICIES.index("turnstile")
+    else:
+        backward = np.zeros(len(tiles), dtype=bool)
+    return two_regions(shapes, tiles, ipt, split, first, second, fixup, backward)
 
 
 @register("auto", batch=auto_ranges)

@@ -19,8 +19,7 @@ def data_parallel_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine) 
     """One CTA per tile, all of its iterations: [0, total) split over as many CTAs as tiles."""
     tiles_m, tiles_n, ipt = tile_counts(shapes, tile)
     tiles = tiles_m * tiles_n
-    ones = np.ones_like(tiles)
-    return from_regions(shapes, tiles, ipt, ones, 0 * tiles, tiles * ipt, tiles)
+    return from_regions(shapes, tiles, ipt, 1, 0 * tiles, tiles * ipt, tiles)
 
 
 def fixed_split_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *,
@@ -45,7 +44,7 @@ def stream_k_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *,
     total = tiles * ipt
     grid = np.minimum(machine.slots, total) if grid is None else np.broadcast_to(np.asarray(grid), total.shape)
     check_range("grid", grid, 1, total, shapes, tile, "MAC iterations")
-    return from_regions(shapes, tiles, ipt, np.ones_like(tiles), 0 * tiles, total, grid)
+    return from_regions(shapes, tiles, ipt, 1, 0 * tiles, total, grid)
 
 
 @register("data-parallel", batch=data_parallel_ranges)

@@ -19,35 +19,29 @@ import numpy as np
 
 from ..schedule import Schedule
 from ..shapes import GemmShape, Machine, TileShape
-from .ranges import Ranges, from_regions, one_shape, tile_counts
+from .ranges import Ranges, one_shape, tile_counts, two_regions
 from .registry import register
 
 
 def hybrid_regions(tiles: np.ndarray, ipt: np.ndarray, slots: int, sk_first: bool
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per shape its two regions (x0, x1, parts), each an (n, 2) array in CTA order: the SK
-    region of min(slots, its iterations) CTAs and the DP region of one CTA per tile (either may
-    be empty; with no leftover tiles the whole problem is one DP region)."""
-    waves, left = np.divmod(tiles, slots)
-    sk_leads = sk_first & (waves >= 1)
-    sk_tiles = np.where(sk_leads, left + slots, left)
+    """Per shape its two regions in CTA order as (split, first, second): ``[0, split)`` over
+    ``first`` CTAs, then ``[split, total)`` over ``second``. One is the SK region of min(slots,
+    its iterations) CTAs, the other the DP region of one CTA per tile (either may be empty; with
+    no leftover tiles the whole problem is one DP region)."""
+    left = tiles % slots
+    lead = (tiles > slots) & (left > 0) if sk_first else np.zeros(len(tiles), dtype=bool)  # SK first
+    sk_tiles = left + slots * lead
     dp_tiles = tiles - sk_tiles
-    sk0 = np.where(sk_leads, 0, dp_tiles * ipt)
-    dp0 = np.where(sk_leads, sk_tiles * ipt, 0)
-    sk = (sk0, sk0 + sk_tiles * ipt, np.minimum(slots, sk_tiles * ipt))
-    dp = (dp0, dp0 + dp_tiles * ipt, dp_tiles)
-    whole = (0 * tiles, tiles * ipt, tiles)
-    none = (0 * tiles,) * 3
-    first = [np.where(left == 0, w, np.where(sk_leads, a, b)) for w, a, b in zip(whole, sk, dp)]
-    second = [np.where(left == 0, z, np.where(sk_leads, b, a)) for z, a, b in zip(none, sk, dp)]
-    return tuple(np.stack([f, g], axis=1) for f, g in zip(first, second))
+    sk_parts = np.minimum(slots, sk_tiles * ipt)
+    split = np.where(lead, sk_tiles, dp_tiles) * ipt
+    return split, np.where(lead, sk_parts, dp_tiles), np.where(lead, dp_tiles, sk_parts)
 
 
 def hybrid_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, sk_first: bool) -> Ranges:
     tiles_m, tiles_n, ipt = tile_counts(shapes, tile)
     tiles = tiles_m * tiles_n
-    x0, x1, parts = hybrid_regions(tiles, ipt, machine.slots, sk_first)
-    return from_regions(shapes, tiles, ipt, np.full(len(tiles), 2), x0.ravel(), x1.ravel(), parts.ravel())
+    return two_regions(shapes, tiles, ipt, *hybrid_regions(tiles, ipt, machine.slots, sk_first))
 
 
 def dp_one_tile_sk_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine) -> Ranges:

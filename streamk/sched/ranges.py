@@ -79,7 +79,7 @@ class Ranges:
     def schedule(self, i: int, name: str, tile: TileShape, machine: Machine) -> Schedule:
         """Shape i's Schedule."""
         a, b = self.cta_offsets[i], self.cta_offsets[i + 1]
-        shape = GemmShape(*(int(v) for v in self.shapes[i]))
+        shape = GemmShape(*self.shapes[i].tolist())
         s = schedule_from_ranges(name, shape, tile, machine, self.starts[a:b], self.ends[a:b])
         if FIXUP_POLICIES[self.fixup[i]] != s.fixup:
             s = s.with_fixup(FIXUP_POLICIES[self.fixup[i]])
@@ -92,15 +92,15 @@ BatchScheduler = Callable[..., "Ranges | None"]
 
 def tile_counts(shapes: np.ndarray, tile: TileShape) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per shape row (m, n, k): (tiles_m, tiles_n, iterations per tile)."""
-    m, n, k = (np.asarray(c, dtype=np.int64) for c in np.asarray(shapes).reshape(-1, 3).T)
-    return -(-m // tile.bm), -(-n // tile.bn), -(-k // tile.bk)
+    counts = -(-np.asarray(shapes, dtype=np.int64).reshape(-1, 3) // np.array([tile.bm, tile.bn, tile.bk]))
+    return counts[:, 0], counts[:, 1], counts[:, 2]
 
 
 def ramp(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For per-row counts, (row of each item, index of the item within its row)."""
     counts = np.asarray(counts, dtype=np.int64)
-    row = np.repeat(np.arange(len(counts)), counts)
-    return row, np.arange(len(row)) - (np.cumsum(counts) - counts)[row]
+    row = np.arange(len(counts)).repeat(counts)
+    return row, np.arange(len(row)) - (counts.cumsum() - counts)[row]
 
 
 def split_within_one(total: np.ndarray, parts: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -111,17 +111,37 @@ def split_within_one(total: np.ndarray, parts: np.ndarray, index: np.ndarray) ->
     return start, start + q + (index < r)
 
 
-def from_regions(shapes: np.ndarray, tiles: np.ndarray, ipt: np.ndarray, regions: np.ndarray, x0: np.ndarray,
-                 x1: np.ndarray, parts: np.ndarray, fixup: np.ndarray | None = None,
+def from_regions(shapes: np.ndarray, tiles: np.ndarray, ipt: np.ndarray, regions: np.ndarray | int,
+                 x0: np.ndarray, x1: np.ndarray, parts: np.ndarray, fixup: np.ndarray | None = None,
                  backward: np.ndarray | None = None) -> Ranges:
     """Ranges of shapes whose CTAs split regions: shape i has the next ``regions[i]`` regions
-    in CTA order, region r splits ``[x0[r], x1[r])`` over ``parts[r]`` CTAs within one."""
+    (an int: as many for every shape) in CTA order, region r splits ``[x0[r], x1[r])`` over
+    ``parts[r]`` CTAs within one."""
     rep, c = ramp(parts)
     q, r = np.divmod(x1 - x0, np.maximum(parts, 1))
-    starts = x0[rep] + c * q[rep] + np.minimum(c, r[rep])
-    ends = starts + q[rep] + (c < r[rep])
-    cta_offsets = np.concatenate([[0], np.cumsum(parts)])[np.concatenate([[0], np.cumsum(regions)])]
-    return Ranges.build(shapes, tiles, ipt, cta_offsets, starts, ends, fixup, backward)
+    q, r = q[rep], r[rep]
+    starts = x0[rep] + c * q + np.minimum(c, r)
+    ends = starts + q + (c < r)
+    cta_ends = np.zeros(len(parts) + 1, dtype=np.int64)  # CTA offset of each region's end
+    np.add.accumulate(parts, out=cta_ends[1:])
+    if isinstance(regions, int):
+        return Ranges.build(shapes, tiles, ipt, cta_ends[::regions], starts, ends, fixup, backward)
+    region_ends = np.zeros(len(regions) + 1, dtype=np.int64)
+    np.add.accumulate(regions, out=region_ends[1:])
+    return Ranges.build(shapes, tiles, ipt, cta_ends[region_ends], starts, ends, fixup, backward)
+
+
+def two_regions(shapes: np.ndarray, tiles: np.ndarray, ipt: np.ndarray, split: np.ndarray, first: np.ndarray,
+                second: np.ndarray, fixup: np.ndarray | None = None, backward: np.ndarray | None = None) -> Ranges:
+    """Ranges of shapes whose CTAs split ``[0, split)`` over ``first`` CTAs, then ``[split,
+    total)`` over ``second`` (from_regions with two regions a shape)."""
+    x = np.empty((3, len(tiles), 2), dtype=np.int64)  # x0, x1, parts; the shape's two regions interleaved
+    x[0, :, 0] = 0
+    x[0, :, 1] = x[1, :, 0] = split
+    x[1, :, 1] = tiles * ipt
+    x[2, :, 0] = first
+    x[2, :, 1] = second
+    return from_regions(shapes, tiles, ipt, 2, *x.reshape(3, -1), fixup, backward)
 
 
 def check_range(name: str, values: np.ndarray, low: int, high: np.ndarray, shapes: np.ndarray, tile: TileShape,
@@ -159,19 +179,34 @@ def schedule_from_ranges(
     ends: np.ndarray,
 ) -> Schedule:
     """CTA c covers global iterations ``[starts[c], ends[c])``, cut into per-tile units."""
-    ipt = Problem(shape, tile).iters_per_tile
+    p = Problem(shape, tile)
+    ipt = p.iters_per_tile
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
     first = starts // ipt
-    last = (ends - 1) // ipt
-    cta, within = ramp(last - first + 1)
-    offsets = np.concatenate([[0], np.cumsum(last - first + 1)])
-    tile_idx = first[cta] + within
-    base = tile_idx * ipt
-    k_begin = np.maximum(starts[cta], base) - base
-    k_end = np.minimum(ends[cta], base + ipt) - base
-    units = np.stack([tile_idx, k_begin, k_end], axis=1)
-    return Schedule(decomposition, shape, tile, units, offsets, machine=machine)
+    base = first * ipt
+    counts = (ends - 1 - base) // ipt + 1  # tiles CTA c touches
+    if (counts == 1).all():  # one unit a CTA (data-parallel, fixed-split): fewer NumPy calls
+        units = np.empty((len(counts), 3), dtype=np.int64)
+        units[:, 0] = first
+        np.subtract(starts, base, out=units[:, 1])
+        np.subtract(ends, base, out=units[:, 2])
+        offsets = np.arange(len(counts) + 1)
+    else:
+        offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.add.accumulate(counts, out=offsets[1:])
+        cta = np.arange(len(counts)).repeat(counts)
+        units = np.empty((int(offsets[-1]), 3), dtype=np.int64)
+        tile_idx = units[:, 0]
+        np.add(np.arange(len(units)), (first - offsets[:-1])[cta], out=tile_idx)
+        base = tile_idx * ipt
+        np.maximum(starts[cta] - base, 0, out=units[:, 1])
+        np.minimum(ends[cta] - base, ipt, out=units[:, 2])
+    # Non-empty ranges that tile [0, total) in order cover each iteration once, so do their units
+    tiled = (len(starts) > 0 and starts[0] == 0 and ends[-1] == ipt * p.tiles and bool((ends > starts).all())
+             and bool((starts[1:] == ends[:-1]).all()))
+    make = Schedule.proven if tiled else Schedule
+    return make(decomposition, shape, tile, units, offsets, machine=machine)
 
 
 def tile_ranges(first_tile: int, last_tile: int, ipt: int) -> tuple[np.ndarray, np.ndarray]:

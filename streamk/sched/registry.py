@@ -139,8 +139,8 @@ def _check_result(name: str, schedule: Any, shape: GemmShape, tile: TileShape, m
             raise ScheduleError(f"scheduler {name!r} returned a Schedule for {what} {got}, but {asked} was "
                                 f"asked for; build it from the shape, tile and machine it is given")
     if schedule.machine is None:  # the scheduler did not say: it is for the machine it was given
-        return Schedule(schedule.decomposition, shape, tile, schedule.units, schedule.cta_offsets, machine,
-                        schedule.tile_order, schedule.fixup)
+        return Schedule.proven(schedule.decomposition, shape, tile, schedule.units, schedule.cta_offsets, machine,
+                               schedule.tile_order, schedule.fixup)
     if schedule.machine != machine:
         raise ScheduleError(f"scheduler {name!r} returned a Schedule for {schedule.machine}, but {machine} was "
                             f"asked for; build it from the shape, tile and machine it is given")
@@ -194,8 +194,8 @@ def make_schedule(
     if fixup is not None and fixup != schedule.fixup:
         schedule = schedule.with_fixup(fixup)
     if tile_order != schedule.tile_order:
-        schedule = Schedule(schedule.decomposition, schedule.shape, schedule.tile, schedule.units,
-                            schedule.cta_offsets, schedule.machine, tile_order, schedule.fixup)
+        schedule = Schedule.proven(schedule.decomposition, schedule.shape, schedule.tile, schedule.units,
+                                   schedule.cta_offsets, schedule.machine, tile_order, schedule.fixup)
     if walk == "backward":
         schedule = schedule.walked_backward()
     return schedule

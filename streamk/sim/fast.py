@@ -112,24 +112,28 @@ def ranges_makespans(ipt: np.ndarray, offsets: np.ndarray, starts: np.ndarray, e
     wave engine. A trailing run shorter than the spread of free times it meets is retried
     whole."""
     P, n, C = slots, len(ipt), len(starts)
-    grids = np.diff(offsets)
-    ip = np.repeat(ipt, grids)
-    split = (starts % ip != 0) | (ends - starts != ip)
+    all_starts, all_ends = starts, ends
+    grids = offsets[1:] - offsets[:-1]
+    # Contiguous from 0 to the total: a run of whole-tile-long CTAs from either end is tile-aligned
+    split = ends - starts != ipt.repeat(grids)
     flat = np.arange(C)
     heads = np.minimum(offsets[:-1], max(C - 1, 0))
-    first_split = np.minimum.reduceat(np.append(np.where(split, flat, C), C), heads)
-    last_split = np.maximum.reduceat(np.append(np.where(split, flat, -1), -1), heads)
+    first_split = np.minimum.reduceat(np.where(split, flat, C), heads) if C else np.zeros(n, np.int64)
+    last_split = np.maximum.reduceat(np.where(split, flat, -1), heads) if C else np.zeros(n, np.int64)
     lead = np.minimum(first_split, offsets[1:]) - offsets[:-1]
     trail = np.where(lead < grids, offsets[1:] - 1 - last_split, 0)
     sub_counts = grids - lead - trail
-    keep = np.repeat(np.tile([False, True, False], n), np.stack([lead, sub_counts, trail], axis=1).ravel())
-    sub_offsets = np.concatenate([[0], np.cumsum(sub_counts)])
+    sub_offsets = np.zeros(n + 1, dtype=np.int64)
+    np.add.accumulate(sub_counts, out=sub_offsets[1:])
+    if sub_offsets[-1] < C:  # some CTAs in closed form: keep the others
+        keep = np.repeat(np.tile([False, True, False], n), np.stack([lead, sub_counts, trail], axis=1).ravel())
+        starts, ends = starts[keep], ends[keep]
     tile_time = costs.a + costs.c * ipt
     # Leading run from an idle machine: whole waves, then the remainder on the first slots.
     waves, rest = np.divmod(lead, P)
     free0 = (waves[:, None] + (np.arange(P)[::-1] < rest[:, None])) * tile_time[:, None]
     free0 = np.sort(free0, axis=1)
-    free, ok = run_waves(programs_from_ranges(ipt, sub_offsets, starts[keep], ends[keep], costs), P, free0)
+    free, ok = run_waves(programs_from_ranges(ipt, sub_offsets, starts, ends, costs), P, free0)
     waves, rest = np.divmod(trail, P)
     with np.errstate(invalid="ignore"):  # inf - inf: an owner still holds a slot (not ok anyway)
         fits = free.max(axis=1) - free.min(axis=1) <= tile_time
@@ -141,7 +145,7 @@ def ranges_makespans(ipt: np.ndarray, offsets: np.ndarray, starts: np.ndarray, e
         sel = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in retry])
         again = np.concatenate([[0], np.cumsum(grids[retry])])
         makespan[retry], ok[retry] = wave_makespans(
-            programs_from_ranges(ipt[retry], again, starts[sel], ends[sel], costs), P)
+            programs_from_ranges(ipt[retry], again, all_starts[sel], all_ends[sel], costs), P)
     return makespan, ok
 
 
@@ -149,11 +153,12 @@ def run_waves(p: Programs, slots: int, free0: np.ndarray | None = None) -> tuple
     """The wave engine: final slot free times per shape (rows of ``slots``, sorted) starting
     from ``free0`` (default: all idle at 0), and the mask of shapes timed exactly."""
     n, P = len(p.offsets) - 1, slots
-    grids = np.diff(p.offsets)
-    npeers = np.diff(p.peer_offsets)
+    grids = p.offsets[1:] - p.offsets[:-1]
+    npeers = p.peer_offsets[1:] - p.peer_offsets[:-1]
     flat = np.arange(len(p.reach))
-    last_peer = np.maximum.reduceat(np.append(p.peers, 0), p.peer_offsets[:-1]) if len(flat) else flat
+    last_peer = np.maximum.reduceat(_padded(p.peers, 0), p.peer_offsets[:-1]) if len(flat) else flat
     last_peer = np.where(npeers > 0, last_peer, -1)
+    one_peer = len(flat) == 0 or npeers.max() <= 1  # every owner waits on one peer, its last
     row_of = np.repeat(np.arange(n), grids)
     free = np.zeros((n, P)) if free0 is None else np.array(free0, dtype=float)
     done = np.zeros(n, dtype=np.int64)  # CTAs dispatched per shape
@@ -161,21 +166,24 @@ def run_waves(p: Programs, slots: int, free0: np.ndarray | None = None) -> tuple
     step_limit = 4 * -(-grids // P) + 8  # a shape needing more sub-waves goes to the event simulator
     # One padding CTA at index C stands in for the positions past a shape's last CTA.
     C = len(flat)
-    reach_of, signal_of = np.append(p.reach, 0.0), np.append(p.signal, 0.0)
-    owner_of, last_peer_of = np.append(p.owner, False), np.append(last_peer, -1)
+    reach_of, signal_of = _padded(p.reach, 0.0), _padded(p.signal, 0.0)
+    owner_of, last_peer_of = _padded(p.owner, False), _padded(last_peer, -1)
     reach_abs = np.full(C + 1, np.inf)
     sig_abs = np.full(C + 1, np.inf)
     deferred = np.zeros(0, dtype=np.int64)  # owners whose peers are not all dispatched
     ok = np.ones(n, dtype=bool)
     pos = np.arange(P)
     run = _uniform_runs(p, row_of)
+    any_fixup = bool(p.fixup.any())  # else adding it changes no time: skipped
 
     def peak(owners: np.ndarray) -> np.ndarray:
         """Latest signal among each owner's peers."""
+        if one_peer:  # fixed-split's pairs, two-tile SK: no reduction
+            return sig_abs[last_peer[owners]]
         lens = npeers[owners]
         if not len(lens):
             return np.zeros(0)
-        if lens.max() == 1:  # one peer each (fixed-split's pairs, two-tile SK): no reduction
+        if lens.max() == 1:
             return sig_abs[p.peers[p.peer_offsets[owners]]]
         heads = np.cumsum(lens) - lens
         idx = np.repeat(p.peer_offsets[owners] - heads, lens) + np.arange(lens.sum())
@@ -212,10 +220,11 @@ def run_waves(p: Programs, slots: int, free0: np.ndarray | None = None) -> tuple
         own = owner_of[idx]
         peer_pos = last_peer_of[idx] - b0[:, None]
         inside = own & (peer_pos < nw[:, None])
-        if inside.any():
-            rr, qq = np.nonzero(inside)
-            j = idx[rr, qq]
-            end[rr, qq] = np.maximum(end[rr, qq], peak(j)) + p.fixup[j]
+        if inside.any():  # flat indices: 2-D fancy indexing costs more
+            at = inside.ravel().nonzero()[0]
+            j = idx.ravel()[at]
+            waited = np.maximum(end.ravel()[at], peak(j))
+            end.ravel()[at] = waited + p.fixup[j] if any_fixup else waited
         earliest = np.full((na, P), np.inf)
         earliest[:, 1:] = np.minimum.accumulate(end, axis=1)[:, :-1]  # past nw: padding, unused
         late_own = np.zeros(0, dtype=np.int64)
@@ -269,6 +278,14 @@ def _uniform_runs(p: Programs, row_of: np.ndarray) -> np.ndarray:
     idx = np.arange(n)
     end = np.minimum.accumulate(np.where(~same, idx, n)[::-1])[::-1]  # last CTA of each run
     return np.where(plain, end - idx + 1, 0)
+
+
+def _padded(values: np.ndarray, pad) -> np.ndarray:
+    """``values`` and one more entry ``pad`` (np.append without its Python-level overhead)."""
+    out = np.empty(len(values) + 1, dtype=values.dtype)
+    out[:-1] = values
+    out[-1] = pad
+    return out
 
 
 def _ramp(lengths: np.ndarray) -> np.ndarray:

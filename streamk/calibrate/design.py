@@ -1,0 +1,105 @@
+"""The calibration's probes: controlled Schedules, each built so that one or two terms decide its time.
+
+Every probe is a user Schedule (``Schedule.from_ctas``) of whole waves on a ``sms``-SM device,
+so its calibrated-simulator time is linear in the terms (``predict.predict_from``):
+
+* dp-one-per-sm: ``sms`` whole tiles of k iterations, one CTA per SM: launch + a + k c1
+* dp-waves: w full waves of whole tiles at the kernel's residency: launch + w (a + k c_shared)
+* split-even: tiles split p ways evenly, owner-waits: launch + a + (k/p) c1 + b + (p-1) d
+* split-long-owner: the owner keeps 3/4 of k, p peers share 1/4 (nobody waits):
+  launch + a + (3k/4) c1 + p d
+* separate-reduce: tiles split p ways evenly, then the reduce pass:
+  launch + a + (k/p) c1 + b + pass_launch + p d_reduce
+
+Short k (1-4 iterations) in dp-one-per-sm are the memory-bound units (the output tile's store
+dominates); together the families pin every term, which ``fit`` checks (a rank-deficient design
+is an error, not a silent guess). Every probe with waits fits the device at once, so no wait can
+point at a CTA that is not resident.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..errors import ScheduleError
+from ..schedule import Schedule
+from ..shapes import GemmShape, Machine, TileShape
+
+DP_ITERS = (1, 2, 4, 8, 16, 32, 64, 128)  # k iterations of dp-one-per-sm: memory-bound to compute-bound
+WAVE_ITERS = (8, 32, 128)                  # k iterations of dp-waves
+SPLIT_ITERS = (64, 128)                    # k iterations of split-even
+SPLITS = (2, 4, 8)                         # ways a split-even tile is split
+PEERS = (1, 2, 4)                          # peers of split-long-owner (k = 128: owner 96, peers 32 in all)
+REDUCE_SPLITS = (2, 4, 8, 16)              # ways a separate-reduce tile is split (k = 128)
+LONG_K = 128
+QUICK = {"DP_ITERS": (1, 8, 64), "WAVE_ITERS": (8, 32), "SPLIT_ITERS": (64,), "SPLITS": (2, 4), "PEERS": (1, 4),
+         "REDUCE_SPLITS": (2, 4, 8)}  # the GPU test's reduced design: still every term, 14 probes
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """One timed Schedule of the design: its family, a label, and the Schedule itself."""
+
+    family: str
+    label: str
+    schedule: Schedule
+
+
+def _shape(tiles: int, iters: int, tile: TileShape) -> GemmShape:
+    """A GEMM of ``tiles`` whole tiles of ``iters`` iterations, as near square in tiles as divides."""
+    tm = max(d for d in range(1, math.isqrt(tiles) + 1) if tiles % d == 0)
+    return GemmShape(tile.bm * tm, tile.bn * (tiles // tm), tile.bk * iters)
+
+
+def _split(tile: int, bounds: list[int]) -> list[list[tuple[int, int, int]]]:
+    """One CTA per range [bounds[i], bounds[i+1]) of ``tile``, the k = 0 owner first."""
+    return [[(tile, lo, hi)] for lo, hi in zip(bounds, bounds[1:])]
+
+
+def _schedule(label: str, tiles: int, iters: int, tile: TileShape, ctas: list, machine: Machine,
+              fixup: str = "owner-waits") -> Schedule:
+    return Schedule.from_ctas(f"calibrate:{label}", _shape(tiles, iters, tile), tile, ctas, machine=machine,
+                              fixup=fixup)
+
+
+def probes(tile: TileShape, sms: int, ctas_per_sm: int, quick: bool = False) -> tuple[Probe, ...]:
+    """The design for a kernel on ``tile`` of ``ctas_per_sm`` resident CTAs on ``sms`` SMs
+    (``quick``: the reduced design of the GPU test)."""
+    if sms < 2 * max(REDUCE_SPLITS):
+        raise ScheduleError(f"calibration needs at least {2 * max(REDUCE_SPLITS)} SMs (got {sms})")
+    q = QUICK if quick else {}
+    dp_iters, wave_iters = q.get("DP_ITERS", DP_ITERS), q.get("WAVE_ITERS", WAVE_ITERS)
+    split_iters, splits = q.get("SPLIT_ITERS", SPLIT_ITERS), q.get("SPLITS", SPLITS)
+    peers, reduce_splits = q.get("PEERS", PEERS), q.get("REDUCE_SPLITS", REDUCE_SPLITS)
+    one = Machine(sms, 1)
+    out: list[Probe] = []
+    for k in dp_iters:
+        ctas = [[(t, 0, k)] for t in range(sms)]
+        out.append(Probe("dp-one-per-sm", f"k={k}", _schedule(f"dp-k{k}", sms, k, tile, ctas, one)))
+    # two wave counts, so launch and a separate; a kernel of one CTA per SM has its single wave above
+    waves = (1, 2) if ctas_per_sm > 1 else (2, 3)
+    for w in waves:
+        tiles = w * sms * ctas_per_sm
+        for k in wave_iters:
+            ctas = [[(t, 0, k)] for t in range(tiles)]
+            out.append(Probe("dp-waves", f"waves={w} k={k}",
+                             _schedule(f"waves{w}-k{k}", tiles, k, tile, ctas, Machine(sms, ctas_per_sm))))
+    for k in split_iters:
+        for p in splits:
+            tiles = sms // p
+            ctas = [cta for t in range(tiles) for cta in _split(t, [i * k // p for i in range(p + 1)])]
+            out.append(Probe("split-even", f"k={k} p={p}", _schedule(f"even-k{k}-p{p}", tiles, k, tile, ctas, one)))
+    owner = LONG_K * 3 // 4
+    for p in peers:
+        tiles = sms // (p + 1)
+        bounds = [0] + [owner + i * (LONG_K - owner) // p for i in range(p + 1)]
+        ctas = [cta for t in range(tiles) for cta in _split(t, bounds)]
+        schedule = _schedule(f"long-owner-p{p}", tiles, LONG_K, tile, ctas, one)
+        out.append(Probe("split-long-owner", f"peers={p}", schedule))
+    for p in reduce_splits:
+        tiles = sms // p
+        ctas = [cta for t in range(tiles) for cta in _split(t, [i * LONG_K // p for i in range(p + 1)])]
+        out.append(Probe("separate-reduce", f"p={p}", _schedule(f"reduce-p{p}", tiles, LONG_K, tile, ctas, one,
+                                                                 "separate-reduce")))
+    return tuple(out)

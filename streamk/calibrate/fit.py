@@ -1,0 +1,152 @@
+"""Fit the calibrated terms to measured times: Gauss-Newton on the calibrated simulator's time.
+
+The model is the simulator itself (``predict.predict_from``): its time is piecewise linear in the
+terms, linear where the critical path stays put, so each step solves a weighted linear least
+squares problem (``np.linalg.lstsq``) on a finite-difference Jacobian, and the fit stops when a
+step changes nothing. Residuals are relative (each probe weighted by 1 / its measured time), as
+CUDA-event noise is: a 5 us probe counts as much as a 200 us one. Standard errors come from the
+last Jacobian and the residuals' variance, sigma^2 (J^T J)^-1.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..errors import StreamkError
+from ..schedule import Schedule
+from ..shapes import TileShape
+from .design import Probe, probes
+from .model import TERM_DOC, Calibration, Term, term_names
+from .predict import predict_from
+
+START_US = {"launch": 2.0, "a": 2.0, "c1": 0.5, "c_shared": 1.0, "b": 1.0, "d": 1.0, "pass_launch": 2.0,
+            "d_reduce": 0.5}  # a first guess of the H100's order of magnitude; the fit moves it
+STEP = 1e-3        # finite-difference step, in us: far below any term, inside one linear piece
+MAX_ITERATIONS = 30
+TOLERANCE = 1e-10  # stop once no term moves more than this (us)
+MAX_CONDITION = 1e10  # above this J^T J cannot tell the terms apart
+
+
+class FitError(StreamkError):
+    """The design or the measurements cannot determine every term."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """The fitted terms, their standard errors, and each probe's measured and predicted time."""
+
+    names: tuple[str, ...]
+    values: np.ndarray
+    errors: np.ndarray
+    measured_us: np.ndarray
+    predicted_us: np.ndarray
+    steps: int
+
+    @property
+    def rel_residuals(self) -> np.ndarray:
+        return (self.measured_us - self.predicted_us) / self.measured_us
+
+    @property
+    def rms_rel_residual(self) -> float:
+        return float(np.sqrt(np.mean(self.rel_residuals ** 2)))
+
+    def calibration(self, dtype: str, tile: TileShape, ctas_per_sm: int, device: str, sms: int) -> Calibration:
+        terms = tuple(Term(n, float(v), float(e)) for n, v, e in zip(self.names, self.values, self.errors))
+        return Calibration(dtype, tile, ctas_per_sm, terms, device, sms, len(self.measured_us),
+                           self.rms_rel_residual)
+
+
+def _predict(schedules: Sequence[Schedule], names: tuple[str, ...], theta: np.ndarray, sms: int,
+             ctas_per_sm: int) -> np.ndarray:
+    values = dict(zip(names, theta.tolist()))
+    return np.array([predict_from(s, values, sms, ctas_per_sm) for s in schedules])
+
+
+def _jacobian(schedules, names, theta, base, sms, ctas_per_sm) -> np.ndarray:
+    cols = []
+    for i in range(len(theta)):  # forward steps: a term at 0 is never probed below it
+        moved = theta.copy()
+        moved[i] += STEP
+        cols.append((_predict(schedules, names, moved, sms, ctas_per_sm) - base) / STEP)
+    return np.stack(cols, axis=1)
+
+
+def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, ctas_per_sm: int) -> Fit:
+    """The terms (``model.term_names(ctas_per_sm)``) that best predict ``measured_us`` for
+    ``schedules`` on ``sms`` SMs, in relative least squares; FitError where they are not determined."""
+    y = np.asarray(measured_us, dtype=float)
+    if len(y) != len(schedules) or not np.all(np.isfinite(y) & (y > 0)):
+        raise FitError(f"need one finite time > 0 per schedule (got {len(y)} times for {len(schedules)} schedules)")
+    names = term_names(ctas_per_sm)
+    if len(y) <= len(names):
+        raise FitError(f"{len(names)} terms need more than {len(names)} probes (got {len(y)})")
+    w = 1.0 / y
+    theta = np.array([START_US[n] for n in names])
+    pred = _predict(schedules, names, theta, sms, ctas_per_sm)
+    if not np.all(np.isfinite(pred)):
+        raise FitError("a probe cannot finish on the simulated machine: the design does not fit this device")
+    cost = float(np.sum((w * (y - pred)) ** 2))
+    last, steps = None, 0
+    for _ in range(MAX_ITERATIONS):
+        jac = _jacobian(schedules, names, theta, pred, sms, ctas_per_sm)
+        if last is not None and np.allclose(jac, last, rtol=1e-6, atol=1e-9):
+            break  # the same linear piece as the last step's, whose least-squares optimum that step reached
+        last = jac
+        step = np.linalg.lstsq(jac * w[:, None], w * (y - pred), rcond=None)[0]
+        for _ in range(40):  # halve a step that does not lower the cost (a kink of the critical path)
+            trial = np.maximum(theta + step, 0.0)
+            trial_pred = _predict(schedules, names, trial, sms, ctas_per_sm)
+            trial_cost = float(np.sum((w * (y - trial_pred)) ** 2))
+            if trial_cost <= cost:
+                break
+            step /= 2
+        if trial_cost > cost:
+            break  # no step along this Jacobian helps: theta (and jac) stay
+        moved = float(np.max(np.abs(trial - theta)))
+        theta, pred, cost, steps = trial, trial_pred, trial_cost, steps + 1
+        if moved <= TOLERANCE:
+            break  # jac is still this theta's up to the tolerance
+    else:
+        jac = _jacobian(schedules, names, theta, pred, sms, ctas_per_sm)  # the last step's theta
+    jac = jac * w[:, None]
+    normal = jac.T @ jac
+    if np.linalg.cond(normal) > MAX_CONDITION:
+        _, sv, vt = np.linalg.svd(jac)
+        null = vt[sv < sv[0] / math.sqrt(MAX_CONDITION)]  # directions no probe's time moves along
+        loose = [n for n, col in zip(names, np.abs(null).T) if col.max() > 0.1]
+        raise FitError(f"the probes cannot tell these terms apart: {', '.join(loose)}; add probes that move them "
+                       f"separately (streamk.calibrate.design)")
+    dof = len(y) - len(names)
+    sigma2 = cost / dof
+    errors = np.sqrt(np.diag(np.linalg.inv(normal)) * sigma2)
+    return Fit(names, theta, errors, y, pred, steps)
+
+
+Timer = Callable[[Sequence[Schedule], str], np.ndarray]  # (schedules, dtype) -> microseconds each
+
+
+def calibrate_with(timer: Timer, dtype: str, tile: TileShape, sms: int, ctas_per_sm: int,
+                   quick: bool = False) -> tuple[tuple[Probe, ...], Fit]:
+    """The whole calibration against any ``timer``: the GPU's (``device.time_schedules``) or, in
+    the tests, the calibrated simulator under known terms."""
+    design = probes(tile, sms, ctas_per_sm, quick)
+    schedules = [p.schedule for p in design]
+    return design, fit(schedules, timer(schedules, dtype), sms, ctas_per_sm)
+
+
+def table(result: Fit, labels: Sequence[str]) -> str:
+    """The fitted terms with their errors, then every probe's measured, predicted and residual."""
+    lines = [f"{'term':<12} {'us':>10} {'+-':>9}  prices"]
+    for n, v, e in zip(result.names, result.values, result.errors):
+        lines.append(f"{n:<12} {v:>10.4f} {e:>9.4f}  {TERM_DOC[n]}")
+    lines.append(f"\n{'probe':<36} {'measured us':>12} {'predicted us':>12} {'residual':>9}")
+    for label, m, p, r in zip(labels, result.measured_us, result.predicted_us, result.rel_residuals):
+        lines.append(f"{label:<36} {m:>12.3f} {p:>12.3f} {100 * r:>8.2f}%")
+    rms = result.rms_rel_residual
+    lines.append(f"rms relative residual {100 * rms:.2f}% over {len(labels)} probes"
+                 f"{'' if math.isfinite(rms) else ' (not finite)'}; Gauss-Newton steps taken: {result.steps}")
+    return "\n".join(lines)

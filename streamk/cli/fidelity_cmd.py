@@ -1,0 +1,142 @@
+"""``streamk fidelity``: the calibrated simulator against the GPU, shape by shape.
+
+On a GPU it times every decomposition and policy on a seeded corpus sample and writes a CSV; with
+``--from-csv`` (no GPU) it predicts such CSVs again under a Target's calibration. Either way it
+prints Spearman overall and within shapes, the absolute relative errors per variant, and draws
+the predicted-vs-measured scatter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+from ..calibrate import fidelity
+from ..errors import StreamkError
+from ..gpu.bench_args import SEED
+from ..shapes import TileShape
+from ..target import F64_TILE, PAPER_HALF_TILE, preset
+from .common import DTYPES, _typed, add_seed_arg, positive_int, seed
+from .paths import input_file, output_file
+
+def _variants(text: str) -> str:
+    """Bench-style variants separated by ';', each checked here (a typo fails before the GPU)."""
+    from ..gpu.bench_args import PLAN_SMS
+    from ..gpu.variants import variant
+
+    for item in text.split(";"):
+        try:
+            variant(item, lambda: PLAN_SMS)
+        except StreamkError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0 (got {text!r})")
+    return value
+
+
+COUNT = 200
+SECONDS = 540  # stop timing new shapes after this, inside one 10-minute device command
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("fidelity", help="calibrated simulator vs GPU time, per shape and decomposition",
+                       description="Time every decomposition and fixup policy the GPU runs on a seeded corpus "
+                                   "sample (k and n rounded up to multiples of 8) and predict each run with the "
+                                   "calibrated simulator; or, with --from-csv, predict earlier runs again (no "
+                                   "GPU). Prints Spearman over all runs and the median within a shape, the "
+                                   "median and p90 absolute relative error per variant; writes the CSV and a "
+                                   "log-log predicted-vs-measured scatter next to it.",
+                       epilog="Example: streamk fidelity --count 200 --out results/fidelity.csv; "
+                              "streamk fidelity --from-csv results/fidelity.csv --target h100")
+    p.add_argument("--from-csv", type=input_file, nargs="+", metavar="CSV",
+                   help="predict these fidelity CSVs again (no GPU; needs --target)")
+    p.add_argument("--target", type=_typed(preset), metavar="GPU",
+                   help="with --from-csv: the preset whose calibration predicts (default: the live GPU's)")
+    p.add_argument("--dtype", choices=DTYPES, default="float16", help="input dtype (default float16)")
+    p.add_argument("--tile", type=_typed(TileShape.parse), metavar="BMxBNxBK",
+                   help="the calibrated kernel's tile every variant runs on (default the paper's)")
+    p.add_argument("--variants", type=_variants, metavar="V;V",
+                   help="bench-style variants (default: every decomposition and policy on --tile: "
+                        + ";".join(fidelity.VARIANTS) + ")")
+    p.add_argument("--count", type=positive_int, default=COUNT, metavar="N", help=f"shapes (default {COUNT})")
+    p.add_argument("--first", type=seed, default=0, metavar="I", help="skip the sample's first I shapes (to "
+                                                                    "split a run over several commands)")
+    add_seed_arg(p, SEED, "corpus seed (that of the GPU sample in benchmarks/LOG.md)")
+    p.add_argument("--seconds", type=_seconds, default=SECONDS, metavar="S",
+                   help=f"stop timing new shapes after S seconds (default {SECONDS})")
+    p.add_argument("--out", type=output_file(".csv"), default=Path("fidelity.csv"), metavar="FILE.csv",
+                   help="the CSV to write; the plot goes beside it as .png (default fidelity.csv)")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    return p
+
+
+def sample(count: int, first: int, seed: int) -> list[tuple[int, int, int]]:
+    """Corpus shapes [first, first + count) of ``seed``, k and n rounded up to multiples of 8 (so no
+    operand is packed: the packing pass is not part of the calibrated model)."""
+    from ..sim.corpus import corpus
+
+    rows = corpus(first + count, seed)[first:]
+    return [(int(m), int(-(-n // 8) * 8), int(-(-k // 8) * 8)) for m, n, k in rows]
+
+
+def _measure(args: argparse.Namespace, tile: TileShape):
+    from ..calibrate.device import measure_fidelity, require_gpu
+
+    require_gpu()
+    from ..gpu.device import current
+
+    dev = current()
+    texts = args.variants.split(";") if args.variants else fidelity.default_variants(tile)
+    shapes = sample(args.count, args.first, args.seed)
+    print(f"fidelity on {dev.name}: {len(shapes)} shapes x {len(texts)} variants", file=sys.stderr, flush=True)
+    rows = measure_fidelity(shapes, texts, args.dtype, args.seconds, lambda i, r: print(
+        f"{i + 1}/{len(shapes)} {r[0]['m']}x{r[0]['n']}x{r[0]['k']}", file=sys.stderr, flush=True))
+    if len(rows) < len(shapes) * len(texts):
+        print(f"time budget of {args.seconds:g} s reached: {len(rows) // len(texts)} shapes timed; go on with "
+              f"--first {args.first + len(rows) // len(texts)}", file=sys.stderr)
+    return rows, dev.target, dev.name
+
+
+def run(args: argparse.Namespace) -> int:
+    tile = args.tile or (F64_TILE if args.dtype == "float64" else PAPER_HALF_TILE)
+    if args.from_csv:
+        if args.target is None:
+            raise StreamkError("--from-csv needs --target GPU: the preset whose calibration predicts")
+        rows = [r for path in args.from_csv for r in fidelity.read_csv(path)]
+        target, where = args.target, args.target.name
+    else:
+        rows, target, where = _measure(args, tile)
+    rows = fidelity.predict_rows(rows, target, args.dtype)
+    fidelity.write_csv(rows, args.out)
+    stats = fidelity.summary(rows)
+    cal = target.kernel(args.dtype, tile).calibration
+    stats.update(target=target.name, dtype=args.dtype, tile=str(tile), calibration=cal.to_json_dict() if cal else None)
+    print(fidelity.report(stats), file=sys.stderr if args.json else sys.stdout)
+    if stats["runs"]:
+        from ..plot.fidelity import plot_fidelity
+
+        png = plot_fidelity(rows, args.out.with_suffix(".png"),
+                            f"{where}, {args.dtype} {tile}: calibrated simulator vs GPU ({stats['shapes']} shapes)")
+        print(f"wrote {args.out} and {png}", file=sys.stderr)
+    if args.json:
+        json.dump(_plain(stats), sys.stdout, allow_nan=False)
+        sys.stdout.write("\n")
+    return 0
+
+
+def _plain(obj):
+    """``obj`` with every NaN as null: a statistic of too few runs is unknown, and JSON has no NaN."""
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    return None if isinstance(obj, float) and math.isnan(obj) else obj

@@ -1,0 +1,179 @@
+"""Calibration on CPU: the fit recovers known terms, with honest errors, from the calibrated
+simulator standing in for the GPU (the one interface, a timer of Schedules); the design pins every
+term; files round-trip into the Target; ``simulate --target --json`` reports ``predicted_us``.
+
+The stand-in device is the model itself, so these tests prove the fitting, not the model: how
+well the model predicts the GPU is what ``streamk fidelity`` measures on a device.
+"""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from streamk.calibrate import files
+from streamk.calibrate.design import probes
+from streamk.calibrate.fit import FitError, calibrate_with, fit
+from streamk.calibrate.model import Calibration, Term, term_names
+from streamk.calibrate.predict import predict_from, predict_us
+from streamk.cli import main
+from streamk.dispatch import dispatch_verdict
+from streamk.errors import InputError
+from streamk.fixup import plan_fixup
+from streamk.shapes import TileShape
+from streamk.target import PRESETS, preset, with_calibration
+
+TILE = TileShape(128, 128, 32)
+SMS = 32  # the design's times do not depend on the SM count (every probe is whole waves); 32 is fast
+# Terms of the order an H100 shows (c1 from 132 tiles of k = 4096 in 63 us, docs/auto-model.md; a
+# 64 KB partial at ~1.3 us), chosen for the test, not measured.
+TRUE = {"launch": 4.0, "a": 1.5, "c1": 0.47, "c_shared": 0.92, "b": 1.2, "d": 1.3, "pass_launch": 3.0,
+        "d_reduce": 0.15}
+NOISE = 0.01  # relative, Gaussian: CUDA-event medians of short launches wander about this much
+
+
+def simulated_device(truth: dict, noise: float, seed: int, ctas_per_sm: int = 2):
+    """A timer that answers with the calibrated simulator under ``truth``, times (1 + noise N(0,1))."""
+    rng = np.random.default_rng(seed)
+
+    def timer(schedules, dtype):
+        exact = np.array([predict_from(s, truth, SMS, ctas_per_sm) for s in schedules])
+        return exact * (1 + noise * rng.standard_normal(len(exact)))
+    return timer
+
+
+def test_fit_recovers_known_terms_within_their_reported_errors():
+    design, result = calibrate_with(simulated_device(TRUE, NOISE, seed=1), "float16", TILE, SMS, 2)
+    z = (result.values - [TRUE[n] for n in result.names]) / result.errors
+    report = {n: (TRUE[n], round(v, 4), round(e, 4)) for n, v, e in zip(result.names, result.values, result.errors)}
+    assert len(design) == 27 and result.names == term_names(2)
+    assert np.all(np.abs(z) < 3), report
+    assert 0.5 * NOISE < result.rms_rel_residual < 1.5 * NOISE, result.rms_rel_residual
+    rel_se = dict(zip(result.names, result.errors / result.values))
+    assert rel_se["c1"] < 0.01 and rel_se["c_shared"] < 0.01 and rel_se["d"] < 0.05, report  # informative
+
+
+def test_reported_errors_cover_the_truth_as_often_as_they_should():
+    # over seeds, about 95% of the fitted terms lie within two standard errors of the truth
+    z = []
+    for seed in range(4):
+        _, result = calibrate_with(simulated_device(TRUE, NOISE, seed), "float16", TILE, SMS, 2, quick=True)
+        z.extend((result.values - [TRUE[n] for n in result.names]) / result.errors)
+    z = np.abs(np.array(z))
+    assert np.mean(z < 2) >= 0.8 and np.all(z < 4.5), np.round(z, 2)
+
+
+def test_fit_is_exact_without_noise_on_a_kernel_of_one_cta_per_sm():
+    truth = {k: v for k, v in TRUE.items() if k != "c_shared"}
+    _, result = calibrate_with(simulated_device(truth, 0.0, 0, 1), "float16", TILE, SMS, 1, quick=True)
+    assert result.names == term_names(1) and "c_shared" not in result.names
+    assert np.allclose(result.values, [truth[n] for n in result.names], rtol=1e-6, atol=1e-6)
+
+
+def test_a_design_that_cannot_separate_terms_is_refused_by_name():
+    # one wave of whole tiles and owners that never wait: launch and a always come together, and
+    # nothing shares an SM, stores a partial or runs a reduce pass
+    some = [p.schedule for p in probes(TILE, SMS, 2) if p.family in ("dp-one-per-sm", "split-long-owner")]
+    with pytest.raises(FitError, match="cannot tell these terms apart: launch, a, c_shared, b, pass_launch, d_reduce;"):
+        fit(some, [predict_from(s, TRUE, SMS, 2) for s in some], SMS, 2)
+    with pytest.raises(FitError, match="one finite time > 0 per schedule"):
+        fit(some, [1.0], SMS, 2)
+
+
+def test_every_probe_runs_its_family_at_the_residency_it_calibrates_and_finishes():
+    for p in probes(TILE, 132, 2):
+        s = p.schedule
+        waves = p.family == "dp-waves"
+        assert (s.grid > 132) == waves, (p.family, p.label, s.grid)
+        slots = 132 * (2 if waves else 1)
+        assert dispatch_verdict(plan_fixup(s), slots).finishes, (p.family, p.label)
+        assert s.shape.n % 8 == 0 and s.shape.k % 8 == 0  # no operand is packed on the GPU
+
+
+def test_prediction_prices_each_term_where_the_gpu_spends_it():
+    by = {(p.family, p.label): p.schedule for p in probes(TILE, SMS, 2)}
+    t = TRUE
+    assert predict_from(by["dp-one-per-sm", "k=8"], t, SMS, 2) == pytest.approx(t["launch"] + t["a"] + 8 * t["c1"])
+    assert predict_from(by["dp-waves", "waves=2 k=32"], t, SMS, 2) == pytest.approx(
+        t["launch"] + 2 * (t["a"] + 32 * t["c_shared"]))
+    assert predict_from(by["split-even", "k=64 p=4"], t, SMS, 2) == pytest.approx(
+        t["launch"] + t["a"] + 16 * t["c1"] + t["b"] + 3 * t["d"])
+    assert predict_from(by["split-long-owner", "peers=2"], t, SMS, 2) == pytest.approx(
+        t["launch"] + t["a"] + 96 * t["c1"] + 2 * t["d"])
+    assert predict_from(by["separate-reduce", "p=4"], t, SMS, 2) == pytest.approx(
+        t["launch"] + t["a"] + 32 * t["c1"] + t["b"] + t["pass_launch"] + 4 * t["d_reduce"])
+
+
+def _calibration() -> Calibration:
+    return Calibration("float16", TILE, 2, tuple(Term(n, TRUE[n], 0.01) for n in term_names(2)), "test GPU", 132,
+                       27, 0.01)
+
+
+def test_calibration_files_round_trip_into_the_target(tmp_path, monkeypatch):
+    cal = _calibration()
+    path = files.write(cal, "h100", "sm_90a", tmp_path)
+    files.write(cal, "h100", "sm_90a", tmp_path)  # the same kernel again replaces its entry
+    assert len(json.loads(path.read_text())["kernels"]) == 1
+    monkeypatch.setenv(files.ENV, str(tmp_path))
+    assert files.load("h100") == (cal,) and files.load("a100") == ()
+    target = with_calibration(preset("h100"), files.load("h100"))
+    assert target.kernel("float16", TILE).calibration == cal
+    assert target.kernel("bfloat16", TILE).calibration is None
+    assert target.kernel("float16", TILE).model_costs == preset("h100").kernel("float16", TILE).model_costs
+    path.write_text(json.dumps({"format": 1, "kernels": [{"dtype": "float16", "tile": [128, 128, 32]}]}))
+    with pytest.raises(InputError, match="malformed"):
+        files.load("h100")
+
+
+def test_simulate_reports_predicted_us_where_the_target_is_calibrated(capsys, monkeypatch):
+    argv = ["simulate", "stream-k", "--shape", "3000x5000x700", "--target", "h100", "--json"]
+    assert main(argv) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert plain["predicted_us"] is None and plain["calibration_note"].startswith("none: h100 has no calibration")
+    monkeypatch.setitem(PRESETS, "h100", with_calibration(preset("h100"), (_calibration(),)))
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["makespan"] == plain["makespan"]  # the unit-free model is untouched
+    from streamk.gpu.select import schedule_for
+    from streamk.shapes import GemmShape
+
+    s = schedule_for("stream-k", GemmShape(3000, 5000, 700), "float16", PRESETS["h100"])
+    assert out["predicted_us"] == pytest.approx(predict_us(s, _calibration(), 132))
+    assert math.isfinite(out["predicted_us"]) and out["calibration"]["device"] == "test GPU"
+
+
+def test_calibrate_checks_its_arguments_and_says_in_one_line_that_it_needs_a_gpu(capsys):
+    from streamk.gpu import available
+
+    with pytest.raises(SystemExit) as info:
+        main(["calibrate", "--dtype", "float64", "--tile", "128x128x32"])
+    assert info.value.code == 2 and "no float64 kernel" in capsys.readouterr().err
+    if available()[0]:
+        pytest.skip("a GPU is present: the no-GPU message cannot be seen here")
+    with pytest.raises(SystemExit) as info:
+        main(["calibrate"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and len(err.strip().splitlines()) == 1 and "needs a CUDA GPU" in err
+
+
+def test_calibrate_cli_end_to_end_against_a_stand_in_gpu(tmp_path, capsys, monkeypatch):
+    # everything the device run does but the timing: the device is described, the timer simulated
+    import types
+
+    import streamk.calibrate.device as device
+    import streamk.gpu.device as gpu_device
+
+    dev = types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", arch="sm_90a", sms=SMS,
+                                target=preset("h100").with_sms(SMS, "NVIDIA H100 80GB HBM3"))
+    monkeypatch.setattr(device, "require_gpu", lambda: None)
+    monkeypatch.setattr(gpu_device, "current", lambda: dev)
+    monkeypatch.setattr(device, "time_schedules", simulated_device(TRUE, NOISE, seed=2))
+    assert main(["calibrate", "--quick", "--out", str(tmp_path), "--json"]) == 0
+    out, err = capsys.readouterr()
+    entry = json.loads(out)
+    assert "rms relative residual" in err and "wrote" in err and entry["device"] == dev.name
+    monkeypatch.setenv(files.ENV, str(tmp_path))
+    (cal,) = files.load("h100")  # the family's file, which the h100 preset loads
+    assert (cal.dtype, cal.tile, cal.ctas_per_sm, cal.probes) == ("float16", TILE, 2, 14)
+    assert all(abs(t.us - TRUE[t.name]) < 4 * t.se for t in cal.terms), cal.terms

@@ -1,0 +1,132 @@
+"""Fidelity's pure parts on CPU: rebuilding the Schedule a GPU row ran, predicting it, the
+statistics and the plot, from synthetic rows (the device run is ``streamk fidelity`` on a GPU)."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from streamk.calibrate import fidelity
+from streamk.calibrate.model import Calibration, Term, term_names
+from streamk.calibrate.predict import predict_us
+from streamk.cli import main
+from streamk.cli.fidelity_cmd import sample
+from streamk.errors import InputError
+from streamk.plot.fidelity import plot_fidelity
+from streamk.shapes import GemmShape, TileShape
+from streamk.target import PRESETS, preset, with_calibration
+
+TILE = TileShape(128, 128, 32)
+TERMS = {"launch": 4.0, "a": 1.5, "c1": 0.47, "c_shared": 0.92, "b": 1.2, "d": 1.3, "pass_launch": 3.0,
+         "d_reduce": 0.15}  # made up for the test
+CAL = Calibration("float16", TILE, 2, tuple(Term(n, TERMS[n], 0.0) for n in term_names(2)), "test GPU", 132)
+TARGET = with_calibration(preset("h100"), (CAL,))
+SHAPES = [(300, 1000, 4000), (2000, 2048, 512), (128, 128, 8192)]
+
+
+def _gpu_rows(error: float = 0.05, seed: int = 0) -> list[dict]:
+    """Rows as a GPU run writes them, each measured time the prediction times (1 + error N(0,1))."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for m, n, k in SHAPES:
+        for text in fidelity.default_variants(TILE):
+            s = fidelity.resolve(text, GemmShape(m, n, k), "float16", TARGET)
+            us = predict_us(s, CAL, 132) * (1 + error * rng.standard_normal())
+            rows.append({"m": m, "n": n, "k": k, "variant": text, "tile": str(s.tile), "grid": s.grid,
+                         "fixup": s.fixup, "fingerprint": fidelity.fingerprint(s), "measured_us": us, "error": ""})
+    return rows
+
+
+def test_spearman_ranks_ties_by_their_average():
+    assert fidelity.ranks(np.array([3.0, 1.0, 3.0, 2.0])).tolist() == [3.5, 1.0, 3.5, 2.0]
+    assert fidelity.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert fidelity.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert fidelity.spearman([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)  # 1 - 6*2/(4*15)
+    assert math.isnan(fidelity.spearman([1, 2], [1, 2])) and math.isnan(fidelity.spearman([1, 2, 3], [5, 5, 5]))
+
+
+def test_rows_are_predicted_from_the_very_schedule_the_gpu_ran():
+    rows = _gpu_rows()
+    rows[1] = dict(rows[1], fingerprint="0" * 16)
+    rows[2] = dict(rows[2], error="DeadlockError: refused")
+    out = fidelity.predict_rows(rows, TARGET, "float16")
+    assert out[1]["unpredicted"] == "the rebuilt schedule differs from the one the GPU ran"
+    assert math.isnan(out[1]["predicted_us"])
+    assert out[2]["error"].startswith("DeadlockError") and math.isnan(out[2]["predicted_us"])
+    s = fidelity.resolve(rows[0]["variant"], GemmShape(*SHAPES[0]), "float16", TARGET)
+    assert out[0]["predicted_us"] == predict_us(s, CAL, 132)
+    uncalibrated = fidelity.predict_rows(rows[:1], preset("h100"), "float16")[0]
+    assert uncalibrated["unpredicted"] == "h100 has no calibration of the float16 128x128x32 kernel"
+    assert fidelity.predict_rows([uncalibrated], TARGET, "float16")[0]["predicted_us"] == out[0]["predicted_us"]
+    assert {fidelity.label(r["variant"]) for r in out} == set(fidelity.VARIANTS)
+
+
+def test_summary_scores_what_it_claims():
+    rows = []
+    for i, (m, n, k) in enumerate(SHAPES):  # within each shape the prediction ranks 3 variants right
+        for j, err in enumerate((0.1, -0.2, 0.0)):
+            measured = 10.0 * (i + 1) * (j + 1)
+            rows.append({"m": m, "n": n, "k": k, "variant": f"v{j}", "measured_us": measured,
+                         "predicted_us": measured * (1 + err), "error": ""})
+    rows.append({"m": 1, "n": 1, "k": 1, "variant": "v0", "measured_us": 1.0, "predicted_us": math.nan, "error": "x"})
+    s = fidelity.summary(rows)
+    assert (s["runs"], s["shapes"], s["left_out"]) == (9, 3, 1)
+    assert s["within_shape_spearman_median"] == pytest.approx(1.0)
+    assert s["median_abs_rel_err"] == pytest.approx(0.1) and s["p90_abs_rel_err"] == pytest.approx(0.2)
+    assert s["per_variant"]["v1"]["median_abs_rel_err"] == pytest.approx(0.2)
+    assert s["best_pick_share"] == 1.0 and s["best_pick_cost_geomean"] == pytest.approx(1.0)
+    assert s["left_out_why"] == {"x": 1}
+    assert "9 runs on 3 shapes (1 left out)" in fidelity.report(s) and "left out 1: x" in fidelity.report(s)
+
+
+def test_fidelity_from_csv_reports_and_plots_without_a_gpu(tmp_path, capsys, monkeypatch):
+    gpu_csv = fidelity.write_csv(_gpu_rows(), tmp_path / "gpu.csv")
+    monkeypatch.setitem(PRESETS, "h100", TARGET)
+    out = tmp_path / "again.csv"
+    assert main(["fidelity", "--from-csv", str(gpu_csv), "--target", "h100", "--out", str(out), "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["runs"] == len(SHAPES) * len(fidelity.VARIANTS) and stats["left_out"] == 0
+    assert stats["spearman"] > 0.95 and 0.01 < stats["median_abs_rel_err"] < 0.1
+    assert out.is_file() and out.with_suffix(".png").stat().st_size > 10_000
+    assert len(fidelity.read_csv(out)) == stats["runs"]
+
+
+def test_plot_and_csv_refuse_what_they_cannot_use(tmp_path):
+    with pytest.raises(InputError, match="nothing to plot"):
+        plot_fidelity([{"variant": "x", "measured_us": 1.0, "predicted_us": math.nan, "error": ""}], tmp_path / "a.png")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("m,n,k\n1,2,3\n")
+    with pytest.raises(InputError, match="lacks column"):
+        fidelity.read_csv(bad)
+
+
+def test_the_sample_is_the_seeded_corpus_with_n_and_k_rounded_up_to_eight():
+    whole = sample(10, 0, 5)
+    assert sample(4, 6, 5) == whole[6:]
+    assert all(n % 8 == 0 and k % 8 == 0 and 128 <= m <= 8192 for m, n, k in whole)
+
+
+def test_fidelity_cli_device_path_against_a_stand_in_gpu(tmp_path, capsys, monkeypatch):
+    # the device run's glue (sample, budget, prediction on the device's Target, CSV, plot), timer aside
+    import types
+
+    import streamk.calibrate.device as device
+    import streamk.gpu.device as gpu_device
+
+    dev = types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", arch="sm_90a", sms=132, target=TARGET)
+    asked = {}
+
+    def measure(shapes, texts, dtype, seconds, on_shape):
+        asked.update(shapes=shapes, texts=texts, seconds=seconds)
+        return _gpu_rows()[: len(texts)]  # as if the budget ran out after the first shape
+
+    monkeypatch.setattr(device, "require_gpu", lambda: None)
+    monkeypatch.setattr(gpu_device, "current", lambda: dev)
+    monkeypatch.setattr(device, "measure_fidelity", measure)
+    out = tmp_path / "f.csv"
+    assert main(["fidelity", "--count", "3", "--first", "2", "--seconds", "9", "--out", str(out), "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert asked == {"shapes": sample(3, 2, 20260121), "texts": fidelity.default_variants(TILE), "seconds": 9.0}
+    assert stats["runs"] == len(fidelity.VARIANTS) and stats["calibration"]["device"] == "test GPU"
+    assert out.with_suffix(".png").is_file()
