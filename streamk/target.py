@@ -24,8 +24,8 @@ from .shapes import Machine, TileShape
 class TargetTile:
     """One tile's main kernel for one input dtype: its resident CTAs per SM, and auto's model
     constants (``model_costs`` for owner-waits and turnstile, ``reduce_costs`` for the separate
-    reduce pass; None: the paper's ``AUTO_COSTS``, and no separate-reduce planning), and its
-    ``calibration`` in microseconds where one was measured (``streamk calibrate``; None otherwise)."""
+    reduce pass; None: the paper's ``AUTO_COSTS``, and no separate-reduce planning), its tile order,
+    and its ``calibration`` in microseconds where one was measured (``streamk calibrate``; None otherwise)."""
 
     dtype: str
     tile: TileShape
@@ -33,21 +33,37 @@ class TargetTile:
     model_costs: Costs | None = None
     reduce_costs: Costs | None = None
     calibration: Calibration | None = None
+    tile_order: str | None = None  # auto's rasterization on this kernel (None: the Schedule's row-major)
+
+
+# auto's two large-GEMM rungs (streamk.gpu.select.choose_tile: the square tile, and the wide one for
+# a wave or more of wide tiles) per kernel family: the sm80 mma.sync kernels', or the sm90 TMA +
+# wgmma ones. A Target names the family it prefers (``large_rungs``); a rung whose tile the target
+# does not list for a dtype falls back to the sm80 tile there.
+PAPER_HALF_TILE = TileShape(128, 128, 32)
+WIDE_TILE = TileShape(128, 256, 32)
+SM90_TILE = TileShape(128, 128, 64)
+SM90_WIDE_TILE = TileShape(128, 256, 64)
+LARGE_RUNGS = {"sm80": (PAPER_HALF_TILE, WIDE_TILE), "sm90": (SM90_TILE, SM90_WIDE_TILE)}
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """A GPU as the planners see it. ``tiles`` lists each dtype's tiles, its paper tile first."""
+    """A GPU as the planners see it. ``tiles`` lists each dtype's tiles, its paper tile first;
+    ``large_rungs`` (a key of LARGE_RUNGS) the kernel family auto's large-GEMM tiles come from."""
 
     name: str
     arch: str
     sms: int
     tiles: tuple[TargetTile, ...]
+    large_rungs: str = "sm80"
     # lookups by (dtype, tile) and dtype, built once: a first gemm() call asks several times
     _by_tile: dict = field(init=False, repr=False, compare=False, hash=False)
     _by_dtype: dict = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
+        if self.large_rungs not in LARGE_RUNGS:
+            raise ScheduleError(f"large_rungs must be one of {', '.join(LARGE_RUNGS)} (got {self.large_rungs!r})")
         by_dtype: dict[str, list[TileShape]] = {}
         for t in self.tiles:
             by_dtype.setdefault(t.dtype, []).append(t.tile)
@@ -76,21 +92,37 @@ class Target:
         """The Machine that tile's kernel sees: the SMs and its resident CTAs per SM."""
         return Machine(self.sms, self.kernel(dtype, tile).ctas_per_sm)
 
+    def large_tiles(self, dtype: str) -> tuple[TileShape, TileShape | None]:
+        """auto's square and wide large-GEMM tiles for ``dtype`` here: the ``large_rungs`` family's
+        where this target lists them, else the sm80 ones (the paper tile; None: no wide tile)."""
+        tiles = self.tiles_for(dtype)
+        (square, wide), (paper, paper_wide) = LARGE_RUNGS[self.large_rungs], LARGE_RUNGS["sm80"]
+        square = square if square in tiles else paper if paper in tiles else tiles[0]
+        wide = wide if wide in tiles else paper_wide if paper_wide in tiles else None
+        return square, wide
+
     def with_sms(self, sms: int, name: str) -> Target:
         return replace(self, sms=sms, name=name)
 
+    def with_large_rungs(self, family: str) -> Target:
+        """This target with auto's large-GEMM tiles from ``family`` (a key of LARGE_RUNGS)."""
+        return replace(self, large_rungs=family)
+
     def to_json_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "arch": self.arch, "sms": self.sms,
+        return {"name": self.name, "arch": self.arch, "sms": self.sms, "large_rungs": self.large_rungs,
                 "tiles": [{"dtype": t.dtype, "tile": [t.tile.bm, t.tile.bn, t.tile.bk], "ctas_per_sm": t.ctas_per_sm,
                            "model_costs": str(t.model_costs) if t.model_costs else None,
                            "reduce_costs": str(t.reduce_costs) if t.reduce_costs else None,
-                           "calibrated": t.calibration is not None} for t in self.tiles]}
+                           "calibrated": t.calibration is not None, "tile_order": t.tile_order} for t in self.tiles]}
 
 
 HALF_DTYPES = ("float16", "bfloat16")
-PAPER_HALF_TILE = TileShape(128, 128, 32)
 F64_TILE = TileShape(64, 64, 16)
-WIDE_TILE = TileShape(128, 256, 32)
+SM90_TILES = (SM90_TILE, SM90_WIDE_TILE)
+# auto's tile order on the sm90 tiles: their data-parallel schedules ran 8192^3 17-21% faster and
+# 4096^3 4% faster in grouped-8 order than row-major on an H100 (the 132 tiles in flight share rows of
+# A and columns of B in the 50 MB L2; LOG.md v17c). The sm80 tiles keep row-major (v8: no gain there).
+SM90_TILE_ORDER = "grouped-8"
 
 # auto's constants on sm_90a (H100; in MAC iterations). Owner-waits b = 16, d = 8 on every FP16/BF16
 # tile: best of b in {32, 16, 8, 5} x d in {8, 9.5} on 400 corpus shapes (LOG.md v10b, v13); the
@@ -108,21 +140,24 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
     for dtype in HALF_DTYPES:
         for (bm, bn, bk), ctas in residency.items():
             tile = TileShape(bm, bn, bk)
-            sm80 = measured and bk == 32  # the sm90 kernel's constants are not measured yet
+            sm80 = measured and bk == 32  # the sm90 kernels' constants are not measured yet
             owner = (_SM90_WIDE if tile == WIDE_TILE else _SM90_OWNER) if sm80 else None
-            out.append(TargetTile(dtype, tile, ctas, owner, _SM90_REDUCE if sm80 and tile != WIDE_TILE else None))
+            out.append(TargetTile(dtype, tile, ctas, owner, _SM90_REDUCE if sm80 and tile != WIDE_TILE else None,
+                                  tile_order=SM90_TILE_ORDER if tile in SM90_TILES else None))
     return tuple(out)
 
 
 # Resident CTAs per SM of each main kernel (16-byte copies), in the registry's tile order (the
-# paper's first); sm_90a also runs the TMA + wgmma kernel on 128x128x64 (one CTA per SM, ~202 KB). sm_90a: the occupancy API on an H100 (tests/test_gpu_target.py checks
-# it on every device run). sm_80: derived from ptxas's registers (NVRTC 13.5) and shared memory
+# paper's first); sm_90a also runs the TMA + wgmma kernels, one CTA per SM: 128x128x64 (201,792 B of
+# dynamic shared memory) and 128x256x64 (218,160 B; kernels/sm90/config.cuh), each with 1 KB of
+# static shared memory, of the 228 KB an SM has. sm_90a: the occupancy API on an H100
+# (tests/test_gpu_target.py checks it on every device run; 128x256x64 not yet run there). sm_80: derived from ptxas's registers (NVRTC 13.5) and shared memory
 # under the A100's limits (64 K registers, 164 KB shared memory per SM, 1 KB per block reserved),
 # not measured: 128x128 tiles take 105 KB, so one CTA per SM, as in the paper's A100 evaluation.
 _SM80_RESIDENCY = {(128, 128, 32): 1, (64, 64, 32): 2, (128, 64, 32): 2, (64, 128, 32): 2, (32, 64, 32): 3,
                    (32, 32, 32): 4, (128, 256, 32): 1}
 _SM90_RESIDENCY = {(128, 128, 32): 2, (64, 64, 32): 3, (128, 64, 32): 2, (64, 128, 32): 2, (32, 64, 32): 4,
-                   (32, 32, 32): 4, (128, 256, 32): 1, (128, 128, 64): 1}
+                   (32, 32, 32): 4, (128, 256, 32): 1, (128, 128, 64): 1, (128, 256, 64): 1}
 
 _H100_TILES = (*_half_tiles(_SM90_RESIDENCY, True), TargetTile("float64", F64_TILE, 2, _SM90_F64_OWNER, _SM90_F64_REDUCE))
 _A100_TILES = (*_half_tiles(_SM80_RESIDENCY, False), TargetTile("float64", F64_TILE, 2))
@@ -136,10 +171,12 @@ def with_calibration(target: Target, found: tuple[Calibration, ...]) -> Target:
     return replace(target, tiles=tiles)
 
 
+# auto's large-GEMM rungs stay on the sm80 tiles on sm_90a until the corpus benchmark has timed the
+# sm90 ones against them (LOG.md v18: `streamk bench` with the variant auto+sm90).
 PRESETS: dict[str, Target] = {name: with_calibration(t, calibration_files.load(name)) for name, t in {
     "a100": Target("a100", "sm_80", 108, _A100_TILES),
-    "h100": Target("h100", "sm_90a", 132, _H100_TILES),
-    "h200": Target("h200", "sm_90a", 132, _H100_TILES),
+    "h100": Target("h100", "sm_90a", 132, _H100_TILES, large_rungs="sm80"),
+    "h200": Target("h200", "sm_90a", 132, _H100_TILES, large_rungs="sm80"),
 }.items()}
 
 

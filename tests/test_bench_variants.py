@@ -31,6 +31,33 @@ def test_every_part_of_a_variant_reaches_prepare():
     assert "reduce_costs" not in variant("auto:32,32,1,8", sms)
 
 
+def test_sm90_rungs_variant_runs_what_a_target_switched_to_them_would():
+    from streamk.gpu.plan import resolve
+    from streamk.gpu.operands import Operand
+    from streamk.gpu.variants import tile_for
+    from streamk.sim.corpus import corpus
+    from streamk.target import preset
+
+    args = variant("auto+sm90", sms)
+    assert args == {"schedule": "auto", "_large_rungs": "sm90"}
+    h100 = preset("h100")
+    switched = h100.with_large_rungs("sm90")
+    sm90_tiles = 0
+    for m, n, k in [(8192, 8192, 8192), *(tuple(int(v) for v in s) for s in corpus(60, 5))]:
+        shape = GemmShape(m, n, k)
+        a = Operand(None, "cuda", 1 << 20, (m, k), (k, 1), "float16")
+        b = Operand(None, "cuda", 1 << 20, (k, n), (n, 1), "float16")
+        kw = tile_for(args, shape, "float16", h100)
+        assert set(kw) == {"schedule", "tile"}
+        ran = resolve(h100, a, b, "auto", None, kw["tile"], None, {})
+        assert ran == resolve(switched, a, b, "auto", None, None, None, {}), (m, n, k)
+        sm90_tiles += ran.tile.bk == 64
+        assert tile_for(variant("auto", sms), shape, "float16", h100) == {"schedule": "auto"}
+    assert sm90_tiles >= 10, sm90_tiles  # the sample reaches the large rungs
+    with pytest.raises(ScheduleError, match="\\+sm90 picks the tile"):
+        variant("auto#128x256x64+sm90", sms)
+
+
 @pytest.mark.parametrize("text, message", [
     ("autoo", "unknown decomposition 'autoo'"),
     ("auto!owner-wait", "!FIXUP must be one of"),
@@ -65,3 +92,23 @@ def test_launches_of_one_schedule_plan_and_kernels_are_timed_once():
     # same schedule, another policy or another reduce grid: another computation
     assert launch_key(_prepared(sk)) != launch_key(_prepared(sk, "separate-reduce"))
     assert launch_key(_prepared(sk, "separate-reduce")) != launch_key(_prepared(sk, "separate-reduce", 8))
+
+
+def test_the_bench_summary_compares_the_sm90_rungs_with_auto_on_the_shapes_they_change(capsys):
+    from streamk.gpu.bench import summarize
+
+    sm90_dp, sm90_auto = "data-parallel/grouped-8#128x128x64", "auto#128x128x64"
+
+    def row(m, auto_ms, sm90_ms, sm90_tile):
+        r = {"m": m, "n": 4096, "k": 4096, "intensity": 1000.0, "cublas_raw": 1.0, "cublas_padded": 1.0}
+        for d, ms, tile in (("data-parallel", 2.0, "128x128x32"), ("auto", auto_ms, "128x128x32"),
+                            ("auto+sm90", sm90_ms, sm90_tile), (sm90_dp, 1.0, "128x128x64"), (sm90_auto, 0.8, "128x128x64")):
+            steps = "streamk_sm90_f16" if tile.endswith("64") else "streamk_sm80_f16"
+            r.update({d: ms, d + "_relerr": 0.0, d + "_tile": tile, d + "_steps": steps, d + "_same_as": ""})
+        return r
+
+    rows = [row(4096, 1.0, 0.8, "128x128x64"), row(4097, 1.0, 0.5, "128x256x64"), row(100, 1.0, 1.0, "128x128x32")]
+    summarize(rows, ["data-parallel", "auto", "auto+sm90", sm90_dp, sm90_auto], "float16")
+    out = capsys.readouterr().out
+    assert "auto: auto+sm90/default time geo 0.632 min 0.500 max 0.800 on 2 changed shapes" in out, out
+    assert f"{sm90_auto} vs DP of its own tile (128x128x64): geo 1.250" in out, out  # DP in grouped order counts

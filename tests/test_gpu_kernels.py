@@ -22,7 +22,8 @@ SHAPES = [(1, 300, 77), (129, 130, 1), (7, 13, 17), (131, 257, 67), (200, 130, 9
 
 
 def _tiles(dtype: str) -> list:
-    """Every kernel's tile as "BMxBNxBK" (128x128x32: sm80, 128x128x64: the sm90 TMA + wgmma one)."""
+    """Every kernel's tile as "BMxBNxBK" (128x128x32: sm80; 128x128x64 and 128x256x64: the sm90 TMA +
+    wgmma ones)."""
     from streamk.gpu.operands import tile_specs
 
     return [None] if dtype == "float64" else [f"{t.bm}x{t.bn}x{t.bk}" for t in tile_specs(dtype)]
@@ -78,23 +79,25 @@ def test_every_decomposition_and_policy_within_the_bound(dtype, tile):
     assert not failures, failures[:5]
 
 
-@pytest.mark.parametrize("tile", [None, "128x128x64"])
+@pytest.mark.parametrize("tile", [None, "128x128x64", "128x256x64"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_auto_as_users_call_it_on_large_gemms_is_bitwise_stable(dtype, tile):
     """auto with no policy: on a wave or more of 128x256 tiles its two-tile hybrid walked
-    backwards under turnstile, a path the matrix above never takes; on the sm90 tile, auto's
-    choice in the grouped tile order, the persistent ring carried across many units."""
+    backwards under turnstile, a path the matrix above never takes; on the sm90 tiles, auto's
+    choice in the kernels' grouped tile order (the Target's), the persistent ring carried across
+    many units."""
     import torch
 
     from streamk.gpu import prepare
 
     _skip_unless_built_for_this_device(dtype, tile)
     gen = torch.Generator(device="cuda").manual_seed(11)
-    options = {} if tile is None else {"tile": tile, "tile_order": "grouped-8"}
+    options = {} if tile is None else {"tile": tile}
     for m, n, k in ((2048, 4352, 1056), (2047, 4351, 1057), (3071, 3073, 4095)):
         A, B = inputs(m, n, k, dtype, gen)
         C = torch.full((m, n), math.nan, device="cuda")
         p = prepare(A, B, C, **options)
+        assert p.schedule.tile_order == ("row-major" if tile is None else "grouped-8")
         first, last = relaunched(p, C, 100)
         assert error_ratio(first, A, B) <= 1 and torch.equal(last, first), (m, n, k, p.schedule)
 

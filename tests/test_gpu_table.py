@@ -277,7 +277,7 @@ def test_small_tile_kernels_and_autos_tile_choice():
 
     assert list(tile_specs("float16")) == [TileShape(128, 128, 32), TileShape(64, 64, 32), TileShape(128, 64, 32),
                                            TileShape(64, 128, 32), TileShape(32, 64, 32), TileShape(32, 32, 32),
-                                           TileShape(128, 256, 32), TileShape(128, 128, 64)]
+                                           TileShape(128, 256, 32), TileShape(128, 128, 64), TileShape(128, 256, 64)]
     assert spec_for_tile("bfloat16", "32x64").entry(4) == "streamk_sm80_bf16_t32x64_w4"
     assert spec_for_tile("float16", "128x64").main == "streamk_sm80_f16_t128x64"
     with pytest.raises(ScheduleError, match="tile must look like 128x64"):
@@ -325,6 +325,41 @@ def test_small_tile_kernels_and_autos_tile_choice():
     assert choose_tile(GemmShape(4047, 460, 64), "float16", 132) == TileShape(128, 128, 32)  # 8-byte rows of B
     assert choose_tile(GemmShape(356, 2458, 360), "float16", 132) == TileShape(128, 64, 32)  # 117: one per SM
     assert choose_tile(GemmShape(4047, 593, 64), "float16", 132) == TileShape(128, 128, 32)  # 160 128x128 tiles
+
+
+def test_auto_takes_the_sm90_tiles_on_its_large_rungs_where_the_target_says_so():
+    """Target.large_rungs="sm90" (off in the presets until measured): the square and wide rungs run
+    128x128x64 and 128x256x64 with the same thresholds, in the kernels' grouped-8 order; the smaller
+    rungs and FP64 are unchanged, and a target without the sm90 tiles falls back to the sm80 ones."""
+    on = H100.with_large_rungs("sm90")
+    assert H100.large_rungs == preset("h200").large_rungs == "sm80"  # off by default
+    assert H100.large_tiles("float16") == (TileShape(128, 128, 32), TileShape(128, 256, 32))
+    assert on.large_tiles("bfloat16") == (TileShape(128, 128, 64), TileShape(128, 256, 64))
+    assert on.large_tiles("float64") == (TileShape(64, 64, 16), None)
+    cases = [(GemmShape(8192, 8192, 8192), TileShape(128, 256, 64)),
+             (GemmShape(128 * 12, 256 * 11, 1024), TileShape(128, 256, 64)),  # 132 wide tiles, 32 iterations
+             (GemmShape(128 * 12, 256 * 11, 992), TileShape(128, 128, 64)),   # 31 iterations
+             (GemmShape(128 * 12, 256 * 11 - 256, 4096), TileShape(128, 128, 64)),  # 120 wide tiles
+             (GemmShape(2522, 203, 2049), TileShape(128, 128, 64)),
+             (GemmShape(300, 300, 4000), TileShape(64, 64, 32)),   # the small rungs stay sm80
+             (GemmShape(356, 2457, 360), TileShape(128, 64, 32))]
+    for shape, tile in cases:
+        assert select.choose_tile(shape, "float16", on) == tile, shape
+        off = select.choose_tile(shape, "float16", H100)
+        assert off == tile if tile.bk == 32 else off == TileShape(tile.bm, tile.bn, 32), shape
+    assert select.choose_tile(GemmShape(8192, 8192, 8192), "float64", on) == TileShape(64, 64, 16)
+    sm80_only = Target("sm80-only", "sm_90a", 132, tuple(t for t in H100.tiles if t.tile.bk != 64), "sm90")
+    assert select.choose_tile(GemmShape(8192, 8192, 8192), "float16", sm80_only) == TileShape(128, 256, 32)
+    # auto on an sm90 tile takes the kernel's tile order unless the caller names one
+    big = GemmShape(4096, 4096, 4096)
+    assert select.schedule_for("auto", big, "float16", on).tile_order == "grouped-8"
+    assert select.schedule_for("auto", big, "float16", H100).tile_order == "row-major"
+    assert select.schedule_for("auto", big, "float16", H100, tile=TileShape(128, 128, 64)).tile_order == "grouped-8"
+    assert select.schedule_for("auto", big, "float16", on, tile_order="row-major").tile_order == "row-major"
+    assert select.schedule_for("data-parallel", big, "float16", on, tile=TileShape(128, 256, 64)).tile_order == \
+        "row-major"  # named decompositions run as asked
+    with pytest.raises(ScheduleError, match="large_rungs must be one of sm80, sm90 \\(got 'sm100'\\)"):
+        H100.with_large_rungs("sm100")
 
 
 def test_programmatic_dependent_launch_only_on_sm90_and_by_default_for_one_wave():

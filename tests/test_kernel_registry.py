@@ -74,3 +74,22 @@ def test_the_sm90_family_is_generated_like_the_others_and_built_for_sm90a_only()
         compile_source("sm90_tma_128x128_w16", "sm_80")
     # kernels/sm90/tma_wgmma.cuh TmaParams: the GemmParams, then two 128-byte maps on 64-byte boundaries
     assert (TmaParams.a.offset, TmaParams.b.offset, ctypes.sizeof(TmaParams)) == (192, 320, 448)
+
+
+def test_the_wide_sm90_tile_is_a_second_tile_of_the_family_with_three_stages_and_a_halved_epilogue():
+    from streamk.gpu.build import units_for
+    from streamk.gpu.operands import spec_for_tile
+
+    spec = spec_for_tile("float16", "128x256x64")
+    assert spec.tile == TileShape(128, 256, 64) and spec.tma and spec.archs == ("sm_90a",) and spec.narrow == ()
+    assert (spec.main, spec.reduce, spec.prescale) == ("streamk_sm90_f16_t128x256", "streamk_reduce_f32_t128x256_sm90",
+                                                       "streamk_prescale_f32_t128x256_sm90")
+    assert spec_for_tile("bfloat16", "128x256x64").main == "streamk_sm90_bf16_t128x256"
+    assert spec_for_tile("float16", "128x256").main == "streamk_sm80_f16_t128x256"  # two sides: the first, sm80's
+    main = reg.variant("streamk_sm90_bf16_t128x256")
+    assert (main.stages, main.blocks_per_sm, main.unit) == (3, 1, "sm90_tma_128x256_w16")
+    assert main.cxx_type == "streamk::sm90::TmaWgmma<true, 256, 3>"
+    assert reg.variant("streamk_sm90_f16").cxx_type == "streamk::sm90::TmaWgmma<false, 128, 4>"
+    assert "sm90_tma_128x256_w16" in units_for("sm_90a") and "sm90_tma_128x256_w16" not in units_for("sm_80")
+    source = reg.unit_source("sm90_tma_128x256_w16")
+    assert "__launch_bounds__(streamk_sm90_f16_t128x256_t::BLOCK_THREADS, 1) streamk_sm90_f16_t128x256(" in source

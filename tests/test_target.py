@@ -38,6 +38,10 @@ def test_presets_offer_exactly_the_shipped_tiles_with_the_paper_tile_first():
     assert h100.machine("float16", TileShape(128, 128, 32)) == Machine(132, 2)
     assert a100.machine("float16", TileShape(128, 128, 32)) == Machine(108, 1)  # 105 KB of 164 KB
     assert h100.machine("bfloat16", TileShape(128, 256, 32)) == Machine(132, 1)
+    for tile in (TileShape(128, 128, 64), TileShape(128, 256, 64)):  # the sm90 kernels: one CTA per SM
+        assert h100.machine("float16", tile) == Machine(132, 1) and h100.kernel("bfloat16", tile).tile_order == "grouped-8"
+        assert tile not in a100.tiles_for("float16")
+    assert h100.kernel("float16", TileShape(128, 256, 32)).tile_order is None
     assert h100.kernel("float16", TileShape(128, 128, 32)).reduce_costs is not None
     assert a100.kernel("float16", TileShape(128, 128, 32)).model_costs is None  # never measured
     assert preset(" H100 ") is h100
@@ -90,6 +94,21 @@ def test_other_decompositions_and_options_resolve_alike(capsys):
         printed = _cli(capsys, "schedule", decomp, "--shape", "1000x999x3000", "--dtype", "bfloat16",
                        "--target", "h100", "--json", *argv)
         assert Schedule.from_json(printed) == gpu, argv
+
+
+def test_schedule_target_prints_the_sm90_tiles_in_their_order_as_the_gpu_resolves_them(capsys):
+    target = preset("h100")
+    a, b = _cuda((3000, 2000), "float16"), _cuda((2000, 5000), "float16")
+    for tile, argv in (("128x256x64", ()), ("128x128x64", ()), ("128x256x64", ("--tile-order", "row-major"))):
+        options = {"tile_order": argv[1]} if argv else {}
+        gpu = resolve(target, a, b, "auto", None, tile, None, options)
+        printed = _cli(capsys, "schedule", "auto", "--shape", "3000x5000x2000", "--target", "h100", "--tile", tile,
+                       "--json", *argv)
+        assert Schedule.from_json(printed) == gpu and printed["tile_order"] == (argv[1] if argv else "grouped-8")
+    as_json = target.to_json_dict()
+    assert as_json["large_rungs"] == "sm80"
+    assert {tuple(t["tile"]): t["tile_order"] for t in as_json["tiles"] if t["dtype"] == "float16"}[(128, 256, 64)] == \
+        "grouped-8"
 
 
 def test_simulate_and_sweep_take_a_target(capsys, tmp_path):

@@ -9,7 +9,7 @@ driver = pytest.importorskip("cuda.bindings.driver", reason="cuda-bindings is no
 
 from streamk.gpu import tma  # noqa: E402
 from streamk.gpu.launch import TmaParams  # noqa: E402
-from streamk.shapes import GemmShape  # noqa: E402
+from streamk.shapes import GemmShape, TileShape  # noqa: E402
 
 
 class _Map:
@@ -33,7 +33,8 @@ def test_maps_land_at_their_offsets_with_the_sizes_the_kernel_reads(monkeypatch)
 
     monkeypatch.setattr(driver, "cuTensorMapEncodeTiled", encode)
     params = TmaParams()
-    maps = tma.maps_of("bfloat16", GemmShape(300, 77, 130), lda=136, ldb=128)
+    maps = tma.maps_of("bfloat16", GemmShape(300, 77, 130), lda=136, ldb=128, tile=TileShape(128, 128, 64))
+    assert maps == tma.maps_of("bfloat16", GemmShape(300, 77, 130), 136, 128, TileShape(128, 256, 64))  # same boxes
     tma.fill(params, maps, 4096, 8192)
     (ta, ra, pa, da, sa, ba, swa), (tb, rb, pb, db, sb, bb, swb) = calls
     assert ta == tb == driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 and ra == rb == 2
@@ -49,3 +50,5 @@ def test_unaligned_operands_are_refused_before_the_driver():
         tma.encode(0, "float16", 4096 + 2, 10, 10, 16, 64)
     with pytest.raises(ValueError, match="16-byte-aligned base and rows"):
         tma.encode(0, "float16", 4096, 10, 10, 12, 64)
+    with pytest.raises(ValueError, match="sm90 tiles are 64 deep"):
+        tma.maps_of("float16", GemmShape(300, 77, 130), 136, 128, TileShape(128, 128, 32))

@@ -107,9 +107,10 @@ def add_decomposition_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--splits", type=positive_int, metavar="S", help="fixed-split splitting factor (default 2)")
     p.add_argument("--fixup", choices=FIXUP_POLICIES, default=None,
                    help="how split tiles are consolidated (default owner-waits, the paper's)")
-    p.add_argument("--tile-order", type=_typed(check_tile_order), default="row-major", metavar="ORDER",
+    p.add_argument("--tile-order", type=_typed(check_tile_order), default=None, metavar="ORDER",
                    help="which tile index is which (tile_m, tile_n): row-major, column-major, or grouped-G "
-                        "(G tile rows at a time, for L2 reuse, e.g. grouped-8) (default row-major)")
+                        "(G tile rows at a time, for L2 reuse, e.g. grouped-8) (default row-major; auto with "
+                        "--target: the target's order for the tile, grouped-8 on the sm90 tiles)")
     p.add_argument("--walk", choices=["forward", "backward"], default="forward",
                    help="order of each CTA's units: forward, or backward as CUTLASS's SK units walk "
                         "(pair backward with --fixup turnstile) (default forward)")
@@ -140,6 +141,8 @@ def costs_from(args: argparse.Namespace) -> Costs:
 def schedule_from(args: argparse.Namespace) -> Schedule:
     options = dict(fixup=args.fixup, tile_order=args.tile_order, walk=args.walk, grid=args.grid, splits=args.splits,
                    model_costs=args.model_costs, reduce_costs=args.reduce_costs)
+    if options["tile_order"] is None:  # the scheduler's own default, or with --target the kernel's
+        del options["tile_order"]
     machine = machine_from(args)
     if args.target is not None:  # what streamk.gpu runs on that GPU, measured constants included
         from ..gpu.select import schedule_for

@@ -30,9 +30,9 @@ from ..shapes import GemmShape
 from ..sim.corpus import corpus as draw_corpus
 from .prepared import prepare
 from .runtime import clear_cache
-from .bench_args import DECOMPS, SEED, add_arguments  # noqa: F401 (benchmarks/gpu_bench.py takes them from here)
+from .bench_args import DECOMPS, PLAN_SMS, SEED, add_arguments  # noqa: F401 (benchmarks/gpu_bench.py takes them from here)
 from .device import available, current
-from .variants import launch_key, variant
+from .variants import launch_key, tile_for, variant
 
 REPS = 50
 GRAPH_BELOW_MS = 0.1  # time as graph replays below this
@@ -170,7 +170,9 @@ def bench_shape(shape, dtype, stream, rows, decomps, alone: bool = False, flush:
     # every variant writes the same C, so none gains or loses by where its output lies (each
     # launch holds the other buffers it points into, api.prepare)
     out = torch.full((m, n), float("nan"), device="cuda", dtype=out_dtype)
-    prepared = {decomp: prepare(A, B, out, **variant(decomp, lambda: current().sms)) for decomp in decomps}
+    dev = current()
+    prepared = {decomp: prepare(A, B, out, **tile_for(variant(decomp, lambda: dev.sms), GemmShape(m, n, k), dtype,
+                                                      dev.target)) for decomp in decomps}
     first, same_as = {}, {}  # a variant whose launch is another's (auto running DP's schedule) is
     for decomp, p in prepared.items():  # timed once: the same kernels twice only measure noise
         key = launch_key(p)
@@ -272,9 +274,12 @@ def big_rows(rows):
 def same_tile_dp(rows, decomps):
     """auto against our DP of the tile auto ran on each shape (variants data-parallel#TILE give DP on
     the other tiles): the issue's "auto vs our DP of the same tile", where auto picks tiles."""
-    dps = {rows[0][d + "_tile"]: d for d in decomps if d.partition("#")[0] == "data-parallel"} if rows else {}
+    def is_dp(d: str) -> bool:  # data-parallel with any tile, order or suffix
+        return variant(d, lambda: PLAN_SMS)["schedule"] == "data-parallel"
+
+    dps = {rows[0][d + "_tile"]: d for d in decomps if is_dp(d)} if rows else {}
     for d in decomps:
-        if d.partition("#")[0] == "data-parallel" or any(r[d + "_tile"] not in dps for r in rows):
+        if is_dp(d) or any(r[d + "_tile"] not in dps for r in rows):
             continue
         ratio = [r[dps[r[d + "_tile"]]] / r[d] for r in rows]
         tiles = sorted({r[d + "_tile"] for r in rows})
@@ -312,8 +317,8 @@ def summarize(rows, decomps, dtype):
                 line += (f"; the other {len(other)}: vs DP geo {geomean(other):.3f} mean {statistics.mean(other):.3f}"
                          f" min {min(other):.3f} max {max(other):.3f}")
             print(line)
-    for d in decomps:  # packing (or all-narrow copies) vs the default, same shapes, same process
-        base = d.removesuffix("+pack").removesuffix("+narrow")
+    for d in decomps:  # packing (all-narrow copies, the sm90 rungs) vs the default, same shapes, same process
+        base = d.removesuffix("+pack").removesuffix("+narrow").removesuffix("+sm90")
         if d == base or base not in decomps:
             continue
         changed = [r for r in corpus_rows if r[base + "_steps"] != r[d + "_steps"]]

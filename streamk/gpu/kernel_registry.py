@@ -54,7 +54,7 @@ MAINLOOPS = {m.name: m for m in (
              ("float32",), "float32", TileShape(32, 32, 8)),
     # TMA + wgmma, a producer warp group and two consumer ones; the TMA maps ride in the
     # __grid_constant__ parameter block (streamk/gpu/tma.py builds them)
-    Mainloop("sm90_tma", "sm90", "sm90/tma_wgmma.cuh", "streamk::sm90::TmaWgmma<{bf16}, {stages}>",
+    Mainloop("sm90_tma", "sm90", "sm90/tma_wgmma.cuh", "streamk::sm90::TmaWgmma<{bf16}, {bn}, {stages}>",
              ("float16", "bfloat16"), "float32", TileShape(128, 128, 64), archs=("sm_90a",),
              body="streamk::sm90::tma_wgmma_kernel<{t}>(p);", params="const __grid_constant__ streamk::sm90::TmaParams",
              block="BLOCK_THREADS", pass_suffix="_sm90", tma=True),
@@ -141,7 +141,9 @@ def _family(mainloop: str, tile: TileShape, widths: tuple[int, ...], stages: int
 
 HALF_STAGES = 3  # sm80/half_config.cuh STAGES
 F64_STAGES = 4   # sm80/f64_config.cuh STAGES
-SM90_STAGES = 4  # sm90/config.cuh STAGES
+# The sm90 TMA + wgmma tiles (sm90/config.cuh STAGES_128 / STAGES_256: as many 64-deep stages as fit
+# in 227 KB beside the epilogue's 68 KB staging; 201,792 and 218,160 B of shared memory), one CTA per SM.
+SM90_TILES = ((TileShape(128, 128, 64), 4), (TileShape(128, 256, 64), 3))
 HALF_WIDTHS = (16, 8, 4)
 # The FP16/BF16 tiles, the paper's first (then the order tile_specs lists them), with the CTAs per
 # SM their __launch_bounds__ ask for: 3 on 64x64 gives 152 registers and no spills (4: 128 and
@@ -157,7 +159,7 @@ VARIANTS: tuple[KernelVariant, ...] = (
     KernelVariant("pack", "sm80_half", "float16"),
     KernelVariant("pack", "sm80_f64", "float64"),
     KernelVariant("test", "ws_test", "float32", TileShape(32, 32, 8)),
-    *_family("sm90_tma", TileShape(128, 128, 64), (16,), SM90_STAGES, 1),
+    *(v for tile, stages in SM90_TILES for v in _family("sm90_tma", tile, (16,), stages, 1)),
 )
 BY_NAME = {v.name: v for v in VARIANTS}
 assert len(BY_NAME) == len(VARIANTS), "entry names are unique"

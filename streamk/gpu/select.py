@@ -14,8 +14,7 @@ from ..schedule import Schedule
 from ..sched import make_schedule
 from ..shapes import GemmShape, Machine, TileShape
 from ..target import Target
-from .operands import (RECT_TILES, SMALL_TILE, TINY_TILES, WIDE_TILE, KernelSpec, Operand, copy_widths,
-                       spec_for_tile)
+from .operands import RECT_TILES, SMALL_TILE, TINY_TILES, KernelSpec, Operand, copy_widths, spec_for_tile
 
 # Programmatic dependent launch between one GEMM's kernels (pack -> main -> separate-reduce): by
 # default only where the main grid is at most one CTA per SM. H100, 400 shapes, one call (LOG.md
@@ -57,6 +56,10 @@ def reduce_slices(items: int, spec: KernelSpec, threads: int, sms: int) -> int:
 # * 128x256 (one CTA per SM, a quarter fewer copy instructions per mma, which pays when large GEMMs
 #   hold the H100 at its 700 W cap) where its tiles fill a wave and k >= WIDE_MIN_ITERS iterations;
 # * else the paper's 128x128.
+# The last two rungs take the tiles of the Target's ``large_rungs`` family (Target.large_tiles):
+# 128x256x32 and 128x128x32 of the sm80 kernels, or 128x256x64 and 128x128x64 of the sm90 TMA +
+# wgmma ones (the same thresholds, measured on the sm80 tiles; iterations counted 32 deep). The
+# presets keep sm80 until the corpus benchmark has timed the sm90 rungs (LOG.md v18).
 RECT_MAX_ITERS = 64
 WIDE_MIN_ITERS = 32
 SMALL_PER_SM = 3
@@ -97,9 +100,10 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
         for tile in sorted((t for t in RECT_TILES if t in tiles), key=lambda t: (count(t), t.bm)):  # a tie: 64x128
             if count(tile) <= sms or (count(tile) <= 2 * sms and not narrow(tile)):
                 return tile
-    if WIDE_TILE in tiles and iters >= WIDE_MIN_ITERS and count(WIDE_TILE) >= sms:
-        return WIDE_TILE
-    return default
+    square, wide = target.large_tiles(dtype)
+    if wide is not None and iters >= WIDE_MIN_ITERS and count(wide) >= sms:
+        return wide
+    return square
 
 
 def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target: Target, *,
@@ -107,7 +111,8 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
                  **options: Any) -> Schedule:
     """What ``streamk.gpu.gemm`` runs on ``target``: a named decomposition on ``tile`` (default:
     auto's choice for ``auto``, else the paper's tile) and that kernel's Machine, ``auto`` with the
-    target's measured constants; or a given Schedule, checked against the shape and tile."""
+    target's measured constants and the kernel's tile order where the caller gives none; or a given
+    Schedule, checked against the shape and tile."""
     if isinstance(schedule, Schedule):
         if schedule.shape != shape:
             raise ScheduleError(f"the schedule is for {schedule.shape}, the operands are {shape}")
@@ -123,6 +128,8 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
     if schedule == "auto":  # the target's measured constants fill in what the caller did not give
         if options.get("model_costs") is None and kernel.model_costs is not None:
             options["model_costs"] = kernel.model_costs
+        if options.get("tile_order") is None and kernel.tile_order is not None:
+            options["tile_order"] = kernel.tile_order
         if options.get("reduce_costs") is None and fixup is None and kernel.reduce_costs is not None:
             options["reduce_costs"] = kernel.reduce_costs
         # a wave or more of tiles at one CTA per SM (the 128x256 tile): the SK CTAs of the two-tile

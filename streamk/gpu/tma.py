@@ -3,7 +3,8 @@
 
 A row-major ``rows x cols`` operand with row stride ``ld`` (elements) is the 2-D tensor (cols,
 rows), innermost first; a box is ``BOX_INNER`` elements (128 bytes: the 128-byte swizzle's width)
-by ``box_rows`` rows. A is read in (k, m) boxes of 64 x 128, B in (n, k) boxes of 64 x 64. TMA
+by ``box_rows`` rows. A is read in (k, m) boxes of 64 x BM, B in (n, k) boxes of 64 x BK (both sm90
+tiles, 128x128x64 and 128x256x64: 64 x 128 and 64 x 64; a 128x256 stage takes four B boxes). TMA
 needs a 16-byte-aligned base and row stride (the host packs other operands first); elements past
 the tensor's edge arrive as zeros.
 """
@@ -13,12 +14,10 @@ from __future__ import annotations
 import ctypes
 
 from ..errors import CudaError
-from ..shapes import GemmShape
+from ..shapes import GemmShape, TileShape
 from .launch import TmaParams
 
 BOX_INNER = 64          # kernels/sm90/config.cuh BOX_INNER (elements of a 128-byte box row)
-A_BOX_ROWS = 128        # config.cuh BM
-B_BOX_ROWS = 64         # config.cuh BK
 MAP_BYTES = 128         # sizeof(CUtensorMap)
 _DTYPES = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"}
 
@@ -43,10 +42,12 @@ def encode(dst: int, dtype: str, ptr: int, rows: int, cols: int, ld: int, box_ro
     ctypes.memmove(dst, int(tmap.getPtr()), MAP_BYTES)
 
 
-def maps_of(dtype: str, shape: GemmShape, lda: int, ldb: int) -> tuple:
-    """What the maps of one GEMM signature describe: the dtype, then (rows, cols, ld, box rows) of
-    A (m x k) and of B (k x n)."""
-    return dtype, (shape.m, shape.k, lda, A_BOX_ROWS), (shape.k, shape.n, ldb, B_BOX_ROWS)
+def maps_of(dtype: str, shape: GemmShape, lda: int, ldb: int, tile: TileShape) -> tuple:
+    """What the maps of one GEMM signature on ``tile`` describe: the dtype, then (rows, cols, ld,
+    box rows) of A (m x k, boxes of BM rows) and of B (k x n, boxes of BK rows)."""
+    if tile.bk != BOX_INNER:
+        raise ValueError(f"the sm90 tiles are {BOX_INNER} deep: one 128-byte swizzled row (got {tile})")
+    return dtype, (shape.m, shape.k, lda, tile.bm), (shape.k, shape.n, ldb, tile.bk)
 
 
 def fill(params: TmaParams, maps: tuple, a: int, b: int) -> None:

@@ -7,6 +7,11 @@
 // coalesced accesses where C's rows allow, one element at a time for any other strides. G: the
 // thread group (group.cuh) holding the accumulators, ML::THREADS threads that sync on their own
 // barrier; `smem` is that group's staging area.
+// A mainloop whose whole FP32 tile does not fit in shared memory beside its pipeline declares
+// EPILOGUE_PARTS (sm90 128x256: 2): the tile is then staged and written one column slice at a time
+// (ColumnSlice), which needs fragment elements [p*ACC/PARTS, (p+1)*ACC/PARTS) of every thread to
+// lie in columns [p*BN/PARTS, (p+1)*BN/PARTS) (the wgmma D layout: column 8*(i/4) + ...). The
+// staging then holds one slice: EPILOGUE_STAGING_BYTES<ML>.
 #pragma once
 
 #include "group.cuh"
@@ -38,6 +43,38 @@ struct TileStage {
     G::sync();
   }
 };
+
+// How many column slices ML's epilogue stages (ML::EPILOGUE_PARTS where it declares it, else 1).
+template <class ML, class = void>
+struct EpilogueParts {
+  static constexpr int value = 1;
+};
+template <class ML>
+struct EpilogueParts<ML, decltype(void(ML::EPILOGUE_PARTS))> {
+  static constexpr int value = ML::EPILOGUE_PARTS;
+};
+
+// Column slice PART of ML's tile as a mainloop of its own for the epilogue: BN / PARTS columns,
+// ACC / PARTS accumulators per thread (elements PART * ACC .. of the whole fragment).
+template <class ML, int PART>
+struct ColumnSlice {
+  using Acc = typename ML::Acc;
+  static constexpr int PARTS = EpilogueParts<ML>::value;
+  static constexpr int BM = ML::BM, BN = ML::BN / PARTS, THREADS = ML::THREADS, ACC = ML::ACC / PARTS;
+  static_assert(ML::BN % PARTS == 0 && ML::ACC % PARTS == 0 && PART < PARTS, "whole column slices");
+  static __device__ __forceinline__ void coord(int i, int tid, int& r, int& c) {
+    ML::coord(PART * ACC + i, tid, r, c);
+    c -= PART * BN;
+  }
+  // the slice's accumulators inside the whole tile's
+  static __device__ __forceinline__ const Acc (&of(const Acc (&acc)[ML::ACC]))[ACC] {
+    return *reinterpret_cast<const Acc(*)[ACC]>(&acc[PART * ACC]);
+  }
+};
+
+// Shared memory the epilogue of ML stages in: one column slice (the whole tile when PARTS is 1).
+template <class ML>
+constexpr int EPILOGUE_STAGING_BYTES = TileStage<ColumnSlice<ML, 0>>::BYTES;
 
 template <class T, int V>
 struct alignas(V * sizeof(T)) Vec {
@@ -104,11 +141,11 @@ __device__ __forceinline__ void store_any(const OperandParams& p, const Problem&
   }
 }
 
-// C tile (m0, n0) = alpha*acc + beta*C (beta == 0: C is never read). `smem` holds at least
-// TileStage<ML>::BYTES and no copy or read of it may be in flight; it is free again on return.
+// C tile (m0, n0) = alpha*acc + beta*C (beta == 0: C is never read), staged whole. `smem` holds
+// at least TileStage<ML>::BYTES and no copy or read of it may be in flight; it is free again on return.
 template <class ML, class G>
-__device__ __forceinline__ void write_c(const OperandParams& p, const Problem& mnk, int m0, int n0,
-                                        const typename ML::Acc (&acc)[ML::ACC], unsigned char* smem) {
+__device__ __forceinline__ void write_tile(const OperandParams& p, const Problem& mnk, int m0, int n0,
+                                           const typename ML::Acc (&acc)[ML::ACC], unsigned char* smem) {
   using Acc = typename ML::Acc;
   const int tid = G::rank();
   TileStage<ML>::template store<G>(smem, acc, tid);
@@ -130,12 +167,43 @@ __device__ __forceinline__ void write_c(const OperandParams& p, const Problem& m
 
 // C tile (m0, n0) += alpha*acc atomically (the atomic policy; the host prescaled C by beta).
 template <class ML, class G>
-__device__ __forceinline__ void atomic_c(const OperandParams& p, const Problem& mnk, int m0, int n0,
-                                         const typename ML::Acc (&acc)[ML::ACC], unsigned char* smem) {
+__device__ __forceinline__ void atomic_tile(const OperandParams& p, const Problem& mnk, int m0, int n0,
+                                            const typename ML::Acc (&acc)[ML::ACC], unsigned char* smem) {
   const int tid = G::rank();
   TileStage<ML>::template store<G>(smem, acc, tid);
   store_any<ML, true>(p, mnk, smem, m0, n0, tid);
   G::sync();
+}
+
+// C tile (m0, n0) = alpha*acc + beta*C, or += alpha*acc atomically (ATOMIC): staged whole, or in
+// ML's column slices PART.. one after the other through the same staging (file comment). A slice
+// wholly past n is skipped (the test is uniform over G, so every thread takes the same syncs).
+template <class ML, class G, bool ATOMIC, int PART = 0>
+__device__ __forceinline__ void store_c(const OperandParams& p, const Problem& mnk, int m0, int n0,
+                                        const typename ML::Acc (&acc)[ML::ACC], unsigned char* smem) {
+  if constexpr (EpilogueParts<ML>::value == 1) {
+    if constexpr (ATOMIC) {
+      atomic_tile<ML, G>(p, mnk, m0, n0, acc, smem);
+    } else {
+      write_tile<ML, G>(p, mnk, m0, n0, acc, smem);
+    }
+  } else {
+    using S = ColumnSlice<ML, PART>;  // staged whole: a slice declares no EPILOGUE_PARTS
+    if (n0 + PART * S::BN < mnk.n) store_c<S, G, ATOMIC>(p, mnk, m0, n0 + PART * S::BN, S::of(acc), smem);
+    if constexpr (PART + 1 < S::PARTS) store_c<ML, G, ATOMIC, PART + 1>(p, mnk, m0, n0, acc, smem);
+  }
+}
+
+template <class ML, class G>
+__device__ __forceinline__ void write_c(const OperandParams& p, const Problem& mnk, int m0, int n0,
+                                        const typename ML::Acc (&acc)[ML::ACC], unsigned char* smem) {
+  store_c<ML, G, false>(p, mnk, m0, n0, acc, smem);
+}
+
+template <class ML, class G>
+__device__ __forceinline__ void atomic_c(const OperandParams& p, const Problem& mnk, int m0, int n0,
+                                         const typename ML::Acc (&acc)[ML::ACC], unsigned char* smem) {
+  store_c<ML, G, true>(p, mnk, m0, n0, acc, smem);
 }
 
 }  // namespace streamk

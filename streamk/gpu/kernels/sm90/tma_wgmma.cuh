@@ -3,21 +3,27 @@
 // run_units) over any Schedule table (common/schedule_table.cuh) under every fixup policy
 // (common/fixup.cuh; the separate-reduce and atomic passes are common/passes.cuh on this layout).
 //
-// TmaWgmma<BF16, STAGES> (config.cuh): a 128x128x64 tile per MAC iteration. 384 threads, three warp
-// groups, __launch_bounds__(384, 1):
+// TmaWgmma<BF16, BN, STAGES> (config.cuh): a 128 x BN x 64 tile per MAC iteration, BN 128 (4 stages)
+// or 256 (3 stages). 384 threads, three warp groups, __launch_bounds__(384, 1):
 //   producer  (warp group 0, setmaxnreg down to 40): one thread walks the CTA's unit rows (work.cuh)
 //             and, for every MAC iteration of every unit, waits for a free stage and issues the TMA
-//             bulk tensor loads of A (one 128 x 64 box) and B (two 64 x 64 boxes) into it; the
+//             bulk tensor loads of A (one 128 x 64 box) and B (BN/64 boxes of 64 x 64) into it; the
 //             stage's mbarrier completes on their bytes. It runs ahead across units: the ring
 //             persists, so the next unit's operands arrive while the consumers run an epilogue.
 //   consumers (warp groups 1-2, setmaxnreg up to 232; one thread group on named barrier 1): the
 //             outer loop with its fixup and epilogue; per MAC iteration each warp group waits for
-//             the stage, issues four wgmma.m64n128k16 (rows 64g .. 64g + 63, the whole 128 columns)
-//             and frees the previous stage once its batch has completed (one batch in flight;
-//             one arrival per warp group).
-// Shared memory (dynamic, 1024-byte aligned by hand): STAGES x (A 16 KB + B 16 KB) 128-byte
+//             the stage, issues four wgmma.m64nBNk16 (rows 64g .. 64g + 63, all BN columns: BN/2
+//             accumulators per thread) and frees the previous stage once its batch has completed
+//             (one batch in flight; one arrival per warp group).
+// Why 64 x BN per warp group and not 128 x BN/2: per k16 step the two groups then read A 2 x 2 KB
+// and B 2 x BN/16 KB of shared memory, where two m64n(BN/2) halves of 128 rows each would read A
+// 2 x 4 KB and B the same: on 128x256, 20 KB against 24 KB per 128x256x16 step, with half the
+// wgmma instructions (the split of the 128x256 anchors, github pranjalssh/fast.cu matmul_12.cuh).
+// Shared memory (dynamic, 1024-byte aligned by hand): STAGES x (A 16 KB + B BN/8 KB) 128-byte
 // swizzled as TMA writes and wgmma reads them, the epilogue's staging (128 x 136 x 4 B, its own, so
-// loads go on during epilogues), 2 x STAGES mbarriers: 201,792 B with 4 stages. Arch: sm_90a.
+// loads go on during epilogues; BN 256 stages and writes C in two column halves, epilogue.cuh
+// EPILOGUE_PARTS), 2 x STAGES mbarriers: 201,792 B on 128x128, 218,160 B on 128x256 (config.cuh).
+// Arch: sm_90a.
 // Operands (TMA descriptors built by the host, streamk/gpu/tma.py): A m x k row-major and B k x n
 // row-major, 16-byte-aligned base and row strides (the host packs others: common/pack.cuh); A is
 // read K-major (swizzled rows of 64 k), B N-major (imm-trans-b: rows of 64 n per box). Elements
@@ -63,23 +69,25 @@ struct TmaParams {
 static_assert(sizeof(GemmParams) == 160 && alignof(TensorMap) == 64 && sizeof(TmaParams) == 448,
               "launch.py TmaParams mirrors this layout");
 
-template <bool BF16, int STAGES_ = STAGES>
+template <bool BF16, int BN_ = 128, int STAGES_ = TileConfig<BN_>::DEFAULT_STAGES>
 struct TmaWgmma {
   using Acc = float;
   using Elem = unsigned short;  // raw FP16 / BF16 bits
+  using Config = TileConfig<BN_>;
   static constexpr bool IS_BF16 = BF16;
-  static constexpr int BM = sm90::BM, BN = sm90::BN, BK = sm90::BK, STAGES = STAGES_;
+  static constexpr int BM = sm90::BM, BN = BN_, BK = sm90::BK, STAGES = STAGES_;
   static constexpr int THREADS = CONSUMERS * WG_THREADS;  // the accumulators' group: fixup, epilogue, passes
   static constexpr int BLOCK_THREADS = sm90::THREADS;     // the block: producer + consumers
-  static constexpr int ACC = BM * BN / THREADS;           // 64 FP32 per consumer thread
-  static constexpr int STAGING_BYTES = BM * (BN + 8) * 4;  // TileStage<TmaWgmma>::BYTES (checked below)
-  static constexpr int RING_BYTES = STAGES * STAGE_BYTES;
+  static constexpr int ACC = BM * BN / THREADS;           // BN/2 FP32 per consumer thread
+  static constexpr int EPILOGUE_PARTS = Config::EPILOGUE_PARTS;  // column slices the epilogue stages
+  static constexpr int STAGING_BYTES = BM * (BN / EPILOGUE_PARTS + 8) * 4;  // one slice (checked below)
+  static constexpr int RING_BYTES = STAGES * Config::STAGE_BYTES;
   static constexpr int BARRIER_BYTES = 2 * STAGES * 8;
   static constexpr int SMEM_ALIGN = ATOM_BYTES;  // swizzled boxes start on 1024-byte atoms
   // + SMEM_ALIGN: the dynamic area starts after the outer loop's static words; aligned by hand
   static constexpr int SMEM_BYTES = RING_BYTES + STAGING_BYTES + BARRIER_BYTES + SMEM_ALIGN;
-  static_assert(ACC == 64, "one wgmma m64n128 fragment per consumer thread");
-  static_assert(SMEM_BYTES <= 227 * 1024, "a block's shared memory on sm_90");
+  static_assert(ACC == WG_M * BN / WG_THREADS, "one wgmma m64nBN fragment per consumer thread");
+  static_assert(SMEM_BYTES <= SMEM_LIMIT, "a block's shared memory on sm_90");
   static_assert(STAGING_BYTES % 8 == 0, "barriers after the staging are 8-byte aligned");
 
   // fragment element i of consumer thread tid -> (row, col) inside the tile (the wgmma D layout,
@@ -91,9 +99,13 @@ struct TmaWgmma {
   }
 };
 
-template <bool BF16, int S>
-constexpr bool staging_matches = TileStage<TmaWgmma<BF16, S>>::BYTES == TmaWgmma<BF16, S>::STAGING_BYTES;
-static_assert(staging_matches<false, STAGES> && staging_matches<true, STAGES>, "the epilogue's staging size");
+template <bool BF16, int BN>
+constexpr bool staging_matches = EPILOGUE_STAGING_BYTES<TmaWgmma<BF16, BN>> == TmaWgmma<BF16, BN>::STAGING_BYTES;
+static_assert(staging_matches<false, 128> && staging_matches<true, 128> && staging_matches<false, 256> &&
+                  staging_matches<true, 256>,
+              "the epilogue's staging size");
+static_assert(TmaWgmma<false, 128>::SMEM_BYTES == 201792 && TmaWgmma<false, 256>::SMEM_BYTES == 218160,
+              "config.cuh states each tile's shared memory");
 
 // Where each piece of the dynamic shared memory lies (shared-space byte addresses).
 template <class ML>
@@ -101,7 +113,7 @@ struct Smem {
   unsigned base;  // 1024-byte aligned
   __device__ __forceinline__ unsigned a(int stage) const { return base + stage * A_STAGE_BYTES; }
   __device__ __forceinline__ unsigned b(int stage) const {
-    return base + ML::STAGES * A_STAGE_BYTES + stage * B_STAGE_BYTES;
+    return base + ML::STAGES * A_STAGE_BYTES + stage * ML::Config::B_STAGE_BYTES;
   }
   __device__ __forceinline__ unsigned staging() const { return base + ML::RING_BYTES; }
   __device__ __forceinline__ unsigned full(int stage) const { return staging() + ML::STAGING_BYTES + 8 * stage; }
@@ -136,10 +148,10 @@ __device__ __forceinline__ void produce(const TmaParams& p, const Smem<ML>& s) {
     const int m0 = w.tile_m * ML::BM, n0 = w.tile_n * ML::BN;
     for (int kt = w.k_begin; kt < w.k_end; ++kt, ring.next()) {
       mbar_wait(s.empty(ring.stage), ring.phase ^ 1u);
-      mbar_arrive_expect_tx(s.full(ring.stage), STAGE_BYTES);
+      mbar_arrive_expect_tx(s.full(ring.stage), ML::Config::STAGE_BYTES);
       tma_load_2d(s.a(ring.stage), &p.a, s.full(ring.stage), kt * ML::BK, m0);
 #pragma unroll
-      for (int box = 0; box < B_BOXES; ++box)
+      for (int box = 0; box < ML::Config::B_BOXES; ++box)
         tma_load_2d(s.b(ring.stage) + box * B_BOX_BYTES, &p.b, s.full(ring.stage), n0 + box * BOX_INNER, kt * ML::BK);
     }
   }
@@ -165,7 +177,7 @@ __device__ __forceinline__ void consume(const Smem<ML>& s, Ring<ML>& ring, int w
       // B N-major: k-step kk starts 16 rows down; LBO: the next 64 columns' box, SBO: 8 rows
       const unsigned long long da = smem_desc(a + kk * MMA_K * ELEM_BYTES, 16, ATOM_BYTES);
       const unsigned long long db = smem_desc(b + kk * MMA_K * SWIZZLE_BYTES, B_BOX_BYTES, ATOM_BYTES);
-      wgmma_m64n128k16<ML::IS_BF16>(acc, da, db, 1);
+      wgmma_k16<ML::BN, ML::IS_BF16>(acc, da, db);
     }
     wgmma_commit();
     wgmma_wait<1>();
