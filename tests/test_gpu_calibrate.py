@@ -4,7 +4,6 @@ shapes (``python -m pytest -m gpu tests/test_gpu_calibrate.py``; skipped without
 import math
 
 import numpy as np
-import pytest
 
 from gpu_support import GPU
 
@@ -16,9 +15,6 @@ MAX_RMS_RESIDUAL = 0.10
 MAX_PROBE_RESIDUAL = 0.25
 
 
-@pytest.mark.xfail(strict=True, reason="first H100 run (2026-11-23, LOG v17): rms residual 16.6%, every probe "
-                   "over-predicted (-1.5% to -39%), the fit stopped after one Gauss-Newton step with launch and "
-                   "d_reduce at their bound 0: the fit or the probe design is wrong (issue 18)")
 def test_a_reduced_calibration_fits_the_gpu_with_small_residuals():
     from streamk.calibrate.device import calibrate
     from streamk.calibrate.fit import table

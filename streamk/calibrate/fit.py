@@ -75,6 +75,30 @@ def _jacobian(schedules, names, theta, base, sms, ctas_per_sm) -> np.ndarray:
     return np.stack(cols, axis=1)
 
 
+def _nonnegative_lstsq(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """argmin ||a x - b|| over x >= 0 (Lawson and Hanson's active set): a term the unconstrained
+    optimum drives below zero is held at 0 and the others re-fitted, and a held one is released
+    where the gradient says raising it helps. Clipping the unconstrained step instead left the
+    other terms fitted to a negative one (the first H100 calibration, LOG v17d)."""
+    n = a.shape[1]
+    free = np.ones(n, dtype=bool)
+    x = np.zeros(n)
+    for _ in range(4 * n + 4):
+        x = np.zeros(n)
+        if free.any():
+            x[free] = np.linalg.lstsq(a[:, free], b, rcond=None)[0]
+        negative = free & (x < 0)
+        if negative.any():
+            free &= ~negative  # hold the most-violating terms at 0 and solve again
+            continue
+        gradient = a.T @ (b - a @ x)
+        release = ~free & (gradient > 1e-12 * max(1.0, float(np.abs(gradient).max())))
+        if not release.any():
+            break
+        free[np.argmax(np.where(release, gradient, -np.inf))] = True
+    return np.maximum(x, 0.0)
+
+
 def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, ctas_per_sm: int) -> Fit:
     """The terms (``model.term_names(ctas_per_sm)``) that best predict ``measured_us`` for
     ``schedules`` on ``sms`` SMs, in relative least squares; FitError where they are not determined."""
@@ -96,7 +120,8 @@ def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, c
         if last is not None and np.allclose(jac, last, rtol=1e-6, atol=1e-9):
             break  # the same linear piece as the last step's, whose least-squares optimum that step reached
         last = jac
-        step = np.linalg.lstsq(jac * w[:, None], w * (y - pred), rcond=None)[0]
+        # this linear piece's best terms >= 0: pred(t) = pred + jac (t - theta)
+        step = _nonnegative_lstsq(jac * w[:, None], w * (y - pred + jac @ theta)) - theta
         for _ in range(40):  # halve a step that does not lower the cost (a kink of the critical path)
             trial = np.maximum(theta + step, 0.0)
             trial_pred = _predict(schedules, names, trial, sms, ctas_per_sm)
