@@ -1,6 +1,7 @@
 """Fidelity's pure parts on CPU: rebuilding the Schedule a GPU row ran, predicting it, the
 statistics and the plot, from synthetic rows (the device run is ``streamk fidelity`` on a GPU)."""
 
+import dataclasses
 import json
 import math
 
@@ -56,7 +57,8 @@ def test_rows_are_predicted_from_the_very_schedule_the_gpu_ran():
     assert out[2]["error"].startswith("DeadlockError") and math.isnan(out[2]["predicted_us"])
     s = fidelity.resolve(rows[0]["variant"], GemmShape(*SHAPES[0]), "float16", TARGET)
     assert out[0]["predicted_us"] == predict_us(s, CAL, 132)
-    uncalibrated = fidelity.predict_rows(rows[:1], preset("h100"), "float16")[0]
+    bare = dataclasses.replace(TARGET, tiles=tuple(dataclasses.replace(t, calibration=None) for t in TARGET.tiles))
+    uncalibrated = fidelity.predict_rows(rows[:1], bare, "float16")[0]
     assert uncalibrated["unpredicted"] == "h100 has no calibration of the float16 128x128x32 kernel"
     assert fidelity.predict_rows([uncalibrated], TARGET, "float16")[0]["predicted_us"] == out[0]["predicted_us"]
     assert {fidelity.label(r["variant"]) for r in out} == set(fidelity.VARIANTS)
