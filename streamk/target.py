@@ -175,8 +175,8 @@ def with_calibration(target: Target, found: tuple[Calibration, ...]) -> Target:
 # sm90 ones against them (LOG.md v18: `streamk bench` with the variant auto+sm90).
 PRESETS: dict[str, Target] = {name: with_calibration(t, calibration_files.load(name)) for name, t in {
     "a100": Target("a100", "sm_80", 108, _A100_TILES),
-    "h100": Target("h100", "sm_90a", 132, _H100_TILES, large_rungs="sm80"),
-    "h200": Target("h200", "sm_90a", 132, _H100_TILES, large_rungs="sm80"),
+    "h100": Target("h100", "sm_90a", 132, _H100_TILES, large_rungs="sm90"),
+    "h200": Target("h200", "sm_90a", 132, _H100_TILES, large_rungs="sm90"),
 }.items()}
 
 

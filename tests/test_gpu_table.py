@@ -23,7 +23,7 @@ from streamk.target import Target, preset
 
 HEADER = (Path(tbl.__file__).parent / "kernels" / "common" / "schedule_table.cuh").read_text()
 TILE = TileShape(128, 128, 32)
-H100 = preset("h100")
+H100 = preset("h100").with_large_rungs("sm80")  # the sm80 kernels' large rungs, which most tests here pin
 
 
 def _enum(name):
@@ -328,11 +328,11 @@ def test_small_tile_kernels_and_autos_tile_choice():
 
 
 def test_auto_takes_the_sm90_tiles_on_its_large_rungs_where_the_target_says_so():
-    """Target.large_rungs="sm90" (off in the presets until measured): the square and wide rungs run
+    """Target.large_rungs="sm90" (the h100 and h200 presets'): the square and wide rungs run
     128x128x64 and 128x256x64 with the same thresholds, in the kernels' grouped-8 order; the smaller
     rungs and FP64 are unchanged, and a target without the sm90 tiles falls back to the sm80 ones."""
-    on = H100.with_large_rungs("sm90")
-    assert H100.large_rungs == preset("h200").large_rungs == "sm80"  # off by default
+    on = preset("h100")
+    assert on.large_rungs == preset("h200").large_rungs == "sm90" and preset("a100").large_rungs == "sm80"
     assert H100.large_tiles("float16") == (TileShape(128, 128, 32), TileShape(128, 256, 32))
     assert on.large_tiles("bfloat16") == (TileShape(128, 128, 64), TileShape(128, 256, 64))
     assert on.large_tiles("float64") == (TileShape(64, 64, 16), None)

@@ -106,7 +106,7 @@ def test_schedule_target_prints_the_sm90_tiles_in_their_order_as_the_gpu_resolve
                        "--json", *argv)
         assert Schedule.from_json(printed) == gpu and printed["tile_order"] == (argv[1] if argv else "grouped-8")
     as_json = target.to_json_dict()
-    assert as_json["large_rungs"] == "sm80"
+    assert as_json["large_rungs"] == "sm90"
     assert {tuple(t["tile"]): t["tile_order"] for t in as_json["tiles"] if t["dtype"] == "float16"}[(128, 256, 64)] == \
         "grouped-8"
 
@@ -137,3 +137,17 @@ def test_a_schedule_on_a_tile_no_kernel_runs_is_refused_naming_the_tiles():
     a, b = _cuda((200, 96), "float16"), _cuda((96, 256), "float16")
     with pytest.raises(ScheduleError, match="no float16 kernel runs 96x96x32 tiles \\(there are: 128x128x32"):
         resolve(preset("h100"), a, b, s, None, None, None, {})
+
+
+def test_auto_takes_the_sm90_tiles_on_hopper_where_they_were_measured_to_win():
+    from streamk.gpu.select import choose_tile
+
+    h100, a100 = preset("h100"), preset("a100")
+    assert choose_tile(GemmShape(8192, 8192, 8192), "float16", h100) == TileShape(128, 256, 64)
+    assert choose_tile(GemmShape(8192, 8192, 8192), "float16", a100) == TileShape(128, 256, 32)
+    assert choose_tile(GemmShape(2000, 2000, 2048), "bfloat16", h100) == TileShape(128, 128, 64)  # 128 128x256 tiles: under a wave
+    # B's rows 8-byte aligned: the sm80 kernel reads them in place, TMA would pack 61 MB (1.64x slower)
+    assert choose_tile(GemmShape(196, 7172, 4303), "float16", h100) == TileShape(128, 128, 32)
+    assert choose_tile(GemmShape(2440, 1304, 136), "float16", h100) == TileShape(128, 128, 32)  # k < 256
+    assert choose_tile(GemmShape(2440, 1304, 256), "float16", h100) == TileShape(128, 128, 64)
+    assert choose_tile(GemmShape(8192, 8192, 8192), "float64", h100) == TileShape(64, 64, 16)

@@ -317,8 +317,8 @@ def summarize(rows, decomps, dtype):
                 line += (f"; the other {len(other)}: vs DP geo {geomean(other):.3f} mean {statistics.mean(other):.3f}"
                          f" min {min(other):.3f} max {max(other):.3f}")
             print(line)
-    for d in decomps:  # packing (all-narrow copies, the sm90 rungs) vs the default, same shapes, same process
-        base = d.removesuffix("+pack").removesuffix("+narrow").removesuffix("+sm90")
+    for d in decomps:  # packing (all-narrow copies, a family's large rungs) vs the default, same shapes, same process
+        base = d.removesuffix("+pack").removesuffix("+narrow").removesuffix("+sm80").removesuffix("+sm90")
         if d == base or base not in decomps:
             continue
         changed = [r for r in corpus_rows if r[base + "_steps"] != r[d + "_steps"]]

@@ -13,7 +13,7 @@ from ..errors import ScheduleError
 from ..schedule import Schedule
 from ..sched import make_schedule
 from ..shapes import GemmShape, Machine, TileShape
-from ..target import Target
+from ..target import LARGE_RUNGS, Target
 from .operands import RECT_TILES, SMALL_TILE, TINY_TILES, KernelSpec, Operand, copy_widths, spec_for_tile
 
 # Programmatic dependent launch between one GEMM's kernels (pack -> main -> separate-reduce): by
@@ -58,8 +58,14 @@ def reduce_slices(items: int, spec: KernelSpec, threads: int, sms: int) -> int:
 # * else the paper's 128x128.
 # The last two rungs take the tiles of the Target's ``large_rungs`` family (Target.large_tiles):
 # 128x256x32 and 128x128x32 of the sm80 kernels, or 128x256x64 and 128x128x64 of the sm90 TMA +
-# wgmma ones (the same thresholds, measured on the sm80 tiles; iterations counted 32 deep). The
-# presets keep sm80 until the corpus benchmark has timed the sm90 rungs (LOG.md v18).
+# wgmma ones (the same thresholds, measured on the sm80 tiles; iterations counted 32 deep); the
+# h100 and h200 presets take sm90, guarded by SM90_MIN_ITERS and narrow copies below.
+# The sm90 rungs (TMA needs 16-byte rows: no narrow copies, so such operands are packed) only
+# where the sm80 kernel would not read contiguous operands in place with 8- or 4-byte copies
+# (there, packing a large operand lost up to 1.64x) and k >= 256 (k of 130-170 in 64-deep
+# iterations lost up to 1.07x). H100, 400 shapes (LOG.md v17f): on the 114 shapes this takes,
+# 0.80x the time of the sm80 rungs geomean (worst 0.99x); 8192^3 731 TFLOP/s against 455.
+SM90_MIN_ITERS = 8
 RECT_MAX_ITERS = 64
 WIDE_MIN_ITERS = 32
 SMALL_PER_SM = 3
@@ -101,6 +107,9 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
             if count(tile) <= sms or (count(tile) <= 2 * sms and not narrow(tile)):
                 return tile
     square, wide = target.large_tiles(dtype)
+    sm80_square, sm80_wide = LARGE_RUNGS["sm80"]
+    if square != sm80_square and (iters < SM90_MIN_ITERS or contiguous_narrow(shape, dtype)(sm80_square)):
+        square, wide = sm80_square, (sm80_wide if sm80_wide in tiles else None)
     if wide is not None and iters >= WIDE_MIN_ITERS and count(wide) >= sms:
         return wide
     return square

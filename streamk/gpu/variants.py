@@ -16,20 +16,20 @@ from .plan import Tuning
 NARROW_SUFFIXES = {"": "auto", "pack": "never", "narrow": "always"}
 PDL_SUFFIXES = {"pdl": True, "nopdl": False}
 WALK_SUFFIXES = {"back": "backward"}
-RUNGS_SUFFIXES = {"sm90": "sm90"}  # +sm90: the tile auto picks with the sm90 large-GEMM rungs
+RUNGS_SUFFIXES = {"sm80": "sm80", "sm90": "sm90"}  # +sm80 / +sm90: auto's tile with that family's large rungs
 
 
 def variant(text: str, sms: Callable[[], int]) -> dict[str, Any]:
     """prepare() arguments (experiment switches as ``_tuning``) for NAME[%GRID][@CTAS_PER_SM][:A,B,C,D[&A,B,C,D]][/TILE_ORDER][!FIXUP]
-    [#TILE][+pack|+narrow][+pdl|+nopdl][+back][+sm90]: the scheduler's grid, a machine of ``sms()`` SMs and
+    [#TILE][+pack|+narrow][+pdl|+nopdl][+back][+sm80|+sm90]: the scheduler's grid, a machine of ``sms()`` SMs and
     that many CTAs per SM, auto's model constants and after & its separate-reduce ones, a
     rasterization such as grouped-8, the fixup policy, the tile (an edge such as 128 or 64, or
     BMxBN; auto picks one by default); +pack packs every operand that is not 16-byte aligned (as
     v1-v8 did), +narrow reads every one it can in place (narrow="always"); +pdl / +nopdl launch the
     kernels after the first with or without programmatic dependent launch; +back walks each CTA's
-    units backwards (walk="backward"); +sm90 runs the tile auto picks on the device's Target with its
-    large-GEMM rungs on the sm90 tiles (``_large_rungs``: the bench resolves it per shape with
-    ``tile_for``), what the Target switched to ``large_rungs="sm90"`` would run."""
+    units backwards (walk="backward"); +sm80 / +sm90 run the tile auto picks on the device's Target
+    with its large-GEMM rungs on that family's tiles (``_large_rungs``: the bench resolves it per
+    shape with ``tile_for``), what the Target switched to that ``large_rungs`` would run."""
     decomp, *flags = text.split("+")
     pdl = [f for f in flags if f in PDL_SUFFIXES]
     walk = [f for f in flags if f in WALK_SUFFIXES]
@@ -38,13 +38,13 @@ def variant(text: str, sms: Callable[[], int]) -> dict[str, Any]:
     if flag not in NARROW_SUFFIXES or len(pdl) > 1 or len(walk) > 1 or len(rungs) > 1 or \
             len(flags) - len(pdl) - len(walk) - len(rungs) > 1:
         raise ScheduleError(f"variant {text!r}: the suffixes must be one of +pack or +narrow, one of +pdl or "
-                            f"+nopdl, +sm90 and +back (got {'+' + '+'.join(flags)})")
+                            f"+nopdl, one of +sm80 or +sm90, and +back (got {'+' + '+'.join(flags)})")
     decomp, _, tile = decomp.partition("#")
     if tile and not (tile.isdigit() or all(p.isdigit() for p in tile.split("x"))):
         raise ScheduleError(f"variant {text!r}: #TILE must be a tile edge such as 64 or a tile such as 128x64 "
                             f"(got #{tile})")
     if tile and rungs:
-        raise ScheduleError(f"variant {text!r}: +sm90 picks the tile; drop #{tile} or +sm90")
+        raise ScheduleError(f"variant {text!r}: +{rungs[0]} picks the tile; drop #{tile} or +{rungs[0]}")
     decomp, _, fixup = decomp.partition("!")
     if fixup and fixup not in FIXUP_POLICIES:
         raise ScheduleError(f"variant {text!r}: !FIXUP must be one of {', '.join(FIXUP_POLICIES)} (got {fixup!r})")
