@@ -142,7 +142,7 @@ def ranges_makespans(ipt: np.ndarray, offsets: np.ndarray, starts: np.ndarray, e
     free, ok = run_waves(programs_from_ranges(ipt, sub_offsets, starts, ends, costs), P, free0)
     waves, rest = np.divmod(trail, P)
     with np.errstate(invalid="ignore"):  # inf - inf: an owner still holds a slot (not ok anyway)
-        fits = free.max(axis=1) - free.min(axis=1) <= tile_time
+        fits = free[:, -1] - free[:, 0] <= tile_time  # sorted rows
     free = free + (waves * tile_time)[:, None] + (np.arange(P) < rest[:, None]) * tile_time[:, None]
     makespan = free.max(axis=1) if n else np.zeros(0)
     ok &= np.isfinite(makespan)
@@ -204,7 +204,7 @@ def run_waves(p: Programs, slots: int, free0: np.ndarray | None = None) -> tuple
         j0 = p.offsets[rows] + done[rows]
         waves = run[j0] // P
         with np.errstate(invalid="ignore"):  # inf - inf where an owner holds a slot: no jump
-            spread = free[rows].max(axis=1) - free[rows].min(axis=1)
+            spread = free[rows, -1] - free[rows, 0]  # each row of free is sorted
         jump = (waves > 0) & (spread <= p.reach[j0])
         if jump.any():
             free[rows[jump]] += (waves[jump] * p.reach[j0[jump]])[:, None]
