@@ -154,7 +154,7 @@ def test_batch_ranges_match_the_schedulers(name, shapes, sms, ctas_per_sm):
     if name == "cutlass2-sk" and ctas_per_sm > 1:
         assert got is None  # not contiguous there: the sweep builds the schedules instead
         return
-    ipt, offsets, starts, ends = got
+    ipt, offsets, (starts, ends) = got.ipt, got.cta_offsets, got.cta_ranges()
     for i, (m, n, k) in enumerate(shapes):
         s = make_schedule(name, GemmShape(m, n, k), tile, machine)
         u, p = s.units, s.problem.iters_per_tile

@@ -18,8 +18,8 @@ contiguous schedule for the sweep's fast path). What we leave out (the separate 
 cohort rasterization's tile renaming, SK units walking their tiles backwards, persistent CTAs)
 is listed in docs/heuristics.md; the Schedule runs under any fixup policy.
 
-The rules are written once, in NumPy over arrays of shapes: ``cutlass_ranges`` gives the per-CTA
-ranges of thousands of shapes at once (for the sweep), and the registered schedulers are the
+The rules are written once, in NumPy over arrays of shapes: ``cutlass_ranges`` gives the ranges
+of thousands of shapes at once (for the sweep), and the registered schedulers are the
 same code on one shape.
 """
 
@@ -29,8 +29,7 @@ import numpy as np
 
 from ..schedule import Schedule
 from ..shapes import GemmShape, Machine, Problem, TileShape
-from .ranges import (Ranges, one_shape, ramp, schedule_from_ranges, split_within_one,
-                     tile_counts, tile_ranges)
+from .ranges import Ranges, one_shape, ramp, schedule_from_ranges, split_within_one, tile_ranges
 from .registry import register
 
 # ---- CUTLASS 2.x (threadblock_swizzle_streamk.h) ----------------------------------------
@@ -250,12 +249,11 @@ def _cutlass3_sk_ranges(tiles_m, tiles_n, ipt, wave: int):
 # =========================================================================================
 # Both: ranges of many shapes, and the registered schedulers
 # =========================================================================================
-def cutlass_ranges(name: str, shapes: np.ndarray, tile: TileShape, machine: Machine
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """(iterations per tile, CTA offsets, starts, ends) of ``cutlass2-sk`` or ``cutlass3-sk``
-    for every shape row (m, n, k): shape i's CTAs ``offsets[i]:offsets[i+1]`` cover
-    ``[starts, ends)`` of its own m -> n -> k linearization, SK CTAs first. None where the
-    schedule is not contiguous (cutlass2-sk with several CTAs per SM) or ``name`` is another."""
+def cutlass_ranges(name: str, shapes: np.ndarray, tile: TileShape, machine: Machine) -> Ranges | None:
+    """The ranges of ``cutlass2-sk`` or ``cutlass3-sk`` for every shape row (m, n, k), each over
+    its own m -> n -> k linearization: its SK CTAs one by one, then its DP tiles as one region
+    of a tile a CTA. None where the schedule is not contiguous (cutlass2-sk with several CTAs
+    per SM) or ``name`` is another."""
     shapes = np.asarray(shapes, dtype=np.int64).reshape(-1, 3)
     tiles_m, tiles_n = _ceil_div(shapes[:, 0], tile.bm), _ceil_div(shapes[:, 1], tile.bn)
     ipt, tiles = _ceil_div(shapes[:, 2], tile.bk), tiles_m * tiles_n
@@ -268,33 +266,24 @@ def cutlass_ranges(name: str, shapes: np.ndarray, tile: TileShape, machine: Mach
         sk_tiles, sk_row, sk_start, sk_end = _cutlass3_sk_ranges(tiles_m, tiles_n, ipt, machine.slots)
     else:
         return None
-    dp_row, dp_t = ramp(tiles - sk_tiles)
-    dp_t = dp_t + sk_tiles[dp_row]
-    row = np.concatenate([sk_row, dp_row])
-    order = np.argsort(row, kind="stable")  # per shape: its SK CTAs, then its DP CTAs
-    starts = np.concatenate([sk_start, dp_t * ipt[dp_row]])[order]
-    ends = np.concatenate([sk_end, (dp_t + 1) * ipt[dp_row]])[order]
-    counts = np.bincount(row, minlength=len(tiles))
-    return ipt, np.concatenate([[0], np.cumsum(counts)]), starts, ends
-
-
-def _batch(name: str, shapes: np.ndarray, tile: TileShape, machine: Machine) -> Ranges | None:
-    """``cutlass_ranges`` as the batch form of the registered scheduler (None where it has none)."""
-    built = cutlass_ranges(name, shapes, tile, machine)
-    if built is None:
-        return None
-    ipt, offsets, starts, ends = built
-    tiles_m, tiles_n, _ = tile_counts(shapes, tile)
-    return Ranges.build(shapes, tiles_m * tiles_n, ipt, offsets, starts, ends)
+    n = len(tiles)
+    row = np.concatenate([sk_row, np.arange(n)])  # the DP region after its shape's SK CTAs
+    order = np.argsort(row, kind="stable")
+    x0 = np.concatenate([sk_start, sk_tiles * ipt])[order]
+    x1 = np.concatenate([sk_end, tiles * ipt])[order]
+    parts = np.concatenate([np.ones(len(sk_row), np.int64), tiles - sk_tiles])[order]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.add.accumulate(np.bincount(row, minlength=n), out=offsets[1:])
+    return Ranges.of_regions(shapes, tiles, ipt, offsets, x0, x1, parts)
 
 
 def cutlass2_sk_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine) -> Ranges | None:
     """cutlass2-sk's ranges for every shape on a machine of one CTA per SM; None on others."""
-    return _batch("cutlass2-sk", shapes, tile, machine)
+    return cutlass_ranges("cutlass2-sk", shapes, tile, machine)
 
 
 def cutlass3_sk_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine) -> Ranges:
-    return _batch("cutlass3-sk", shapes, tile, machine)
+    return cutlass_ranges("cutlass3-sk", shapes, tile, machine)
 
 
 @register("cutlass2-sk", batch=cutlass2_sk_ranges)

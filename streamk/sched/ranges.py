@@ -23,20 +23,24 @@ from ..shapes import GemmShape, Machine, Problem, TileShape
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Ranges:
-    """The schedules of many shapes, as per-CTA ranges of each shape's linearization.
+    """The schedules of many shapes, as *regions* of each shape's linearization split over CTAs.
 
     Shape i (row ``shapes[i]`` = m, n, k; ``tiles[i]`` tiles of ``ipt[i]`` iterations) has
-    CTAs ``cta_offsets[i]:cta_offsets[i+1]`` in blockIdx order; CTA j covers iterations
-    ``[starts[j], ends[j])`` of its shape. ``fixup[i]`` indexes FIXUP_POLICIES; ``backward[i]``:
-    every CTA of shape i walks its units in reverse.
+    regions ``region_offsets[i]:region_offsets[i+1]`` in CTA order; region r splits iterations
+    ``[x0[r], x1[r])`` over ``parts[r]`` consecutive CTAs within one (``split_within_one``).
+    Regions stay regions until a consumer asks for the CTAs (``cta_ranges``): a data-parallel
+    region of a million tiles is three numbers, and the sweep times it in closed form.
+    ``fixup[i]`` indexes FIXUP_POLICIES; ``backward[i]``: every CTA of shape i walks its units
+    in reverse.
     """
 
     shapes: np.ndarray
     tiles: np.ndarray
     ipt: np.ndarray
-    cta_offsets: np.ndarray
-    starts: np.ndarray
-    ends: np.ndarray
+    region_offsets: np.ndarray
+    x0: np.ndarray
+    x1: np.ndarray
+    parts: np.ndarray
     fixup: np.ndarray
     backward: np.ndarray
 
@@ -44,43 +48,106 @@ class Ranges:
     def build(cls, shapes: np.ndarray, tiles: np.ndarray, ipt: np.ndarray, cta_offsets: np.ndarray,
               starts: np.ndarray, ends: np.ndarray, fixup: np.ndarray | None = None,
               backward: np.ndarray | None = None) -> Ranges:
+        """Ranges of shape rows given CTA by CTA (shape i: CTAs ``cta_offsets[i]:cta_offsets[i+1]``,
+        CTA j covering ``[starts[j], ends[j])``): a region of one part each."""
+        return cls.of_regions(shapes, tiles, ipt, cta_offsets, starts, ends, np.ones(len(starts), np.int64),
+                              fixup, backward)
+
+    @classmethod
+    def of_regions(cls, shapes: np.ndarray, tiles: np.ndarray, ipt: np.ndarray, region_offsets: np.ndarray,
+                   x0: np.ndarray, x1: np.ndarray, parts: np.ndarray, fixup: np.ndarray | None = None,
+                   backward: np.ndarray | None = None) -> Ranges:
         """Ranges of shape rows; by default every shape under owner-waits, walked forward."""
         n = len(ipt)
-        return cls(np.asarray(shapes, dtype=np.int64).reshape(-1, 3), tiles, ipt, cta_offsets, starts, ends,
+        return cls(np.asarray(shapes, dtype=np.int64).reshape(-1, 3), tiles, ipt, region_offsets, x0, x1, parts,
                    np.full(n, FIXUP_POLICIES.index(DEFAULT_FIXUP), np.int8) if fixup is None else fixup,
                    np.zeros(n, dtype=bool) if backward is None else backward)
+
+    @property
+    def cta_offsets(self) -> np.ndarray:
+        """Per shape its first CTA (and the total CTA count last)."""
+        cta_ends = np.zeros(len(self.parts) + 1, dtype=np.int64)  # CTA offset of each region's start
+        np.add.accumulate(self.parts, out=cta_ends[1:])
+        return cta_ends[self.region_offsets]
 
     @property
     def grids(self) -> np.ndarray:
         return np.diff(self.cta_offsets)
 
+    def cta_ranges(self, regions: np.ndarray | slice | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Per CTA of the regions (default: all; else these region indices or slice, in order), its
+        ``(start, end)``."""
+        x0, x1, parts = (self.x0, self.x1, self.parts) if regions is None else \
+            (self.x0[regions], self.x1[regions], self.parts[regions])
+        if (parts == 1).all():  # given CTA by CTA (Ranges.build)
+            return x0, x1
+        rep, c = ramp(parts)
+        q, r = np.divmod(x1 - x0, np.maximum(parts, 1))
+        q, r = q[rep], r[rep]
+        starts = x0[rep] + c * q + np.minimum(c, r)
+        return starts, starts + q + (c < r)
+
     def plain(self) -> np.ndarray:
         """Per shape: owner-waits, walked forward, and its CTAs tile [0, total) in order (the
-        form the sweep's fast path times without building a Schedule)."""
-        grids = self.grids
-        prev = np.empty_like(self.starts)
-        prev[1:] = self.ends[:-1]
-        prev[self.cta_offsets[:-1][grids > 0]] = 0
-        jumps = np.flatnonzero(self.starts != prev)  # a gap or a jump back: few or none
-        broken = np.zeros(len(grids), dtype=bool)
-        broken[np.searchsorted(self.cta_offsets, jumps, side="right") - 1] = True
-        last_end = self.ends[self.cta_offsets[1:][grids > 0] - 1]
-        covers = np.zeros(len(grids), dtype=bool)
-        covers[grids > 0] = last_end == (self.tiles * self.ipt)[grids > 0]
+        form the sweep's fast path times without building a Schedule). A region's CTAs are
+        contiguous, so it is enough that the regions with CTAs chain from 0 to the total."""
+        x0, x1, offsets = self.x0, self.x1, self.region_offsets
+        if not (self.parts > 0).all():  # regions without CTAs drop out of the chain
+            live = np.flatnonzero(self.parts > 0)
+            x0, x1, offsets = x0[live], x1[live], np.searchsorted(live, offsets)
+        counts = np.diff(offsets)
+        prev = np.empty_like(x0)
+        prev[1:] = x1[:-1]
+        prev[offsets[:-1][counts > 0]] = 0
+        jumps = np.flatnonzero(x0 != prev)  # a gap or a jump back: few or none
+        broken = np.zeros(len(counts), dtype=bool)
+        broken[np.searchsorted(offsets, jumps, side="right") - 1] = True
+        covers = np.zeros(len(counts), dtype=bool)
+        covers[counts > 0] = x1[offsets[1:][counts > 0] - 1] == (self.tiles * self.ipt)[counts > 0]
         return covers & ~broken & (self.fixup == FIXUP_POLICIES.index("owner-waits")) & ~self.backward
+
+    def whole_tile_ends(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+        """Per shape, the CTAs of its leading and of its trailing regions of one whole tile a CTA
+        (data-parallel regions, which the sweep times in closed form), and the regions between:
+        their indices in order (None: all) and per shape its first CTA among theirs. For shapes
+        that are ``plain``."""
+        n, R = len(self.ipt), len(self.parts)
+        if (self.parts == 1).all():  # given CTA by CTA (Ranges.build): the fast path finds its runs
+            return np.zeros(n, np.int64), np.zeros(n, np.int64), None, self.region_offsets
+        # a tile a CTA (in a contiguous schedule each starts a tile); a region of no CTAs is empty
+        whole = self.x1 - self.x0 == self.parts * self.ipt.repeat(np.diff(self.region_offsets))
+        begin, end = self.region_offsets[:-1], self.region_offsets[1:]
+        first = last = end
+        if n:  # per shape its first and last region that is not whole; one padding region at R
+            idx = np.append(np.where(whole, R, np.arange(R)), R)
+            first = np.minimum(np.minimum.reduceat(idx, begin), end)
+            idx[np.append(whole, True)] = -1
+            last = np.where(first < end, np.maximum.reduceat(idx, begin) + 1, end)
+        cta_ends = np.zeros(R + 1, dtype=np.int64)
+        np.add.accumulate(self.parts, out=cta_ends[1:])
+        before, after = cta_ends[first] - cta_ends[begin], cta_ends[end] - cta_ends[last]
+        counts = last - first
+        if counts.sum() == R:  # no whole region at either end (fixed-split): all of them
+            return before, after, None, cta_ends[self.region_offsets]
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.add.accumulate(counts, out=offsets[1:])
+        middle = np.repeat(first - offsets[:-1], counts) + np.arange(offsets[-1])
+        middle_ctas = np.zeros(len(middle) + 1, dtype=np.int64)
+        np.add.accumulate(self.parts[middle], out=middle_ctas[1:])
+        return before, after, middle, middle_ctas[offsets]
 
     def take(self, rows: np.ndarray) -> Ranges:
         """The shapes ``rows`` only."""
-        counts = self.grids[rows]
-        cta = np.repeat(self.cta_offsets[rows] - (np.cumsum(counts) - counts), counts) + np.arange(counts.sum())
+        counts = np.diff(self.region_offsets)[rows]
+        reg = np.repeat(self.region_offsets[rows] - (np.cumsum(counts) - counts), counts) + np.arange(counts.sum())
         return Ranges(self.shapes[rows], self.tiles[rows], self.ipt[rows], np.concatenate([[0], np.cumsum(counts)]),
-                      self.starts[cta], self.ends[cta], self.fixup[rows], self.backward[rows])
+                      self.x0[reg], self.x1[reg], self.parts[reg], self.fixup[rows], self.backward[rows])
 
     def schedule(self, i: int, name: str, tile: TileShape, machine: Machine) -> Schedule:
         """Shape i's Schedule."""
-        a, b = self.cta_offsets[i], self.cta_offsets[i + 1]
         shape = GemmShape(*self.shapes[i].tolist())
-        s = schedule_from_ranges(name, shape, tile, machine, self.starts[a:b], self.ends[a:b])
+        starts, ends = self.cta_ranges(slice(self.region_offsets[i], self.region_offsets[i + 1]))
+        s = schedule_from_ranges(name, shape, tile, machine, starts, ends)
         if FIXUP_POLICIES[self.fixup[i]] != s.fixup:
             s = s.with_fixup(FIXUP_POLICIES[self.fixup[i]])
         return s.walked_backward() if self.backward[i] else s
@@ -117,18 +184,12 @@ def from_regions(shapes: np.ndarray, tiles: np.ndarray, ipt: np.ndarray, regions
     """Ranges of shapes whose CTAs split regions: shape i has the next ``regions[i]`` regions
     (an int: as many for every shape) in CTA order, region r splits ``[x0[r], x1[r])`` over
     ``parts[r]`` CTAs within one."""
-    rep, c = ramp(parts)
-    q, r = np.divmod(x1 - x0, np.maximum(parts, 1))
-    q, r = q[rep], r[rep]
-    starts = x0[rep] + c * q + np.minimum(c, r)
-    ends = starts + q + (c < r)
-    cta_ends = np.zeros(len(parts) + 1, dtype=np.int64)  # CTA offset of each region's end
-    np.add.accumulate(parts, out=cta_ends[1:])
     if isinstance(regions, int):
-        return Ranges.build(shapes, tiles, ipt, cta_ends[::regions], starts, ends, fixup, backward)
-    region_ends = np.zeros(len(regions) + 1, dtype=np.int64)
-    np.add.accumulate(regions, out=region_ends[1:])
-    return Ranges.build(shapes, tiles, ipt, cta_ends[region_ends], starts, ends, fixup, backward)
+        region_offsets = np.arange(0, len(parts) + 1, regions, dtype=np.int64)
+    else:
+        region_offsets = np.zeros(len(regions) + 1, dtype=np.int64)
+        np.add.accumulate(regions, out=region_offsets[1:])
+    return Ranges.of_regions(shapes, tiles, ipt, region_offsets, x0, x1, parts, fixup, backward)
 
 
 def two_regions(shapes: np.ndarray, tiles: np.ndarray, ipt: np.ndarray, split: np.ndarray, first: np.ndarray,

@@ -106,20 +106,24 @@ def wave_makespans(p: Programs, slots: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def ranges_makespans(ipt: np.ndarray, offsets: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                     costs: Costs, slots: int) -> tuple[np.ndarray, np.ndarray]:
+                     costs: Costs, slots: int, before: np.ndarray | None = None,
+                     after: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``wave_makespans`` of contiguous schedules, with their leading and trailing runs of
     whole-tile CTAs (data-parallel waves) in closed form: only the CTAs between go through the
-    wave engine. A trailing run shorter than the spread of free times it meets is retried
-    whole."""
+    wave engine. ``before``/``after``: per shape, that many whole-tile CTAs come before/after
+    the given ones (``Ranges.whole_tile_ends``: never built). A trailing run shorter than the
+    spread of free times it meets is retried whole."""
     P, n, C = slots, len(ipt), len(starts)
     all_starts, all_ends = starts, ends
     grids = offsets[1:] - offsets[:-1]
+    before = np.zeros(n, np.int64) if before is None else before
+    after = np.zeros(n, np.int64) if after is None else after
     # Contiguous from 0 to the total: a run of whole-tile-long CTAs from either end is tile-aligned
     split = ends - starts != ipt.repeat(grids)
     flat = np.arange(C)
-    heads = np.minimum(offsets[:-1], max(C - 1, 0))
-    first_split = np.minimum.reduceat(np.where(split, flat, C), heads) if C else np.zeros(n, np.int64)
-    last_split = np.maximum.reduceat(np.where(split, flat, -1), heads) if C else np.zeros(n, np.int64)
+    heads = offsets[:-1]  # a shape may have no CTAs here: one padding entry past the last
+    first_split = np.minimum.reduceat(_padded(np.where(split, flat, C), C), heads) if n else flat
+    last_split = np.maximum.reduceat(_padded(np.where(split, flat, -1), -1), heads) if n else flat
     lead = np.minimum(first_split, offsets[1:]) - offsets[:-1]
     trail = np.where(lead < grids, offsets[1:] - 1 - last_split, 0)
     sub_counts = grids - lead - trail
@@ -128,6 +132,8 @@ def ranges_makespans(ipt: np.ndarray, offsets: np.ndarray, starts: np.ndarray, e
     if sub_offsets[-1] < C:  # some CTAs in closed form: keep the others
         keep = np.repeat(np.tile([False, True, False], n), np.stack([lead, sub_counts, trail], axis=1).ravel())
         starts, ends = starts[keep], ends[keep]
+    # the given CTAs hold a split one, or are all whole (then none come after)
+    lead, trail = lead + before, trail + after
     tile_time = costs.a + costs.c * ipt
     # Leading run from an idle machine: whole waves, then the remainder on the first slots.
     waves, rest = np.divmod(lead, P)
@@ -136,16 +142,17 @@ def ranges_makespans(ipt: np.ndarray, offsets: np.ndarray, starts: np.ndarray, e
     free, ok = run_waves(programs_from_ranges(ipt, sub_offsets, starts, ends, costs), P, free0)
     waves, rest = np.divmod(trail, P)
     with np.errstate(invalid="ignore"):  # inf - inf: an owner still holds a slot (not ok anyway)
-        fits = free.max(axis=1) - free.min(axis=1) <= tile_time
+        fits = free[:, -1] - free[:, 0] <= tile_time  # sorted rows
     free = free + (waves * tile_time)[:, None] + (np.arange(P) < rest[:, None]) * tile_time[:, None]
     makespan = free.max(axis=1) if n else np.zeros(0)
     ok &= np.isfinite(makespan)
     retry = np.flatnonzero(ok & ~fits & (trail > 0))
     if len(retry):
-        sel = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in retry])
-        again = np.concatenate([[0], np.cumsum(grids[retry])])
-        makespan[retry], ok[retry] = wave_makespans(
-            programs_from_ranges(ipt[retry], again, all_starts[sel], all_ends[sel], costs), P)
+        pieces = [_with_whole_tiles(ipt[i], before[i], after[i], all_starts[offsets[i]:offsets[i + 1]],
+                                    all_ends[offsets[i]:offsets[i + 1]]) for i in retry]
+        again = np.concatenate([[0], np.cumsum([len(p[0]) for p in pieces])])
+        s, e = (np.concatenate([p[k] for p in pieces]) for k in (0, 1))
+        makespan[retry], ok[retry] = wave_makespans(programs_from_ranges(ipt[retry], again, s, e, costs), P)
     return makespan, ok
 
 
@@ -197,7 +204,7 @@ def run_waves(p: Programs, slots: int, free0: np.ndarray | None = None) -> tuple
         j0 = p.offsets[rows] + done[rows]
         waves = run[j0] // P
         with np.errstate(invalid="ignore"):  # inf - inf where an owner holds a slot: no jump
-            spread = free[rows].max(axis=1) - free[rows].min(axis=1)
+            spread = free[rows, -1] - free[rows, 0]  # each row of free is sorted
         jump = (waves > 0) & (spread <= p.reach[j0])
         if jump.any():
             free[rows[jump]] += (waves[jump] * p.reach[j0[jump]])[:, None]
@@ -278,6 +285,14 @@ def _uniform_runs(p: Programs, row_of: np.ndarray) -> np.ndarray:
     idx = np.arange(n)
     end = np.minimum.accumulate(np.where(~same, idx, n)[::-1])[::-1]  # last CTA of each run
     return np.where(plain, end - idx + 1, 0)
+
+
+def _with_whole_tiles(ipt: int, before: int, after: int, starts: np.ndarray, ends: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """A contiguous schedule's CTAs with ``before`` whole tiles ahead and ``after`` behind."""
+    head = np.arange(before) * ipt
+    tail = (ends[-1] if len(ends) else before * ipt) + np.arange(after) * ipt
+    return np.concatenate([head, starts, tail]), np.concatenate([head + ipt, ends, tail + ipt])
 
 
 def _padded(values: np.ndarray, pad) -> np.ndarray:

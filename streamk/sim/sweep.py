@@ -5,7 +5,9 @@ Per decomposition and chunk of shapes:
 1. A scheduler registered with a batch form (every built-in, CUTLASS's) gives the ranges of
    all the chunk's shapes in one call (``sched.ranges.Ranges``), the very code its single-shape
    scheduler runs, without building a Schedule. ``fast.ranges_makespans`` times the shapes whose
-   CTAs tile the iterations in order under owner-waits (``Ranges.plain``) from those ranges.
+   CTAs tile the iterations in order under owner-waits (``Ranges.plain``) from those ranges: the
+   data-parallel regions at either end in closed form, never as CTAs (``Ranges.whole_tile_ends``),
+   the CTAs of the regions between through the wave engine.
 2. Any other shape or scheduler (a user's) gets its Schedule; it becomes a ``Programs`` row
    through ``plan_fixup`` when its CTAs fit the fast path's pattern (``fast.wave_makespans``).
 3. Shapes the fast path cannot time exactly, and schedules that do not fit, go through the
@@ -75,7 +77,9 @@ def time_chunk(name: str, shapes: np.ndarray, tile: TileShape, machine: Machine,
         plain = ranges.plain()
         members = np.flatnonzero(plain)
         sub = ranges if len(members) == n else ranges.take(members)
-        times, ok = ranges_makespans(sub.ipt, sub.cta_offsets, sub.starts, sub.ends, costs, machine.slots)
+        before, after, middle, offsets = sub.whole_tile_ends()
+        times, ok = ranges_makespans(sub.ipt, offsets, *sub.cta_ranges(middle),
+                                     costs, machine.slots, before, after)
         makespan[members[ok]] = times[ok]
         fast[members[ok]] = True
         rest = np.flatnonzero(~plain)
