@@ -16,34 +16,11 @@ from pathlib import Path
 
 from ..calibrate import fidelity
 from ..errors import StreamkError
-from ..gpu.bench_args import SEED
+from ..gpu.bench_args import SEED, seconds_arg, variants_arg
 from ..shapes import TileShape
 from ..target import F64_TILE, PAPER_HALF_TILE, preset
 from .common import DTYPES, _typed, add_seed_arg, positive_int, seed
 from .paths import input_file, output_file
-
-def _variants(text: str) -> str:
-    """Bench-style variants separated by ';', each checked here (a typo fails before the GPU)."""
-    from ..gpu.bench_args import PLAN_SMS
-    from ..gpu.variants import variant
-
-    for item in text.split(";"):
-        try:
-            variant(item, lambda: PLAN_SMS)
-        except StreamkError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0 (got {text!r})")
-    return value
-
 
 COUNT = 200
 SECONDS = 540  # stop timing new shapes after this, inside one 10-minute device command
@@ -66,14 +43,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--dtype", choices=DTYPES, default="float16", help="input dtype (default float16)")
     p.add_argument("--tile", type=_typed(TileShape.parse), metavar="BMxBNxBK",
                    help="the calibrated kernel's tile every variant runs on (default the paper's)")
-    p.add_argument("--variants", type=_variants, metavar="V;V",
+    p.add_argument("--variants", type=variants_arg, metavar="V;V",
                    help="bench-style variants (default: every decomposition and policy on --tile: "
                         + ";".join(fidelity.VARIANTS) + ")")
     p.add_argument("--count", type=positive_int, default=COUNT, metavar="N", help=f"shapes (default {COUNT})")
     p.add_argument("--first", type=seed, default=0, metavar="I", help="skip the sample's first I shapes (to "
                                                                     "split a run over several commands)")
     add_seed_arg(p, SEED, "corpus seed (that of the GPU sample in benchmarks/LOG.md)")
-    p.add_argument("--seconds", type=_seconds, default=SECONDS, metavar="S",
+    p.add_argument("--seconds", type=seconds_arg, default=SECONDS, metavar="S",
                    help=f"stop timing new shapes after S seconds (default {SECONDS})")
     p.add_argument("--out", type=output_file(".csv"), default=Path("fidelity.csv"), metavar="FILE.csv",
                    help="the CSV to write; the plot goes beside it as .png (default fidelity.csv)")

@@ -26,7 +26,8 @@ def _count(text: str) -> int:
     return value
 
 
-def _seconds(text: str) -> float:
+def seconds_arg(text: str) -> float:
+    """argparse type: a number of seconds > 0 (shared with ``streamk fidelity``)."""
     try:
         value = float(text)
     except ValueError:
@@ -36,7 +37,8 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _decomps(text: str) -> str:
+def variants_arg(text: str) -> str:
+    """argparse type: ';'-separated bench variants, each checked (shared with ``streamk fidelity``)."""
     for item in text.split(";"):  # a typo fails here, before torch, the GPU or any shape
         try:
             variant(item, lambda: PLAN_SMS)
@@ -68,7 +70,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--flush-l2", action="store_true",
                     help="overwrite twice the L2 before each timed call (outside the timing), so no call finds its "
                          "operands in L2 from the call before (default: warm L2, as back-to-back calls run)")
-    ap.add_argument("--decomps", type=_decomps, default=";".join(DECOMPS), metavar="VARIANTS",
+    ap.add_argument("--decomps", type=variants_arg, default=";".join(DECOMPS), metavar="VARIANTS",
                     help="';'-separated NAME[%%GRID][@CTAS_PER_SM][:A,B,C,D[&A,B,C,D]][/ORDER][!FIXUP]"
                          "[#TILE][+pack|+narrow][+pdl|+nopdl][+back][+sm80|+sm90]: a scheduler, optionally with that grid, "
                          "planned for that many CTAs per SM, (auto) those model constants (after &: its "
@@ -80,6 +82,6 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          "large-GEMM rungs on that family's tiles (Target.large_rungs)")
     ap.add_argument("--only-tile", type=_only_tile, metavar="TILE",
                     help="only the corpus shapes for which auto picks this tile (e.g. 128x256): a rule's shapes")
-    ap.add_argument("--seconds", type=_seconds, default=400.0, help="stop starting new shapes after this (default 400)")
+    ap.add_argument("--seconds", type=seconds_arg, default=400.0, help="stop starting new shapes after this (default 400)")
     ap.add_argument("--out", type=output_folder, default=os.environ.get("OUT", "."), metavar="DIR",
                     help="folder for the CSV and its plot (default $OUT or .)")

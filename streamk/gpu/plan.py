@@ -201,10 +201,10 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
     """Check and build the plan of one signature (module doc); every refusal before any launch."""
     shape = GemmShape(a.shape[0], b.shape[1], a.shape[1])
     asked = _tile_asked(a.dtype, schedule, tile)
-    if asked is not None and dev.arch not in spec_for_tile(a.dtype, asked).archs:
-        raise ScheduleError(f"the {asked.bm}x{asked.bn}x{asked.bk} kernels need "
-                            f"{' or '.join(spec_for_tile(a.dtype, asked).archs)} (this device is {dev.arch}); "
-                            f"pick another tile")
+    archs = spec_for_tile(a.dtype, asked).archs if asked is not None else (dev.arch,)
+    if dev.arch not in archs:
+        raise ScheduleError(f"the {asked.bm}x{asked.bn}x{asked.bk} kernels need {' or '.join(archs)} (this device is "
+                            f"{dev.arch}); pick another tile")
     sched = resolve(dev.target, a, b, schedule, fixup, tile, machine, options)
     spec = spec_for_tile(a.dtype, sched.tile)
     if c is not None:
