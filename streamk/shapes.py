@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from .errors import ScheduleError
 
+ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}  # bytes per element of each dtype
+
 MAX_SIDE = 2**31 - 1  # sizes are 32-bit in the GPU table and in BLAS; larger ones overflow int64 counts
 _TRIPLE = re.compile(r"^\s*(\d+)\s*[xX,]\s*(\d+)\s*[xX,]\s*(\d+)\s*$")
 

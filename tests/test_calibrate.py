@@ -29,8 +29,10 @@ TILE = TileShape(128, 128, 32)
 SMS = 32  # the design's times do not depend on the SM count (every probe is whole waves); 32 is fast
 # Terms of the order an H100 shows (c1 from 132 tiles of k = 4096 in 63 us, docs/auto-model.md; a
 # 64 KB partial at ~1.3 us), chosen for the test, not measured.
+# dram_us_per_mb: a quarter of an H100's DRAM bandwidth for a quarter of its SMs (~0.35 us/MB there).
 TRUE = {"launch": 4.0, "a": 1.5, "c1": 0.47, "c_shared": 0.92, "b": 1.2, "d": 1.3, "pass_launch": 3.0,
-        "d_reduce": 0.15}
+        "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 1.5}
+L2 = 12e6  # bytes: the L2 of that 32-SM device
 NOISE = 0.01  # relative, Gaussian: CUDA-event medians of short launches wander about this much
 
 
@@ -39,16 +41,16 @@ def simulated_device(truth: dict, noise: float, seed: int, ctas_per_sm: int = 2)
     rng = np.random.default_rng(seed)
 
     def timer(schedules, dtype):
-        exact = np.array([predict_from(s, truth, SMS, ctas_per_sm) for s in schedules])
+        exact = np.array([predict_from(s, truth, SMS, ctas_per_sm, l2_bytes=L2) for s in schedules])
         return exact * (1 + noise * rng.standard_normal(len(exact)))
     return timer
 
 
 def test_fit_recovers_known_terms_within_their_reported_errors():
-    design, result = calibrate_with(simulated_device(TRUE, NOISE, seed=1), "float16", TILE, SMS, 2)
+    design, result = calibrate_with(simulated_device(TRUE, NOISE, seed=1), "float16", TILE, SMS, 2, L2)
     z = (result.values - [TRUE[n] for n in result.names]) / result.errors
     report = {n: (TRUE[n], round(v, 4), round(e, 4)) for n, v, e in zip(result.names, result.values, result.errors)}
-    assert len(design) == 27 and result.names == term_names(2)
+    assert len(design) == 33 and result.names == term_names(2)
     assert np.all(np.abs(z) < 3), report
     assert 0.5 * NOISE < result.rms_rel_residual < 1.5 * NOISE, result.rms_rel_residual
     rel_se = dict(zip(result.names, result.errors / result.values))
@@ -59,7 +61,7 @@ def test_reported_errors_cover_the_truth_as_often_as_they_should():
     # over seeds, about 95% of the fitted terms lie within two standard errors of the truth
     z = []
     for seed in range(4):
-        _, result = calibrate_with(simulated_device(TRUE, NOISE, seed), "float16", TILE, SMS, 2, quick=True)
+        _, result = calibrate_with(simulated_device(TRUE, NOISE, seed), "float16", TILE, SMS, 2, L2, quick=True)
         z.extend((result.values - [TRUE[n] for n in result.names]) / result.errors)
     z = np.abs(np.array(z))
     assert np.mean(z < 2) >= 0.8 and np.all(z < 4.5), np.round(z, 2)
@@ -67,7 +69,7 @@ def test_reported_errors_cover_the_truth_as_often_as_they_should():
 
 def test_fit_is_exact_without_noise_on_a_kernel_of_one_cta_per_sm():
     truth = {k: v for k, v in TRUE.items() if k != "c_shared"}
-    _, result = calibrate_with(simulated_device(truth, 0.0, 0, 1), "float16", TILE, SMS, 1, quick=True)
+    _, result = calibrate_with(simulated_device(truth, 0.0, 0, 1), "float16", TILE, SMS, 1, L2, quick=True)
     assert result.names == term_names(1) and "c_shared" not in result.names
     assert np.allclose(result.values, [truth[n] for n in result.names], rtol=1e-6, atol=1e-6)
 
@@ -75,17 +77,19 @@ def test_fit_is_exact_without_noise_on_a_kernel_of_one_cta_per_sm():
 def test_a_design_that_cannot_separate_terms_is_refused_by_name():
     # one wave of whole tiles and owners that never wait: launch and a always come together, and
     # nothing shares an SM, stores a partial or runs a reduce pass
-    some = [p.schedule for p in probes(TILE, SMS, 2) if p.family in ("dp-one-per-sm", "split-long-owner")]
-    with pytest.raises(FitError, match="cannot tell these terms apart: launch, a, c_shared, b, pass_launch, d_reduce;"):
-        fit(some, [predict_from(s, TRUE, SMS, 2) for s in some], SMS, 2)
+    some = [p.schedule for p in probes(TILE, SMS, 2, L2, 2) if p.family in ("dp-one-per-sm", "split-long-owner")]
+    memory = {"l2_bytes": L2, "element_bytes": 2}
+    with pytest.raises(FitError, match="cannot tell these terms apart: launch, a, c_shared, b, pass_launch, d_reduce, "
+                                       "unit;"):
+        fit(some, [predict_from(s, TRUE, SMS, 2, **memory) for s in some], SMS, 2, **memory)
     with pytest.raises(FitError, match="one finite time > 0 per schedule"):
-        fit(some, [1.0], SMS, 2)
+        fit(some, [1.0], SMS, 2, **memory)
 
 
 def test_every_probe_runs_its_family_at_the_residency_it_calibrates_and_finishes():
-    for p in probes(TILE, 132, 2):
+    for p in probes(TILE, 132, 2, 50e6, 2):
         s = p.schedule
-        waves = p.family == "dp-waves"
+        waves = p.family in ("dp-waves", "dram-scattered")
         assert (s.grid > 132) == waves, (p.family, p.label, s.grid)
         slots = 132 * (2 if waves else 1)
         assert dispatch_verdict(plan_fixup(s), slots).finishes, (p.family, p.label)
@@ -93,7 +97,7 @@ def test_every_probe_runs_its_family_at_the_residency_it_calibrates_and_finishes
 
 
 def test_prediction_prices_each_term_where_the_gpu_spends_it():
-    by = {(p.family, p.label): p.schedule for p in probes(TILE, SMS, 2)}
+    by = {(p.family, p.label): p.schedule for p in probes(TILE, SMS, 2, L2, 2)}
     t = TRUE
     assert predict_from(by["dp-one-per-sm", "k=8"], t, SMS, 2) == pytest.approx(t["launch"] + t["a"] + 8 * t["c1"])
     assert predict_from(by["dp-waves", "waves=2 k=32"], t, SMS, 2) == pytest.approx(
@@ -104,6 +108,17 @@ def test_prediction_prices_each_term_where_the_gpu_spends_it():
         t["launch"] + t["a"] + 96 * t["c1"] + 2 * t["d"])
     assert predict_from(by["separate-reduce", "p=4"], t, SMS, 2) == pytest.approx(
         t["launch"] + t["a"] + 32 * t["c1"] + t["b"] + t["pass_launch"] + 4 * t["d_reduce"])
+    assert predict_from(by["multi-unit", "u=4 k=8"], t, SMS, 2) == pytest.approx(
+        t["launch"] + t["a"] + 32 * t["c1"] + 3 * t["unit"])
+    # the Latin square: 64 CTAs per wave on distinct rows and columns read every slice from DRAM
+    side = SMS * 2
+    (scattered,) = [s for (family, _), s in by.items() if family == "dram-scattered"]
+    k = scattered.problem.iters_per_tile  # the least that makes A and B twice the L2
+    assert 2 * L2 <= 2 * side * TILE.bm * k * TILE.bk * 2 < 2 * L2 + 2 * side * TILE.bm * TILE.bk * 2
+    step_us = side * (TILE.bm + TILE.bn) * TILE.bk * 2 / 1e6 * t["dram_us_per_mb"]
+    assert step_us > t["c_shared"] and scattered.grid == side * side
+    assert predict_from(scattered, t, SMS, 2, l2_bytes=L2) == pytest.approx(t["launch"] + side * (t["a"] + k * step_us))
+    assert predict_from(scattered, t, SMS, 2) == pytest.approx(t["launch"] + side * (t["a"] + k * t["c_shared"]))
 
 
 def _calibration() -> Calibration:
@@ -120,7 +135,7 @@ def test_calibration_files_round_trip_into_the_target(tmp_path, monkeypatch):
     assert files.load("h100") == (cal,) and files.load("a100") == ()
     target = with_calibration(preset("h100"), files.load("h100"))
     assert target.kernel("float16", TILE).calibration == cal
-    assert target.kernel("bfloat16", TILE).calibration is None
+    assert target.kernel("bfloat16", TILE).calibration == preset("h100").kernel("bfloat16", TILE).calibration
     assert target.kernel("float16", TILE).model_costs == preset("h100").kernel("float16", TILE).model_costs
     path.write_text(json.dumps({"format": 1, "kernels": [{"dtype": "float16", "tile": [128, 128, 32]}]}))
     with pytest.raises(InputError, match="malformed"):
@@ -168,7 +183,7 @@ def test_calibrate_cli_end_to_end_against_a_stand_in_gpu(tmp_path, capsys, monke
     import streamk.calibrate.device as device
     import streamk.gpu.device as gpu_device
 
-    dev = types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", arch="sm_90a", sms=SMS,
+    dev = types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", arch="sm_90a", sms=SMS, l2_bytes=L2,
                                 target=preset("h100").with_sms(SMS, "NVIDIA H100 80GB HBM3"))
     monkeypatch.setattr(device, "require_gpu", lambda: None)
     monkeypatch.setattr(gpu_device, "current", lambda: dev)
@@ -179,5 +194,5 @@ def test_calibrate_cli_end_to_end_against_a_stand_in_gpu(tmp_path, capsys, monke
     assert "rms relative residual" in err and "wrote" in err and entry["device"] == dev.name
     monkeypatch.setenv(files.ENV, str(tmp_path))
     (cal,) = files.load("h100")  # the family's file, which the h100 preset loads
-    assert (cal.dtype, cal.tile, cal.ctas_per_sm, cal.probes) == ("float16", TILE, 2, 14)
+    assert (cal.dtype, cal.tile, cal.ctas_per_sm, cal.probes, cal.l2_bytes) == ("float16", TILE, 2, 17, L2)
     assert all(abs(t.us - TRUE[t.name]) < 4 * t.se for t in cal.terms), cal.terms

@@ -177,6 +177,32 @@ def test_torch_cuda_graph_replays_with_new_inputs(warm):
         assert error_ratio(fresh, cases[0][0], cases[0][1]) <= 1
 
 
+def test_device_memory_freed_during_a_capture_does_not_end_it():
+    """The collector may free a plan's or a lane's device memory at any moment, a graph capture
+    included (the corpus benchmark met it after some 50 shapes): the capture goes on."""
+    import torch
+
+    from streamk.gpu import gemm
+    from streamk.gpu.device import device
+
+    A, B = inputs(300, 200, 500, "float16", torch.Generator(device="cuda").manual_seed(3))
+    C = torch.empty(300, 200, device="cuda")
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        gemm(A, B, C)
+    stream.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        gemm(A, B, C)
+        dropped = device().alloc(1 << 20)
+        del dropped  # cuMemFree while the capture is open
+        gemm(A, B, C)
+    C.fill_(math.nan)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert error_ratio(C, A, B) <= 1
+
+
 def test_graph_replays_alongside_eager_calls_on_other_streams():
     import torch
 

@@ -10,6 +10,11 @@ so its calibrated-simulator time is linear in the terms (``predict.predict_from`
   launch + a + (3k/4) c1 + p d
 * separate-reduce: tiles split p ways evenly, then the reduce pass:
   launch + a + (k/p) c1 + b + pass_launch + p d_reduce
+* multi-unit: one CTA per SM running u whole tiles of k iterations: launch + a + u k c1 + (u-1) unit
+* dram-scattered: S x S whole tiles (S = sms x ctas_per_sm, one wave) in a Latin-square order, so
+  no two tiles of a wave share a row or column of tiles, on operands twice the L2: every slice
+  read comes from DRAM, and each step takes its misses' bytes x dram_us_per_mb where that
+  exceeds c
 
 Short k (1-4 iterations) in dp-one-per-sm are the memory-bound units (the output tile's store
 dominates); together the families pin every term, which ``fit`` checks (a rank-deficient design
@@ -22,6 +27,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..errors import ScheduleError
 from ..schedule import Schedule
 from ..shapes import GemmShape, Machine, TileShape
@@ -32,9 +39,10 @@ SPLIT_ITERS = (64, 128)                    # k iterations of split-even
 SPLITS = (2, 4, 8)                         # ways a split-even tile is split
 PEERS = (1, 2, 4)                          # peers of split-long-owner (k = 128: owner 96, peers 32 in all)
 REDUCE_SPLITS = (2, 4, 8, 16)              # ways a separate-reduce tile is split (k = 128)
+UNITS = ((2, 8), (4, 8), (8, 8), (2, 32), (4, 32))  # (tiles per CTA, k iterations) of multi-unit
 LONG_K = 128
 QUICK = {"DP_ITERS": (1, 8, 64), "WAVE_ITERS": (8, 32), "SPLIT_ITERS": (64,), "SPLITS": (2, 4), "PEERS": (1, 4),
-         "REDUCE_SPLITS": (2, 4, 8)}  # the GPU test's reduced design: still every term, 14 probes
+         "REDUCE_SPLITS": (2, 4, 8), "UNITS": ((4, 8), (2, 32))}  # the GPU test's reduced design: still every term, 17 probes
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,15 +71,30 @@ def _schedule(label: str, tiles: int, iters: int, tile: TileShape, ctas: list, m
                               fixup=fixup)
 
 
-def probes(tile: TileShape, sms: int, ctas_per_sm: int, quick: bool = False) -> tuple[Probe, ...]:
-    """The design for a kernel on ``tile`` of ``ctas_per_sm`` resident CTAs on ``sms`` SMs
-    (``quick``: the reduced design of the GPU test)."""
+def _scattered(tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float, element_bytes: int) -> Schedule:
+    """S x S tiles (S resident CTAs), CTA w * S + i on tile row i, column (i + w) mod S (a Latin
+    square: a wave's tiles share no row or column), k the least that makes A and B twice the L2."""
+    side = sms * ctas_per_sm
+    iters = max(16, math.ceil(2 * l2_bytes / (side * (tile.bm + tile.bn) * tile.bk * element_bytes)))
+    shape = GemmShape(side * tile.bm, side * tile.bn, iters * tile.bk)
+    row = np.arange(side)
+    tiles = (row[None, :] * side + (row[None, :] + row[:, None]) % side).ravel()  # wave w, slot i
+    units = np.stack([tiles, np.zeros_like(tiles), np.full_like(tiles, iters)], axis=1)
+    return Schedule(f"calibrate:scattered-k{iters}", shape, tile, units, np.arange(len(tiles) + 1),
+                    machine=Machine(sms, ctas_per_sm))
+
+
+def probes(tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float, element_bytes: int,
+           quick: bool = False) -> tuple[Probe, ...]:
+    """The design for a kernel on ``tile`` of ``ctas_per_sm`` resident CTAs on ``sms`` SMs with an
+    L2 of ``l2_bytes``, operands of ``element_bytes`` (``quick``: the reduced design of the GPU test)."""
     if sms < 2 * max(REDUCE_SPLITS):
         raise ScheduleError(f"calibration needs at least {2 * max(REDUCE_SPLITS)} SMs (got {sms})")
     q = QUICK if quick else {}
     dp_iters, wave_iters = q.get("DP_ITERS", DP_ITERS), q.get("WAVE_ITERS", WAVE_ITERS)
     split_iters, splits = q.get("SPLIT_ITERS", SPLIT_ITERS), q.get("SPLITS", SPLITS)
     peers, reduce_splits = q.get("PEERS", PEERS), q.get("REDUCE_SPLITS", REDUCE_SPLITS)
+    units = q.get("UNITS", UNITS)
     one = Machine(sms, 1)
     out: list[Probe] = []
     for k in dp_iters:
@@ -102,4 +125,9 @@ def probes(tile: TileShape, sms: int, ctas_per_sm: int, quick: bool = False) -> 
         ctas = [cta for t in range(tiles) for cta in _split(t, [i * LONG_K // p for i in range(p + 1)])]
         out.append(Probe("separate-reduce", f"p={p}", _schedule(f"reduce-p{p}", tiles, LONG_K, tile, ctas, one,
                                                                  "separate-reduce")))
+    for u, k in units:
+        ctas = [[(c * u + j, 0, k) for j in range(u)] for c in range(sms)]
+        out.append(Probe("multi-unit", f"u={u} k={k}", _schedule(f"units{u}-k{k}", sms * u, k, tile, ctas, one)))
+    scattered = _scattered(tile, sms, ctas_per_sm, l2_bytes, element_bytes)
+    out.append(Probe("dram-scattered", f"k={scattered.problem.iters_per_tile}", scattered))
     return tuple(out)

@@ -78,8 +78,8 @@ def calibrate(dtype: str, tile: TileShape, quick: bool = False) -> tuple[tuple[P
     if family is None:
         raise CudaError(f"{dev.name} ({dev.arch}) is no preset's GPU; calibration files are kept per preset")
     ctas = dev.target.kernel(dtype, tile).ctas_per_sm
-    design, result = calibrate_with(time_schedules, dtype, tile, dev.sms, ctas, quick)
-    return design, result, result.calibration(dtype, tile, ctas, dev.name, dev.sms), family
+    design, result = calibrate_with(time_schedules, dtype, tile, dev.sms, ctas, dev.l2_bytes, quick)
+    return design, result, result.calibration(dtype, tile, ctas, dev.name, dev.sms, dev.l2_bytes), family
 
 
 def measure_fidelity(shapes: Sequence[tuple[int, int, int]], variant_texts: Sequence[str], dtype: str,

@@ -18,13 +18,13 @@ import numpy as np
 
 from ..errors import StreamkError
 from ..schedule import Schedule
-from ..shapes import TileShape
+from ..shapes import ITEMSIZE, TileShape
 from .design import Probe, probes
 from .model import TERM_DOC, Calibration, Term, term_names
 from .predict import predict_from
 
 START_US = {"launch": 2.0, "a": 2.0, "c1": 0.5, "c_shared": 1.0, "b": 1.0, "d": 1.0, "pass_launch": 2.0,
-            "d_reduce": 0.5}  # a first guess of the H100's order of magnitude; the fit moves it
+            "d_reduce": 0.5, "unit": 1.0, "dram_us_per_mb": 5.0}  # a first guess of the H100's order of magnitude; the fit moves it
 STEP = 1e-3        # finite-difference step, in us: far below any term, inside one linear piece
 MAX_ITERATIONS = 30
 TOLERANCE = 1e-10  # stop once no term moves more than this (us)
@@ -54,24 +54,25 @@ class Fit:
     def rms_rel_residual(self) -> float:
         return float(np.sqrt(np.mean(self.rel_residuals ** 2)))
 
-    def calibration(self, dtype: str, tile: TileShape, ctas_per_sm: int, device: str, sms: int) -> Calibration:
+    def calibration(self, dtype: str, tile: TileShape, ctas_per_sm: int, device: str, sms: int,
+                    l2_bytes: int) -> Calibration:
         terms = tuple(Term(n, float(v), float(e)) for n, v, e in zip(self.names, self.values, self.errors))
         return Calibration(dtype, tile, ctas_per_sm, terms, device, sms, len(self.measured_us),
-                           self.rms_rel_residual)
+                           self.rms_rel_residual, l2_bytes)
 
 
 def _predict(schedules: Sequence[Schedule], names: tuple[str, ...], theta: np.ndarray, sms: int,
-             ctas_per_sm: int) -> np.ndarray:
+             ctas_per_sm: int, memory: dict) -> np.ndarray:
     values = dict(zip(names, theta.tolist()))
-    return np.array([predict_from(s, values, sms, ctas_per_sm) for s in schedules])
+    return np.array([predict_from(s, values, sms, ctas_per_sm, **memory) for s in schedules])
 
 
-def _jacobian(schedules, names, theta, base, sms, ctas_per_sm) -> np.ndarray:
+def _jacobian(schedules, names, theta, base, sms, ctas_per_sm, memory) -> np.ndarray:
     cols = []
     for i in range(len(theta)):  # forward steps: a term at 0 is never probed below it
         moved = theta.copy()
         moved[i] += STEP
-        cols.append((_predict(schedules, names, moved, sms, ctas_per_sm) - base) / STEP)
+        cols.append((_predict(schedules, names, moved, sms, ctas_per_sm, memory) - base) / STEP)
     return np.stack(cols, axis=1)
 
 
@@ -99,9 +100,12 @@ def _nonnegative_lstsq(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.maximum(x, 0.0)
 
 
-def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, ctas_per_sm: int) -> Fit:
+def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, ctas_per_sm: int, *,
+        l2_bytes: float, element_bytes: int) -> Fit:
     """The terms (``model.term_names(ctas_per_sm)``) that best predict ``measured_us`` for
-    ``schedules`` on ``sms`` SMs, in relative least squares; FitError where they are not determined."""
+    ``schedules`` on ``sms`` SMs with an L2 of ``l2_bytes`` and operands of ``element_bytes``, in
+    relative least squares; FitError where they are not determined."""
+    memory = {"l2_bytes": l2_bytes, "element_bytes": element_bytes}
     y = np.asarray(measured_us, dtype=float)
     if len(y) != len(schedules) or not np.all(np.isfinite(y) & (y > 0)):
         raise FitError(f"need one finite time > 0 per schedule (got {len(y)} times for {len(schedules)} schedules)")
@@ -110,13 +114,13 @@ def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, c
         raise FitError(f"{len(names)} terms need more than {len(names)} probes (got {len(y)})")
     w = 1.0 / y
     theta = np.array([START_US[n] for n in names])
-    pred = _predict(schedules, names, theta, sms, ctas_per_sm)
+    pred = _predict(schedules, names, theta, sms, ctas_per_sm, memory)
     if not np.all(np.isfinite(pred)):
         raise FitError("a probe cannot finish on the simulated machine: the design does not fit this device")
     cost = float(np.sum((w * (y - pred)) ** 2))
     last, steps = None, 0
     for _ in range(MAX_ITERATIONS):
-        jac = _jacobian(schedules, names, theta, pred, sms, ctas_per_sm)
+        jac = _jacobian(schedules, names, theta, pred, sms, ctas_per_sm, memory)
         if last is not None and np.allclose(jac, last, rtol=1e-6, atol=1e-9):
             break  # the same linear piece as the last step's, whose least-squares optimum that step reached
         last = jac
@@ -124,7 +128,7 @@ def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, c
         step = _nonnegative_lstsq(jac * w[:, None], w * (y - pred + jac @ theta)) - theta
         for _ in range(40):  # halve a step that does not lower the cost (a kink of the critical path)
             trial = np.maximum(theta + step, 0.0)
-            trial_pred = _predict(schedules, names, trial, sms, ctas_per_sm)
+            trial_pred = _predict(schedules, names, trial, sms, ctas_per_sm, memory)
             trial_cost = float(np.sum((w * (y - trial_pred)) ** 2))
             if trial_cost <= cost:
                 break
@@ -136,7 +140,7 @@ def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, c
         if moved <= TOLERANCE:
             break  # jac is still this theta's up to the tolerance
     else:
-        jac = _jacobian(schedules, names, theta, pred, sms, ctas_per_sm)  # the last step's theta
+        jac = _jacobian(schedules, names, theta, pred, sms, ctas_per_sm, memory)  # the last step's theta
     jac = jac * w[:, None]
     normal = jac.T @ jac
     if np.linalg.cond(normal) > MAX_CONDITION:
@@ -154,13 +158,15 @@ def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, c
 Timer = Callable[[Sequence[Schedule], str], np.ndarray]  # (schedules, dtype) -> microseconds each
 
 
-def calibrate_with(timer: Timer, dtype: str, tile: TileShape, sms: int, ctas_per_sm: int,
+def calibrate_with(timer: Timer, dtype: str, tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float,
                    quick: bool = False) -> tuple[tuple[Probe, ...], Fit]:
     """The whole calibration against any ``timer``: the GPU's (``device.time_schedules``) or, in
-    the tests, the calibrated simulator under known terms."""
-    design = probes(tile, sms, ctas_per_sm, quick)
+    the tests, the calibrated simulator under known terms; ``l2_bytes``: the device's L2."""
+    element_bytes = ITEMSIZE[dtype]
+    design = probes(tile, sms, ctas_per_sm, l2_bytes, element_bytes, quick)
     schedules = [p.schedule for p in design]
-    return design, fit(schedules, timer(schedules, dtype), sms, ctas_per_sm)
+    return design, fit(schedules, timer(schedules, dtype), sms, ctas_per_sm, l2_bytes=l2_bytes,
+                       element_bytes=element_bytes)
 
 
 def table(result: Fit, labels: Sequence[str]) -> str:

@@ -24,7 +24,13 @@ TERM_DOC: dict[str, str] = {
     "d": "per peer partial read and accumulated by a CTA of the main kernel",
     "pass_launch": "once per extra pass (the separate reduce after the main kernel, atomic's prescale before it)",
     "d_reduce": "per partial read in the separate reduce pass",
+    "unit": "per work unit after a CTA's first (the mainloop's restart on a new tile, its epilogue)",
+    "dram_us_per_mb": "per MB of A and B read from DRAM, where a step's misses outlast its MAC iteration",
 }
+
+
+# Terms added to the first model (LOG.md v19); an entry fitted without them predicts as if they were 0.
+EXTENSION_TERMS = ("unit", "dram_us_per_mb")
 
 
 def term_names(ctas_per_sm: int) -> tuple[str, ...]:
@@ -60,10 +66,12 @@ class Calibration:
     sms: int = 0
     probes: int = 0
     rms_rel_residual: float = math.nan
+    l2_bytes: int = 0  # the L2 of the device it was measured on: the traffic model's capacity
 
     def __post_init__(self) -> None:
         names = tuple(t.name for t in self.terms)
-        if names != term_names(self.ctas_per_sm):
+        first_model = tuple(t for t in term_names(self.ctas_per_sm) if t not in EXTENSION_TERMS)
+        if names not in (term_names(self.ctas_per_sm), first_model):
             raise InputError(f"calibration of {self.dtype} {self.tile} needs the terms "
                              f"{', '.join(term_names(self.ctas_per_sm))} in that order (got {', '.join(names)})")
 
@@ -71,12 +79,13 @@ class Calibration:
         """The value of term ``name``; c_shared falls back to c1 on a kernel of one CTA per SM."""
         if name == "c_shared" and self.ctas_per_sm == 1:
             name = "c1"
-        return next(t.us for t in self.terms if t.name == name)
+        return next((t.us for t in self.terms if t.name == name), 0.0 if name in EXTENSION_TERMS else math.nan)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"dtype": self.dtype, "tile": [self.tile.bm, self.tile.bn, self.tile.bk],
                 "ctas_per_sm": self.ctas_per_sm, "device": self.device, "sms": self.sms, "probes": self.probes,
                 "rms_rel_residual": None if math.isnan(self.rms_rel_residual) else self.rms_rel_residual,
+                "l2_bytes": self.l2_bytes,
                 "terms_us": {t.name: {"us": t.us, "se": t.se} for t in self.terms}}
 
     @classmethod
@@ -86,7 +95,7 @@ class Calibration:
             rms = obj.get("rms_rel_residual")
             return cls(str(obj["dtype"]), TileShape(*(int(x) for x in obj["tile"])), int(obj["ctas_per_sm"]), terms,
                        str(obj.get("device", "")), int(obj.get("sms", 0)), int(obj.get("probes", 0)),
-                       math.nan if rms is None else float(rms))
+                       math.nan if rms is None else float(rms), int(obj.get("l2_bytes", 0)))
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, InputError):
                 raise

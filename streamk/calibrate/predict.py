@@ -7,7 +7,11 @@ machine and which constants it runs with, mirroring how the GPU backend launches
   co-resident CTAs share an SM's tensor cores: each runs at about half speed);
 * under separate-reduce the main kernel reads no partials, so the simulator's reduce pass is
   priced at ``d_reduce``; every other policy reads at ``d``;
-* ``launch`` is paid once, ``pass_launch`` once more for a reduce or prescale pass.
+* ``launch`` is paid once, ``pass_launch`` once more for a reduce or prescale pass;
+* ``unit`` before each work unit after a CTA's first (the mainloop restarts on a new tile);
+* ``dram_us_per_mb``: the MAC iteration stretched where the schedule's operand reads miss the L2
+  faster than DRAM delivers them (``traffic.dram_slowdown``: scattered Stream-K units on operands
+  larger than the L2).
 """
 
 from __future__ import annotations
@@ -15,12 +19,15 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import numpy as np
+
 from ..costs import Costs
 from ..fixup import plan_fixup
 from ..schedule import Schedule
-from ..shapes import Machine
+from ..shapes import ITEMSIZE, Machine
 from ..sim import simulate
 from .model import Calibration
+from .traffic import dram_slowdown
 
 EXTRA_PASS_POLICIES = ("separate-reduce", "atomic")  # a second kernel when any tile is split
 MIN_C_US = 1e-9  # Costs needs c > 0; a fit may probe c at 0
@@ -32,16 +39,25 @@ def residency(grid: int, sms: int, ctas_per_sm: int) -> int:
 
 
 def predict_from(schedule: Schedule, values: dict[str, float], sms: int, ctas_per_sm: int,
-                 fixup: str | None = None) -> float:
+                 fixup: str | None = None, *, l2_bytes: float = 0.0, element_bytes: int = 2) -> float:
     """Predicted microseconds of ``schedule`` under term ``values`` (a fit's current guess or a
-    Calibration's); inf where the schedule cannot finish on that machine."""
+    Calibration's) on ``element_bytes`` operands and an L2 of ``l2_bytes`` (0: no traffic model);
+    inf where the schedule cannot finish on that machine."""
     policy = schedule.fixup if fixup is None else fixup
     r = residency(schedule.grid, sms, ctas_per_sm)
-    c = values["c1"] if r == 1 else values.get("c_shared", values["c1"])
+    c = max(values["c1"] if r == 1 else values.get("c_shared", values["c1"]), MIN_C_US)
+    if l2_bytes > 0 and values.get("dram_us_per_mb", 0.0) > 0:
+        slots = min(schedule.grid, sms * r)
+        c *= dram_slowdown(schedule, slots, l2_bytes, element_bytes, c, 1e6 / values["dram_us_per_mb"])
     d = values["d_reduce"] if policy == "separate-reduce" else values["d"]
-    costs = Costs(a=values["a"], b=values["b"], c=max(c, MIN_C_US), d=d)
+    costs = Costs(a=values["a"], b=values["b"], c=c, d=d)
+    ipt = schedule.problem.iters_per_tile
+    units = schedule.units
+    if len(units) == schedule.grid and np.all(units[:, 1] == 0) and np.all(units[:, 2] == ipt):
+        # whole tiles, one per CTA: identical CTAs in waves (what the event simulator gives, faster)
+        return values["launch"] + math.ceil(schedule.grid / (sms * r)) * (costs.a + costs.c * ipt)
     placed = schedule if schedule.machine == Machine(sms, r) else replace(schedule, machine=Machine(sms, r))
-    timeline = simulate(placed, costs, policy)
+    timeline = simulate(placed, costs, policy, values.get("unit", 0.0))
     if timeline.deadlock:
         return math.inf
     extra = 0.0
@@ -53,4 +69,5 @@ def predict_from(schedule: Schedule, values: dict[str, float], sms: int, ctas_pe
 def predict_us(schedule: Schedule, calibration: Calibration, sms: int, fixup: str | None = None) -> float:
     """Predicted microseconds of ``schedule`` on ``sms`` SMs of the calibrated device family."""
     values = {t.name: t.us for t in calibration.terms}
-    return predict_from(schedule, values, sms, calibration.ctas_per_sm, fixup)
+    return predict_from(schedule, values, sms, calibration.ctas_per_sm, fixup, l2_bytes=calibration.l2_bytes,
+                        element_bytes=ITEMSIZE[calibration.dtype])

@@ -298,12 +298,16 @@ def summarize(rows, decomps, dtype):
         tf = lambda r, key: 2 * r["m"] * r["n"] * r["k"] / r[key] / 1e9  # noqa: E731
         for key in ["cublas_raw", "cublas_padded"] + decomps:
             print(f"   {key:<16} TFLOP/s geomean {geomean([tf(r, key) for r in sel]):7.1f}")
+        # the DP the ratios are against: plain data-parallel, else the first data-parallel variant
+        dp = "data-parallel" if "data-parallel" in decomps else next(
+            (d for d in decomps if d.startswith("data-parallel")), None)
         for d in decomps:
-            vs_dp = [r["data-parallel"] / r[d] for r in sel]
+            vs_dp = [r[dp] / r[d] for r in sel] if dp else []
             vs_raw = [r["cublas_raw"] / r[d] for r in sel]
             vs_pad = [r["cublas_padded"] / r[d] for r in sel]
-            print(f"   {d:<16} vs DP geo {geomean(vs_dp):.3f} mean {statistics.mean(vs_dp):.3f} min {min(vs_dp):.3f} | "
-                  f"vs cuBLAS raw geo {geomean(vs_raw):.3f} | vs padded geo {geomean(vs_pad):.3f} | "
+            versus = f"vs {dp} geo {geomean(vs_dp):.3f} mean {statistics.mean(vs_dp):.3f} min {min(vs_dp):.3f} | " \
+                if dp else ""
+            print(f"   {d:<16} {versus}vs cuBLAS raw geo {geomean(vs_raw):.3f} | vs padded geo {geomean(vs_pad):.3f} | "
                   f"max relerr {max(r[d + '_relerr'] for r in sel):.1e}")
     same_tile_dp(corpus_rows, decomps)
     if "data-parallel" in decomps:  # where a variant ran DP's very launch, it was timed once

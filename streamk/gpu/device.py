@@ -59,6 +59,7 @@ class Device:
         self.sms = self._attr(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         self.smem_per_sm = self._attr(attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)
         self.smem_per_block = self._attr(attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        self.l2_bytes = self._attr(attr.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
         major = self._attr(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
         minor = self._attr(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
         if major < 8:
@@ -219,7 +220,15 @@ class Buffer:
     def __del__(self) -> None:
         if self.ptr:
             try:
-                driver().cuMemFree(self.ptr)
+                # The collector may drop a Buffer while this thread captures a CUDA graph, in whose
+                # default (global) mode cuMemFree is refused and ends the capture: free it in
+                # relaxed mode, as allocations during a capture are made (Device.setup).
+                drv = driver()
+                _, mode = drv.cuThreadExchangeStreamCaptureMode(drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED)
+                try:
+                    drv.cuMemFree(self.ptr)
+                finally:
+                    drv.cuThreadExchangeStreamCaptureMode(mode)
             except Exception:  # noqa: BLE001 - interpreter shutdown: the driver frees it with the context
                 pass
             self.ptr = 0

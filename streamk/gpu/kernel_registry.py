@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..shapes import TileShape
+from ..shapes import ITEMSIZE, TileShape
 
 ROLES = ("main", "reduce", "prescale", "pack", "test")
 SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64"}
-ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,8 @@ Model (DESIGN.md "Simulator semantics"):
   signals when its partial store is done; a unit with ``waits`` starts its fixup only when every
   awaited unit has signalled. Under last-arrival the contributor whose store completes last
   (the last one processed at equal times) reduces and writes the tile.
+* ``unit_cost`` (0 in the paper's model; the calibrated model's ``unit`` term): paid before each
+  work unit after a CTA's first, the mainloop's restart on a new tile.
 * separate-reduce: after the whole grid ends, a second grid of one reduce task per split tile
   (``d`` per partial read) is dispatched on the slots the same way.
 
@@ -44,11 +46,14 @@ Request = tuple
 Program = Generator[Request, bool | None, None]
 
 
-def _program(cta: int, plan: FixupPlan, costs: Costs) -> Program:
+def _program(cta: int, plan: FixupPlan, costs: Costs, unit_cost: float) -> Program:
     s = plan.schedule
     if costs.a > 0:
         yield ("run", costs.a, "overhead", -1)
-    for u in range(int(s.cta_offsets[cta]), int(s.cta_offsets[cta + 1])):
+    first = int(s.cta_offsets[cta])
+    for u in range(first, int(s.cta_offsets[cta + 1])):
+        if unit_cost > 0 and u > first:
+            yield ("run", unit_cost, "overhead", -1)
         iters = int(s.units[u, 2] - s.units[u, 1])
         yield ("run", costs.c * iters, "mac", u)
         does = TRAITS[Action(plan.action[u])]
@@ -71,7 +76,7 @@ def _program(cta: int, plan: FixupPlan, costs: Costs) -> Program:
 class _Run:
     """Mutable state of one simulation; ``simulate_events`` is its only user."""
 
-    def __init__(self, schedule: Schedule, costs: Costs, policy: str) -> None:
+    def __init__(self, schedule: Schedule, costs: Costs, policy: str, unit_cost: float) -> None:
         if schedule.machine is None:
             raise ScheduleError("the schedule has no machine (sms, ctas_per_sm) to simulate on; "
                                 "build it with make_schedule(..., machine) or add sms to its JSON")
@@ -80,7 +85,7 @@ class _Run:
         self.per_sm = schedule.machine.ctas_per_sm
         self.slots = schedule.machine.slots
         grid, n = schedule.grid, len(schedule.units)
-        self.programs = [_program(c, self.plan, costs) for c in range(grid)]
+        self.programs = [_program(c, self.plan, costs, unit_cost) for c in range(grid)]
         self.cta_slot = np.full(grid, -1, dtype=np.int64)
         self.cta_start = np.full(grid, math.nan)
         self.cta_end = np.full(grid, math.inf)
@@ -204,10 +209,12 @@ class _Run:
             cta = target
 
 
-def simulate_events(schedule: Schedule, costs: Costs = IDEAL, fixup: str | None = None) -> Timeline:
+def simulate_events(schedule: Schedule, costs: Costs = IDEAL, fixup: str | None = None,
+                    unit_cost: float = 0.0) -> Timeline:
     """Simulate ``schedule`` event by event under ``costs`` and fixup policy ``fixup``
-    (default: the schedule's own); see the module docstring for the model."""
-    run = _Run(schedule, costs, schedule.fixup if fixup is None else fixup)
+    (default: the schedule's own), ``unit_cost`` before each unit after a CTA's first; see the
+    module docstring for the model."""
+    run = _Run(schedule, costs, schedule.fixup if fixup is None else fixup, unit_cost)
     run.run()
     deadlock = run.next_cta < schedule.grid or bool(run.blocked) or bool(np.isinf(run.cta_end).any())
     reason = run.deadlock_reason() if deadlock else None

@@ -1,0 +1,85 @@
+"""Operand traffic: how much of a Schedule's A and B reads miss the L2 and come from DRAM.
+
+Data-parallel waves run their resident tiles at the same k step, so each slice of A (a tile row's
+BM x BK block at one k) and of B is fetched once and shared by every tile of that row or column.
+Stream-K CTAs start at scattered k offsets: the tiles of one row read the same slice at different
+times, and once the operands outgrow the L2 most reads come from DRAM, where a whole wave of
+CTAs asks for more bytes per iteration than DRAM delivers (the fidelity run of LOG.md v19).
+
+The trace: ``slots`` CTAs run at once, slot j running CTAs j, j + slots, ... in order, all slots
+advancing one MAC iteration per step. A slice read is an L2 hit when the same slice was read
+within the last ``window`` steps (the steps whose distinct slices fill the L2), or when the
+problem's operands fit the L2 (back-to-back calls find them there).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..schedule import Schedule, tile_coordinates
+
+# The share of the L2 that holds operand slices between reads (the rest: C, partials, other sets).
+L2_SHARE = 0.5
+_MEMO: dict[tuple, tuple[Schedule, np.ndarray]] = {}  # a fit predicts each probe dozens of times
+_MEMO_ENTRIES = 64
+
+
+def miss_bytes_per_step(schedule: Schedule, slots: int, l2_bytes: float, element_bytes: int) -> np.ndarray:
+    """Bytes of A and B read from DRAM at each step of ``schedule``'s trace on ``slots`` slots."""
+    key = (id(schedule), slots, l2_bytes, element_bytes)
+    held = _MEMO.get(key)
+    if held is None or held[0] is not schedule:
+        if len(_MEMO) >= _MEMO_ENTRIES:
+            _MEMO.pop(next(iter(_MEMO)))
+        held = _MEMO[key] = (schedule, _trace_misses(schedule, slots, l2_bytes, element_bytes))
+    return held[1]
+
+
+def _trace_misses(schedule: Schedule, slots: int, l2_bytes: float, element_bytes: int) -> np.ndarray:
+    units = schedule.units
+    lengths = (units[:, 2] - units[:, 1]).astype(np.int64)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0)
+    unit_of = np.repeat(np.arange(len(units)), lengths)
+    starts = np.cumsum(lengths) - lengths
+    k = units[unit_of, 1] + (np.arange(total) - starts[unit_of])
+    slot = (schedule.unit_cta % slots)[unit_of]
+    order = np.argsort(slot, kind="stable")  # each slot's iterations in CTA order
+    slot_sorted = slot[order]
+    slot_first = np.searchsorted(slot_sorted, np.arange(slots))
+    step = np.empty(total, dtype=np.int64)
+    step[order] = np.arange(total) - slot_first[slot_sorted]
+
+    problem, tile = schedule.problem, schedule.tile
+    tm, tn = tile_coordinates(schedule.tile_order, problem.tiles_m, problem.tiles_n, units[unit_of, 0])
+    ipt = problem.iters_per_tile
+    slice_a = tile.bm * tile.bk * element_bytes
+    slice_b = tile.bk * tile.bn * element_bytes
+    steps = int(step.max()) + 1
+    keys = np.concatenate([tm * ipt + k, (problem.tiles_m + tn) * ipt + k])
+    when = np.concatenate([step, step])
+    size = np.concatenate([np.full(total, slice_a), np.full(total, slice_b)])
+
+    # one read per (slice, step): tiles sharing a slice in the same step fetch it once
+    pair = np.unique(keys * steps + when)
+    keys, when = np.divmod(pair, steps)
+    size = np.where(keys < problem.tiles_m * ipt, slice_a, slice_b)
+    distinct_per_step = float(size.sum()) / steps
+    window = L2_SHARE * l2_bytes / max(distinct_per_step, 1.0)
+    shape = schedule.shape
+    footprint = (shape.m + shape.n) * shape.k * element_bytes
+    first = np.r_[True, keys[1:] != keys[:-1]]
+    gap = np.r_[0, np.diff(when)]
+    miss = np.where(first, footprint > L2_SHARE * l2_bytes, gap > window)
+    return np.bincount(when[miss], weights=size[miss], minlength=steps)
+
+
+def dram_slowdown(schedule: Schedule, slots: int, l2_bytes: float, element_bytes: int, c_us: float,
+                  dram_bytes_per_us: float) -> float:
+    """How many times longer the trace's steps take than ``c_us`` each, where a step whose misses
+    take longer at ``dram_bytes_per_us`` than the MAC iteration waits for DRAM."""
+    misses = miss_bytes_per_step(schedule, slots, l2_bytes, element_bytes)
+    if not len(misses):
+        return 1.0
+    return float(np.maximum(c_us, misses / dram_bytes_per_us).sum() / (len(misses) * c_us))
