@@ -34,7 +34,8 @@ CSV_MADE_BY = "streamk fidelity (on a GPU)"
 
 def default_variants(tile: TileShape) -> list[str]:
     """Every decomposition and policy in ``VARIANTS``, pinned to the calibrated kernel's tile."""
-    return [v.replace("+", f"#{tile.bm}x{tile.bn}+", 1) if "+" in v else f"{v}#{tile.bm}x{tile.bn}" for v in VARIANTS]
+    pinned = f"#{tile.bm}x{tile.bn}x{tile.bk}"  # the whole tile: 128x256 alone is the sm80 128x256x32
+    return [v.replace("+", f"{pinned}+", 1) if "+" in v else f"{v}{pinned}" for v in VARIANTS]
 
 
 def label(variant_text: str) -> str:

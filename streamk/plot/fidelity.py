@@ -20,8 +20,10 @@ def plot_fidelity(rows: Sequence[dict[str, Any]], path: str | Path, title: str =
     """Scatter of predicted vs measured microseconds colored by variant, with the line y = x; PNG."""
     points: dict[str, tuple[list[float], list[float]]] = {}
     for r in rows:
+        if r.get("error") or "measured_us" not in r:  # a run the backend refused has no time
+            continue
         m, p = float(r["measured_us"]), float(r["predicted_us"])
-        if not r.get("error") and m > 0 and p > 0 and math.isfinite(p):
+        if m > 0 and p > 0 and math.isfinite(p):
             xs, ys = points.setdefault(label(r["variant"]), ([], []))
             xs.append(m)
             ys.append(p)
