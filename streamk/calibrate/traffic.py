@@ -59,7 +59,6 @@ def _trace_misses(schedule: Schedule, slots: int, l2_bytes: float, element_bytes
     steps = int(step.max()) + 1
     keys = np.concatenate([tm * ipt + k, (problem.tiles_m + tn) * ipt + k])
     when = np.concatenate([step, step])
-    size = np.concatenate([np.full(total, slice_a), np.full(total, slice_b)])
 
     # one read per (slice, step): tiles sharing a slice in the same step fetch it once
     pair = np.unique(keys * steps + when)
