@@ -125,3 +125,58 @@ def test_strided_outputs_with_beta(dtype):
                 C.copy_(C0)
             gemm(A, B, C, alpha=0.75, beta=-1.25, schedule=decomp, fixup=policy, **options)
             assert error_ratio(C, A, B, 0.75, -1.25, C0) <= 1, (layout, decomp, policy)
+
+
+def _nan_padded(rows: int, cols: int, offset: int, extra: int, dtype: str, gen):
+    """A rows x cols view at element ``offset`` of a NaN-filled buffer whose rows are cols + extra
+    long: the base and row stride only 2-byte aligned where offset or cols + extra is odd, and the
+    elements just past each row NaN (a kernel must not let them into the sums)."""
+    import torch
+
+    ld = cols + extra
+    buf = torch.full((offset + rows * ld + 16,), math.nan, device="cuda").to(getattr(torch, dtype))
+    view = buf[offset:offset + rows * ld].view(rows, ld)[:, :cols]
+    view.copy_(torch.randn(rows, cols, generator=gen, device="cuda"))
+    return view
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_sm90_reads_two_byte_aligned_rows_in_place(dtype):
+    """The 128x128x64 kernel of 2-byte copies (sm90/direct.cuh): A, B or both read in place by the
+    producer warp group at every shift of a row inside its 16-byte block, next to NaNs past the
+    matrix, edge tiles in m, n and k, under DP, Stream-K and every fixup policy; nothing packed."""
+    import torch
+
+    from streamk.gpu import prepare
+
+    _skip_unless_built_for_this_device(dtype, "128x128x64")
+    gen = torch.Generator(device="cuda").manual_seed(29)
+    cases = [  # (m, n, k, A's offset and row extra, B's)
+        ((300, 260, 131), (1, 0), (0, 4)),      # A: odd k, odd base; B 16-byte aligned (TMA)
+        ((257, 131, 200), (0, 0), (3, 2)),      # B: odd base, rows 133 long; A by TMA
+        ((129, 77, 1001), (5, 2), (7, 1)),      # both in place, rows of every residue mod 8
+        ((1, 300, 77), (1, 0), (1, 3)),         # one row of A
+        ((520, 390, 4099), (3, 0), (1, 0)),     # many k-iterations, several units per CTA
+    ]
+    ran = 0
+    for (m, n, k), (oa, xa), (ob, xb) in cases:
+        A = _nan_padded(m, k, oa, xa, dtype, gen)
+        B = _nan_padded(k, n, ob, xb, dtype, gen)
+        for decomp, options, policy in (("data-parallel", {}, None), ("stream-k", {}, "owner-waits"),
+                                        ("stream-k", {"grid": 7}, "turnstile"), ("fixed-split", {"splits": 3},
+                                        "separate-reduce"), ("stream-k", {}, "atomic"), ("auto", {}, None)):
+            beta = 0.5 if policy == "atomic" else 0.0
+            C0 = torch.randn(m, n, generator=gen, device="cuda")
+            C = C0.clone() if beta else torch.full((m, n), math.nan, device="cuda")
+            try:
+                p = prepare(A, B, C, alpha=1.5, beta=beta, schedule=decomp, fixup=policy, tile="128x128x64", **options)
+            except (DeadlockError, ScheduleError):
+                continue
+            p.run()
+            torch.cuda.synchronize()
+            ran += 1
+            names = p.launch.names
+            main = f"streamk_sm90_{'bf16' if dtype == 'bfloat16' else 'f16'}_w2"
+            assert main in names and not any("pack" in name for name in names), names
+            assert error_ratio(C, A, B, 1.5, beta, C0) <= 1, ((m, n, k), decomp, policy, names)
+    assert ran >= 25
