@@ -40,14 +40,13 @@ def test_names_follow_the_rule_and_keep_their_meaning():
     assert SMALL_SPECS["bfloat16"].entry(4) == "streamk_sm80_bf16_t64_w4"
     assert WIDE_SPECS["float16"].reduce == "streamk_reduce_f32_t128x256"
     assert tile_specs("float64") == {TileShape(64, 64, 16): SPECS["float64"]}
-    # sm80: 8- and 4-byte cp.async; sm90: 2 (the producer warp group reads 2-byte-aligned rows in place)
-    assert all(w in ((2,) if s.tma else (8, 4)) for s in tile_specs("float16").values() for w, _ in s.narrow)
+    assert all(w in (8, 4) for s in tile_specs("float16").values() for w, _ in s.narrow)
 
 
 def test_variants_check_themselves():
     with pytest.raises(ValueError, match="role must be one of"):
         reg.KernelVariant("mainx", "sm80_half", "float16", TileShape(128, 128, 32))
-    with pytest.raises(ValueError, match="load_bytes of a sm80_half kernel must be one of"):
+    with pytest.raises(ValueError, match="load_bytes must be 16, 8 or 4"):
         reg.KernelVariant("main", "sm80_half", "float16", TileShape(128, 128, 32), load_bytes=2)
     with pytest.raises(ValueError, match="only main kernels have narrow copies"):
         reg.KernelVariant("reduce", "sm80_half", "float32", TileShape(128, 128, 32), load_bytes=8)
@@ -63,9 +62,7 @@ def test_the_sm90_family_is_generated_like_the_others_and_built_for_sm90a_only()
     spec = spec_for_tile("bfloat16", "128x128x64")
     assert (spec.main, spec.reduce, spec.prescale) == ("streamk_sm90_bf16", "streamk_reduce_f32_sm90",
                                                        "streamk_prescale_f32_sm90")
-    assert spec.tma and spec.archs == ("sm_90a",) and spec.narrow == ((2, "streamk_sm90_bf16_w2"),)
-    direct = reg.variant("streamk_sm90_bf16_w2")
-    assert direct.unit == "sm90_tma_128x128_w2" and direct.cxx_type == "streamk::sm90::TmaWgmma<true, 128, 4, 2>"
+    assert spec.tma and spec.archs == ("sm_90a",) and spec.narrow == ()
     assert spec_for_tile("float16", "128x128").main == "streamk_sm80_f16"  # two sides: the first of the tile
     assert "sm90_tma_128x128_w16" in units_for("sm_90a") and "sm90_tma_128x128_w16" not in units_for("sm_80")
     source = reg.unit_source("sm90_tma_128x128_w16")
@@ -91,8 +88,8 @@ def test_the_wide_sm90_tile_is_a_second_tile_of_the_family_with_three_stages_and
     assert spec_for_tile("float16", "128x256").main == "streamk_sm80_f16_t128x256"  # two sides: the first, sm80's
     main = reg.variant("streamk_sm90_bf16_t128x256")
     assert (main.stages, main.blocks_per_sm, main.unit) == (3, 1, "sm90_tma_128x256_w16")
-    assert main.cxx_type == "streamk::sm90::TmaWgmma<true, 256, 3, 16>"
-    assert reg.variant("streamk_sm90_f16").cxx_type == "streamk::sm90::TmaWgmma<false, 128, 4, 16>"
+    assert main.cxx_type == "streamk::sm90::TmaWgmma<true, 256, 3>"
+    assert reg.variant("streamk_sm90_f16").cxx_type == "streamk::sm90::TmaWgmma<false, 128, 4>"
     assert "sm90_tma_128x256_w16" in units_for("sm_90a") and "sm90_tma_128x256_w16" not in units_for("sm_80")
     source = reg.unit_source("sm90_tma_128x256_w16")
     assert "__launch_bounds__(streamk_sm90_f16_t128x256_t::BLOCK_THREADS, 1) streamk_sm90_f16_t128x256(" in source

@@ -52,22 +52,3 @@ def test_unaligned_operands_are_refused_before_the_driver():
         tma.encode(0, "float16", 4096, 10, 10, 12, 64)
     with pytest.raises(ValueError, match="sm90 tiles are 64 deep"):
         tma.maps_of("float16", GemmShape(300, 77, 130), 136, 128, TileShape(128, 128, 32))
-
-
-def test_an_operand_read_in_place_gets_its_flag_and_no_map(monkeypatch):
-    """The 2-byte-copy kernel reads B of an odd n in place: only A's map is encoded, the kernel's
-    direct flags say which operand its producer warp group reads (tma_wgmma.cuh TmaParams)."""
-    calls = []
-
-    def encode(dtype, rank, ptr, dims, *rest):
-        calls.append((ptr, [int(x) for x in dims]))
-        return driver.CUresult.CUDA_SUCCESS, _Map(7)
-
-    monkeypatch.setattr(driver, "cuTensorMapEncodeTiled", encode)
-    params = TmaParams()
-    params.direct[0] = 1  # a stale flag from an earlier fill is overwritten
-    maps = tma.maps_of("float16", GemmShape(300, 77, 128), 128, 77, TileShape(128, 128, 64), direct=(False, True))
-    assert maps[2] is None
-    tma.fill(params, maps, 4096, 8194)  # B's base and rows only 2-byte aligned: never given to the driver
-    assert calls == [(4096, [128, 300])] and list(params.direct) == [0, 1]
-    assert bytes(params.a) == bytes([7] * 128) and bytes(params.b) == bytes(128)

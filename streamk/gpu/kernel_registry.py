@@ -41,7 +41,6 @@ class Mainloop:
     block: str = "THREADS"
     pass_suffix: str = ""  # tells its reduce / prescale entries from another family's on the same tile
     tma: bool = False  # reads A and B through TMA maps in its parameter block (launch.TmaParams)
-    load_widths: tuple[int, ...] = (16, 8, 4)  # global->shared copy widths its kernels come in (bytes)
 
 
 MAINLOOPS = {m.name: m for m in (
@@ -49,15 +48,15 @@ MAINLOOPS = {m.name: m for m in (
              "streamk::sm80::Half<{bf16}, {load_bytes}, streamk::sm80::Tile<{bm}, {bn}, {stages}>>",
              ("float16", "bfloat16"), "float32", TileShape(128, 128, 32)),
     Mainloop("sm80_f64", "sm80", "sm80/f64.cuh", "streamk::sm80::Double<{load_bytes}, {stages}>",
-             ("float64",), "float64", TileShape(64, 64, 16), load_widths=(16, 8)),
+             ("float64",), "float64", TileShape(64, 64, 16)),
     Mainloop("ws_test", "ws_test", "testing/warp_specialized.cuh", "streamk::testing::WsKernel",
              ("float32",), "float32", TileShape(32, 32, 8)),
     # TMA + wgmma, a producer warp group and two consumer ones; the TMA maps ride in the
     # __grid_constant__ parameter block (streamk/gpu/tma.py builds them)
-    Mainloop("sm90_tma", "sm90", "sm90/tma_wgmma.cuh", "streamk::sm90::TmaWgmma<{bf16}, {bn}, {stages}, {load_bytes}>",
+    Mainloop("sm90_tma", "sm90", "sm90/tma_wgmma.cuh", "streamk::sm90::TmaWgmma<{bf16}, {bn}, {stages}>",
              ("float16", "bfloat16"), "float32", TileShape(128, 128, 64), archs=("sm_90a",),
              body="streamk::sm90::tma_wgmma_kernel<{t}>(p);", params="const __grid_constant__ streamk::sm90::TmaParams",
-             block="BLOCK_THREADS", pass_suffix="_sm90", tma=True, load_widths=(16, 2)),
+             block="BLOCK_THREADS", pass_suffix="_sm90", tma=True),
 )}
 
 
@@ -83,9 +82,8 @@ class KernelVariant:
             raise ValueError(f"role must be one of {', '.join(ROLES)} (got {self.role!r})")
         if self.mainloop not in MAINLOOPS:
             raise ValueError(f"mainloop must be one of {', '.join(MAINLOOPS)} (got {self.mainloop!r})")
-        widths = MAINLOOPS[self.mainloop].load_widths
-        if self.load_bytes not in widths:
-            raise ValueError(f"load_bytes of a {self.mainloop} kernel must be one of {widths} (got {self.load_bytes})")
+        if self.load_bytes not in (16, 8, 4):
+            raise ValueError(f"load_bytes must be 16, 8 or 4 (got {self.load_bytes})")
         if self.load_bytes != 16 and self.role != "main":
             raise ValueError(f"only main kernels have narrow copies (got a {self.role} with {self.load_bytes})")
         if (self.tile is None) != (self.role == "pack"):
@@ -144,9 +142,7 @@ HALF_STAGES = 3  # sm80/half_config.cuh STAGES
 F64_STAGES = 4   # sm80/f64_config.cuh STAGES
 # The sm90 TMA + wgmma tiles (sm90/config.cuh STAGES_128 / STAGES_256: as many 64-deep stages as fit
 # in 227 KB beside the epilogue's 68 KB staging; 201,792 and 218,160 B of shared memory), one CTA per SM.
-# 2: the 128x128 tile also reads operands whose rows are only 2-byte aligned in place
-# (sm90/direct.cuh); the 128x256 one packs them (its consumers need the registers).
-SM90_TILES = ((TileShape(128, 128, 64), 4, (16, 2)), (TileShape(128, 256, 64), 3, (16,)))
+SM90_TILES = ((TileShape(128, 128, 64), 4), (TileShape(128, 256, 64), 3))
 HALF_WIDTHS = (16, 8, 4)
 # The FP16/BF16 tiles, the paper's first (then the order tile_specs lists them), with the CTAs per
 # SM their __launch_bounds__ ask for: 3 on 64x64 gives 152 registers and no spills (4: 128 and
@@ -162,7 +158,7 @@ VARIANTS: tuple[KernelVariant, ...] = (
     KernelVariant("pack", "sm80_half", "float16"),
     KernelVariant("pack", "sm80_f64", "float64"),
     KernelVariant("test", "ws_test", "float32", TileShape(32, 32, 8)),
-    *(v for tile, stages, widths in SM90_TILES for v in _family("sm90_tma", tile, widths, stages, 1)),
+    *(v for tile, stages in SM90_TILES for v in _family("sm90_tma", tile, (16,), stages, 1)),
 )
 BY_NAME = {v.name: v for v in VARIANTS}
 assert len(BY_NAME) == len(VARIANTS), "entry names are unique"

@@ -53,15 +53,13 @@ def gemm_params(**fields) -> GemmParams:
 
 class TmaParams(ctypes.Structure):
     """The sm90 mainloop's parameter block (kernels/sm90/tma_wgmma.cuh TmaParams): the GemmParams,
-    which operands the producer warp group reads in place (``direct``: the kernels of 2-byte copies),
     then A's and B's TMA maps at 64-byte offsets (tma.encode writes them)."""
 
-    _fields_ = [("gemm", GemmParams), ("direct", ctypes.c_int * 2), ("_pad", ctypes.c_ubyte * 24),
-                ("a", ctypes.c_ubyte * 128), ("b", ctypes.c_ubyte * 128)]
+    _fields_ = [("gemm", GemmParams), ("_pad", ctypes.c_ubyte * 32), ("a", ctypes.c_ubyte * 128),
+                ("b", ctypes.c_ubyte * 128)]
 
 
-assert TmaParams.direct.offset == 160 and TmaParams.a.offset == 192 and TmaParams.b.offset == 320
-assert ctypes.sizeof(TmaParams) == 448
+assert TmaParams.a.offset == 192 and TmaParams.b.offset == 320 and ctypes.sizeof(TmaParams) == 448
 
 
 class PackParams(ctypes.Structure):

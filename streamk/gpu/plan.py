@@ -286,9 +286,7 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
                           grid_y=reduce_slices(items, spec, rthreads, dev.sms), pdl=pdl))
     extents = (extent_bytes(a, spec.itemsize), extent_bytes(b, spec.itemsize),
                extent_bytes(c, acc_bytes) if c is not None else 0)
-    # sm90: operands read in place (copies narrower than 16 bytes) have no TMA map
-    direct = tuple(not packs[name] and 0 < widths[name] < 16 for name in "AB")
-    maps = tma.maps_of(a.dtype, shape, lda, ldb, spec.tile, direct) if spec.tma else None
+    maps = tma.maps_of(a.dtype, shape, lda, ldb, spec.tile) if spec.tma else None
     return GemmPlan(dev, lanes, shape, spec, sched, plan, residency, steps, (table_buf,), needs, template, pack, extents,
                     coresident, maps)
 

@@ -59,11 +59,12 @@ def reduce_slices(items: int, spec: KernelSpec, threads: int, sms: int) -> int:
 # The last two rungs take the tiles of the Target's ``large_rungs`` family (Target.large_tiles):
 # 128x256x32 and 128x128x32 of the sm80 kernels, or 128x256x64 and 128x128x64 of the sm90 TMA +
 # wgmma ones (the same thresholds, measured on the sm80 tiles; iterations counted 32 deep); the
-# h100 and h200 presets take sm90 where k >= SM90_MIN_ITERS 64-deep iterations (k of 130-170
-# lost up to 1.07x; LOG.md v17f: 8192^3 731 TFLOP/s against 455). TMA needs 16-byte rows: where
-# a contiguous operand's are not, the square sm90 tile's kernel of 2-byte copies reads them in
-# place (sm90/direct.cuh) and auto takes it over the wide one, which would pack them (packing a
-# large operand lost up to 1.64x against the sm80 kernels' narrow copies, v17f).
+# h100 and h200 presets take sm90, guarded by SM90_MIN_ITERS and narrow copies below.
+# The sm90 rungs (TMA needs 16-byte rows: no narrow copies, so such operands are packed) only
+# where the sm80 kernel would not read contiguous operands in place with 8- or 4-byte copies
+# (there, packing a large operand lost up to 1.64x) and k >= 256 (k of 130-170 in 64-deep
+# iterations lost up to 1.07x). H100, 400 shapes (LOG.md v17f): on the 114 shapes this takes,
+# 0.80x the time of the sm80 rungs geomean (worst 0.99x); 8192^3 731 TFLOP/s against 455.
 SM90_MIN_ITERS = 8
 RECT_MAX_ITERS = 64
 WIDE_MIN_ITERS = 32
@@ -107,10 +108,8 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
                 return tile
     square, wide = target.large_tiles(dtype)
     sm80_square, sm80_wide = LARGE_RUNGS["sm80"]
-    if square != sm80_square and iters < SM90_MIN_ITERS:
+    if square != sm80_square and (iters < SM90_MIN_ITERS or contiguous_narrow(shape, dtype)(sm80_square)):
         square, wide = sm80_square, (sm80_wide if sm80_wide in tiles else None)
-    elif square != sm80_square and contiguous_narrow(shape, dtype)(square):
-        return square  # its kernel reads the rows TMA cannot in place; the wide sm90 tile would pack them
     if wide is not None and iters >= WIDE_MIN_ITERS and count(wide) >= sms:
         return wide
     return square

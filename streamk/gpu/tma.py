@@ -5,9 +5,8 @@ A row-major ``rows x cols`` operand with row stride ``ld`` (elements) is the 2-D
 rows), innermost first; a box is ``BOX_INNER`` elements (128 bytes: the 128-byte swizzle's width)
 by ``box_rows`` rows. A is read in (k, m) boxes of 64 x BM, B in (n, k) boxes of 64 x BK (both sm90
 tiles, 128x128x64 and 128x256x64: 64 x 128 and 64 x 64; a 128x256 stage takes four B boxes). TMA
-needs a 16-byte-aligned base and row stride: the 128x128 kernel of 2-byte copies reads other
-row-major operands in place (kernels/sm90/direct.cuh), the others get them packed first; elements
-past the tensor's edge arrive as zeros.
+needs a 16-byte-aligned base and row stride (the host packs other operands first); elements past
+the tensor's edge arrive as zeros.
 """
 
 from __future__ import annotations
@@ -43,24 +42,16 @@ def encode(dst: int, dtype: str, ptr: int, rows: int, cols: int, ld: int, box_ro
     ctypes.memmove(dst, int(tmap.getPtr()), MAP_BYTES)
 
 
-def maps_of(dtype: str, shape: GemmShape, lda: int, ldb: int, tile: TileShape,
-            direct: tuple[bool, bool] = (False, False)) -> tuple:
+def maps_of(dtype: str, shape: GemmShape, lda: int, ldb: int, tile: TileShape) -> tuple:
     """What the maps of one GEMM signature on ``tile`` describe: the dtype, then (rows, cols, ld,
-    box rows) of A (m x k, boxes of BM rows) and of B (k x n, boxes of BK rows); None for an
-    operand the producer warp group reads in place (``direct``: rows TMA cannot read)."""
+    box rows) of A (m x k, boxes of BM rows) and of B (k x n, boxes of BK rows)."""
     if tile.bk != BOX_INNER:
         raise ValueError(f"the sm90 tiles are {BOX_INNER} deep: one 128-byte swizzled row (got {tile})")
-    map_a = None if direct[0] else (shape.m, shape.k, lda, tile.bm)
-    map_b = None if direct[1] else (shape.k, shape.n, ldb, tile.bk)
-    return dtype, map_a, map_b
+    return dtype, (shape.m, shape.k, lda, tile.bm), (shape.k, shape.n, ldb, tile.bk)
 
 
 def fill(params: TmaParams, maps: tuple, a: int, b: int) -> None:
-    """A's and B's maps (``maps_of``) for the operands at ``a`` and ``b``, written into ``params``,
-    and the flags of the operands read in place (whose maps are left unset)."""
+    """A's and B's maps (``maps_of``) for the operands at ``a`` and ``b``, written into ``params``."""
     dtype, map_a, map_b = maps
-    for i, (offset, ptr, found) in enumerate(((TmaParams.a.offset, a, map_a), (TmaParams.b.offset, b, map_b))):
-        params.direct[i] = found is None
-        if found is not None:
-            rows, cols, ld, box_rows = found
-            encode(ctypes.addressof(params) + offset, dtype, ptr, rows, cols, ld, box_rows)
+    for offset, ptr, (rows, cols, ld, box_rows) in ((TmaParams.a.offset, a, map_a), (TmaParams.b.offset, b, map_b)):
+        encode(ctypes.addressof(params) + offset, dtype, ptr, rows, cols, ld, box_rows)

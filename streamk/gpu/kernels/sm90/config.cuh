@@ -35,11 +35,6 @@ constexpr int SMEM_LIMIT = 227 * 1024;         // a block's dynamic shared memor
 // BN/2 accumulators each plus the fixup's; 128 x 40 + 256 x 232 = 64,512 of the SM's 65,536.
 constexpr int PRODUCER_REGS = 40;
 constexpr int CONSUMER_REGS = 232;
-// With operands read in place (direct.cuh, the 128x128 tile) the producer threads hold two boxes of
-// chunks in flight (128 registers) and the consumers 64 accumulators: 128 x 176 + 256 x 160 = 63,488
-// (both spill-free under NVRTC 13.5; 208 / 144 spilled the consumers).
-constexpr int DIRECT_PRODUCER_REGS = 176;
-constexpr int DIRECT_CONSUMER_REGS = 160;
 // Pipeline depth per tile: as many stages as fit beside the epilogue's staging (above).
 constexpr int STAGES_128 = 4;
 constexpr int STAGES_256 = 3;
@@ -49,8 +44,6 @@ static_assert(WG_M == 64, "one m64 wgmma per consumer group");
 static_assert(A_STAGE_BYTES % ATOM_BYTES == 0 && B_BOX_BYTES % ATOM_BYTES == 0, "boxes start on swizzle atoms");
 static_assert(BK % MMA_K == 0, "whole wgmma k-steps per stage");
 static_assert(PRODUCER_REGS * WG_THREADS + CONSUMER_REGS * CONSUMERS * WG_THREADS <= 65536, "the SM's registers");
-static_assert(DIRECT_PRODUCER_REGS * WG_THREADS + DIRECT_CONSUMER_REGS * CONSUMERS * WG_THREADS <= 65536,
-              "the SM's registers");
 
 // What depends on the tile's width: each consumer warp group computes 64 x BN with one
 // wgmma.m64nBNk16 per k-step (BN/2 FP32 accumulators per thread), B arrives in BN/64 boxes, and

@@ -47,7 +47,6 @@
 #include "../common/schedule_table.cuh"
 #include "../common/work.cuh"
 #include "config.cuh"
-#include "direct.cuh"
 #include "ptx.cuh"
 
 namespace streamk {
@@ -63,25 +62,20 @@ struct alignas(64) TensorMap {
 // Mirror of streamk/gpu/launch.py TmaParams.
 struct TmaParams {
   GemmParams gemm;
-  int direct[2];  // A, B read in place by the producer warp group (LOAD_BYTES 2 only; its map unused)
-  TensorMap a;    // A: dims (k, m), box (BK, BM)
-  TensorMap b;    // B: dims (n, k), box (64, BK)
+  TensorMap a;  // A: dims (k, m), box (BK, BM)
+  TensorMap b;  // B: dims (n, k), box (64, BK)
 };
-// (160 B, the flags, then maps on 64-byte boundaries: a at 192, b at 320; NVRTC 13.0 has no offsetof)
+// (160 B, then maps on 64-byte boundaries: a at 192, b at 320; NVRTC 13.0 has no offsetof)
 static_assert(sizeof(GemmParams) == 160 && alignof(TensorMap) == 64 && sizeof(TmaParams) == 448,
               "launch.py TmaParams mirrors this layout");
 
-template <bool BF16, int BN_ = 128, int STAGES_ = TileConfig<BN_>::DEFAULT_STAGES, int LOAD_BYTES_ = 16>
+template <bool BF16, int BN_ = 128, int STAGES_ = TileConfig<BN_>::DEFAULT_STAGES>
 struct TmaWgmma {
   using Acc = float;
   using Elem = unsigned short;  // raw FP16 / BF16 bits
   using Config = TileConfig<BN_>;
   static constexpr bool IS_BF16 = BF16;
   static constexpr int BM = sm90::BM, BN = BN_, BK = sm90::BK, STAGES = STAGES_;
-  // 16: TMA reads both operands (one producer thread); 2: the producer warp group reads the
-  // operands the host flags (TmaParams.direct) in place, TMA the others (direct.cuh)
-  static constexpr int LOAD_BYTES = LOAD_BYTES_;
-  static constexpr bool DIRECT = LOAD_BYTES == 2;
   static constexpr int THREADS = CONSUMERS * WG_THREADS;  // the accumulators' group: fixup, epilogue, passes
   static constexpr int BLOCK_THREADS = sm90::THREADS;     // the block: producer + consumers
   static constexpr int ACC = BM * BN / THREADS;           // BN/2 FP32 per consumer thread
@@ -95,11 +89,6 @@ struct TmaWgmma {
   static_assert(ACC == WG_M * BN / WG_THREADS, "one wgmma m64nBN fragment per consumer thread");
   static_assert(SMEM_BYTES <= SMEM_LIMIT, "a block's shared memory on sm_90");
   static_assert(STAGING_BYTES % 8 == 0, "barriers after the staging are 8-byte aligned");
-  static_assert(LOAD_BYTES == 16 || LOAD_BYTES == 2, "TMA only, or in-place reads of 2-byte-aligned rows");
-  // the in-place path keeps two boxes of chunks in flight per producer thread (direct.cuh), so its
-  // registers go the other way (config.cuh DIRECT_*_REGS): only the 128-wide tile's consumers (64
-  // accumulators per thread) fit in what is left
-  static_assert(!DIRECT || BN == 128, "in-place reads on the 128x128 tile only");
 
   // fragment element i of consumer thread tid -> (row, col) inside the tile (the wgmma D layout,
   // rows offset by the warp group's 64)
@@ -168,116 +157,6 @@ __device__ __forceinline__ void produce(const TmaParams& p, const Smem<ML>& s) {
   }
 }
 
-// The in-place producer (LOAD_BYTES 2): a cursor over the operand boxes the warp group moves,
-// stage by stage in the consumers' order: A's box then B's where both are read in place.
-struct DirectCursor {
-  int u, kt, k_end, m0, n0, op;  // op 0: A's box, 1: B's
-  bool valid;
-};
-
-template <class ML>
-__device__ __forceinline__ DirectCursor next_box(const WorkIterator<false>& work, DirectCursor c, bool da, bool db) {
-  if (c.op == 0 && db) {
-    c.op = 1;
-    return c;
-  }
-  c.op = da ? 0 : 1;
-  if (++c.kt < c.k_end) return c;
-  for (++c.u; c.u < work.last; ++c.u) {
-    const WorkUnit w = work.unit(c.u, blockIdx.x);
-    if (w.k_begin < w.k_end) {
-      c.kt = w.k_begin;
-      c.k_end = w.k_end;
-      c.m0 = w.tile_m * ML::BM;
-      c.n0 = w.tile_n * ML::BN;
-      return c;
-    }
-  }
-  c.valid = false;
-  return c;
-}
-
-template <class ML>
-__device__ __forceinline__ void load_box(const DirectCursor& c, const DirectSource& a, const DirectSource& b,
-                                         int tid, Staged& st) {
-  if (c.op == 0) {
-    direct_load<false>(a, c.m0, c.kt * ML::BK, tid, st);
-  } else {
-    direct_load<true>(b, c.kt * ML::BK, c.n0, tid, st);
-  }
-}
-
-// Store cursor c's box from `st`: the stage's first box waits for the stage to be free (and the
-// producer thread starts the TMA loads of an operand not read in place); its last box signals.
-template <class ML>
-__device__ __forceinline__ void store_box(const TmaParams& p, const Smem<ML>& s, Ring<ML>& ring, const DirectCursor& c,
-                                          const DirectSource& a, const DirectSource& b, bool da, bool db, int tid,
-                                          const Staged& st) {
-  if (c.op == 0 || !da) {
-    mbar_wait(s.empty(ring.stage), ring.phase ^ 1u);
-    if (tid == 0) {
-      const unsigned tma_bytes = (da ? 0u : unsigned(A_STAGE_BYTES)) + (db ? 0u : unsigned(ML::Config::B_STAGE_BYTES));
-      if (tma_bytes) {
-        mbar_arrive_expect_tx(s.full(ring.stage), tma_bytes);
-      } else {
-        mbar_arrive(s.full(ring.stage));
-      }
-      if (!da) tma_load_2d(s.a(ring.stage), &p.a, s.full(ring.stage), c.kt * ML::BK, c.m0);
-      if (!db) {
-#pragma unroll
-        for (int box = 0; box < ML::Config::B_BOXES; ++box)
-          tma_load_2d(s.b(ring.stage) + box * B_BOX_BYTES, &p.b, s.full(ring.stage), c.n0 + box * BOX_INNER,
-                      c.kt * ML::BK);
-      }
-    }
-  }
-  if (c.op == 0) {
-    direct_store<false>(a, c.m0, c.kt * ML::BK, tid, s.a(ring.stage), st);
-  } else {
-    direct_store<true>(b, c.kt * ML::BK, c.n0, tid, s.b(ring.stage), st);
-  }
-  if (c.op == 1 || !db) {
-    fence_proxy_async();
-    mbar_arrive(s.full(ring.stage));
-    ring.next();
-  }
-}
-
-template <class ML>
-__device__ __forceinline__ void produce_direct(const TmaParams& p, const Smem<ML>& s) {
-  const TableParams& t = p.gemm.table;
-  const OperandParams& o = p.gemm.ops;
-  const int tid = threadIdx.x;
-  const bool da = p.direct[0] != 0, db = p.direct[1] != 0;
-  if (tid == 0 && !da) tma_prefetch(&p.a);
-  if (tid == 0 && !db) tma_prefetch(&p.b);
-  const DirectSource a{static_cast<const unsigned char*>(o.a), 2 * o.lda, t.m, t.k};
-  const DirectSource b{static_cast<const unsigned char*>(o.b), 2 * o.ldb, t.k, t.n};
-  WorkIterator<false> work;
-  work.prefetch(t, blockIdx.x);
-  work.begin(t, blockIdx.x);
-  pdl_wait();  // behind the pack pass: its copy of the other operand is complete from here
-  DirectCursor c{work.first - 1, 0, 0, 0, 0, 1, true};
-  c.kt = c.k_end = 0;
-  c = next_box<ML>(work, c, da, db);  // the first box of the first unit with iterations
-  if (!c.valid) return;
-  Ring<ML> ring;
-  Staged s0, s1;  // two boxes in flight, unrolled by two so each set keeps its registers
-  load_box<ML>(c, a, b, tid, s0);
-  while (true) {
-    DirectCursor n = next_box<ML>(work, c, da, db);
-    if (n.valid) load_box<ML>(n, a, b, tid, s1);
-    store_box<ML>(p, s, ring, c, a, b, da, db, tid, s0);
-    if (!n.valid) break;
-    c = n;
-    n = next_box<ML>(work, c, da, db);
-    if (n.valid) load_box<ML>(n, a, b, tid, s0);
-    store_box<ML>(p, s, ring, c, a, b, da, db, tid, s1);
-    if (!n.valid) break;
-    c = n;
-  }
-}
-
 // One unit's MAC iterations [k_begin, k_end) for consumer warp group `wg` (0 or 1). One batch of
 // wgmma stays in flight: a stage is freed once the batch after it has been issued and its own has
 // completed (wait_group 1), the last one when the unit's accumulators are complete (wait_group 0),
@@ -315,35 +194,19 @@ __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const unsigned raw = smem_u32(smem_raw);
   const Smem<ML> s{(raw + ML::SMEM_ALIGN - 1) & ~static_cast<unsigned>(ML::SMEM_ALIGN - 1)};
-  // the full barrier: the producer thread's arrival (+ the stage's TMA bytes), and with operands
-  // read in place every producer thread's after its stores
-  const bool direct = ML::DIRECT && (p.direct[0] || p.direct[1]);
   if (threadIdx.x == 0) {
     for (int i = 0; i < ML::STAGES; ++i) {
-      mbar_init(s.full(i), 1 + (direct ? WG_THREADS : 0));
+      mbar_init(s.full(i), 1);           // the producer's arrival (+ the stage's TMA bytes)
       mbar_init(s.empty(i), CONSUMERS);  // one arrival per consumer warp group
     }
     mbar_init_fence();
   }
   __syncthreads();
   if (threadIdx.x < WG_THREADS) {
-    if constexpr (ML::DIRECT) {
-      regs_up<DIRECT_PRODUCER_REGS>();
-      if (direct) {
-        produce_direct<ML>(p, s);
-      } else if (threadIdx.x == 0) {
-        produce<ML>(p, s);
-      }
-    } else {
-      regs_down<PRODUCER_REGS>();
-      if (threadIdx.x == 0) produce<ML>(p, s);
-    }
+    regs_down<PRODUCER_REGS>();
+    if (threadIdx.x == 0) produce<ML>(p, s);
   } else {
-    if constexpr (ML::DIRECT) {
-      regs_down<DIRECT_CONSUMER_REGS>();
-    } else {
-      regs_up<CONSUMER_REGS>();
-    }
+    regs_up<CONSUMER_REGS>();
     using G = ThreadGroup<1, WG_THREADS, ML::THREADS>;
     const int wg = G::rank() / WG_THREADS;
     unsigned char* staging = smem_raw + (s.staging() - raw);
