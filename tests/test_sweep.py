@@ -131,3 +131,15 @@ def test_turnstile_forward_is_slower_than_backward_on_streamk():
     fwd = sweep(shapes, tile, machine, ["stream-k"], costs, workers=1, fixup="turnstile")
     back = sweep(shapes, tile, machine, ["stream-k"], costs, workers=1, fixup="turnstile", walk="backward")
     assert (back.makespan <= fwd.makespan).all() and (back.makespan < fwd.makespan).any()
+
+
+def test_decode_corpus_has_one_short_side_and_is_seeded():
+    from streamk.sim.corpus import DECODE_HIGH, DECODE_SMALL, decode_corpus
+
+    shapes = decode_corpus(500, seed=3)
+    m, n, k = shapes.T
+    assert ((m <= DECODE_SMALL) | (n <= DECODE_SMALL)).all() and (np.minimum(m, n) >= 1).all()
+    assert (np.maximum(m, n) >= 128).all() and (np.maximum(m, n) <= DECODE_HIGH).all()
+    assert (k >= 128).all() and (k <= DECODE_HIGH).all() and k.max() > 8192  # beyond the paper's corpus
+    assert 150 < (m <= DECODE_SMALL).sum() < 350  # either side is the short one
+    assert np.array_equal(shapes, decode_corpus(500, seed=3)) and not np.array_equal(shapes, decode_corpus(500, seed=4))

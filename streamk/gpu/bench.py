@@ -27,7 +27,7 @@ import statistics
 import time
 
 from ..shapes import GemmShape
-from ..sim.corpus import corpus as draw_corpus
+from ..sim.corpus import corpus as draw_corpus, decode_corpus as draw_decode
 from .prepared import prepare
 from .runtime import clear_cache
 from .bench_args import DECOMPS, PLAN_SMS, SEED, add_arguments  # noqa: F401 (benchmarks/gpu_bench.py takes them from here)
@@ -42,8 +42,10 @@ BIG = (8192, 8192, 8192)  # --big: the issue's large problem, timed alone (time_
 
 
 
-def corpus(count: int, seed: int = SEED) -> list[tuple[int, int, int]]:
-    return [tuple(int(v) for v in row) for row in draw_corpus(count, seed)] if count else []
+def corpus(count: int, seed: int = SEED, kind: str = "paper") -> list[tuple[int, int, int]]:
+    """The first ``count`` shapes of the seeded sample: the paper's corpus or decode-like shapes."""
+    draw = draw_decode if kind == "decode" else draw_corpus
+    return [tuple(int(v) for v in row) for row in draw(count, seed)] if count else []
 
 
 class L2Flush:
@@ -223,7 +225,7 @@ def main(args: argparse.Namespace) -> int:
         variant(d, lambda: dev.sms)
     print(f"device {dev.name} ({dev.arch}, {dev.sms} SMs), torch {torch.__version__}", flush=True)
     stream = torch.cuda.Stream()
-    shapes = corpus(args.count, args.seed)
+    shapes = corpus(args.count, args.seed, args.corpus)
     if args.only_tile:
         from .select import choose_tile
 
