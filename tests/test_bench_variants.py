@@ -112,3 +112,17 @@ def test_the_bench_summary_compares_the_sm90_rungs_with_auto_on_the_shapes_they_
     out = capsys.readouterr().out
     assert "auto: auto+sm90/default time geo 0.632 min 0.500 max 0.800 on 2 changed shapes" in out, out
     assert f"{sm90_auto} vs DP of its own tile (128x128x64): geo 1.250" in out, out  # DP in grouped order counts
+
+
+def test_the_bench_summary_of_8192_cubed_alone_prints_its_line(capsys):
+    """streamk bench --count 0 --big: no corpus rows, so no geomeans, only the 8192^3 line (this
+    crashed with an empty mean on the H100)."""
+    from streamk.gpu.bench import BIG, summarize
+
+    m, n, k = BIG
+    r = {"m": m, "n": n, "k": k, "intensity": 2048.0, "cublas_raw": 1.5, "cublas_padded": 1.5}
+    for d, ms in (("data-parallel", 2.75), ("auto", 1.5)):
+        r.update({d: ms, d + "_relerr": 0.0, d + "_tile": "128x256x64", d + "_steps": "streamk_sm90_f16", d + "_same_as": ""})
+    summarize([r], ["data-parallel", "auto"], "bfloat16")
+    out = capsys.readouterr().out
+    assert "bfloat16: 0 corpus shapes" in out and "data-parallel 400 auto 733 TFLOP/s" in out, out

@@ -279,7 +279,9 @@ def same_tile_dp(rows, decomps):
     def is_dp(d: str) -> bool:  # data-parallel with any tile, order or suffix
         return variant(d, lambda: PLAN_SMS)["schedule"] == "data-parallel"
 
-    dps = {rows[0][d + "_tile"]: d for d in decomps if is_dp(d)} if rows else {}
+    if not rows:  # --count 0 --big: only 8192^3, summarized on its own
+        return
+    dps = {rows[0][d + "_tile"]: d for d in decomps if is_dp(d)}
     for d in decomps:
         if is_dp(d) or any(r[d + "_tile"] not in dps for r in rows):
             continue
