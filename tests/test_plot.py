@@ -191,3 +191,58 @@ def test_cli_plot_bench_needs_a_data_parallel_column(tmp_path, capsys):
     good = write_bench_csv(tmp_path / "good.csv")
     assert main(["plot", "bench", "--csv", str(good), "--out", str(tmp_path / "b.png")]) == 0
     assert png_size(tmp_path / "b.png")[0] > 0
+
+
+def test_throughput_panel_plots_each_shapes_flops_over_its_time(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from streamk.plot import load_bench_csv
+    from streamk.plot.bench import draw_throughput
+
+    rows = load_bench_csv(write_bench_csv(tmp_path / "bench.csv"))
+    fig, ax = plt.subplots()
+    draw_throughput(ax, rows, ["cublas_padded", "auto"], {"auto": "ours"}, log_y=False, medians=True)
+    flops = 2 * rows["m"] * rows["n"] * rows["k"]
+    for points, key in zip(ax.collections, ("cublas_padded", "auto")):
+        xy = points.get_offsets()
+        assert np.allclose(xy[:, 0], rows["intensity"]) and np.allclose(xy[:, 1], flops / (rows[key] * 1e-3) / 1e12)
+    assert ax.get_legend_handles_labels()[1] == ["cublas padded", "ours"]  # one entry per column: its median line
+    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "linear")
+    plt.close(fig)
+
+
+def test_vs_cublas_panel_plots_time_ratios_with_their_geomeans(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from streamk.plot import load_bench_csv
+    from streamk.plot.bench import draw_vs_cublas
+
+    rows = load_bench_csv(write_bench_csv(tmp_path / "bench.csv"))
+    fig, ax = plt.subplots()
+    draw_vs_cublas(ax, rows, "auto", rows["intensity"], "intensity", threshold=200.0)
+    labels = ax.get_legend_handles_labels()[1]
+    above = rows["intensity"] > 200.0
+    assert 0 < above.sum() < len(above)
+    for points, label, base in zip(ax.collections, labels, ("cublas_raw", "cublas_padded")):
+        ratio = rows[base] / rows["auto"]
+        assert np.allclose(points.get_offsets()[:, 1], ratio)
+        geo, geo_above = np.exp(np.log(ratio).mean()), np.exp(np.log(ratio[above]).mean())
+        assert f"geomean {geo:.2f}; {geo_above:.2f} above 200 flop/B" in label
+    plt.close(fig)
+
+
+def test_binned_statistic_leaves_sparse_bins_empty():
+    from streamk.plot.landscape import binned
+
+    x, y, bins = np.array([1, 1, 1, 10, 10]), np.array([1.0, 2, 3, 5, 7]), np.array([0.5, 5, 50])
+    assert binned(x, y, bins, min_count=2).tolist() == [2.0, 6.0]
+    assert np.isnan(binned(x, y, bins, min_count=3)[1])
+    assert binned(x, y, bins, np.max, min_count=1).tolist() == [3.0, 7.0]
+
+
+def test_a_panel_cap_shrinks_the_rows_of_a_many_sm_schedule(tmp_path):
+    t = timeline("stream-k", "128x128x32", sms=132, shape=GemmShape(1024, 1024, 1024))
+    default = png_size(plot_schedules([t, t], tmp_path / "a.png"))
+    capped = png_size(plot_schedules([t, t], tmp_path / "b.png", time_label="time (us)", max_panel_in=2.0))
+    # 2 panels x 2.0 in + gap 0.45 + title 0.35 + axis and legend 1.0 = 5.8 in at 110 dpi (default: 8 in panels)
+    assert capped == (1210, 638) and default[1] > 2 * capped[1]

@@ -6,7 +6,8 @@
   mean utilization over (m*n, k), or speedup over data-parallel, from ``streamk sweep`` rows
   (``landscape.load_sweep_csv``).
 * ``bench.plot_bench(rows, path)``: a GPU benchmark CSV (``streamk bench``; ``bench.load_bench_csv``)
-  as speedup over our DP by tile count, ours vs cuBLAS by flops, and TFLOP/s by intensity.
+  as speedup over our DP by tile count, ours vs cuBLAS by flops, and TFLOP/s by intensity;
+  ``bench.draw_vs_cublas`` and ``bench.draw_throughput`` draw the last two on any axes.
 """
 
 from .bench import load_bench_csv, plot_bench

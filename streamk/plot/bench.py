@@ -6,13 +6,16 @@ Three panels, each point one corpus shape:
   Stream-K pays (few tiles, deep k) and where auto rightly stays DP;
 * our auto against cuBLAS on the raw and on the zero-padded shape, over the problem's flops;
 * TFLOP/s of cuBLAS (raw, padded) and ours against arithmetic intensity.
+
+The last two are panels of their own (``draw_vs_cublas``, ``draw_throughput``: the paper's
+Figure 7 and its "roofline" Figures 5-6), which benchmarks/reproduce_figures.py lays out per dtype.
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import matplotlib
 
@@ -23,7 +26,7 @@ import numpy as np  # noqa: E402
 
 from ..errors import InputError  # noqa: E402
 from .csvfile import column, read_rows  # noqa: E402
-from .landscape import DPI, MARKERS  # noqa: E402
+from .landscape import DPI, INTENSITY_BINS, LINE_STYLES, MARKERS, binned  # noqa: E402
 
 BIG = (8192, 8192, 8192)  # the bench's --big shape, left out of the corpus panels
 TILE = 128  # the FP16 kernel's tile edge (tile counts on the first panel)
@@ -53,13 +56,78 @@ def variants(rows: Rows) -> list[str]:
     return [key[: -len("_grid")] for key in rows if key.endswith("_grid")]
 
 
+def geomean(values: np.ndarray) -> float:
+    """The geometric mean of the finite values."""
+    values = np.asarray(values, dtype=float)
+    return math.exp(float(np.mean(np.log(values[np.isfinite(values)]))))
+
+
+def tflops(rows: Rows, key: str) -> np.ndarray:
+    """TFLOP/s of column ``key`` (milliseconds) on each shape: 2mnk / time."""
+    return 2 * rows["m"] * rows["n"] * rows["k"] / rows[key] / 1e9
+
+
+def plain_log(axis: matplotlib.axis.Axis) -> None:
+    """A log axis labelled 1, 2.5, 5 times powers of ten as plain numbers (no 3x10^1, no overlaps)."""
+    axis.axes.set(**{f"{axis.axis_name}scale": "log"})
+    axis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.5, 5.0)))
+    axis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
+def draw_throughput(ax: plt.Axes, rows: Rows, keys: Sequence[str], labels: Mapping[str, str] | None = None, *,
+                    log_y: bool = True, medians: bool = False) -> None:
+    """The roofline layout: TFLOP/s of each column in ``keys`` against arithmetic intensity (the
+    CSV's flop per compulsory byte), one marker per shape; with ``medians`` a line through each
+    column's median in log-spaced intensity bins (its own line style: coinciding columns stay
+    apart), and the markers fainter."""
+    labels = labels or {}
+    intensity = rows["intensity"]
+    bins = np.geomspace(intensity.min(), intensity.max() * 1.0001, INTENSITY_BINS + 1)
+    for i, key in enumerate(keys):
+        style = {"color": plt.get_cmap("tab10").colors[i % 10], "marker": MARKERS[i % len(MARKERS)]}
+        rate = tflops(rows, key)
+        label = labels.get(key, key.replace("_", " "))
+        ax.scatter(intensity, rate, s=10, alpha=0.35 if medians else 0.6, label=None if medians else label, **style)
+        if medians:
+            ok = np.isfinite(rate)
+            ax.plot(np.sqrt(bins[:-1] * bins[1:]), binned(intensity[ok], rate[ok], bins), linewidth=2,
+                    linestyle=LINE_STYLES[i % len(LINE_STYLES)], markersize=5, label=label, **style)
+    plain_log(ax.xaxis)
+    if log_y:
+        plain_log(ax.yaxis)
+    ax.set_xlabel("arithmetic intensity (flop per compulsory byte)")
+    ax.set_ylabel("TFLOP/s")
+
+
+def draw_vs_cublas(ax: plt.Axes, rows: Rows, ours: str, x: np.ndarray, xlabel: str, *,
+                   threshold: float | None = None) -> None:
+    """cuBLAS time / ``ours`` time on each shape (above 1: ours faster) against ``x``, for cuBLAS on
+    the raw and on the padded shape, geomeans in the legend; with ``threshold`` (flop/B) also the
+    geomean of the shapes above it, and a vertical line there."""
+    above = rows["intensity"] > threshold if threshold is not None else None
+    for base, marker in zip(BASE, ("o", "s")):
+        ratio = rows[base] / rows[ours]
+        label = f"vs cuBLAS {base.split('_')[-1]} (geomean {geomean(ratio):.2f}"
+        if above is not None and above.any():
+            label += f"; {geomean(ratio[above]):.2f} above {threshold:g} flop/B"
+        ax.scatter(x, ratio, s=12, marker=marker, alpha=0.6, label=label + ")")
+    ax.axhline(1.0, color="k", lw=0.8)
+    if threshold is not None:
+        ax.axvline(threshold, color="grey", lw=0.8, linestyle="--")
+    plain_log(ax.xaxis)
+    plain_log(ax.yaxis)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(f"cuBLAS time / {ours} time")
+    ax.legend(fontsize=8)
+
+
 def plot_bench(rows: Rows, path: str | Path, title: str = "") -> Path:
     """Draw the three panels to ``path`` (PNG); returns the path."""
     ours = variants(rows)
     if "data-parallel" not in ours:
         raise InputError("the CSV has no data-parallel column: run the bench with data-parallel among --decomps")
-    m, n, k = rows["m"], rows["n"], rows["k"]
-    flops = 2 * m * n * k
+    m, n = rows["m"], rows["n"]
     tiles = np.ceil(m / TILE) * np.ceil(n / TILE)
     best = "auto" if "auto" in ours else ours[-1]
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
@@ -74,33 +142,12 @@ def plot_bench(rows: Rows, path: str | Path, title: str = "") -> Path:
     ax.set_title("Stream-K where tiles are few")
     ax.legend(fontsize=8)
 
-    ax = axes[1]
-    for base, marker in zip(BASE, ("o", "s")):
-        ratio = rows[base] / rows[best]
-        gm = math.exp(float(np.mean(np.log(ratio))))
-        ax.scatter(flops, ratio, s=12, marker=marker, alpha=0.7, label=f"{base.replace('_', ' ')} (geomean {gm:.2f})")
-    ax.axhline(1.0, color="k", lw=0.8)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_yticks([0.25, 0.5, 1, 2, 4])
-    ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set_xlabel("flops of the problem")
-    ax.set_ylabel(f"cuBLAS time / {best} time")
-    ax.set_title(f"{best} against cuBLAS (above 1: ours faster)")
-    ax.legend(fontsize=8)
+    draw_vs_cublas(axes[1], rows, best, 2 * m * n * rows["k"], "flops of the problem")
+    axes[1].set_title(f"{best} against cuBLAS (above 1: ours faster)")
 
-    ax = axes[2]
-    intensity = rows["intensity"]
-    for i, key in enumerate(list(BASE) + ["data-parallel", best] if best != "data-parallel" else list(BASE) + [best]):
-        ax.scatter(intensity, flops / rows[key] / 1e9, s=10, marker=MARKERS[i % len(MARKERS)], alpha=0.6,
-                   label=key.replace("_", " "))
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (flop per compulsory byte)")
-    ax.set_ylabel("TFLOP/s")
-    ax.set_title("throughput")
-    ax.legend(fontsize=8)
+    draw_throughput(axes[2], rows, list(BASE) + (["data-parallel", best] if best != "data-parallel" else [best]))
+    axes[2].set_title("throughput")
+    axes[2].legend(fontsize=8)
 
     if title:
         fig.suptitle(title)

@@ -1,8 +1,9 @@
 """Wave-schedule (Gantt) charts of a simulated Timeline, like the paper's Figures 1-4.
 
-One row per SM slot (SM 0 on top), time along x in units of one MAC iteration (the cost model's
-``c``). A CTA's MAC segments are coloured by the output tile they compute (a qualitative colormap,
-so neighbouring tiles differ) and labelled "CTA i / t j" where the bar is wide enough; the other
+One row per SM slot (SM 0 on top), time along x in the cost model's unit (one MAC iteration
+under the paper's models; microseconds under a calibration: ``time_label``). A CTA's MAC
+segments are coloured by the output tile they compute (a qualitative colormap, so neighbouring
+tiles differ) and labelled "CTA i / t j" where the bar is wide enough; the other
 segment kinds (CTA overhead, partial store, wait, fixup, tile store) each get their own fill and
 hatch, named in a legend of only the kinds the figure shows. Makespan and utilization are in the
 panel title.
@@ -101,10 +102,12 @@ def _label(seg: Segment, px_width: float, two_lines: bool) -> str | None:
     return None
 
 
-def row_height_in(rows: int) -> float:
+def row_height_in(rows: int, max_panel_in: float = MAX_PANEL_IN) -> float:
     """Inches per SM-slot row: ROW_HEIGHT_IN for a few SMs, shrinking so that a panel of many
-    SMs (an A100's 108) stays under MAX_PANEL_IN."""
-    return min(ROW_HEIGHT_IN, max(MIN_ROW_IN, MAX_PANEL_IN / rows))
+    SMs (an A100's 108) stays under ``max_panel_in``: MIN_ROW_IN at the least, unless a cap below
+    MAX_PANEL_IN asks for thinner rows."""
+    floor = MIN_ROW_IN if max_panel_in >= MAX_PANEL_IN else min(MIN_ROW_IN, max_panel_in / rows)
+    return min(ROW_HEIGHT_IN, max(floor, max_panel_in / rows))
 
 
 def draw_timeline(ax: plt.Axes, timeline: Timeline, *, xmax: float | None = None, title: str | None = None) -> None:
@@ -188,15 +191,18 @@ def _legend(fig: plt.Figure, timelines: Sequence[Timeline]) -> None:
 
 
 def plot_schedules(timelines: Sequence[Timeline], path: str | Path, titles: Sequence[str | None] | None = None,
-                   suptitle: str | None = None, *, dpi: int = DPI) -> Path:
-    """Several timelines stacked with a shared time axis (the paper's Figure 4); returns the path."""
+                   suptitle: str | None = None, *, dpi: int = DPI, time_label: str = "time (MAC iterations)",
+                   max_panel_in: float = MAX_PANEL_IN) -> Path:
+    """Several timelines stacked with a shared time axis (the paper's Figure 4); returns the path.
+    ``time_label`` names the unit of the cost model's time (microseconds under a calibration);
+    ``max_panel_in`` caps each panel's height in inches (rows shrink to fit)."""
     if not timelines:
         raise ValueError("plot_schedules needs at least one timeline (got none)")
     titles = list(titles) if titles is not None else [None] * len(timelines)
     if len(titles) != len(timelines):
         raise ValueError(f"need one title per timeline (got {len(titles)} for {len(timelines)})")
     heights = [t.schedule.machine.slots for t in timelines]
-    axes_in = [h * row_height_in(h) for h in heights]
+    axes_in = [h * row_height_in(h, max_panel_in) for h in heights]
     top_in = TITLE_IN + (SUPTITLE_IN if suptitle else 0.0)
     bottom_in = XAXIS_IN + LEGEND_IN
     fig_h = sum(axes_in) + GAP_IN * (len(heights) - 1) + top_in + bottom_in
@@ -207,7 +213,7 @@ def plot_schedules(timelines: Sequence[Timeline], path: str | Path, titles: Sequ
                         hspace=GAP_IN / (sum(axes_in) / len(axes_in)))
     for ax, timeline, title in zip(axes[:, 0], timelines, titles):
         draw_timeline(ax, timeline, xmax=xmax, title=title)
-    axes[-1, 0].set_xlabel("time (MAC iterations)")
+    axes[-1, 0].set_xlabel(time_label)
     if suptitle:
         fig.suptitle(suptitle, fontsize=11, y=1 - 0.08 / fig_h, va="top")
     _legend(fig, timelines)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 import matplotlib
 
@@ -113,6 +113,15 @@ def speedup_vs_dp(rows: Rows) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         good = np.isfinite(base)
         out[name] = (ai[sel][good], base[good] / rows["makespan"][sel][good])
     return out
+
+
+def binned(x: np.ndarray, y: np.ndarray, bins: np.ndarray, stat: Callable[[np.ndarray], float] = np.median,
+           min_count: int = MIN_BIN_COUNT) -> np.ndarray:
+    """``stat`` (default the median) of the ``y`` whose ``x`` falls in each bin (edges ``bins``);
+    NaN for a bin of fewer than ``min_count`` points."""
+    which = np.digitize(x, bins) - 1
+    return np.array([stat(y[which == b]) if (which == b).sum() >= min_count else np.nan
+                     for b in range(len(bins) - 1)])
 
 
 def _small_multiples(count: int, *, sharey: bool = True):
@@ -239,9 +248,7 @@ def plot_speedup(rows: Rows, path: str | Path, *, dpi: int = DPI) -> Path:
         xs = np.sort(s)
         cdf.step(xs, np.arange(1, len(xs) + 1) / len(xs), where="post", color=style["color"],
                  linestyle=style["linestyle"], linewidth=width, label=label)
-        which = np.digitize(ai, bins) - 1
-        medians = [np.median(s[which == b]) if (which == b).sum() >= min(MIN_BIN_COUNT, len(s)) else np.nan
-                   for b in range(nbins)]
+        medians = binned(ai, s, bins, min_count=min(MIN_BIN_COUNT, len(s)))
         med.plot(centers, medians, markersize=4 + 2.5 * max(3 - order, 0), fillstyle="none", linewidth=width,
                  label=f"{name} (= {same[name]})" if name in same else name, **style)
     if same:
