@@ -15,7 +15,7 @@ from streamk.gpu import table as tbl
 from streamk.gpu.plan import refuse_unfinishable
 from streamk.gpu import select
 from streamk.gpu.select import schedule_for
-from streamk.gpu.operands import SPECS, Operand, check_operands, copy_widths, describe, load_bytes, needs_pack
+from streamk.gpu.operands import SMALL_SPECS, SPECS, Operand, check_operands, copy_widths, describe, load_bytes, needs_pack
 from streamk.sched import make_schedule
 from streamk.schedule import FIXUP_POLICIES, Schedule
 from streamk.shapes import GemmShape, Machine, TileShape
@@ -174,7 +174,11 @@ def test_widest_copy_that_reads_an_operand_in_place():
                                                            "streamk_sm80_f16_w4")
     assert SPECS["bfloat16"].entry(4) == "streamk_sm80_bf16_w4" and f64.entry(8) == "streamk_sm80_f64_w8"
     with pytest.raises(KeyError):
-        f16.entry(2)  # no shifted-copy kernels: 2-byte-aligned rows are packed
+        f16.entry(2)  # no shifted copies on the paper's tile: 2-byte-aligned rows are packed
+    small = SMALL_SPECS["float16"]
+    assert small.entry(2) == "streamk_sm80_f16_t64_w2"
+    assert load_bytes(_host((64, 63)), small) == 2                   # odd k: shifted 16-byte copies
+    assert load_bytes(Operand(None, "cuda", 4097, (64, 64), (64, 1), "float16"), small) == 0  # half an element
 
 
 def test_four_byte_copies_only_where_they_save_all_packing_on_a_small_problem():
@@ -193,6 +197,18 @@ def test_four_byte_copies_only_where_they_save_all_packing_on_a_small_problem():
     assert copy_widths(_host((4000, 4003)), _host((4003, 4002)), f16, "always") == (0, 4)
     with pytest.raises(ScheduleError, match="narrow must be one of"):
         copy_widths(small_a, small_b, f16, "yes")
+
+
+def test_shifted_copies_read_decode_like_operands_in_place_and_nothing_else():
+    small = SMALL_SPECS["float16"]
+    # m <= SHIFTED_MAX_SIDE: B's odd n read in place, the aligned A at 16 bytes (one _w2 kernel reads both)
+    assert copy_widths(_host((3, 1368)), _host((1368, 13327)), small) == (16, 2)
+    assert copy_widths(_host((2048, 4095)), _host((4095, 17)), small) == (2, 2)     # n <= 64: A's odd k too
+    assert copy_widths(_host((64, 90)), _host((90, 129)), small) == (4, 2)          # 4-byte A read shifted too
+    assert copy_widths(_host((300, 257)), _host((257, 301)), small) == (0, 0)       # two large sides: packed
+    assert copy_widths(_host((300, 257)), _host((257, 301)), small, "always") == (2, 2)
+    assert copy_widths(_host((3, 1368)), _host((1368, 13327)), small, "never") == (16, 0)
+    assert copy_widths(_host((3, 1368)), _host((1368, 13327)), SPECS["float16"]) == (16, 0)  # no _w2 on 128x128
 
 
 def test_schedule_for_another_shape_or_tile_is_refused():
@@ -325,6 +341,13 @@ def test_small_tile_kernels_and_autos_tile_choice():
     assert choose_tile(GemmShape(4047, 460, 64), "float16", 132) == TileShape(128, 128, 32)  # 8-byte rows of B
     assert choose_tile(GemmShape(356, 2458, 360), "float16", 132) == TileShape(128, 64, 32)  # 117: one per SM
     assert choose_tile(GemmShape(4047, 593, 64), "float16", 132) == TileShape(128, 128, 32)  # 160 128x128 tiles
+    # decode-like (m or n <= 64) with rows only 2-byte aligned: the tiles with shifted copies, read in place
+    assert choose_tile(GemmShape(3, 13327, 1368), "float16", 132) == TileShape(64, 64, 32)   # 209 tiles of 32x64
+    assert choose_tile(GemmShape(3, 4001, 1368), "float16", 132) == TileShape(32, 64, 32)    # 63, short k
+    assert choose_tile(GemmShape(38, 2036, 135), "float16", 132) == TileShape(32, 64, 32)   # odd k (32x32 before)
+    assert choose_tile(GemmShape(38, 2036, 134), "float16", 132) == TileShape(32, 32, 32)   # aligned: unchanged
+    assert choose_tile(GemmShape(16384, 17, 16383), "bfloat16", 132) == TileShape(64, 64, 32)  # not 128x128x64 + pack
+    assert choose_tile(GemmShape(65, 13327, 1368), "float16", 132) != TileShape(64, 64, 32)  # 65: not decode-like
 
 
 def test_auto_takes_the_sm90_tiles_on_its_large_rungs_where_the_target_says_so():

@@ -32,7 +32,7 @@ def test_each_unit_source_defines_exactly_its_entries_once():
         defined = re.findall(r'extern "C" __global__ void(?: __launch_bounds__\([^)]*\))? (\w+)\(', source)
         assert defined == list(names)
         assert all(compile_unit_of(n) == unit for n in names)
-    assert compile_unit_of("streamk_sm80_f16_w2") is None  # measured dead: deleted
+    assert compile_unit_of("streamk_sm80_f16_w2") is None  # shifted copies on the decode tiles only
 
 
 def test_names_follow_the_rule_and_keep_their_meaning():
@@ -40,14 +40,16 @@ def test_names_follow_the_rule_and_keep_their_meaning():
     assert SMALL_SPECS["bfloat16"].entry(4) == "streamk_sm80_bf16_t64_w4"
     assert WIDE_SPECS["float16"].reduce == "streamk_reduce_f32_t128x256"
     assert tile_specs("float64") == {TileShape(64, 64, 16): SPECS["float64"]}
-    assert all(w in (8, 4) for s in tile_specs("float16").values() for w, _ in s.narrow)
+    assert SMALL_SPECS["float16"].entry(2) == "streamk_sm80_f16_t64_w2"  # shifted copies: 64x64 and 32x64 only
+    assert {t for t, s in tile_specs("float16").items() if 2 in dict(s.narrow)} == set(reg.SHIFTED_TILES)
+    assert all(w in (8, 4, 2) for s in tile_specs("float16").values() for w, _ in s.narrow)
 
 
 def test_variants_check_themselves():
     with pytest.raises(ValueError, match="role must be one of"):
         reg.KernelVariant("mainx", "sm80_half", "float16", TileShape(128, 128, 32))
-    with pytest.raises(ValueError, match="load_bytes must be 16, 8 or 4"):
-        reg.KernelVariant("main", "sm80_half", "float16", TileShape(128, 128, 32), load_bytes=2)
+    with pytest.raises(ValueError, match="load_bytes must be 16, 8, 4 or 2"):
+        reg.KernelVariant("main", "sm80_half", "float16", TileShape(128, 128, 32), load_bytes=1)
     with pytest.raises(ValueError, match="only main kernels have narrow copies"):
         reg.KernelVariant("reduce", "sm80_half", "float32", TileShape(128, 128, 32), load_bytes=8)
     with pytest.raises(KeyError, match="no shipped kernel named"):

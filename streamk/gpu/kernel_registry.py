@@ -82,8 +82,8 @@ class KernelVariant:
             raise ValueError(f"role must be one of {', '.join(ROLES)} (got {self.role!r})")
         if self.mainloop not in MAINLOOPS:
             raise ValueError(f"mainloop must be one of {', '.join(MAINLOOPS)} (got {self.mainloop!r})")
-        if self.load_bytes not in (16, 8, 4):
-            raise ValueError(f"load_bytes must be 16, 8 or 4 (got {self.load_bytes})")
+        if self.load_bytes not in (16, 8, 4, 2):
+            raise ValueError(f"load_bytes must be 16, 8, 4 or 2 (got {self.load_bytes})")
         if self.load_bytes != 16 and self.role != "main":
             raise ValueError(f"only main kernels have narrow copies (got a {self.role} with {self.load_bytes})")
         if (self.tile is None) != (self.role == "pack"):
@@ -144,6 +144,9 @@ F64_STAGES = 4   # sm80/f64_config.cuh STAGES
 # in 227 KB beside the epilogue's 68 KB staging; 201,792 and 218,160 B of shared memory), one CTA per SM.
 SM90_TILES = ((TileShape(128, 128, 64), 4), (TileShape(128, 256, 64), 3))
 HALF_WIDTHS = (16, 8, 4)
+# Shifted 16-byte copies of rows only 2-byte aligned (sm80/pipeline.cuh SHIFTED), on the tiles auto
+# takes for decode-like GEMMs (select.py: there the operand a pack would copy is the large one).
+SHIFTED_TILES = (TileShape(64, 64, 32), TileShape(32, 64, 32))
 # The FP16/BF16 tiles, the paper's first (then the order tile_specs lists them), with the CTAs per
 # SM their __launch_bounds__ ask for: 3 on 64x64 gives 152 registers and no spills (4: 128 and
 # 100 B of spills outside the mainloop, auto 3.3% slower where it takes 64x64, LOG.md v13); none on
@@ -153,7 +156,8 @@ HALF_TILES = ((TileShape(128, 128, 32), 0), (TileShape(64, 64, 32), 3), (TileSha
               (TileShape(128, 256, 32), 1))
 
 VARIANTS: tuple[KernelVariant, ...] = (
-    *(v for tile, blocks in HALF_TILES for v in _family("sm80_half", tile, HALF_WIDTHS, HALF_STAGES, blocks)),
+    *(v for tile, blocks in HALF_TILES for v in _family(
+        "sm80_half", tile, HALF_WIDTHS + ((2,) if tile in SHIFTED_TILES else ()), HALF_STAGES, blocks)),
     *_family("sm80_f64", TileShape(64, 64, 16), (16, 8), F64_STAGES, 2),
     KernelVariant("pack", "sm80_half", "float16"),
     KernelVariant("pack", "sm80_f64", "float64"),

@@ -18,7 +18,7 @@ from .kernel_registry import ITEMSIZE, MAINLOOPS, VARIANTS
 
 # input dtype -> entry point, reduce pass, prescale pass, tile, pack entry, element bytes,
 # accumulator/output dtype, and the entry points with narrower global->shared copies (bytes, name)
-# that read operands whose rows are only 8- or 4-byte aligned in place. All derived from the kernel
+# that read operands whose rows are only 8-, 4- or (shifted copies) 2-byte aligned in place. All derived from the kernel
 # registry (kernel_registry.VARIANTS). Threads per block come from the kernel's __launch_bounds__,
 # dynamic shared memory from its module's <entry>_smem constant.
 @dataclass(frozen=True, slots=True)
@@ -199,8 +199,9 @@ def needs_pack(op: Operand, spec: KernelSpec) -> bool:
 
 
 def load_bytes(op: Operand, spec: KernelSpec, *, narrow: bool = True) -> int:
-    """Widest copy (16, or with ``narrow`` 8 or 4 bytes) that reads ``op`` in place: row-major, base,
-    row stride and row length multiples of it. 0: the operand must be packed."""
+    """Widest copy (16, or with ``narrow`` 8, 4 or, on the tiles with shifted copies, 2 bytes) that
+    reads ``op`` in place: row-major, base, row stride and row length multiples of it. 0: the
+    operand must be packed."""
     if not needs_pack(op, spec):
         return 16
     rows, cols = op.shape
@@ -220,8 +221,17 @@ NARROW_MODES = ("auto", "always", "never")
 # 4-byte ones only where they save the whole pack launch on a problem of at most this many flops
 # per compulsory byte (H200, first 100 corpus shapes; benchmarks/LOG.md v9).
 W4_MAX_INTENSITY = 200.0
-# 2-byte-aligned rows (an odd k or n) are always packed: reading them in place with shifted
-# copies took 1.29x the time of pack + the 16-byte mainloop on the 400 shapes (H100, LOG.md v14).
+# Rows only 2-byte aligned (an odd k or n) are read in place by the shifted copies (the _w2 kernels)
+# only in decode-like GEMMs, m or n at most this: there the operand a pack would copy is the large
+# one and the GEMM reads it once, so the pack's DRAM round trip costs more than the GEMM (H100
+# decode corpus, LOG.md v21). Elsewhere they are packed: shifted copies took 1.29x the time of
+# pack + the 16-byte mainloop on the 400 corpus shapes (LOG.md v14).
+SHIFTED_MAX_SIDE = 64
+
+
+def decode_like(m: int, n: int) -> bool:
+    """Whether a GEMM is decode-like: one output side at most SHIFTED_MAX_SIDE."""
+    return min(m, n) <= SHIFTED_MAX_SIDE
 
 
 def intensity(a: Operand, b: Operand, spec: KernelSpec) -> float:
@@ -233,18 +243,20 @@ def intensity(a: Operand, b: Operand, spec: KernelSpec) -> float:
 
 
 def copy_widths(a: Operand, b: Operand, spec: KernelSpec, narrow: str = "auto") -> tuple[int, int]:
-    """Copy width (16, 8 or 4 bytes) A and B are read with in place, 0 for one that is packed.
+    """Copy width (16, 8, 4 or 2 bytes) A and B are read with in place, 0 for one that is packed.
 
     ``narrow``: "auto" (8-byte copies wherever they apply, 4-byte ones under W4_MAX_INTENSITY when
-    neither operand is packed), "always" (the widest copy each operand allows) or "never" (pack
-    every operand that is not 16-byte aligned, as v1-v8 did); rows only 2-byte aligned are packed
-    under every mode. One kernel reads both at the narrower width.
+    neither operand is packed, shifted copies of 2-byte-aligned rows in decode-like GEMMs on the
+    tiles that have them), "always" (the widest copy each operand allows) or "never" (pack every
+    operand that is not 16-byte aligned, as v1-v8 did). One kernel reads both at the narrower width.
     """
     if narrow not in NARROW_MODES:
         raise ScheduleError(f"narrow must be one of {', '.join(NARROW_MODES)} (got {narrow!r})")
     wa, wb = (load_bytes(op, spec, narrow=narrow != "never") for op in (a, b))
     if narrow == "auto":
-        if 4 in (wa, wb) and (0 in (wa, wb) or intensity(a, b, spec) > W4_MAX_INTENSITY):
+        if 2 in (wa, wb) and not decode_like(a.shape[0], b.shape[1]):
+            wa, wb = (0 if w == 2 else w for w in (wa, wb))
+        if 4 in (wa, wb) and 2 not in (wa, wb) and (0 in (wa, wb) or intensity(a, b, spec) > W4_MAX_INTENSITY):
             wa, wb = (0 if w == 4 else w for w in (wa, wb))
     return wa, wb
 

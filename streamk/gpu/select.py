@@ -14,7 +14,8 @@ from ..schedule import Schedule
 from ..sched import make_schedule
 from ..shapes import GemmShape, Machine, TileShape
 from ..target import LARGE_RUNGS, Target
-from .operands import RECT_TILES, SMALL_TILE, TINY_TILES, KernelSpec, Operand, copy_widths, spec_for_tile
+from .operands import (RECT_TILES, SMALL_TILE, TINY_TILES, KernelSpec, Operand, copy_widths, decode_like,
+                       spec_for_tile)
 
 # Programmatic dependent launch between one GEMM's kernels (pack -> main -> separate-reduce): by
 # default only where the main grid is at most one CTA per SM. H100, 400 shapes, one call (LOG.md
@@ -45,7 +46,10 @@ def reduce_slices(items: int, spec: KernelSpec, threads: int, sms: int) -> int:
 
 
 # auto's tile where the caller names none (FP16/BF16; FP64 has the paper's 64x64x16 only), the first
-# rule that holds; each won on H100 corpus samples (benchmarks/LOG.md v13-v15 give the figures):
+# rule that holds; each won on H100 corpus samples (benchmarks/LOG.md v13-v15, v21 give the figures):
+# * decode-like GEMMs (operands.decode_like) whose contiguous operands have rows only 2-byte aligned
+#   (odd k or n): the tiles with shifted copies, which read them in place (no pack of the large
+#   operand): 32x64 under the rule for 32-row tiles below, else 64x64;
 # * k <= RECT_MAX_ITERS MAC iterations: 32x32, else 32x64, where its tiles fit one wave (a small
 #   GEMM's CTA is latency-bound and writes C at ~20 GB/s from one SM: more, smaller CTAs win);
 # * 64x64 where its tiles fit one wave, or, for k <= SMALL_WAVE_MAX_ITERS, 2-3 of them per SM
@@ -74,11 +78,23 @@ SMALL_WAVE_MAX_ITERS = 32
 
 def contiguous_narrow(shape: GemmShape, dtype: str) -> Callable[[TileShape], bool]:
     """Whether a tile's kernel would read contiguous row-major operands of ``shape`` (A m x k, B
-    k x n, 16-byte-aligned bases) with 8- or 4-byte copies (operands.copy_widths). auto assumes
-    such operands whatever the caller passes, so its choice is a function of (shape, dtype, Target)."""
+    k x n, 16-byte-aligned bases) with copies narrower than 16 bytes (operands.copy_widths). auto
+    assumes such operands whatever the caller passes, so its choice is a function of (shape, dtype,
+    Target)."""
+    return lambda tile: any(0 < w < 16 for w in contiguous_widths(shape, dtype, tile))
+
+
+def contiguous_shifted(shape: GemmShape, dtype: str, tile: TileShape) -> bool:
+    """Whether ``tile``'s kernel would read contiguous operands of ``shape`` (as contiguous_narrow)
+    in place with shifted copies of 2-byte-aligned rows."""
+    return 2 in contiguous_widths(shape, dtype, tile)
+
+
+def contiguous_widths(shape: GemmShape, dtype: str, tile: TileShape) -> tuple[int, int]:
+    """The copy widths ``tile``'s kernel reads contiguous row-major operands of ``shape`` with."""
     a = Operand(None, "cuda", 0, (shape.m, shape.k), (shape.k, 1), dtype)
     b = Operand(None, "cuda", 0, (shape.k, shape.n), (shape.n, 1), dtype)
-    return lambda tile: any(0 < w < 16 for w in copy_widths(a, b, spec_for_tile(dtype, tile)))
+    return copy_widths(a, b, spec_for_tile(dtype, tile))
 
 
 def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
@@ -94,6 +110,9 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
 
     iters = -(-shape.k // default.bk)  # MAC iterations of a tile
     short = iters <= RECT_MAX_ITERS
+    if decode_like(shape.m, shape.n) and contiguous_shifted(shape, dtype, SMALL_TILE):
+        tiny = next((t for t in TINY_TILES if t in tiles and contiguous_shifted(shape, dtype, t)), None)
+        return tiny if tiny is not None and short and count(tiny) <= sms else SMALL_TILE
     if short:
         for tile in sorted((t for t in TINY_TILES if t in tiles), key=lambda t: t.bm * t.bn):
             if count(tile) <= sms:

@@ -24,12 +24,27 @@ namespace sm80 {
 // are fixed per unit, k predicates checked per stage (zero-fill past the unit's k limit).
 // LOAD_BYTES is 16 for aligned operands; 8 or 4 reads operands whose rows are only 8- or 4-byte
 // aligned in place (more copies per stage, no packing pass); the shared layout is the same.
+//
+// LOAD_BYTES 2 (FP16/BF16 rows only 2-byte aligned, as any odd k or n leaves them): each row
+// segment is copied with 16-byte copies from the 16-byte block holding its first element, so it
+// lands `s` elements late (0 <= s < 8, one more chunk past its end in the row's padding), and
+// `shift` then moves every row back by its s in shared memory before any fragment is read. A
+// row's s is fixed by its index in the tile ((element offset of the operand + r * ld) mod 8):
+// a thread's copies are rows 16 apart, so one s each, and the shift pass takes rows 2 apart,
+// four at a time, whose s differ in (s / 2) for odd ld, which keeps its 4-byte reads free of bank
+// conflicts. The elements before a segment (s of them, in the same 16-byte block as its first
+// one) are read but shifted out; those past k or n are zero-filled (src-size), never read.
 template <class ML>
 struct TileLoader {
   using Elem = typename ML::Elem;
-  static constexpr int BYTES = ML::LOAD_BYTES;  // bytes per copy
+  static constexpr bool SHIFTED = ML::LOAD_BYTES == 2;
+  static constexpr int BYTES = SHIFTED ? 16 : ML::LOAD_BYTES;  // bytes per copy
   static constexpr int CHUNK = BYTES / sizeof(Elem);
   static_assert(CHUNK >= 1 && (BYTES == 16 || BYTES == 8 || BYTES == 4), "whole elements per 16/8/4-byte copy");
+  static_assert(!SHIFTED || (sizeof(Elem) == 2 && ML::THREADS == 128 && ML::BM <= 128 && ML::STAGE_K <= 128 &&
+                             ML::BM % 16 == 0 && ML::STAGE_K % 16 == 0 && ML::BN % 64 == 0 && ML::STAGE_K % 64 == 0),
+                "shifted rows: 2-byte elements, 4 warps, a thread per A row and per B row for the extra chunk, "
+                "rows in 16s, whole 8-chunk row segments");
   static constexpr int A_COLS = ML::STAGE_K / CHUNK;
   static constexpr int A_ROWS_PER_PASS = ML::THREADS / A_COLS;
   static constexpr int A_PASSES = ML::BM / A_ROWS_PER_PASS;
@@ -47,6 +62,14 @@ struct TileLoader {
   bool b_col_ok;       // this thread's B columns are inside n
   unsigned a_dst;      // byte offset of this thread's A chunk inside a stage (pass 0)
   unsigned b_dst;
+  // SHIFTED only: each row's lateness s is (sh0 + r * step) mod 8 for row r of the tile; the extra
+  // chunk past each row segment (A row tid, B row tid) with its limits
+  int a_sh0, a_step, b_sh0, b_step;
+  bool a_shifts, b_shifts;  // some row of the operand lands late (else its shift pass is skipped)
+  int b_col_bytes;          // bytes of this thread's B chunk inside n (0..16)
+  const Elem* ax;           // A row tid's extra chunk at the next stage
+  const Elem* bx;           // B row tid's extra chunk at the next stage (tid < STAGE_K)
+  int ax_row_ok, ax_kpos, bx_col_bytes, bx_kpos;
 
   __device__ __forceinline__ TileLoader(const OperandParams& p, const Problem& mnk, int m0, int n0, int k_begin,
                                         int tid) {
@@ -67,11 +90,34 @@ struct TileLoader {
     } else {
       b_dst = (br * ML::B_LD + bn) * sizeof(Elem);
     }
+    if constexpr (SHIFTED) {
+      // m0, n0 and every stage's k start are multiples of 8 elements, so only the row index
+      // inside the tile moves a row's lateness
+      a_sh0 = static_cast<int>(reinterpret_cast<unsigned long long>(p.a) >> 1) & 7;
+      a_step = static_cast<int>(p.lda & 7);
+      b_sh0 = static_cast<int>(reinterpret_cast<unsigned long long>(p.b) >> 1) & 7;
+      b_step = static_cast<int>(p.ldb & 7);
+      a_shifts = a_sh0 != 0 || a_step != 0;
+      b_shifts = b_sh0 != 0 || b_step != 0;
+      const int ash = (a_sh0 + ar * a_step) & 7, bsh = (b_sh0 + br * b_step) & 7;
+      a -= ash;
+      a_kpos -= ash;  // k of this thread's chunk's first element
+      b -= bsh;
+      b_col_bytes = min(max(mnk.n - (n0 + bn - bsh), 0), CHUNK) * 2;
+      const int xs = (a_sh0 + tid * a_step) & 7;  // A row tid: chunk STAGE_K / 8 of its segment
+      ax_kpos = k_begin * ML::BK + ML::STAGE_K - xs;
+      ax = static_cast<const Elem*>(p.a) + static_cast<long long>(m0 + tid) * p.lda + ax_kpos;
+      ax_row_ok = xs && tid < ML::BM && m0 + tid < mnk.m;  // rows on time need no extra chunk
+      const int ys = (b_sh0 + tid * b_step) & 7;  // B row tid: chunk BN / 8 of its segment
+      bx_kpos = k_begin * ML::BK + tid;
+      bx = static_cast<const Elem*>(p.b) + static_cast<long long>(bx_kpos) * p.ldb + n0 + ML::BN - ys;
+      bx_col_bytes = ys && tid < ML::STAGE_K ? min(max(mnk.n - (n0 + ML::BN - ys), 0), CHUNK) * 2 : 0;
+    }
   }
 
   // Copy the next stage into the buffers at shared byte addresses (sa, sb), zero past k_lim; advance.
   __device__ __forceinline__ void load(const OperandParams& p, int k_lim, unsigned sa, unsigned sb) {
-    if constexpr (BYTES == 16) {
+    if constexpr (BYTES == 16 && !SHIFTED) {
       // Rows counted, as in the narrow path: one compare per copy. A mask of A's rows inside m
       // (bit i: pass i) cost ~100 more instructions a 128x128 stage (ptxas rebuilt it every stage
       // and moved the memory descriptor into uniform registers before each copy): 403 -> 297
@@ -89,6 +135,30 @@ struct TileLoader {
       for (int i = 0; i < B_PASSES; ++i)
         cp_async16(sb + b_dst + i * B_ROWS_PER_PASS * ML::B_LD * sizeof(Elem),
                    b + static_cast<long long>(i * B_ROWS_PER_PASS) * p.ldb, i * B_ROWS_PER_PASS < b_rows ? 16 : 0);
+    } else if constexpr (SHIFTED) {
+      // a copy size of 16 or 0 is a predicate; any other costs a few more instructions, so only
+      // the chunks at k's or n's end take that path
+      const int kb = min(max(k_lim - a_kpos, 0), CHUNK) * 2;  // the A chunk's bytes inside k
+      const int a_rows = kb ? a_rows_left : 0;
+      if (kb == 16) {
+        copy_rows<A_PASSES, A_ROWS_PER_PASS, ML::A_LD>(sa + a_dst, a, A_ROWS_PER_PASS * p.lda, a_rows, 16);
+      } else {
+        copy_rows<A_PASSES, A_ROWS_PER_PASS, ML::A_LD>(sa + a_dst, a, A_ROWS_PER_PASS * p.lda, a_rows, kb);
+      }
+      const int xb = ax_row_ok ? min(max(k_lim - ax_kpos, 0), CHUNK) * 2 : 0;
+      if (threadIdx.x < ML::BM) cp_async<16>(sa + (threadIdx.x * ML::A_LD + ML::STAGE_K) * sizeof(Elem), ax, xb);
+      const int b_rows = b_col_bytes ? k_lim - b_kpos : 0;  // k rows of B left
+      if (b_col_bytes == 16) {  // all but the thread whose chunk holds n's end
+        copy_rows<B_PASSES, B_ROWS_PER_PASS, ML::B_LD>(sb + b_dst, b, B_ROWS_PER_PASS * p.ldb, b_rows, 16);
+      } else {
+        copy_rows<B_PASSES, B_ROWS_PER_PASS, ML::B_LD>(sb + b_dst, b, B_ROWS_PER_PASS * p.ldb, b_rows, b_col_bytes);
+      }
+      if (threadIdx.x < ML::STAGE_K)
+        cp_async<16>(sb + (threadIdx.x * ML::B_LD + ML::BN) * sizeof(Elem), bx, bx_kpos < k_lim ? bx_col_bytes : 0);
+      ax += ML::STAGE_K;
+      ax_kpos += ML::STAGE_K;
+      bx += static_cast<long long>(ML::STAGE_K) * p.ldb;
+      bx_kpos += ML::STAGE_K;
     } else {
       // 2-4x the copies per stage, so each costs little: pointers step by a row stride, rows are
       // counted (no mask to rebuild), and no pointer select (as in the 16-byte path: a copy of
@@ -111,6 +181,59 @@ struct TileLoader {
 #pragma unroll
     for (int i = 0; i < PASSES; ++i, src += step)
       cp_async<BYTES>(dst + i * ROWS_PER_PASS * LD * sizeof(Elem), src, i * ROWS_PER_PASS < rows ? bytes : 0);
+  }
+
+  // SHIFTED: move every row back by its lateness s, in place (every copy of the stage has landed
+  // and is visible; the caller's barrier follows).
+  __device__ __forceinline__ void shift(unsigned sa, unsigned sb) const {
+    if constexpr (SHIFTED) {
+      if (a_shifts) shift_rows<ML::BM, ML::STAGE_K / 8, ML::A_LD>(sa, a_sh0, a_step);
+      if (b_shifts) shift_rows<ML::STAGE_K, ML::BN / 8, ML::B_LD>(sb, b_sh0, b_step);
+    }
+  }
+
+  // ROWS rows of CHUNKS output chunks each. Lane (j, c) of warp w (j = lane / 8, c = lane % 8) takes
+  // chunk c + 8h of rows r = R_w + 2j + 16i (R_w = 0, 1, 8, 9): rows 16 apart share s, so a lane's
+  // shift amount and read offset are fixed; the four rows 2 apart that one instruction reads have
+  // distinct s / 2 when ld is odd, so their words fall in distinct banks. A chunk's four words come
+  // from the five words at (s / 2) + 4c (funnel shifts by 16 bits when s is odd). All of a group's
+  // reads precede its writes (a lane's last word is its neighbour's first).
+  template <int ROWS, int CHUNKS, int LD>
+  static __device__ __forceinline__ void shift_rows(unsigned base, int sh0, int step) {
+    constexpr int PASSES = (ROWS / 16) * (CHUNKS / 8), GROUP = PASSES < 4 ? PASSES : 4;
+    static_assert(PASSES % GROUP == 0, "whole groups of passes");
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int r = (warp & 1) + 8 * (warp >> 1) + 2 * (lane / 8);
+    const int s = (sh0 + r * step) & 7;
+    const unsigned amount = (s & 1) * 16;
+    const unsigned dst = base + (r * LD + (lane % 8) * 8) * sizeof(Elem);
+    const unsigned src = dst + (s >> 1) * 4;
+#pragma unroll
+    for (int g = 0; g < PASSES; g += GROUP) {
+      unsigned v[GROUP][5];
+#pragma unroll
+      for (int q = 0; q < GROUP; ++q) {
+        const unsigned off = pass_offset<CHUNKS, LD>(g + q);
+#pragma unroll
+        for (int w = 0; w < 5; ++w) asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v[q][w]) : "r"(src + off + 4 * w));
+      }
+      __syncwarp();
+#pragma unroll
+      for (int q = 0; q < GROUP; ++q) {
+        unsigned o[4];
+#pragma unroll
+        for (int w = 0; w < 4; ++w) o[w] = __funnelshift_r(v[q][w], v[q][w + 1], amount);
+        asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};\n" ::"r"(dst + pass_offset<CHUNKS, LD>(g + q)),
+                     "r"(o[0]), "r"(o[1]), "r"(o[2]), "r"(o[3]) : "memory");
+      }
+      __syncwarp();
+    }
+  }
+
+  // byte offset of pass t (row block i = t / (CHUNKS / 8), chunk half h = t % (CHUNKS / 8)) from pass 0
+  template <int CHUNKS, int LD>
+  static constexpr unsigned pass_offset(int t) {
+    return ((t / (CHUNKS / 8)) * 16 * LD + (t % (CHUNKS / 8)) * 64) * sizeof(Elem);
   }
 };
 
@@ -139,6 +262,10 @@ __device__ __forceinline__ void pipelined_mainloop(const OperandParams& p, const
   }
   cp_async_wait<ML::STAGES - 2>();
   __syncthreads();
+  if constexpr (TileLoader<ML>::SHIFTED) {
+    loader.shift(sa, sb);
+    __syncthreads();
+  }
   const typename ML::Lanes lanes = ML::lanes(tid);
   typename ML::Frag frag[2];
   ML::load_frag(sa, sb, 0, frag[0], lanes);
@@ -151,9 +278,16 @@ __device__ __forceinline__ void pipelined_mainloop(const OperandParams& p, const
     for (int kk = 0; kk < ML::KSTEPS; ++kk) {
       if (kk == ksteps) break;
       if (kk == ML::KSTEPS - 1) {
+        // shifted rows: the last k-step's mmas issue first, so the tensor cores work through them
+        // while the warps wait, shift and wait again
+        if constexpr (TileLoader<ML>::SHIFTED) ML::mma_frag(frag[kk % 2], acc);
         // next stage landed for every thread; nobody reads stage `it - 1`'s buffer any more
         cp_async_wait<ML::STAGES - 2>();
         __syncthreads();
+        if constexpr (TileLoader<ML>::SHIFTED) {
+          loader.shift(sa + next * A_BYTES, sb + next * B_BYTES);
+          __syncthreads();
+        }
         ML::load_frag(sa + next * A_BYTES, sb + next * B_BYTES, 0, frag[(kk + 1) % 2], lanes);
       } else {
         ML::load_frag(sa + rd * A_BYTES, sb + rd * B_BYTES, kk + 1, frag[(kk + 1) % 2], lanes);
@@ -162,7 +296,7 @@ __device__ __forceinline__ void pipelined_mainloop(const OperandParams& p, const
         if (it + ML::STAGES - 1 < iters) loader.load(p, k_lim, sa + wr * A_BYTES, sb + wr * B_BYTES);
         cp_async_commit();
       }
-      ML::mma_frag(frag[kk % 2], acc);
+      if (!TileLoader<ML>::SHIFTED || kk != ML::KSTEPS - 1) ML::mma_frag(frag[kk % 2], acc);
     }
     wr = rd;
     rd = next;

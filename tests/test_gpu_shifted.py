@@ -1,0 +1,90 @@
+"""On a GPU: the shifted-copy (_w2) kernels read rows only 2-byte aligned in place, at every row
+shift, next to NaNs they must never let into C, under every fixup policy; auto takes them on
+decode-like GEMMs instead of packing."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpu_support import GPU, error_ratio
+from streamk.schedule import FIXUP_POLICIES
+
+pytestmark = GPU
+
+SHIFTED = ["64x64x32", "32x64x32"]
+DECOMPS = [("data-parallel", {}), ("stream-k", {}), ("fixed-split", {"splits": 3})]
+
+
+def _view(rows: int, cols: int, ld: int, offset: int, dtype: str, gen):
+    """A rows x cols view at element ``offset`` with row stride ``ld`` inside a NaN-filled buffer:
+    any element a kernel reads outside the view and lets into C makes C NaN."""
+    import torch
+
+    buf = torch.full((offset + rows * ld + 16,), math.nan, device="cuda", dtype=getattr(torch, dtype))
+    view = buf[offset:offset + rows * ld].view(rows, ld)[:, :cols]
+    view.copy_(torch.randn(rows, cols, generator=gen, device="cuda"))
+    return view
+
+
+@pytest.mark.parametrize("tile", SHIFTED)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_shifted_rows_at_every_offset_and_stride_within_the_bound(dtype, tile):
+    import torch
+
+    from streamk.gpu import prepare
+    from streamk.gpu.plan import Tuning
+
+    gen = torch.Generator(device="cuda").manual_seed(21)
+    always = Tuning(narrow="always")
+    failures, ran = [], 0
+    cases = [(3, 300, 77), (131, 67, 200), (64, 129, 1001), (40, 64, 7), (1, 9, 1)]
+    for s, (m, n, k) in enumerate(cases):
+        for j in range(8):  # row strides of every residue mod 8, bases at odd and even element offsets
+            lda, ldb = k + (j + s) % 8, n + (3 * j + 1) % 8
+            A = _view(m, k, lda, (j * 5 + 1) % 8, dtype, gen)
+            B = _view(k, n, ldb, (j * 3 + 6) % 8, dtype, gen)
+            decomp, options = DECOMPS[j % len(DECOMPS)]
+            policy = FIXUP_POLICIES[(j + s) % len(FIXUP_POLICIES)]
+            alpha, beta = (1.5, 0.5) if policy == "atomic" else (1.0, 0.0)
+            C0 = torch.randn(m, n, generator=gen, device="cuda")
+            C = C0.clone() if beta else torch.full((m, n), math.nan, device="cuda")
+            opts = dict(options)
+            if "splits" in opts:
+                opts["splits"] = min(3, -(-k // 32))
+            p = prepare(A, B, C, alpha=alpha, beta=beta, schedule=decomp, fixup=policy, tile=tile, _tuning=always,
+                        **opts)
+            p.run()
+            torch.cuda.synchronize()
+            ran += 1
+            shifted = any(name.endswith("_w2") for name in p.launch.names)
+            packed = any("pack" in name for name in p.launch.names)
+            ratio = error_ratio(C, A, B, alpha, beta, C0)
+            if ratio > 1 or not shifted or packed:
+                failures.append((m, n, k, lda, ldb, decomp, policy, ratio, p.launch.names))
+    assert ran == 8 * len(cases)
+    assert not failures, failures[:5]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_auto_reads_decode_like_operands_in_place_and_packs_the_rest(dtype):
+    """Odd n with m <= 64 (or odd k with n <= 64): the large operand is read in place by a _w2
+    kernel, no pack pass; the same odd sizes in a GEMM of two large sides are packed."""
+    import torch
+
+    from gpu_support import inputs, relaunched
+    from streamk.gpu import prepare
+
+    gen = torch.Generator(device="cuda").manual_seed(22)
+    for (m, n, k), in_place in (((3, 13327, 1368), True), ((16, 4001, 3001), True), ((2048, 17, 4095), True),
+                                ((64, 129, 65), True), ((300, 301, 257), False)):
+        A, B = inputs(m, n, k, dtype, gen)
+        C = torch.full((m, n), math.nan, device="cuda")
+        p = prepare(A, B, C)
+        first, last = relaunched(p, C, 3)
+        names = p.launch.names
+        assert any(name.endswith("_w2") for name in names) == in_place, ((m, n, k), names)
+        assert any("pack" in name for name in names) != in_place, ((m, n, k), names)
+        assert error_ratio(first, A, B) <= 1, ((m, n, k), names)
+        assert p.schedule.fixup == "atomic" or torch.equal(first, last), ((m, n, k), p.schedule)
