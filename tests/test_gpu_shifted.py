@@ -69,8 +69,9 @@ def test_shifted_rows_at_every_offset_and_stride_within_the_bound(dtype, tile):
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_auto_reads_decode_like_operands_in_place_and_packs_the_rest(dtype):
-    """Odd n with m <= 64 (or odd k with n <= 64): the large operand is read in place by a _w2
-    kernel, no pack pass; the same odd sizes in a GEMM of two large sides are packed."""
+    """Decode-like GEMMs whose pack would copy 8 MB or more (an odd n with m <= 64, an odd k with n
+    <= 64, a 4-byte-aligned A co-packed with B): read in place by a _w2 kernel, no pack pass; a
+    small pack, or a GEMM of two large sides, still packs."""
     import torch
 
     from gpu_support import inputs, relaunched
@@ -78,7 +79,7 @@ def test_auto_reads_decode_like_operands_in_place_and_packs_the_rest(dtype):
 
     gen = torch.Generator(device="cuda").manual_seed(22)
     for (m, n, k), in_place in (((3, 13327, 1368), True), ((16, 4001, 3001), True), ((2048, 17, 4095), True),
-                                ((64, 129, 65), True), ((300, 301, 257), False)):
+                                ((4879, 1, 5958), True), ((64, 129, 65), False), ((300, 30001, 257), False)):
         A, B = inputs(m, n, k, dtype, gen)
         C = torch.full((m, n), math.nan, device="cuda")
         p = prepare(A, B, C)

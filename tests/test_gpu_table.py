@@ -199,13 +199,14 @@ def test_four_byte_copies_only_where_they_save_all_packing_on_a_small_problem():
         copy_widths(small_a, small_b, f16, "yes")
 
 
-def test_shifted_copies_read_decode_like_operands_in_place_and_nothing_else():
+def test_shifted_copies_read_decode_like_operands_in_place_where_the_pack_is_large():
     small = SMALL_SPECS["float16"]
-    # m <= SHIFTED_MAX_SIDE: B's odd n read in place, the aligned A at 16 bytes (one _w2 kernel reads both)
+    # m <= SHIFTED_MAX_SIDE and B's odd n: a 36 MB pack saved; the aligned A read 16 bytes wide in the same _w2 kernel
     assert copy_widths(_host((3, 1368)), _host((1368, 13327)), small) == (16, 2)
-    assert copy_widths(_host((2048, 4095)), _host((4095, 17)), small) == (2, 2)     # n <= 64: A's odd k too
-    assert copy_widths(_host((64, 90)), _host((90, 129)), small) == (4, 2)          # 4-byte A read shifted too
-    assert copy_widths(_host((300, 257)), _host((257, 301)), small) == (0, 0)       # two large sides: packed
+    assert copy_widths(_host((2048, 4095)), _host((4095, 17)), small) == (2, 2)     # n <= 64: A's odd k, 17 MB
+    assert copy_widths(_host((4879, 5958)), _host((5958, 1)), small) == (4, 2)      # A (58 MB) would be co-packed
+    assert copy_widths(_host((64, 90)), _host((90, 129)), small) == (0, 0)          # a small pack: packed
+    assert copy_widths(_host((300, 257)), _host((257, 30001)), small) == (0, 0)     # two large sides: packed
     assert copy_widths(_host((300, 257)), _host((257, 301)), small, "always") == (2, 2)
     assert copy_widths(_host((3, 1368)), _host((1368, 13327)), small, "never") == (16, 0)
     assert copy_widths(_host((3, 1368)), _host((1368, 13327)), SPECS["float16"]) == (16, 0)  # no _w2 on 128x128
@@ -341,11 +342,10 @@ def test_small_tile_kernels_and_autos_tile_choice():
     assert choose_tile(GemmShape(4047, 460, 64), "float16", 132) == TileShape(128, 128, 32)  # 8-byte rows of B
     assert choose_tile(GemmShape(356, 2458, 360), "float16", 132) == TileShape(128, 64, 32)  # 117: one per SM
     assert choose_tile(GemmShape(4047, 593, 64), "float16", 132) == TileShape(128, 128, 32)  # 160 128x128 tiles
-    # decode-like (m or n <= 64) with rows only 2-byte aligned: the tiles with shifted copies, read in place
+    # decode-like (m or n <= 64) where a large operand would be packed: the tiles with shifted copies
     assert choose_tile(GemmShape(3, 13327, 1368), "float16", 132) == TileShape(64, 64, 32)   # 209 tiles of 32x64
-    assert choose_tile(GemmShape(3, 4001, 1368), "float16", 132) == TileShape(32, 64, 32)    # 63, short k
-    assert choose_tile(GemmShape(38, 2036, 135), "float16", 132) == TileShape(32, 64, 32)   # odd k (32x32 before)
-    assert choose_tile(GemmShape(38, 2036, 134), "float16", 132) == TileShape(32, 32, 32)   # aligned: unchanged
+    assert choose_tile(GemmShape(3, 4001, 1368), "float16", 132) == TileShape(32, 64, 32)    # 63, short k (10 MB)
+    assert choose_tile(GemmShape(38, 2036, 135), "float16", 132) == TileShape(32, 32, 32)   # a small pack: as before
     assert choose_tile(GemmShape(16384, 17, 16383), "bfloat16", 132) == TileShape(64, 64, 32)  # not 128x128x64 + pack
     assert choose_tile(GemmShape(65, 13327, 1368), "float16", 132) != TileShape(64, 64, 32)  # 65: not decode-like
 

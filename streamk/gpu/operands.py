@@ -221,12 +221,14 @@ NARROW_MODES = ("auto", "always", "never")
 # 4-byte ones only where they save the whole pack launch on a problem of at most this many flops
 # per compulsory byte (H200, first 100 corpus shapes; benchmarks/LOG.md v9).
 W4_MAX_INTENSITY = 200.0
-# Rows only 2-byte aligned (an odd k or n) are read in place by the shifted copies (the _w2 kernels)
-# only in decode-like GEMMs, m or n at most this: there the operand a pack would copy is the large
-# one and the GEMM reads it once, so the pack's DRAM round trip costs more than the GEMM (H100
-# decode corpus, LOG.md v21). Elsewhere they are packed: shifted copies took 1.29x the time of
-# pack + the 16-byte mainloop on the 400 corpus shapes (LOG.md v14).
+# Shifted copies (the _w2 kernels) read rows of any alignment in place, in decode-like GEMMs (m or n
+# at most SHIFTED_MAX_SIDE, which read each operand once) where the pack they save would copy at
+# least SHIFTED_MIN_PACK_BYTES: on the H100 decode corpus they took 0.73x the time of pack + 16-byte
+# copies where the pack copied >= 16 MB, ~0.95x at 4-16 MB and up to 1.6x below (a CTA's in-place
+# reads wait on DRAM where the small packed copy came from the L2; LOG.md v21). Elsewhere 2-byte
+# rows are packed: shifted copies took 1.29x the time on the 400 corpus shapes (LOG.md v14).
 SHIFTED_MAX_SIDE = 64
+SHIFTED_MIN_PACK_BYTES = 8 << 20
 
 
 def decode_like(m: int, n: int) -> bool:
@@ -246,18 +248,23 @@ def copy_widths(a: Operand, b: Operand, spec: KernelSpec, narrow: str = "auto") 
     """Copy width (16, 8, 4 or 2 bytes) A and B are read with in place, 0 for one that is packed.
 
     ``narrow``: "auto" (8-byte copies wherever they apply, 4-byte ones under W4_MAX_INTENSITY when
-    neither operand is packed, shifted copies of 2-byte-aligned rows in decode-like GEMMs on the
-    tiles that have them), "always" (the widest copy each operand allows) or "never" (pack every
-    operand that is not 16-byte aligned, as v1-v8 did). One kernel reads both at the narrower width.
+    neither operand is packed; on the tiles that have them, shifted copies of any rows in
+    decode-like GEMMs whose pack would copy SHIFTED_MIN_PACK_BYTES or more), "always" (the widest
+    copy each operand allows) or "never" (pack every operand that is not 16-byte aligned, as v1-v8
+    did). One kernel reads both at the narrower width.
     """
     if narrow not in NARROW_MODES:
         raise ScheduleError(f"narrow must be one of {', '.join(NARROW_MODES)} (got {narrow!r})")
-    wa, wb = (load_bytes(op, spec, narrow=narrow != "never") for op in (a, b))
-    if narrow == "auto":
-        if 2 in (wa, wb) and not decode_like(a.shape[0], b.shape[1]):
-            wa, wb = (0 if w == 2 else w for w in (wa, wb))
-        if 4 in (wa, wb) and 2 not in (wa, wb) and (0 in (wa, wb) or intensity(a, b, spec) > W4_MAX_INTENSITY):
-            wa, wb = (0 if w == 4 else w for w in (wa, wb))
+    widths = tuple(load_bytes(op, spec, narrow=narrow != "never") for op in (a, b))
+    if narrow != "auto":
+        return widths
+    wa, wb = (0 if w == 2 else w for w in widths)
+    if 4 in (wa, wb) and (0 in (wa, wb) or intensity(a, b, spec) > W4_MAX_INTENSITY):
+        wa, wb = (0 if w == 4 else w for w in (wa, wb))
+    if 2 in widths and decode_like(a.shape[0], b.shape[1]):
+        packed = sum(op.shape[0] * op.shape[1] * spec.itemsize for op, w in ((a, wa), (b, wb)) if w == 0)
+        if packed >= SHIFTED_MIN_PACK_BYTES:
+            return widths
     return wa, wb
 
 
