@@ -126,3 +126,17 @@ def test_the_bench_summary_of_8192_cubed_alone_prints_its_line(capsys):
     summarize([r], ["data-parallel", "auto"], "bfloat16")
     out = capsys.readouterr().out
     assert "bfloat16: 0 corpus shapes" in out and "data-parallel 400 auto 733 TFLOP/s" in out, out
+
+
+def test_only_tile_names_a_tile_or_its_prefix():
+    import argparse
+
+    from streamk.gpu.bench_args import _only_tile, tile_matches
+
+    assert _only_tile("128") == "128x128" and _only_tile("128X256x64") == "128x256x64"
+    with pytest.raises(argparse.ArgumentTypeError, match="such as 128, 128x256 or 128x256x64"):
+        _only_tile("128x256x64x2")
+    sm90_wide, sm80_wide = TileShape(128, 256, 64), TileShape(128, 256, 32)
+    assert tile_matches(sm90_wide, _only_tile("128x256")) and tile_matches(sm80_wide, _only_tile("128x256"))
+    assert tile_matches(sm90_wide, _only_tile("128x256x64")) and not tile_matches(sm80_wide, _only_tile("128x256x64"))
+    assert not tile_matches(TileShape(128, 64, 32), _only_tile("128")) and not tile_matches(sm90_wide, "128x25")

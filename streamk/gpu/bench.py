@@ -227,10 +227,11 @@ def main(args: argparse.Namespace) -> int:
     stream = torch.cuda.Stream()
     shapes = corpus(args.count, args.seed, args.corpus)
     if args.only_tile:
+        from .bench_args import tile_matches
         from .select import choose_tile
 
         shapes = [sh for sh in shapes
-                  if str(choose_tile(GemmShape(*sh), args.dtype, dev.target)).startswith(args.only_tile + "x")]
+                  if tile_matches(choose_tile(GemmShape(*sh), args.dtype, dev.target), args.only_tile)]
         print(f"{len(shapes)} corpus shapes on which auto picks {args.only_tile}", flush=True)
     shapes = ([BIG] if args.big else []) + shapes
     rows = []

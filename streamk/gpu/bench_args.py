@@ -48,10 +48,16 @@ def variants_arg(text: str) -> str:
 
 
 def _only_tile(text: str) -> str:
+    """A tile as "BMxBNxBK" or its prefix "BMxBN" ("128": the square 128x128)."""
     parts = text.lower().split("x")
-    if not 1 <= len(parts) <= 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
-        raise argparse.ArgumentTypeError(f"must be a tile such as 128 or 128x256 (got {text!r})")
-    return text
+    if not 1 <= len(parts) <= 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise argparse.ArgumentTypeError(f"must be a tile such as 128, 128x256 or 128x256x64 (got {text!r})")
+    return "x".join(parts * 2 if len(parts) == 1 else parts)
+
+
+def tile_matches(tile: object, only: str) -> bool:
+    """Whether ``tile`` (printed BMxBNxBK) is the one ``--only-tile`` names (``only`` as _only_tile returns it)."""
+    return f"{tile}x".startswith(only + "x")
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
@@ -84,7 +90,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          "+back to walk each CTA's units backwards, and +sm80 or +sm90 for the tile auto picks with its "
                          "large-GEMM rungs on that family's tiles (Target.large_rungs)")
     ap.add_argument("--only-tile", type=_only_tile, metavar="TILE",
-                    help="only the corpus shapes for which auto picks this tile (e.g. 128x256): a rule's shapes")
+                    help="only the corpus shapes for which auto picks this tile (128x256: any depth; 128x256x64: the sm90 "
+                         "kernel's): a rule's shapes")
     ap.add_argument("--seconds", type=seconds_arg, default=400.0, help="stop starting new shapes after this (default 400)")
     ap.add_argument("--out", type=output_folder, default=os.environ.get("OUT", "."), metavar="DIR",
                     help="folder for the CSV and its plot (default $OUT or .)")
