@@ -9,11 +9,12 @@ import math
 import pytest
 
 from gpu_support import GPU, error_ratio
+from streamk.gpu.kernel_registry import SHIFTED_TILES
 from streamk.schedule import FIXUP_POLICIES
 
 pytestmark = GPU
 
-SHIFTED = ["64x64x32", "32x64x32"]
+SHIFTED = [str(t) for t in SHIFTED_TILES]
 DECOMPS = [("data-parallel", {}), ("stream-k", {}), ("fixed-split", {"splits": 3})]
 
 

@@ -343,11 +343,11 @@ def test_small_tile_kernels_and_autos_tile_choice():
     assert choose_tile(GemmShape(356, 2458, 360), "float16", 132) == TileShape(128, 64, 32)  # 117: one per SM
     assert choose_tile(GemmShape(4047, 593, 64), "float16", 132) == TileShape(128, 128, 32)  # 160 128x128 tiles
     # decode-like (m or n <= 64) where a large operand would be packed: the tiles with shifted copies
-    assert choose_tile(GemmShape(3, 13327, 1368), "float16", 132) == TileShape(64, 64, 32)   # 209 tiles of 32x64
+    assert choose_tile(GemmShape(3, 13327, 1368), "float16", 132) == TileShape(64, 128, 32)  # 209 tiles of 32x64
     assert choose_tile(GemmShape(3, 4001, 1368), "float16", 132) == TileShape(32, 64, 32)    # 63, short k (10 MB)
     assert choose_tile(GemmShape(38, 2036, 135), "float16", 132) == TileShape(32, 32, 32)   # a small pack: as before
-    assert choose_tile(GemmShape(16384, 17, 16383), "bfloat16", 132) == TileShape(64, 64, 32)  # not 128x128x64 + pack
-    assert choose_tile(GemmShape(65, 13327, 1368), "float16", 132) != TileShape(64, 64, 32)  # 65: not decode-like
+    assert choose_tile(GemmShape(16384, 17, 16383), "bfloat16", 132) == TileShape(128, 64, 32)  # not 128x128x64 + pack
+    assert choose_tile(GemmShape(65, 13327, 1368), "float16", 132) != TileShape(64, 128, 32)  # 65: not decode-like
 
 
 def test_auto_takes_the_sm90_tiles_on_its_large_rungs_where_the_target_says_so():

@@ -146,7 +146,7 @@ SM90_TILES = ((TileShape(128, 128, 64), 4), (TileShape(128, 256, 64), 3))
 HALF_WIDTHS = (16, 8, 4)
 # Shifted 16-byte copies of rows only 2-byte aligned (sm80/pipeline.cuh SHIFTED), on the tiles auto
 # takes for decode-like GEMMs (select.py: there the operand a pack would copy is the large one).
-SHIFTED_TILES = (TileShape(64, 64, 32), TileShape(32, 64, 32))
+SHIFTED_TILES = (TileShape(64, 64, 32), TileShape(32, 64, 32), TileShape(128, 64, 32), TileShape(64, 128, 32))
 # The FP16/BF16 tiles, the paper's first (then the order tile_specs lists them), with the CTAs per
 # SM their __launch_bounds__ ask for: 3 on 64x64 gives 152 registers and no spills (4: 128 and
 # 100 B of spills outside the mainloop, auto 3.3% slower where it takes 64x64, LOG.md v13); none on

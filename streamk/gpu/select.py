@@ -47,9 +47,11 @@ def reduce_slices(items: int, spec: KernelSpec, threads: int, sms: int) -> int:
 
 # auto's tile where the caller names none (FP16/BF16; FP64 has the paper's 64x64x16 only), the first
 # rule that holds; each won on H100 corpus samples (benchmarks/LOG.md v13-v15, v21 give the figures):
-# * decode-like GEMMs (operands.decode_like) whose contiguous operands have rows only 2-byte aligned
-#   (odd k or n): the tiles with shifted copies, which read them in place (no pack of the large
-#   operand): 32x64 under the rule for 32-row tiles below, else 64x64;
+# * decode-like GEMMs (operands.decode_like) whose contiguous operands would be packed by the MB
+#   (operands.copy_widths): the tiles with shifted copies, which read them in place: 32x64 under the
+#   rule for 32-row tiles below, else the rectangle along the long side (128x64 on a tall GEMM,
+#   64x128 on a wide one: a stage brings twice the large operand's bytes for one shift pass and
+#   barrier; 1.10x / 1.07x the speed of 64x64 on the 43 decode shapes that read in place, LOG.md v21);
 # * k <= RECT_MAX_ITERS MAC iterations: 32x32, else 32x64, where its tiles fit one wave (a small
 #   GEMM's CTA is latency-bound and writes C at ~20 GB/s from one SM: more, smaller CTAs win);
 # * 64x64 where its tiles fit one wave, or, for k <= SMALL_WAVE_MAX_ITERS, 2-3 of them per SM
@@ -112,7 +114,10 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
     short = iters <= RECT_MAX_ITERS
     if decode_like(shape.m, shape.n) and contiguous_shifted(shape, dtype, SMALL_TILE):
         tiny = next((t for t in TINY_TILES if t in tiles and contiguous_shifted(shape, dtype, t)), None)
-        return tiny if tiny is not None and short and count(tiny) <= sms else SMALL_TILE
+        if tiny is not None and short and count(tiny) <= sms:
+            return tiny
+        along = RECT_TILES[0] if shape.m >= shape.n else RECT_TILES[1]  # 128x64 on a tall GEMM, 64x128 on a wide one
+        return along if along in tiles and contiguous_shifted(shape, dtype, along) else SMALL_TILE
     if short:
         for tile in sorted((t for t in TINY_TILES if t in tiles), key=lambda t: t.bm * t.bn):
             if count(tile) <= sms:
