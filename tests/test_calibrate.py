@@ -31,7 +31,7 @@ SMS = 32  # the design's times do not depend on the SM count (every probe is who
 # 64 KB partial at ~1.3 us), chosen for the test, not measured.
 # dram_us_per_mb: a quarter of an H100's DRAM bandwidth for a quarter of its SMs (~0.35 us/MB there).
 TRUE = {"launch": 4.0, "a": 1.5, "c1": 0.47, "c_shared": 0.92, "b": 1.2, "d": 1.3, "pass_launch": 3.0,
-        "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 1.5}
+        "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 1.5, "atomic": 9.0}
 L2 = 12e6  # bytes: the L2 of that 32-SM device
 NOISE = 0.01  # relative, Gaussian: CUDA-event medians of short launches wander about this much
 
@@ -50,7 +50,7 @@ def test_fit_recovers_known_terms_within_their_reported_errors():
     design, result = calibrate_with(simulated_device(TRUE, NOISE, seed=1), "float16", TILE, SMS, 2, L2)
     z = (result.values - [TRUE[n] for n in result.names]) / result.errors
     report = {n: (TRUE[n], round(v, 4), round(e, 4)) for n, v, e in zip(result.names, result.values, result.errors)}
-    assert len(design) == 33 and result.names == term_names(2)
+    assert len(design) == 36 and result.names == term_names(2)
     assert np.all(np.abs(z) < 3), report
     assert 0.5 * NOISE < result.rms_rel_residual < 1.5 * NOISE, result.rms_rel_residual
     rel_se = dict(zip(result.names, result.errors / result.values))
@@ -76,11 +76,12 @@ def test_fit_is_exact_without_noise_on_a_kernel_of_one_cta_per_sm():
 
 def test_a_design_that_cannot_separate_terms_is_refused_by_name():
     # one wave of whole tiles and owners that never wait: launch and a always come together, and
-    # nothing shares an SM, stores a partial or runs a reduce pass
-    some = [p.schedule for p in probes(TILE, SMS, 2, L2, 2) if p.family in ("dp-one-per-sm", "split-long-owner")]
+    # nothing shares an SM, stores a partial, runs a reduce pass or adds a tile atomically
+    some = [p.schedule for p in probes(TILE, SMS, 2, L2, 2)
+            if p.family in ("dp-one-per-sm", "split-long-owner", "multi-unit")]
     memory = {"l2_bytes": L2, "element_bytes": 2}
     with pytest.raises(FitError, match="cannot tell these terms apart: launch, a, c_shared, b, pass_launch, d_reduce, "
-                                       "unit;"):
+                                       "atomic;"):
         fit(some, [predict_from(s, TRUE, SMS, 2, **memory) for s in some], SMS, 2, **memory)
     with pytest.raises(FitError, match="one finite time > 0 per schedule"):
         fit(some, [1.0], SMS, 2, **memory)
@@ -110,6 +111,8 @@ def test_prediction_prices_each_term_where_the_gpu_spends_it():
         t["launch"] + t["a"] + 32 * t["c1"] + t["b"] + t["pass_launch"] + 4 * t["d_reduce"])
     assert predict_from(by["multi-unit", "u=4 k=8"], t, SMS, 2) == pytest.approx(
         t["launch"] + t["a"] + 32 * t["c1"] + 3 * t["unit"])
+    assert predict_from(by["atomic", "p=4"], t, SMS, 2) == pytest.approx(
+        t["launch"] + t["pass_launch"] + t["a"] + 32 * t["c1"] + t["atomic"])
     # the Latin square: 64 CTAs per wave on distinct rows and columns read every slice from DRAM
     side = SMS * 2
     (scattered,) = [s for (family, _), s in by.items() if family == "dram-scattered"]
@@ -194,5 +197,25 @@ def test_calibrate_cli_end_to_end_against_a_stand_in_gpu(tmp_path, capsys, monke
     assert "rms relative residual" in err and "wrote" in err and entry["device"] == dev.name
     monkeypatch.setenv(files.ENV, str(tmp_path))
     (cal,) = files.load("h100")  # the family's file, which the h100 preset loads
-    assert (cal.dtype, cal.tile, cal.ctas_per_sm, cal.probes, cal.l2_bytes) == ("float16", TILE, 2, 17, L2)
+    assert (cal.dtype, cal.tile, cal.ctas_per_sm, cal.probes, cal.l2_bytes) == ("float16", TILE, 2, 19, L2)
     assert all(abs(t.us - TRUE[t.name]) < 4 * t.se for t in cal.terms), cal.terms
+
+
+def test_the_atomic_term_prices_atomic_adds_only_and_older_entries_still_load():
+    from streamk.gpu.select import schedule_for
+    from streamk.shapes import GemmShape
+
+    h100 = PRESETS["h100"]
+    shape = GemmShape(3000, 5000, 700)
+    dp = schedule_for("data-parallel", shape, "float16", h100)
+    sk = schedule_for("stream-k", shape, "float16", h100, fixup="atomic")
+    without = {n: v for n, v in TRUE.items() if n != "atomic"}
+    assert predict_from(dp, TRUE, 132, 2) == predict_from(dp, without, 132, 2)  # nothing added atomically
+    assert predict_from(sk, TRUE, 132, 2) > predict_from(sk, without, 132, 2) + TRUE["atomic"] - 1e-9
+    owner = schedule_for("stream-k", shape, "float16", h100, fixup="owner-waits")
+    assert predict_from(owner, TRUE, 132, 2) == predict_from(owner, without, 132, 2)
+    # an entry fitted before the term (every shipped one until refitted) predicts as if it were 0
+    older = Calibration("float16", TILE, 2, tuple(Term(n, v, 0.0) for n, v in without.items()))
+    assert older.us("atomic") == 0.0
+    with pytest.raises(InputError, match="needs the terms"):
+        Calibration("float16", TILE, 2, tuple(Term(n, v, 0.0) for n, v in TRUE.items() if n != "c1"))

@@ -11,6 +11,8 @@ so its calibrated-simulator time is linear in the terms (``predict.predict_from`
 * separate-reduce: tiles split p ways evenly, then the reduce pass:
   launch + a + (k/p) c1 + b + pass_launch + p d_reduce
 * multi-unit: one CTA per SM running u whole tiles of k iterations: launch + a + u k c1 + (u-1) unit
+* atomic: tiles split p ways evenly under the atomic policy (the prescale pass first, no waits):
+  launch + pass_launch + a + (k/p) c1 + atomic
 * dram-scattered: S x S whole tiles (S = sms x ctas_per_sm, one wave) in a Latin-square order, so
   no two tiles of a wave share a row or column of tiles, on operands twice the L2: every slice
   read comes from DRAM, and each step takes its misses' bytes x dram_us_per_mb where that
@@ -40,9 +42,11 @@ SPLITS = (2, 4, 8)                         # ways a split-even tile is split
 PEERS = (1, 2, 4)                          # peers of split-long-owner (k = 128: owner 96, peers 32 in all)
 REDUCE_SPLITS = (2, 4, 8, 16)              # ways a separate-reduce tile is split (k = 128)
 UNITS = ((2, 8), (4, 8), (8, 8), (2, 32), (4, 32))  # (tiles per CTA, k iterations) of multi-unit
+ATOMIC_SPLITS = (2, 4, 8)                  # ways an atomic tile is split (k = 128)
 LONG_K = 128
 QUICK = {"DP_ITERS": (1, 8, 64), "WAVE_ITERS": (8, 32), "SPLIT_ITERS": (64,), "SPLITS": (2, 4), "PEERS": (1, 4),
-         "REDUCE_SPLITS": (2, 4, 8), "UNITS": ((4, 8), (2, 32))}  # the GPU test's reduced design: still every term, 17 probes
+         "REDUCE_SPLITS": (2, 4, 8), "UNITS": ((4, 8), (2, 32)),
+         "ATOMIC_SPLITS": (2, 8)}  # the GPU test's reduced design: still every term, 19 probes
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +98,7 @@ def probes(tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float, element
     dp_iters, wave_iters = q.get("DP_ITERS", DP_ITERS), q.get("WAVE_ITERS", WAVE_ITERS)
     split_iters, splits = q.get("SPLIT_ITERS", SPLIT_ITERS), q.get("SPLITS", SPLITS)
     peers, reduce_splits = q.get("PEERS", PEERS), q.get("REDUCE_SPLITS", REDUCE_SPLITS)
-    units = q.get("UNITS", UNITS)
+    units, atomic_splits = q.get("UNITS", UNITS), q.get("ATOMIC_SPLITS", ATOMIC_SPLITS)
     one = Machine(sms, 1)
     out: list[Probe] = []
     for k in dp_iters:
@@ -128,6 +132,10 @@ def probes(tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float, element
     for u, k in units:
         ctas = [[(c * u + j, 0, k) for j in range(u)] for c in range(sms)]
         out.append(Probe("multi-unit", f"u={u} k={k}", _schedule(f"units{u}-k{k}", sms * u, k, tile, ctas, one)))
+    for p in atomic_splits:
+        tiles = sms // p
+        ctas = [cta for t in range(tiles) for cta in _split(t, [i * LONG_K // p for i in range(p + 1)])]
+        out.append(Probe("atomic", f"p={p}", _schedule(f"atomic-p{p}", tiles, LONG_K, tile, ctas, one, "atomic")))
     scattered = _scattered(tile, sms, ctas_per_sm, l2_bytes, element_bytes)
     out.append(Probe("dram-scattered", f"k={scattered.problem.iters_per_tile}", scattered))
     return tuple(out)

@@ -26,11 +26,13 @@ TERM_DOC: dict[str, str] = {
     "d_reduce": "per partial read in the separate reduce pass",
     "unit": "per work unit after a CTA's first (the mainloop's restart on a new tile, its epilogue)",
     "dram_us_per_mb": "per MB of A and B read from DRAM, where a step's misses outlast its MAC iteration",
+    "atomic": "per unit that adds its partial tile into C atomically (the atomic policy's red.add of a whole tile)",
 }
 
 
-# Terms added to the first model (LOG.md v19); an entry fitted without them predicts as if they were 0.
-EXTENSION_TERMS = ("unit", "dram_us_per_mb")
+# Terms added to the first model (LOG.md v19, v21); an entry fitted without some of them predicts as
+# if they were 0.
+EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic")
 
 
 def term_names(ctas_per_sm: int) -> tuple[str, ...]:
@@ -70,8 +72,9 @@ class Calibration:
 
     def __post_init__(self) -> None:
         names = tuple(t.name for t in self.terms)
-        first_model = tuple(t for t in term_names(self.ctas_per_sm) if t not in EXTENSION_TERMS)
-        if names not in (term_names(self.ctas_per_sm), first_model):
+        allowed = term_names(self.ctas_per_sm)
+        if names != tuple(t for t in allowed if t in names) or any(t not in names for t in allowed
+                                                                   if t not in EXTENSION_TERMS):
             raise InputError(f"calibration of {self.dtype} {self.tile} needs the terms "
                              f"{', '.join(term_names(self.ctas_per_sm))} in that order (got {', '.join(names)})")
 

@@ -9,6 +9,7 @@ machine and which constants it runs with, mirroring how the GPU backend launches
   priced at ``d_reduce``; every other policy reads at ``d``;
 * ``launch`` is paid once, ``pass_launch`` once more for a reduce or prescale pass;
 * ``unit`` before each work unit after a CTA's first (the mainloop restarts on a new tile);
+* ``atomic`` for each unit that adds its partial tile into C under the atomic policy;
 * ``dram_us_per_mb``: the MAC iteration stretched where the schedule's operand reads miss the L2
   faster than DRAM delivers them (``traffic.dram_slowdown``: scattered Stream-K units on operands
   larger than the L2).
@@ -57,7 +58,7 @@ def predict_from(schedule: Schedule, values: dict[str, float], sms: int, ctas_pe
         # whole tiles, one per CTA: identical CTAs in waves (what the event simulator gives, faster)
         return values["launch"] + math.ceil(schedule.grid / (sms * r)) * (costs.a + costs.c * ipt)
     placed = schedule if schedule.machine == Machine(sms, r) else replace(schedule, machine=Machine(sms, r))
-    timeline = simulate(placed, costs, policy, values.get("unit", 0.0))
+    timeline = simulate(placed, costs, policy, values.get("unit", 0.0), values.get("atomic", 0.0))
     if timeline.deadlock:
         return math.inf
     extra = 0.0

@@ -13,6 +13,8 @@ Model (DESIGN.md "Simulator semantics"):
   (the last one processed at equal times) reduces and writes the tile.
 * ``unit_cost`` (0 in the paper's model; the calibrated model's ``unit`` term): paid before each
   work unit after a CTA's first, the mainloop's restart on a new tile.
+* ``atomic_cost`` (0 in the paper's model; the calibrated model's ``atomic`` term): paid by each
+  unit that adds its partial tile into C atomically (the atomic policy), as it stores.
 * separate-reduce: after the whole grid ends, a second grid of one reduce task per split tile
   (``d`` per partial read) is dispatched on the slots the same way.
 
@@ -46,7 +48,7 @@ Request = tuple
 Program = Generator[Request, bool | None, None]
 
 
-def _program(cta: int, plan: FixupPlan, costs: Costs, unit_cost: float) -> Program:
+def _program(cta: int, plan: FixupPlan, costs: Costs, unit_cost: float, atomic_cost: float) -> Program:
     s = plan.schedule
     if costs.a > 0:
         yield ("run", costs.a, "overhead", -1)
@@ -70,13 +72,13 @@ def _program(cta: int, plan: FixupPlan, costs: Costs, unit_cost: float) -> Progr
             yield ("run", reads, "fixup", u)
             yield ("run", 0.0, "store_tile", u)
         if does.writes_c or does.adds_to_c:
-            yield ("run", 0.0, "store_tile", u)
+            yield ("run", atomic_cost if does.adds_to_c else 0.0, "store_tile", u)
 
 
 class _Run:
     """Mutable state of one simulation; ``simulate_events`` is its only user."""
 
-    def __init__(self, schedule: Schedule, costs: Costs, policy: str, unit_cost: float) -> None:
+    def __init__(self, schedule: Schedule, costs: Costs, policy: str, unit_cost: float, atomic_cost: float) -> None:
         if schedule.machine is None:
             raise ScheduleError("the schedule has no machine (sms, ctas_per_sm) to simulate on; "
                                 "build it with make_schedule(..., machine) or add sms to its JSON")
@@ -85,7 +87,7 @@ class _Run:
         self.per_sm = schedule.machine.ctas_per_sm
         self.slots = schedule.machine.slots
         grid, n = schedule.grid, len(schedule.units)
-        self.programs = [_program(c, self.plan, costs, unit_cost) for c in range(grid)]
+        self.programs = [_program(c, self.plan, costs, unit_cost, atomic_cost) for c in range(grid)]
         self.cta_slot = np.full(grid, -1, dtype=np.int64)
         self.cta_start = np.full(grid, math.nan)
         self.cta_end = np.full(grid, math.inf)
@@ -210,11 +212,12 @@ class _Run:
 
 
 def simulate_events(schedule: Schedule, costs: Costs = IDEAL, fixup: str | None = None,
-                    unit_cost: float = 0.0) -> Timeline:
+                    unit_cost: float = 0.0, atomic_cost: float = 0.0) -> Timeline:
     """Simulate ``schedule`` event by event under ``costs`` and fixup policy ``fixup``
-    (default: the schedule's own), ``unit_cost`` before each unit after a CTA's first; see the
+    (default: the schedule's own), ``unit_cost`` before each unit after a CTA's first,
+    ``atomic_cost`` per atomic add of a partial tile into C; see the
     module docstring for the model."""
-    run = _Run(schedule, costs, schedule.fixup if fixup is None else fixup, unit_cost)
+    run = _Run(schedule, costs, schedule.fixup if fixup is None else fixup, unit_cost, atomic_cost)
     run.run()
     deadlock = run.next_cta < schedule.grid or bool(run.blocked) or bool(np.isinf(run.cta_end).any())
     reason = run.deadlock_reason() if deadlock else None
