@@ -17,7 +17,7 @@ from streamk.calibrate import files
 from streamk.calibrate.design import probes
 from streamk.calibrate.fit import FitError, calibrate_with, fit
 from streamk.calibrate.model import Calibration, Term, term_names
-from streamk.calibrate.predict import CLOCK_REF_US, predict_from, predict_us
+from streamk.calibrate.predict import predict_from, predict_us
 from streamk.cli import main
 from streamk.dispatch import dispatch_verdict
 from streamk.errors import InputError
@@ -31,7 +31,7 @@ SMS = 32  # the design's times do not depend on the SM count (every probe is who
 # 64 KB partial at ~1.3 us), chosen for the test, not measured.
 # dram_us_per_mb: a quarter of an H100's DRAM bandwidth for a quarter of its SMs (~0.35 us/MB there).
 TRUE = {"launch": 4.0, "a": 1.5, "c1": 0.47, "c_shared": 0.92, "b": 1.2, "d": 1.3, "pass_launch": 3.0,
-        "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 1.5, "atomic": 9.0, "clock": 0.03}
+        "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 1.5, "atomic": 9.0}
 L2 = 12e6  # bytes: the L2 of that 32-SM device
 NOISE = 0.01  # relative, Gaussian: CUDA-event medians of short launches wander about this much
 
@@ -50,7 +50,7 @@ def test_fit_recovers_known_terms_within_their_reported_errors():
     design, result = calibrate_with(simulated_device(TRUE, NOISE, seed=1), "float16", TILE, SMS, 2, L2)
     z = (result.values - [TRUE[n] for n in result.names]) / result.errors
     report = {n: (TRUE[n], round(v, 4), round(e, 4)) for n, v, e in zip(result.names, result.values, result.errors)}
-    assert len(design) == 39 and result.names == term_names(2)
+    assert len(design) == 36 and result.names == term_names(2)
     assert np.all(np.abs(z) < 3), report
     assert 0.5 * NOISE < result.rms_rel_residual < 1.5 * NOISE, result.rms_rel_residual
     rel_se = dict(zip(result.names, result.errors / result.values))
@@ -75,12 +75,13 @@ def test_fit_is_exact_without_noise_on_a_kernel_of_one_cta_per_sm():
 
 
 def test_a_design_that_cannot_separate_terms_is_refused_by_name():
-    # one wave of whole tiles and owners that never wait: nothing shares an SM, stores a partial,
-    # runs a reduce pass or adds a tile atomically
+    # one wave of whole tiles and owners that never wait: launch and a always come together, and
+    # nothing shares an SM, stores a partial, runs a reduce pass or adds a tile atomically
     some = [p.schedule for p in probes(TILE, SMS, 2, L2, 2)
             if p.family in ("dp-one-per-sm", "split-long-owner", "multi-unit")]
     memory = {"l2_bytes": L2, "element_bytes": 2}
-    with pytest.raises(FitError, match="cannot tell these terms apart: c_shared, b, pass_launch, d_reduce, atomic;"):
+    with pytest.raises(FitError, match="cannot tell these terms apart: launch, a, c_shared, b, pass_launch, d_reduce, "
+                                       "atomic;"):
         fit(some, [predict_from(s, TRUE, SMS, 2, **memory) for s in some], SMS, 2, **memory)
     with pytest.raises(FitError, match="one finite time > 0 per schedule"):
         fit(some, [1.0], SMS, 2, **memory)
@@ -89,7 +90,7 @@ def test_a_design_that_cannot_separate_terms_is_refused_by_name():
 def test_every_probe_runs_its_family_at_the_residency_it_calibrates_and_finishes():
     for p in probes(TILE, 132, 2, 50e6, 2):
         s = p.schedule
-        waves = p.family in ("dp-waves", "dram-scattered", "long-waves")
+        waves = p.family in ("dp-waves", "dram-scattered")
         assert (s.grid > 132) == waves, (p.family, p.label, s.grid)
         slots = 132 * (2 if waves else 1)
         assert dispatch_verdict(plan_fixup(s), slots).finishes, (p.family, p.label)
@@ -99,26 +100,19 @@ def test_every_probe_runs_its_family_at_the_residency_it_calibrates_and_finishes
 def test_prediction_prices_each_term_where_the_gpu_spends_it():
     by = {(p.family, p.label): p.schedule for p in probes(TILE, SMS, 2, L2, 2)}
     t = TRUE
-
-    def run(busy_us: float) -> float:  # the kernels' time at the clocks a run that long gets
-        return busy_us * (busy_us / CLOCK_REF_US) ** t["clock"]
-
-    assert predict_from(by["dp-one-per-sm", "k=8"], t, SMS, 2) == pytest.approx(t["launch"] + run(t["a"] + 8 * t["c1"]))
+    assert predict_from(by["dp-one-per-sm", "k=8"], t, SMS, 2) == pytest.approx(t["launch"] + t["a"] + 8 * t["c1"])
     assert predict_from(by["dp-waves", "waves=2 k=32"], t, SMS, 2) == pytest.approx(
-        t["launch"] + run(2 * (t["a"] + 32 * t["c_shared"])))
+        t["launch"] + 2 * (t["a"] + 32 * t["c_shared"]))
     assert predict_from(by["split-even", "k=64 p=4"], t, SMS, 2) == pytest.approx(
-        t["launch"] + run(t["a"] + 16 * t["c1"] + t["b"] + 3 * t["d"]))
+        t["launch"] + t["a"] + 16 * t["c1"] + t["b"] + 3 * t["d"])
     assert predict_from(by["split-long-owner", "peers=2"], t, SMS, 2) == pytest.approx(
-        t["launch"] + run(t["a"] + 96 * t["c1"] + 2 * t["d"]))
+        t["launch"] + t["a"] + 96 * t["c1"] + 2 * t["d"])
     assert predict_from(by["separate-reduce", "p=4"], t, SMS, 2) == pytest.approx(
-        t["launch"] + run(t["a"] + 32 * t["c1"] + t["b"] + 4 * t["d_reduce"]) + t["pass_launch"])
+        t["launch"] + t["a"] + 32 * t["c1"] + t["b"] + t["pass_launch"] + 4 * t["d_reduce"])
     assert predict_from(by["multi-unit", "u=4 k=8"], t, SMS, 2) == pytest.approx(
-        t["launch"] + run(t["a"] + 32 * t["c1"] + 3 * t["unit"]))
+        t["launch"] + t["a"] + 32 * t["c1"] + 3 * t["unit"])
     assert predict_from(by["atomic", "p=4"], t, SMS, 2) == pytest.approx(
-        t["launch"] + t["pass_launch"] + run(t["a"] + 32 * t["c1"] + t["atomic"]))
-    long16 = 16 * (t["a"] + 128 * t["c_shared"])
-    assert predict_from(by["long-waves", "waves=16"], t, SMS, 2) == pytest.approx(t["launch"] + run(long16))
-    assert run(long16) > 1.09 * long16  # a run of 2 ms at lower clocks: (19)^0.03
+        t["launch"] + t["pass_launch"] + t["a"] + 32 * t["c1"] + t["atomic"])
     # the Latin square: 64 CTAs per wave on distinct rows and columns read every slice from DRAM
     side = SMS * 2
     (scattered,) = [s for (family, _), s in by.items() if family == "dram-scattered"]
@@ -126,9 +120,8 @@ def test_prediction_prices_each_term_where_the_gpu_spends_it():
     assert 2 * L2 <= 2 * side * TILE.bm * k * TILE.bk * 2 < 2 * L2 + 2 * side * TILE.bm * TILE.bk * 2
     step_us = side * (TILE.bm + TILE.bn) * TILE.bk * 2 / 1e6 * t["dram_us_per_mb"]
     assert step_us > t["c_shared"] and scattered.grid == side * side
-    assert predict_from(scattered, t, SMS, 2, l2_bytes=L2) == pytest.approx(
-        t["launch"] + run(side * (t["a"] + k * step_us)))
-    assert predict_from(scattered, t, SMS, 2) == pytest.approx(t["launch"] + run(side * (t["a"] + k * t["c_shared"])))
+    assert predict_from(scattered, t, SMS, 2, l2_bytes=L2) == pytest.approx(t["launch"] + side * (t["a"] + k * step_us))
+    assert predict_from(scattered, t, SMS, 2) == pytest.approx(t["launch"] + side * (t["a"] + k * t["c_shared"]))
 
 
 def _calibration() -> Calibration:
@@ -204,7 +197,7 @@ def test_calibrate_cli_end_to_end_against_a_stand_in_gpu(tmp_path, capsys, monke
     assert "rms relative residual" in err and "wrote" in err and entry["device"] == dev.name
     monkeypatch.setenv(files.ENV, str(tmp_path))
     (cal,) = files.load("h100")  # the family's file, which the h100 preset loads
-    assert (cal.dtype, cal.tile, cal.ctas_per_sm, cal.probes, cal.l2_bytes) == ("float16", TILE, 2, 21, L2)
+    assert (cal.dtype, cal.tile, cal.ctas_per_sm, cal.probes, cal.l2_bytes) == ("float16", TILE, 2, 19, L2)
     assert all(abs(t.us - TRUE[t.name]) < 4 * t.se for t in cal.terms), cal.terms
 
 

@@ -13,8 +13,6 @@ so its calibrated-simulator time is linear in the terms (``predict.predict_from`
 * multi-unit: one CTA per SM running u whole tiles of k iterations: launch + a + u k c1 + (u-1) unit
 * atomic: tiles split p ways evenly under the atomic policy (the prescale pass first, no waits):
   launch + pass_launch + a + (k/p) c1 + atomic
-* long-waves: w = 4, 8, 16 full waves at the kernel's residency, k = 128: launch + clocked(w (a +
-  k c)), the runs of hundreds of us to ms whose clocks the power cap lowers (the clock exponent)
 * dram-scattered: S x S whole tiles (S = sms x ctas_per_sm, one wave) in a Latin-square order, so
   no two tiles of a wave share a row or column of tiles, on operands twice the L2: every slice
   read comes from DRAM, and each step takes its misses' bytes x dram_us_per_mb where that
@@ -45,11 +43,10 @@ PEERS = (1, 2, 4)                          # peers of split-long-owner (k = 128:
 REDUCE_SPLITS = (2, 4, 8, 16)              # ways a separate-reduce tile is split (k = 128)
 UNITS = ((2, 8), (4, 8), (8, 8), (2, 32), (4, 32))  # (tiles per CTA, k iterations) of multi-unit
 ATOMIC_SPLITS = (2, 4, 8)                  # ways an atomic tile is split (k = 128)
-LONG_WAVES = (4, 8, 16)                    # waves of long-waves (k = 128)
 LONG_K = 128
 QUICK = {"DP_ITERS": (1, 8, 64), "WAVE_ITERS": (8, 32), "SPLIT_ITERS": (64,), "SPLITS": (2, 4), "PEERS": (1, 4),
          "REDUCE_SPLITS": (2, 4, 8), "UNITS": ((4, 8), (2, 32)),
-         "ATOMIC_SPLITS": (2, 8), "LONG_WAVES": (4, 16)}  # the GPU test's reduced design: every term, 21 probes
+         "ATOMIC_SPLITS": (2, 8)}  # the GPU test's reduced design: still every term, 19 probes
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +99,6 @@ def probes(tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float, element
     split_iters, splits = q.get("SPLIT_ITERS", SPLIT_ITERS), q.get("SPLITS", SPLITS)
     peers, reduce_splits = q.get("PEERS", PEERS), q.get("REDUCE_SPLITS", REDUCE_SPLITS)
     units, atomic_splits = q.get("UNITS", UNITS), q.get("ATOMIC_SPLITS", ATOMIC_SPLITS)
-    long_waves = q.get("LONG_WAVES", LONG_WAVES)
     one = Machine(sms, 1)
     out: list[Probe] = []
     for k in dp_iters:
@@ -140,11 +136,6 @@ def probes(tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float, element
         tiles = sms // p
         ctas = [cta for t in range(tiles) for cta in _split(t, [i * LONG_K // p for i in range(p + 1)])]
         out.append(Probe("atomic", f"p={p}", _schedule(f"atomic-p{p}", tiles, LONG_K, tile, ctas, one, "atomic")))
-    for w in long_waves:
-        tiles = w * sms * ctas_per_sm
-        ctas = [[(t, 0, LONG_K)] for t in range(tiles)]
-        out.append(Probe("long-waves", f"waves={w}",
-                         _schedule(f"long-waves{w}", tiles, LONG_K, tile, ctas, Machine(sms, ctas_per_sm))))
     scattered = _scattered(tile, sms, ctas_per_sm, l2_bytes, element_bytes)
     out.append(Probe("dram-scattered", f"k={scattered.problem.iters_per_tile}", scattered))
     return tuple(out)

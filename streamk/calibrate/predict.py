@@ -10,8 +10,6 @@ machine and which constants it runs with, mirroring how the GPU backend launches
 * ``launch`` is paid once, ``pass_launch`` once more for a reduce or prescale pass;
 * ``unit`` before each work unit after a CTA's first (the mainloop restarts on a new tile);
 * ``atomic`` for each unit that adds its partial tile into C under the atomic policy;
-* ``clock``: the kernels' time scaled by (time / CLOCK_REF_US)^clock: long runs at a power cap run
-  at lower clocks than short ones (the sm90 kernels' fidelity, LOG.md v21);
 * ``dram_us_per_mb``: the MAC iteration stretched where the schedule's operand reads miss the L2
   faster than DRAM delivers them (``traffic.dram_slowdown``: scattered Stream-K units on operands
   larger than the L2).
@@ -33,7 +31,6 @@ from .model import Calibration
 from .traffic import dram_slowdown
 
 EXTRA_PASS_POLICIES = ("separate-reduce", "atomic")  # a second kernel when any tile is split
-CLOCK_REF_US = 100.0  # the run length the clock term leaves unscaled
 MIN_C_US = 1e-9  # Costs needs c > 0; a fit may probe c at 0
 
 
@@ -59,7 +56,7 @@ def predict_from(schedule: Schedule, values: dict[str, float], sms: int, ctas_pe
     units = schedule.units
     if len(units) == schedule.grid and np.all(units[:, 1] == 0) and np.all(units[:, 2] == ipt):
         # whole tiles, one per CTA: identical CTAs in waves (what the event simulator gives, faster)
-        return values["launch"] + clocked(math.ceil(schedule.grid / (sms * r)) * (costs.a + costs.c * ipt), values)
+        return values["launch"] + math.ceil(schedule.grid / (sms * r)) * (costs.a + costs.c * ipt)
     placed = schedule if schedule.machine == Machine(sms, r) else replace(schedule, machine=Machine(sms, r))
     timeline = simulate(placed, costs, policy, values.get("unit", 0.0), values.get("atomic", 0.0))
     if timeline.deadlock:
@@ -67,13 +64,7 @@ def predict_from(schedule: Schedule, values: dict[str, float], sms: int, ctas_pe
     extra = 0.0
     if policy in EXTRA_PASS_POLICIES and len(plan_fixup(placed, policy).split_tiles):
         extra = values["pass_launch"]
-    return values["launch"] + clocked(timeline.makespan, values) + extra
-
-
-def clocked(busy_us: float, values: dict[str, float]) -> float:
-    """``busy_us`` of kernel time at the probes' clocks, at the clocks a run that long gets."""
-    exponent = values.get("clock", 0.0)
-    return busy_us * (busy_us / CLOCK_REF_US) ** exponent if exponent and busy_us > 0 else busy_us
+    return values["launch"] + timeline.makespan + extra
 
 
 def predict_us(schedule: Schedule, calibration: Calibration, sms: int, fixup: str | None = None) -> float:
