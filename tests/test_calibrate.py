@@ -31,7 +31,7 @@ SMS = 32  # the design's times do not depend on the SM count (every probe is who
 # 64 KB partial at ~1.3 us), chosen for the test, not measured.
 # dram_us_per_mb: a quarter of an H100's DRAM bandwidth for a quarter of its SMs (~0.35 us/MB there).
 TRUE = {"launch": 4.0, "a": 1.5, "c1": 0.47, "c_shared": 0.92, "b": 1.2, "d": 1.3, "pass_launch": 3.0,
-        "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 1.5, "atomic": 9.0, "stream": 0.15}
+        "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 1.5, "atomic": 9.0}
 L2 = 12e6  # bytes: the L2 of that 32-SM device
 NOISE = 0.01  # relative, Gaussian: CUDA-event medians of short launches wander about this much
 

@@ -27,13 +27,12 @@ TERM_DOC: dict[str, str] = {
     "unit": "per work unit after a CTA's first (the mainloop's restart on a new tile, its epilogue)",
     "dram_us_per_mb": "per MB of A and B read from DRAM, where a step's misses outlast its MAC iteration",
     "atomic": "per unit that adds its partial tile into C atomically (the atomic policy's red.add of a whole tile)",
-    "stream": "share added to a MAC iteration where A and B outgrow the L2 (each call streams them from DRAM)",
 }
 
 
 # Terms added to the first model (LOG.md v19, v21); an entry fitted without some of them predicts as
 # if they were 0.
-EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic", "stream")
+EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic")
 
 
 def term_names(ctas_per_sm: int) -> tuple[str, ...]:

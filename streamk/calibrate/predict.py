@@ -10,8 +10,6 @@ machine and which constants it runs with, mirroring how the GPU backend launches
 * ``launch`` is paid once, ``pass_launch`` once more for a reduce or prescale pass;
 * ``unit`` before each work unit after a CTA's first (the mainloop restarts on a new tile);
 * ``atomic`` for each unit that adds its partial tile into C under the atomic policy;
-* ``stream``: the MAC iteration 1 + stream times longer where A and B outgrow the L2's share
-  (``traffic.resident``): back-to-back calls of a smaller GEMM find its operands in the L2;
 * ``dram_us_per_mb``: the MAC iteration stretched where the schedule's operand reads miss the L2
   faster than DRAM delivers them (``traffic.dram_slowdown``: scattered Stream-K units on operands
   larger than the L2).
@@ -30,7 +28,7 @@ from ..schedule import Schedule
 from ..shapes import ITEMSIZE, Machine
 from ..sim import simulate
 from .model import Calibration
-from .traffic import dram_slowdown, resident
+from .traffic import dram_slowdown
 
 EXTRA_PASS_POLICIES = ("separate-reduce", "atomic")  # a second kernel when any tile is split
 MIN_C_US = 1e-9  # Costs needs c > 0; a fit may probe c at 0
@@ -49,8 +47,6 @@ def predict_from(schedule: Schedule, values: dict[str, float], sms: int, ctas_pe
     policy = schedule.fixup if fixup is None else fixup
     r = residency(schedule.grid, sms, ctas_per_sm)
     c = max(values["c1"] if r == 1 else values.get("c_shared", values["c1"]), MIN_C_US)
-    if l2_bytes > 0 and not resident(schedule, l2_bytes, element_bytes):
-        c *= 1.0 + values.get("stream", 0.0)
     if l2_bytes > 0 and values.get("dram_us_per_mb", 0.0) > 0:
         slots = min(schedule.grid, sms * r)
         c *= dram_slowdown(schedule, slots, l2_bytes, element_bytes, c, 1e6 / values["dram_us_per_mb"])

@@ -66,16 +66,12 @@ def _trace_misses(schedule: Schedule, slots: int, l2_bytes: float, element_bytes
     size = np.where(keys < problem.tiles_m * ipt, slice_a, slice_b)
     distinct_per_step = float(size.sum()) / steps
     window = L2_SHARE * l2_bytes / max(distinct_per_step, 1.0)
+    shape = schedule.shape
+    footprint = (shape.m + shape.n) * shape.k * element_bytes
     first = np.r_[True, keys[1:] != keys[:-1]]
     gap = np.r_[0, np.diff(when)]
-    miss = np.where(first, not resident(schedule, l2_bytes, element_bytes), gap > window)
+    miss = np.where(first, footprint > L2_SHARE * l2_bytes, gap > window)
     return np.bincount(when[miss], weights=size[miss], minlength=steps)
-
-
-def resident(schedule: Schedule, l2_bytes: float, element_bytes: int) -> bool:
-    """Whether A and B together fit the L2's share for operands: back-to-back calls find them there."""
-    shape = schedule.shape
-    return (shape.m + shape.n) * shape.k * element_bytes <= L2_SHARE * l2_bytes
 
 
 def dram_slowdown(schedule: Schedule, slots: int, l2_bytes: float, element_bytes: int, c_us: float,
