@@ -2,9 +2,10 @@
 
 ``time_schedules`` is the one interface between the design, the fit and the hardware: the CPU
 tests substitute the calibrated simulator for it. Each Schedule runs through ``streamk.gpu.prepare``
-exactly as a user's would, is checked against ``torch.mm`` once, and all of them are timed by
-``gpu.bench.time_interleaved`` (CUDA-graph replays, round-robin, median of its repetitions), so
-a slow spell of the GPU hits every probe alike.
+exactly as a user's would, is checked against ``torch.mm`` once, and is timed alone after a pause
+by ``gpu.bench.time_interleaved`` (CUDA-graph replays, median of its repetitions): timed round-robin
+with the others, the long probes (ms at the 700 W cap) lowered the clocks the short ones ran at
+(SM clock p10 1575 MHz during a calibration, 1965 during a fidelity run; LOG.md v21).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from .fit import Fit, calibrate_with
 from .model import Calibration
 
 MAX_REL_ERROR = 1e-2  # a probe whose result is this far from torch.mm is a broken kernel, not a time
+PROBE_PAUSE_S = 0.5   # idle before each probe: the GPU back under its power cap's limit
 
 
 def require_gpu() -> None:
@@ -64,7 +66,10 @@ def time_schedules(schedules: Sequence[Schedule], dtype: str = "float16") -> np.
                                f"its time would mean nothing: run the GPU tests")
         held.append((A, B, C, p))
         fns[str(i)] = lambda launch=p.launch: launch.enqueue(stream.cuda_stream)
-    times = time_interleaved(fns, stream)
+    times = {}
+    for name, fn in fns.items():
+        time.sleep(PROBE_PAUSE_S)
+        times.update(time_interleaved({name: fn}, stream))
     return np.array([times[str(i)][0] * 1e3 for i in range(len(schedules))])
 
 
