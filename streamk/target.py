@@ -145,8 +145,11 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
         for (bm, bn, bk), ctas in residency.items():
             tile = TileShape(bm, bn, bk)
             sm80 = measured and bk == 32
-            owner = (_SM90_WIDE if tile == WIDE_TILE else _SM90_OWNER) if sm80 else None
-            if measured and tile in _SM90_TMA_OWNER:
+            if not measured:
+                owner = None
+            elif sm80:
+                owner = _SM90_WIDE if tile == WIDE_TILE else _SM90_OWNER
+            else:
                 owner = _SM90_TMA_OWNER[tile]
             out.append(TargetTile(dtype, tile, ctas, owner, _SM90_REDUCE if sm80 and tile != WIDE_TILE else None,
                                   tile_order=SM90_TILE_ORDER if tile in SM90_TILES else None))

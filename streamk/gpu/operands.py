@@ -18,9 +18,9 @@ from .kernel_registry import ITEMSIZE, MAINLOOPS, VARIANTS
 
 # input dtype -> entry point, reduce pass, prescale pass, tile, pack entry, element bytes,
 # accumulator/output dtype, and the entry points with narrower global->shared copies (bytes, name)
-# that read operands whose rows are only 8-, 4- or (shifted copies) 2-byte aligned in place. All derived from the kernel
-# registry (kernel_registry.VARIANTS). Threads per block come from the kernel's __launch_bounds__,
-# dynamic shared memory from its module's <entry>_smem constant.
+# that read operands whose rows are only 8-, 4- or (shifted copies) 2-byte aligned in place. All
+# derived from the kernel registry (kernel_registry.VARIANTS). Threads per block come from the
+# kernel's __launch_bounds__, dynamic shared memory from its module's <entry>_smem constant.
 @dataclass(frozen=True, slots=True)
 class KernelSpec:
     main: str

@@ -14,6 +14,7 @@ from ..schedule import Schedule
 from ..sched import make_schedule
 from ..shapes import GemmShape, Machine, TileShape
 from ..target import LARGE_RUNGS, Target
+from .kernel_registry import SHIFTED_TILES
 from .operands import (RECT_TILES, SMALL_TILE, TINY_TILES, KernelSpec, Operand, copy_widths, decode_like,
                        spec_for_tile)
 
@@ -113,11 +114,12 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
     iters = -(-shape.k // default.bk)  # MAC iterations of a tile
     short = iters <= RECT_MAX_ITERS
     if decode_like(shape.m, shape.n) and contiguous_shifted(shape, dtype, SMALL_TILE):
-        tiny = next((t for t in TINY_TILES if t in tiles and contiguous_shifted(shape, dtype, t)), None)
+        # every tile with shifted copies reads these operands alike: only which tiles have them matters
+        tiny = next((t for t in TINY_TILES if t in tiles and t in SHIFTED_TILES), None)
         if tiny is not None and short and count(tiny) <= sms:
             return tiny
         along = RECT_TILES[0] if shape.m >= shape.n else RECT_TILES[1]  # 128x64 on a tall GEMM, 64x128 on a wide one
-        return along if along in tiles and contiguous_shifted(shape, dtype, along) else SMALL_TILE
+        return along if along in tiles and along in SHIFTED_TILES else SMALL_TILE
     if short:
         for tile in sorted((t for t in TINY_TILES if t in tiles), key=lambda t: t.bm * t.bn):
             if count(tile) <= sms:
