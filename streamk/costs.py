@@ -122,3 +122,16 @@ def two_tile_beats_dp(tiles, iters_per_tile, slots: int, costs: Costs = AUTO_COS
     left = tiles % slots
     share = -(-(left * ipt) // slots)
     return (tiles >= slots) & (left > 0) & (costs.b + costs.d + costs.c * share < costs.a + costs.c * ipt)
+
+
+def sk_beats_dp_resident(tiles, iters_per_tile, sms: int, costs: Costs, max_waves: int):
+    """Whether the model says basic Stream-K over every resident slot beats data-parallel where
+    several CTAs share each SM (vectorized over shapes): DP's busiest SM runs w = ceil(t / sms)
+    tiles, w * ipt iterations, where Stream-K spreads t * ipt over the SMs evenly and pays one
+    fixup (a partial stored, a peer read), so it wins when c * (w * ipt - ceil(t * ipt / sms))
+    > b + d; only for tiles >= sms (fewer: auto's grid search) and w <= ``max_waves``."""
+    tiles = np.asarray(tiles, dtype=np.int64)
+    ipt = np.asarray(iters_per_tile, dtype=np.int64)
+    waves = -(-tiles // sms)
+    idle = waves * ipt - (-(-(tiles * ipt) // sms))
+    return (tiles >= sms) & (waves <= max_waves) & (costs.c * idle > costs.b + costs.d)

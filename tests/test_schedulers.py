@@ -152,14 +152,30 @@ def test_persistent_data_parallel_deals_tiles_round_robin():
 
 
 def test_auto_plans_stream_k_over_sms_not_resident_slots():
-    # Two resident CTAs per SM share its MAC throughput: auto's Stream-K grid is at most one CTA
-    # per SM, and with a tile per SM or more it stays data-parallel (benchmarks/LOG.md v10).
+    # Two resident CTAs per SM share its MAC throughput: below a tile per SM auto's Stream-K grid is
+    # at most one CTA per SM (benchmarks/LOG.md v10); past SK_MAX_WAVES SM-waves it stays data-parallel.
     two_per_sm = Machine(4, 2)
     s = build("auto", "256x256x4096", "128x128x32", two_per_sm)  # 4 tiles of 128 iterations
     assert s.grid == build("auto", "256x256x4096", "128x128x32", Machine(4)).grid <= 4
     s = build("auto", "896x384x128", "128x128x4", two_per_sm)  # 21 tiles: 5 per SM
     assert s.grid == 21 and (s.iters_per_cta == 32).all()
     assert build("auto", "896x384x128", "128x128x4", Machine(4)).grid != 21  # one per SM: the hybrid
+
+
+def test_auto_runs_stream_k_on_every_resident_slot_where_dp_leaves_the_busiest_sm_idle_longer_than_a_fixup():
+    from streamk.costs import sk_beats_dp_resident
+    from streamk.sched.auto import SK_MAX_WAVES
+
+    two_per_sm = Machine(4, 2)
+    # 5 tiles of 160 iterations on 4 SMs: DP's busiest SM runs 2 tiles (320 iterations), Stream-K
+    # 200 each plus one fixup (b + d = 40): Stream-K on all 8 slots, walked backwards under turnstile
+    s = build("auto", "640x128x5120", "128x128x32", two_per_sm, sk_backward=True)
+    assert s.grid == 8 and s.fixup == "turnstile" and s.iters_per_cta.sum() == 800
+    assert build("auto", "640x128x5120", "128x128x32", two_per_sm).fixup == "owner-waits"  # forwards by default
+    assert build("auto", "640x128x128", "128x128x32", two_per_sm).grid == 5  # 4 iterations a tile: 8 - 5 < 40: DP
+    assert build("auto", "1664x128x5120", "128x128x32", two_per_sm).grid == 13  # 4 SM-waves: DP
+    tiles, ipt = np.array([5, 5, 13, 12, 3]), np.array([160, 4, 160, 160, 160])
+    assert sk_beats_dp_resident(tiles, ipt, 4, AUTO_COSTS, SK_MAX_WAVES).tolist() == [True, False, False, False, False]
 
 
 def test_auto_weighs_the_separate_reduce_fixup_when_given_its_constants():

@@ -15,9 +15,13 @@ the CTAs of a tile row as in a DP wave, and each tail's predecessor finished lon
 forwards, each SK CTA starts a tile at its own k offset and the wave reads A and B from DRAM with
 no reuse (H100, 128x256 tiles: 3072x3072x8192 353 -> 449 TFLOP/s, 6144^3 395 -> 435; +2-3% on
 the corpus shapes that take that tile; benchmarks/LOG.md v15).
-Where several CTAs are resident per SM the partial
-last wave needs no Stream-K: its tiles share SMs with fewer others and run faster (a lone tile
-gets the whole SM), so auto stays data-parallel there.
+Where several CTAs are resident per SM, data-parallel's
+busiest SM still runs ceil(t/p) tiles (co-resident CTAs share its tensor cores), so the same
+model prices its quantization: basic Stream-K on every resident slot (p * CTAs per SM, the grid
+that keeps them all busy) replaces it where the MAC iterations DP leaves idle on the busiest SM
+exceed one fixup, c * (ceil(t/p) * ipt - ceil(t * ipt / p)) > b + d (``costs.sk_beats_dp_resident``),
+for at most SK_MAX_WAVES SM-waves (more waves: DP's waste is a small share and Stream-K's units
+scattered over them lost up to 1.27x; H100 oracle of 200 shapes on 128x128x32, LOG.md v22).
 
 Below a tile per SM, given ``reduce_costs`` (the same model's constants for the separate-reduce
 fixup, whose pass sums a split tile's slots on many SMs at once), auto also plans that grid and
@@ -31,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..costs import AUTO_COSTS, Costs, best_grids, two_tile_beats_dp
+from ..costs import AUTO_COSTS, Costs, best_grids, sk_beats_dp_resident, two_tile_beats_dp
 from ..schedule import FIXUP_POLICIES, Schedule
 from ..shapes import GemmShape, Machine, TileShape
 from .hybrid import hybrid_regions
@@ -66,8 +70,15 @@ def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_
         backward = hybrid & sk_backward
         fixup[backward] = FIXUP_POLICIES.index("turnstile")
     else:
-        backward = np.zeros(len(tiles), dtype=bool)
+        sk = sk_beats_dp_resident(tiles, ipt, machine.sms, costs, SK_MAX_WAVES)
+        grid = np.where(sk, np.minimum(machine.slots, total), grid)
+        first = grid
+        backward = sk & sk_backward
+        fixup[backward] = FIXUP_POLICIES.index("turnstile")
     return two_regions(shapes, tiles, ipt, split, first, second, fixup, backward)
+
+
+SK_MAX_WAVES = 3  # SM-waves of tiles up to which several resident CTAs per SM run Stream-K
 
 
 @register("auto", batch=auto_ranges)

@@ -1,0 +1,84 @@
+"""Grid and decomposition selection against an oracle (issue 18 item 4), from a fidelity CSV.
+
+A fidelity run that timed, per shape, a sweep of candidates (grids and decompositions on one tile)
+is the oracle: the best measured candidate of each shape. For each selector this prints the share
+of shapes whose pick runs within 5% of that best, the pick's cost (its time over the best; geomean
+and worst) and how many shapes it could be scored on. Selectors:
+* ``auto (as run)``: the auto row of the CSV (auto under the constants of the run's day);
+* ``auto (now)``: auto's Schedule rebuilt under the Target's current constants, scored where it is
+  one of the measured candidates (same fingerprint), else left out and counted;
+* ``simulator``: the candidate the calibrated simulator predicts fastest (the Target's current
+  calibration);
+* the CUTLASS heuristics and data-parallel rows, as run.
+
+    python benchmarks/selection.py benchmarks/data/oracle_h100_f16_v19.csv --target h100
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections import defaultdict
+
+import numpy as np
+
+from streamk.calibrate.fidelity import fingerprint, predict_rows, read_csv, resolve
+from streamk.errors import StreamkError
+from streamk.shapes import GemmShape
+from streamk.target import preset
+
+WITHIN = 1.05
+
+
+def _score(costs: list[float], shapes: int) -> str:
+    if not costs:
+        return "no shape scored"
+    c = np.array(costs)
+    return (f"{np.mean(c <= WITHIN):6.3f} within 5% of the best ({len(c)}/{shapes} shapes), cost geomean "
+            f"{math.exp(np.mean(np.log(c))):.3f}, worst {c.max():.2f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("csv", nargs="+", help="fidelity CSVs of one tile's candidate sweep")
+    ap.add_argument("--target", default="h100", help="the preset whose constants and calibration select")
+    ap.add_argument("--dtype", default="float16")
+    args = ap.parse_args()
+    target = preset(args.target)
+    rows = [r for path in args.csv for r in read_csv(path)]
+    rows = [r for r in rows if not r.get("error") and r["measured_us"] and float(r["measured_us"]) > 0]
+    rows = predict_rows(rows, target, args.dtype)
+    shapes: dict[tuple[int, int, int], list[dict]] = defaultdict(list)
+    for r in rows:
+        shapes[(int(r["m"]), int(r["n"]), int(r["k"]))].append(r)
+    tile = rows[0]["variant"].partition("#")[2].partition("+")[0]
+    picks: dict[str, list[float]] = defaultdict(list)
+    unmeasured = 0
+    for (m, n, k), cands in shapes.items():
+        best = min(float(r["measured_us"]) for r in cands)
+        by_print = {r["fingerprint"]: float(r["measured_us"]) for r in cands}
+        for r in cands:
+            head = r["variant"].partition("#")[0]
+            if head in ("auto", "cutlass2-sk", "cutlass3-sk", "data-parallel"):
+                picks[f"{head} (as run)"].append(float(r["measured_us"]) / best)
+        predicted = [r for r in cands if math.isfinite(float(r["predicted_us"]))]
+        if predicted:
+            pick = min(predicted, key=lambda r: float(r["predicted_us"]))
+            picks["simulator"].append(float(pick["measured_us"]) / best)
+        try:
+            now = fingerprint(resolve(f"auto#{tile}", GemmShape(m, n, k), args.dtype, target))
+        except StreamkError:
+            now = None
+        if now in by_print:
+            picks["auto (now)"].append(by_print[now] / best)
+        else:
+            unmeasured += 1
+    print(f"{len(shapes)} shapes, {len(rows)} runs on {tile}; oracle: the best measured candidate per shape")
+    for name in ("auto (as run)", "auto (now)", "simulator", "cutlass2-sk (as run)", "cutlass3-sk (as run)",
+                 "data-parallel (as run)"):
+        print(f"{name:<24} {_score(picks[name], len(shapes))}")
+    print(f"auto (now) picked a schedule no candidate ran on {unmeasured} shapes")
+
+
+if __name__ == "__main__":
+    main()
