@@ -4,7 +4,8 @@ A fidelity run that timed, per shape, a sweep of candidates (grids and decomposi
 is the oracle: the best measured candidate of each shape. For each selector this prints the share
 of shapes whose pick runs within 5% of that best, the pick's cost (its time over the best; geomean
 and worst) and how many shapes it could be scored on. Selectors:
-* ``auto (as run)``: the auto row of the CSV (auto under the constants of the run's day);
+* ``auto... (as run)``: each auto row of the CSV (auto under the constants of the run's day, or
+  those its variant gives, e.g. ``auto:32,12,1,8``);
 * ``auto (now)``: auto's Schedule rebuilt under the Target's current constants, scored where it is
   one of the measured candidates (same fingerprint), else left out and counted;
 * ``simulator``: the candidate the calibrated simulator predicts fastest (the Target's current
@@ -22,7 +23,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from streamk.calibrate.fidelity import fingerprint, predict_rows, read_csv, resolve
+from streamk.calibrate.fidelity import fingerprint, label, predict_rows, read_csv, resolve
 from streamk.errors import StreamkError
 from streamk.shapes import GemmShape
 from streamk.target import preset
@@ -58,8 +59,8 @@ def main() -> None:
         best = min(float(r["measured_us"]) for r in cands)
         by_print = {r["fingerprint"]: float(r["measured_us"]) for r in cands}
         for r in cands:
-            head = r["variant"].partition("#")[0]
-            if head in ("auto", "cutlass2-sk", "cutlass3-sk", "data-parallel"):
+            head = label(r["variant"])
+            if head.partition(":")[0] in ("auto", "cutlass2-sk", "cutlass3-sk", "data-parallel"):
                 picks[f"{head} (as run)"].append(float(r["measured_us"]) / best)
         predicted = [r for r in cands if math.isfinite(float(r["predicted_us"]))]
         if predicted:
@@ -74,9 +75,10 @@ def main() -> None:
         else:
             unmeasured += 1
     print(f"{len(shapes)} shapes, {len(rows)} runs on {tile}; oracle: the best measured candidate per shape")
-    for name in ("auto (as run)", "auto (now)", "simulator", "cutlass2-sk (as run)", "cutlass3-sk (as run)",
+    autos = sorted(name for name in picks if name.startswith("auto") and name != "auto (now)")
+    for name in (*autos, "auto (now)", "simulator", "cutlass2-sk (as run)", "cutlass3-sk (as run)",
                  "data-parallel (as run)"):
-        print(f"{name:<24} {_score(picks[name], len(shapes))}")
+        print(f"{name:<28} {_score(picks[name], len(shapes))}")
     print(f"auto (now) picked a schedule no candidate ran on {unmeasured} shapes")
 
 

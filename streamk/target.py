@@ -130,6 +130,10 @@ SM90_TILE_ORDER = "grouped-8"
 # Separate-reduce b = 24, d = 0.5 from a 6 x 3 grid (v11); FP64 its own pair (v11).
 _SM90_OWNER = Costs(a=32.0, b=16.0, c=1.0, d=8.0)
 _SM90_WIDE = Costs(a=32.0, b=48.0, c=1.0, d=8.0)
+# The paper's 128x128x32 tile: d = 4, from oracle sweeps of every candidate grid and decomposition
+# on that kernel (auto within 5% of the best on 0.875 -> 0.895, 0.840 -> 0.860 and 0.830 -> 0.843
+# of three 200-400-shape samples against d = 8; LOG.md v22).
+_SM90_PAPER_OWNER = Costs(a=32.0, b=16.0, c=1.0, d=4.0)
 # The TMA + wgmma tiles (one CTA per SM): b = 48 on 128x256x64 and 64 on 128x128x64, of b in
 # {16, 32, 48, 64, 96} (d = 8) against our DP of the same tile on the shapes auto gives each tile, two
 # seeds of the 400-shape corpus (LOG.md v21): the paper's b = 32 left shapes at 0.84-0.92x of DP.
@@ -148,7 +152,7 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
             if not measured:
                 owner = None
             elif sm80:
-                owner = _SM90_WIDE if tile == WIDE_TILE else _SM90_OWNER
+                owner = {WIDE_TILE: _SM90_WIDE, PAPER_HALF_TILE: _SM90_PAPER_OWNER}.get(tile, _SM90_OWNER)
             else:
                 owner = _SM90_TMA_OWNER[tile]
             out.append(TargetTile(dtype, tile, ctas, owner, _SM90_REDUCE if sm80 and tile != WIDE_TILE else None,
