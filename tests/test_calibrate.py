@@ -31,7 +31,7 @@ SMS = 32  # the design's times do not depend on the SM count (every probe is who
 # 64 KB partial at ~1.3 us), chosen for the test, not measured.
 # dram_us_per_mb: a quarter of an H100's DRAM bandwidth for a quarter of its SMs (~0.35 us/MB there).
 TRUE = {"launch": 4.0, "a": 1.5, "c1": 0.47, "c_shared": 0.92, "b": 1.2, "d": 1.3, "pass_launch": 3.0,
-        "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 1.5, "atomic": 9.0}
+        "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 1.5, "atomic": 9.0, "c_free": 0.06}
 L2 = 12e6  # bytes: the L2 of that 32-SM device
 NOISE = 0.01  # relative, Gaussian: CUDA-event medians of short launches wander about this much
 
@@ -50,7 +50,7 @@ def test_fit_recovers_known_terms_within_their_reported_errors():
     design, result = calibrate_with(simulated_device(TRUE, NOISE, seed=1), "float16", TILE, SMS, 2, L2)
     z = (result.values - [TRUE[n] for n in result.names]) / result.errors
     report = {n: (TRUE[n], round(v, 4), round(e, 4)) for n, v, e in zip(result.names, result.values, result.errors)}
-    assert len(design) == 36 and result.names == term_names(2)
+    assert len(design) == 39 and result.names == term_names(2)
     assert np.all(np.abs(z) < 3), report
     assert 0.5 * NOISE < result.rms_rel_residual < 1.5 * NOISE, result.rms_rel_residual
     rel_se = dict(zip(result.names, result.errors / result.values))
@@ -100,19 +100,26 @@ def test_every_probe_runs_its_family_at_the_residency_it_calibrates_and_finishes
 def test_prediction_prices_each_term_where_the_gpu_spends_it():
     by = {(p.family, p.label): p.schedule for p in probes(TILE, SMS, 2, L2, 2)}
     t = TRUE
+
+    def c1(name) -> float:  # a grid of fewer CTAs than SMs runs its iterations faster by c_free
+        return t["c1"] - (1 - min(by[name].grid, SMS) / SMS) * t["c_free"]
+
     assert predict_from(by["dp-one-per-sm", "k=8"], t, SMS, 2) == pytest.approx(t["launch"] + t["a"] + 8 * t["c1"])
+    assert by["dp-partial", "sms/4"].grid == SMS // 4
+    assert predict_from(by["dp-partial", "sms/4"], t, SMS, 2) == pytest.approx(
+        t["launch"] + t["a"] + 128 * (t["c1"] - 0.75 * t["c_free"]))
     assert predict_from(by["dp-waves", "waves=2 k=32"], t, SMS, 2) == pytest.approx(
         t["launch"] + 2 * (t["a"] + 32 * t["c_shared"]))
     assert predict_from(by["split-even", "k=64 p=4"], t, SMS, 2) == pytest.approx(
-        t["launch"] + t["a"] + 16 * t["c1"] + t["b"] + 3 * t["d"])
+        t["launch"] + t["a"] + 16 * c1(("split-even", "k=64 p=4")) + t["b"] + 3 * t["d"])
     assert predict_from(by["split-long-owner", "peers=2"], t, SMS, 2) == pytest.approx(
-        t["launch"] + t["a"] + 96 * t["c1"] + 2 * t["d"])
+        t["launch"] + t["a"] + 96 * c1(("split-long-owner", "peers=2")) + 2 * t["d"])
     assert predict_from(by["separate-reduce", "p=4"], t, SMS, 2) == pytest.approx(
-        t["launch"] + t["a"] + 32 * t["c1"] + t["b"] + t["pass_launch"] + 4 * t["d_reduce"])
+        t["launch"] + t["a"] + 32 * c1(("separate-reduce", "p=4")) + t["b"] + t["pass_launch"] + 4 * t["d_reduce"])
     assert predict_from(by["multi-unit", "u=4 k=8"], t, SMS, 2) == pytest.approx(
         t["launch"] + t["a"] + 32 * t["c1"] + 3 * t["unit"])
     assert predict_from(by["atomic", "p=4"], t, SMS, 2) == pytest.approx(
-        t["launch"] + t["pass_launch"] + t["a"] + 32 * t["c1"] + t["atomic"])
+        t["launch"] + t["pass_launch"] + t["a"] + 32 * c1(("atomic", "p=4")) + t["atomic"])
     # the Latin square: 64 CTAs per wave on distinct rows and columns read every slice from DRAM
     side = SMS * 2
     (scattered,) = [s for (family, _), s in by.items() if family == "dram-scattered"]
@@ -197,7 +204,7 @@ def test_calibrate_cli_end_to_end_against_a_stand_in_gpu(tmp_path, capsys, monke
     assert "rms relative residual" in err and "wrote" in err and entry["device"] == dev.name
     monkeypatch.setenv(files.ENV, str(tmp_path))
     (cal,) = files.load("h100")  # the family's file, which the h100 preset loads
-    assert (cal.dtype, cal.tile, cal.ctas_per_sm, cal.probes, cal.l2_bytes) == ("float16", TILE, 2, 19, L2)
+    assert (cal.dtype, cal.tile, cal.ctas_per_sm, cal.probes, cal.l2_bytes) == ("float16", TILE, 2, 20, L2)
     assert all(abs(t.us - TRUE[t.name]) < 4 * t.se for t in cal.terms), cal.terms
 
 

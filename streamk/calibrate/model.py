@@ -27,12 +27,14 @@ TERM_DOC: dict[str, str] = {
     "unit": "per work unit after a CTA's first (the mainloop's restart on a new tile, its epilogue)",
     "dram_us_per_mb": "per MB of A and B read from DRAM, where a step's misses outlast its MAC iteration",
     "atomic": "per unit that adds its partial tile into C atomically (the atomic policy's red.add of a whole tile)",
+    "c_free": "per MAC iteration, what a CTA alone on its SM saves when SMs idle: c1 - (1 - busy SMs / SMs) c_free "
+              "(the idle SMs' share of L2 and DRAM bandwidth goes to the busy ones)",
 }
 
 
-# Terms added to the first model (LOG.md v19, v21); an entry fitted without some of them predicts as
-# if they were 0.
-EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic")
+# Terms added to the first model (LOG.md v19, v21, v22); an entry fitted without some of them
+# predicts as if they were 0.
+EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic", "c_free")
 
 
 def term_names(ctas_per_sm: int) -> tuple[str, ...]:

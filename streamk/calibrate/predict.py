@@ -10,6 +10,8 @@ machine and which constants it runs with, mirroring how the GPU backend launches
 * ``launch`` is paid once, ``pass_launch`` once more for a reduce or prescale pass;
 * ``unit`` before each work unit after a CTA's first (the mainloop restarts on a new tile);
 * ``atomic`` for each unit that adds its partial tile into C under the atomic policy;
+* ``c_free``: a grid of fewer CTAs than SMs runs each MAC iteration faster, c1 - (1 - grid / sms)
+  c_free (the idle SMs' L2 and DRAM bandwidth serves the busy ones; LOG.md v22);
 * ``dram_us_per_mb``: the MAC iteration stretched where the schedule's operand reads miss the L2
   faster than DRAM delivers them (``traffic.dram_slowdown``: scattered Stream-K units on operands
   larger than the L2).
@@ -46,7 +48,10 @@ def predict_from(schedule: Schedule, values: dict[str, float], sms: int, ctas_pe
     inf where the schedule cannot finish on that machine."""
     policy = schedule.fixup if fixup is None else fixup
     r = residency(schedule.grid, sms, ctas_per_sm)
-    c = max(values["c1"] if r == 1 else values.get("c_shared", values["c1"]), MIN_C_US)
+    c = values["c1"] if r == 1 else values.get("c_shared", values["c1"])
+    if r == 1:
+        c -= values.get("c_free", 0.0) * (1.0 - min(schedule.grid, sms) / sms)
+    c = max(c, MIN_C_US)
     if l2_bytes > 0 and values.get("dram_us_per_mb", 0.0) > 0:
         slots = min(schedule.grid, sms * r)
         c *= dram_slowdown(schedule, slots, l2_bytes, element_bytes, c, 1e6 / values["dram_us_per_mb"])
