@@ -4,19 +4,19 @@ float64 reference, then timed against our sm80 auto and cuBLAS (torch) in the sa
     python benchmarks/sm90_first.py --check        # small and edge shapes, both dtypes, every policy
     python benchmarks/sm90_first.py --time         # 8192^3 and a few corpus shapes, table last
     python benchmarks/sm90_first.py --check --time --tiles 128x256x64   # those tiles only (default: both)
+    python benchmarks/sm90_first.py --time --shapes 4096x4096x1024,2048x2048x2048   # these FP16 shapes
 
-Times: CUDA events around each launch sequence (ours: pack + main kernel + passes, what a call
-enqueues), warm-up, median of REPS with p20/p80; TFLOP/s = 2mnk/t. cuBLAS: torch.mm(A, B,
-out_dtype=float32) on the raw shape and zero-padded to multiples of 8.
+Times: each variant's launch sequence (ours: pack + main kernel + passes, what a call enqueues)
+as `streamk bench` times it: CUDA-graph replays interleaved round-robin, median of 50 (8192^3: each
+alone after a pause); TFLOP/s = 2mnk/t. cuBLAS: torch.mm(A, B, out_dtype=float32) on the raw shape
+and zero-padded to multiples of 8.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import statistics
 import sys
-import time
 
 import torch
 
@@ -26,11 +26,11 @@ from gpu_support import error_ratio  # noqa: E402
 import numpy as np  # noqa: E402
 
 from streamk.gpu import prepare  # noqa: E402
+from streamk.gpu.bench import cublas, time_alone, time_interleaved  # noqa: E402
 from streamk.schedule import FIXUP_POLICIES, Schedule  # noqa: E402
 from streamk.shapes import GemmShape, TileShape  # noqa: E402
 
 TILES = ("128x128x64", "128x256x64")
-REPS = 50
 # 8192^3, 4096^3, then shapes of the seeded 400-shape corpus (GPU-NOTES): rows 3 and 0 (small
 # k) and the first two of over 2e10 flop/2 (rows 5 and 12)
 SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (1048, 4544, 1715), (4860, 2171, 199), (2924, 1622, 6463),
@@ -50,22 +50,6 @@ def persistent_tiles(m: int, n: int, k: int, grid: int, tile: str, order: str = 
     units = np.stack([order_, np.zeros_like(order_), np.full_like(order_, iters)], axis=1)
     offsets = np.concatenate([[0], np.cumsum([len(range(c, tiles, grid)) for c in range(grid)])])
     return Schedule("persistent-tiles", GemmShape(m, n, k), t, units, offsets, tile_order=order)
-
-
-def _time(fn, reps: int = REPS) -> tuple[float, float, float]:
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    ms = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        ms.append((s, e))
-    torch.cuda.synchronize()
-    t = sorted(s.elapsed_time(e) for s, e in ms)
-    return statistics.median(t), t[len(t) // 5], t[4 * len(t) // 5]
 
 
 def check(tiles: tuple[str, ...]) -> int:
@@ -104,11 +88,11 @@ def _pad8(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def time_all(tiles: tuple[str, ...]) -> None:
+def time_all(tiles: tuple[str, ...], shapes: list[tuple[int, int, int]] | None = None) -> None:
     gen = torch.Generator(device="cuda").manual_seed(4)
     rows = []
-    for dtype in (torch.float16, torch.bfloat16):
-        for m, n, k in SHAPES if dtype == torch.float16 else SHAPES[:2]:  # bf16: the two cubes
+    for dtype in (torch.float16, torch.bfloat16) if shapes is None else (torch.float16,):
+        for m, n, k in shapes or (SHAPES if dtype == torch.float16 else SHAPES[:2]):  # bf16: the two cubes
             A = torch.randn(m, k, generator=gen, device="cuda").to(dtype)
             B = torch.randn(k, n, generator=gen, device="cuda").to(dtype)
             flop = 2.0 * m * n * k
@@ -119,8 +103,10 @@ def time_all(tiles: tuple[str, ...]) -> None:
                 tag = tile.split("x")[1]  # 128 or 256: the tile's width
                 ours.update({f"dp{tag}_g8": dict(schedule="data-parallel", tile=tile, tile_order=ORDER),
                              f"pers{tag}_g8": dict(schedule=persistent_tiles(m, n, k, sms, tile)),
+                             f"sk{tag}_g8": dict(schedule="stream-k", tile=tile, tile_order=ORDER),
                              f"auto{tag}_g8": dict(tile=tile)})
             ours["sm80_auto"] = {}
+            fns = {}
             for name, kw in ours.items():
                 C = torch.full((m, n), math.nan, device="cuda")
                 p = prepare(A, B, C, **kw)
@@ -129,20 +115,22 @@ def time_all(tiles: tuple[str, ...]) -> None:
                 r = error_ratio(C, A, B) if m * n * k <= 4096 ** 3 else float("nan")
                 if m * n * k > 4096 ** 3:  # float64 reference on a row block only (time)
                     r = error_ratio(C[:256], A[:256], B)
-                time.sleep(0.3)  # the 700 W cap: each timing from a cool start (LOG.md v15)
-                med, lo, hi = _time(lambda: p.launch.enqueue(torch.cuda.current_stream().cuda_stream))
-                row[name] = flop / med / 1e9
                 row[name + "_err"] = r
                 row[name + "_steps"] = "+".join(p.launch.names)
+                fns[name] = (lambda launch: lambda: launch.enqueue(torch.cuda.current_stream().cuda_stream))(p.launch)
             Ap, Bp = _pad8(A), _pad8(B)
-            for name, (a, b) in (("cublas_raw", (A, B)), ("cublas_pad", (Ap, Bp))):
-                time.sleep(0.3)
-                med, lo, hi = _time(lambda: torch.mm(a, b, out_dtype=torch.float32))
+            fns["cublas_raw"] = cublas(A, B, torch.float32)
+            fns["cublas_pad"] = cublas(Ap, Bp, torch.float32)
+            # interleaved graph replays (streamk.gpu.bench), or each alone after a pause where one call
+            # is long enough to meet the 700 W cap (LOG.md v15)
+            stream = torch.cuda.Stream()  # graphs are captured on a side stream
+            times = time_alone(fns, stream) if m * n * k >= 8192 ** 3 else time_interleaved(fns, stream)
+            for name, (med, _, _) in times.items():
                 row[name] = flop / med / 1e9
             rows.append(row)
             print(row, flush=True)
-    print("\nTFLOP/s (median of 50; ours include pack passes; g8: grouped-8 tile order; 128 / 256: the "
-          "sm90 tile's width; pers: whole tiles on a persistent grid)")
+    print("\nTFLOP/s (median of 50 interleaved graph replays; ours include pack passes; g8: grouped-8 tile order; 128 / 256: the "
+          "sm90 tile's width; pers: whole tiles on a persistent grid; sk: basic Stream-K on every SM)")
     ours = [n for n in rows[0] if not n.endswith(("_err", "_steps")) and n not in ("shape", "dtype", "cublas_raw",
                                                                                   "cublas_pad")]
     names = (*ours, "cublas_raw", "cublas_pad")
@@ -159,9 +147,11 @@ if __name__ == "__main__":
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--time", action="store_true")
     ap.add_argument("--tiles", default=",".join(TILES), help=f"comma-separated sm90 tiles (default {','.join(TILES)})")
+    ap.add_argument("--shapes", help="comma-separated MxNxK to time in FP16 (default: the cubes and four corpus "
+                    "shapes, the cubes in BF16 too)")
     args = ap.parse_args()
     tiles = tuple(args.tiles.split(","))
     rc = check(tiles) if args.check else 0
     if args.time:
-        time_all(tiles)
+        time_all(tiles, [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] if args.shapes else None)
     sys.exit(rc)

@@ -34,6 +34,9 @@ class TargetTile:
     reduce_costs: Costs | None = None
     calibration: Calibration | None = None
     tile_order: str | None = None  # auto's rasterization on this kernel (None: the Schedule's row-major)
+    # auto's plain DP runs on persistent CTAs up to this many iterations per tile (None: never;
+    # streamk.sched.auto)
+    persistent_upto: int | None = None
 
 
 # auto's two large-GEMM rungs (streamk.gpu.select.choose_tile: the square tile, and the wide one for
@@ -113,7 +116,8 @@ class Target:
                 "tiles": [{"dtype": t.dtype, "tile": [t.tile.bm, t.tile.bn, t.tile.bk], "ctas_per_sm": t.ctas_per_sm,
                            "model_costs": str(t.model_costs) if t.model_costs else None,
                            "reduce_costs": str(t.reduce_costs) if t.reduce_costs else None,
-                           "calibrated": t.calibration is not None, "tile_order": t.tile_order} for t in self.tiles]}
+                           "calibrated": t.calibration is not None, "tile_order": t.tile_order,
+                           "persistent_upto": t.persistent_upto} for t in self.tiles]}
 
 
 HALF_DTYPES = ("float16", "bfloat16")
@@ -138,6 +142,10 @@ _SM90_PAPER_OWNER = Costs(a=32.0, b=16.0, c=1.0, d=4.0)
 # {16, 32, 48, 64, 96} (d = 8) against our DP of the same tile on the shapes auto gives each tile, two
 # seeds of the 400-shape corpus (LOG.md v21): the paper's b = 32 left shapes at 0.84-0.92x of DP.
 _SM90_TMA_OWNER = {SM90_TILE: Costs(a=32.0, b=64.0, c=1.0, d=8.0), SM90_WIDE_TILE: _SM90_WIDE}
+# auto's DP on persistent CTAs (streamk.sched.auto): on 128x128x64 up to 16 iterations per tile (k <=
+# 1024), of thresholds 8-64 on the 78 corpus shapes auto gives that tile, the largest with no shape
+# slower (1.16x over DP on the 35 it changes; LOG.md v23); 128x256x64 gained 1.00-1.03 (not taken).
+_SM90_PERSISTENT_UPTO = {SM90_TILE: 16}
 _SM90_REDUCE = Costs(a=32.0, b=24.0, c=1.0, d=0.5)
 _SM90_F64_OWNER = Costs(a=32.0, b=16.0, c=1.0, d=8.0)
 _SM90_F64_REDUCE = Costs(a=32.0, b=16.0, c=1.0, d=1.0)
@@ -156,7 +164,8 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
             else:
                 owner = _SM90_TMA_OWNER[tile]
             out.append(TargetTile(dtype, tile, ctas, owner, _SM90_REDUCE if sm80 and tile != WIDE_TILE else None,
-                                  tile_order=SM90_TILE_ORDER if tile in SM90_TILES else None))
+                                  tile_order=SM90_TILE_ORDER if tile in SM90_TILES else None,
+                                  persistent_upto=_SM90_PERSISTENT_UPTO.get(tile) if measured else None))
     return tuple(out)
 
 

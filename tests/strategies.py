@@ -70,6 +70,8 @@ def schedules(draw, *, decompositions: list[str] | None = None, max_tiles: int =
                 options["reduce_costs"] = draw(costs())
         if draw(st.booleans()):  # the GPU backend's choice: SK CTAs walk backwards under turnstile
             options["sk_backward"] = True
+        if draw(st.booleans()):  # and its DP picks on persistent CTAs (sm90 128x128x64)
+            options["persistent_upto"] = draw(st.integers(1, 64))
     return make_schedule(name, shape, tile, machine, **options)
 
 

@@ -178,6 +178,22 @@ def test_auto_runs_stream_k_on_every_resident_slot_where_dp_leaves_the_busiest_s
     assert sk_beats_dp_resident(tiles, ipt, 4, AUTO_COSTS, SK_MAX_WAVES).tolist() == [True, False, False, False, False]
 
 
+def test_auto_runs_its_data_parallel_picks_on_persistent_ctas_up_to_the_given_depth():
+    # 21 tiles of 8 iterations on 4 SMs (one CTA each): the model picks plain DP; with
+    # persistent_upto >= 8 the same tiles run on 4 CTAs, CTA c holding tiles c, c + 4, ...
+    costs = Costs(32, 1000, 1, 8)  # a fixup too dear for any Stream-K: auto's pick is DP
+    dp = build("auto", "896x384x256", "128x128x32", model_costs=costs)
+    assert dp.grid == 21
+    s = build("auto", "896x384x256", "128x128x32", model_costs=costs, persistent_upto=8)
+    assert s.decomposition == "auto" and s.grid == 4 and s.iters_per_cta.tolist() == [48, 40, 40, 40]
+    assert [u.tile for u in s.ctas[1]] == [1, 5, 9, 13, 17]
+    assert sorted(s.units[:, 0].tolist()) == list(range(21)) and (s.units[:, 1:] == [0, 8]).all()
+    assert build("auto", "896x384x256", "128x128x32", model_costs=costs, persistent_upto=7).grid == 21  # deeper
+    assert build("auto", "384x128x256", "128x128x32", model_costs=costs, persistent_upto=8).grid == 3  # < a tile per SM
+    hybrid = build("auto", "896x384x1024", "128x128x32", persistent_upto=32)  # the paper's constants: SK + DP
+    assert hybrid.grid not in (4, 21) and hybrid == build("auto", "896x384x1024", "128x128x32")
+
+
 def test_auto_weighs_the_separate_reduce_fixup_when_given_its_constants():
     # Few tiles split many ways: the reduce pass sums them on many SMs, where owner-waits reads
     # its peers one after another (the H100's constants, streamk.target's h100 preset).

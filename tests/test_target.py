@@ -42,6 +42,9 @@ def test_presets_offer_exactly_the_shipped_tiles_with_the_paper_tile_first():
         assert h100.machine("float16", tile) == Machine(132, 1) and h100.kernel("bfloat16", tile).tile_order == "grouped-8"
         assert tile not in a100.tiles_for("float16")
     assert h100.kernel("float16", TileShape(128, 256, 32)).tile_order is None
+    # auto's DP on persistent CTAs: the sm90 128x128x64 kernel only (LOG.md v23)
+    assert {t.tile: t.persistent_upto for t in h100.tiles if t.dtype == "float16" and t.persistent_upto} == \
+        {TileShape(128, 128, 64): 16}
     assert h100.kernel("float16", TileShape(128, 128, 32)).reduce_costs is not None
     assert a100.kernel("float16", TileShape(128, 128, 32)).model_costs is None  # never measured
     assert preset(" H100 ") is h100
@@ -151,3 +154,14 @@ def test_auto_takes_the_sm90_tiles_on_hopper_where_they_were_measured_to_win():
     assert choose_tile(GemmShape(2440, 1304, 136), "float16", h100) == TileShape(128, 128, 32)  # k < 256
     assert choose_tile(GemmShape(2440, 1304, 256), "float16", h100) == TileShape(128, 128, 64)
     assert choose_tile(GemmShape(8192, 8192, 8192), "float64", h100) == TileShape(64, 64, 16)
+
+
+def test_auto_on_the_sm90_square_tile_runs_shallow_dp_on_persistent_ctas():
+    from streamk.gpu.select import schedule_for
+
+    h100, tile = preset("h100"), TileShape(128, 128, 64)
+    shallow = schedule_for("auto", GemmShape(4096, 4096, 1024), "float16", h100, tile=tile)  # 1024 tiles of 16
+    assert shallow.grid == 132 and shallow.tile_order == "grouped-8" and len(shallow.units) == 1024
+    assert shallow.ctas[0][1].tile == 132  # CTA 0: tiles 0, 132, 264, ...
+    assert schedule_for("auto", GemmShape(4096, 4096, 1088), "float16", h100, tile=tile).grid == 1024  # 17 deep
+    assert schedule_for("auto", GemmShape(4096, 4096, 1024), "float16", h100, tile=TileShape(128, 256, 64)).grid != 132

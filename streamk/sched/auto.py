@@ -23,6 +23,14 @@ exceed one fixup, c * (ceil(t/p) * ipt - ceil(t * ipt / p)) > b + d (``costs.sk_
 for at most SK_MAX_WAVES SM-waves (more waves: DP's waste is a small share and Stream-K's units
 scattered over them lost up to 1.27x; H100 oracle of 200 shapes on 128x128x32, LOG.md v22).
 
+Given ``persistent_upto`` (the GPU backend passes it for kernels of one CTA per SM where it was
+measured to pay), where auto's pick is plain DP over more tiles than SMs with at most that many
+iterations per tile, the same tiles run on one persistent CTA per SM (CTA c: tiles c, c + p, ...;
+``basic.persistent_tiles``): each CTA's prologue and pipeline fill is paid once, and its producer
+loads the next tile's operands during an epilogue, where a new CTA per tile starts from an empty
+pipeline (sm90 128x128x64 on an H100: 1.16x faster than DP on the 35 of 78 corpus shapes with
+k <= 1024 it changes; deeper tiles lose the hardware's dynamic CTA placement; LOG.md v23).
+
 Below a tile per SM, given ``reduce_costs`` (the same model's constants for the separate-reduce
 fixup, whose pass sums a split tile's slots on many SMs at once), auto also plans that grid and
 takes it where the model says it is faster than owner-waits: the owner reads its peers one after
@@ -38,6 +46,7 @@ import numpy as np
 from ..costs import AUTO_COSTS, Costs, best_grids, sk_beats_dp_resident, two_tile_beats_dp
 from ..schedule import FIXUP_POLICIES, Schedule
 from ..shapes import GemmShape, Machine, TileShape
+from .basic import persistent_tiles
 from .hybrid import hybrid_regions
 from .ranges import Ranges, one_shape, tile_counts, two_regions
 from .registry import register
@@ -83,6 +92,11 @@ SK_MAX_WAVES = 3  # SM-waves of tiles up to which several resident CTAs per SM r
 
 @register("auto", batch=auto_ranges)
 def auto(shape: GemmShape, tile: TileShape, machine: Machine, *, model_costs: Costs | None = None,
-         reduce_costs: Costs | None = None, sk_backward: bool = False) -> Schedule:
-    return one_shape("auto", auto_ranges, shape, tile, machine, model_costs=model_costs,
-                     reduce_costs=reduce_costs, sk_backward=sk_backward)
+         reduce_costs: Costs | None = None, sk_backward: bool = False, persistent_upto: int | None = None) -> Schedule:
+    s = one_shape("auto", auto_ranges, shape, tile, machine, model_costs=model_costs,
+                  reduce_costs=reduce_costs, sk_backward=sk_backward)
+    p = s.problem
+    if persistent_upto is not None and machine.sms < p.tiles and p.iters_per_tile <= persistent_upto \
+            and s.grid == p.tiles and bool((s.units[:, 2] - s.units[:, 1] == p.iters_per_tile).all()):  # plain DP
+        return persistent_tiles("auto", shape, tile, machine, machine.sms)
+    return s

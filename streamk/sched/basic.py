@@ -53,17 +53,22 @@ def data_parallel(shape: GemmShape, tile: TileShape, machine: Machine, *, grid: 
     tile count the CTAs are persistent: CTA c runs whole tiles c, c + grid, c + 2*grid, ... in
     order, so the grid's tiles advance through k in step, wave after wave, instead of starting
     whenever a slot frees up (the working set of a wave stays in L2; LOG.md v10)."""
-    p = Problem(shape, tile)
-    if grid is None or grid >= p.tiles:
+    if grid is None or grid >= Problem(shape, tile).tiles:
         return one_shape("data-parallel", data_parallel_ranges, shape, tile, machine)
     if grid < 1:
         raise ScheduleError(f"--grid must be at least 1 (got {grid})")
+    return persistent_tiles("data-parallel", shape, tile, machine, grid)
+
+
+def persistent_tiles(name: str, shape: GemmShape, tile: TileShape, machine: Machine, grid: int) -> Schedule:
+    """Whole tiles on ``grid`` persistent CTAs: CTA c runs tiles c, c + grid, c + 2*grid, ..."""
+    p = Problem(shape, tile)
     tiles = np.arange(p.tiles, dtype=np.int64)
     order = np.lexsort((tiles // grid, tiles % grid))  # by CTA, then by wave
     counts = np.bincount(tiles % grid, minlength=grid)
     units = np.stack([tiles[order], np.zeros(p.tiles, np.int64), np.full(p.tiles, p.iters_per_tile)], axis=1)
     offsets = np.concatenate([[0], np.cumsum(counts)])
-    return Schedule("data-parallel", shape, tile, units, offsets, machine=machine)
+    return Schedule(name, shape, tile, units, offsets, machine=machine)
 
 
 @register("fixed-split", batch=fixed_split_ranges)
