@@ -23,12 +23,10 @@ import torch
 sys.path.insert(0, "tests")
 from gpu_support import error_ratio  # noqa: E402
 
-import numpy as np  # noqa: E402
 
 from streamk.gpu import prepare  # noqa: E402
 from streamk.gpu.bench import cublas, time_alone, time_interleaved  # noqa: E402
-from streamk.schedule import FIXUP_POLICIES, Schedule  # noqa: E402
-from streamk.shapes import GemmShape, TileShape  # noqa: E402
+from streamk.schedule import FIXUP_POLICIES  # noqa: E402
 
 TILES = ("128x128x64", "128x256x64")
 # 8192^3, 4096^3, then shapes of the seeded 400-shape corpus (GPU-NOTES): rows 3 and 0 (small
@@ -38,18 +36,6 @@ SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (1048, 4544, 1715), (4860, 217
 
 
 ORDER = "grouped-8"  # Triton's GROUP_M rasterization (streamk.schedule.TILE_ORDERS)
-
-
-def persistent_tiles(m: int, n: int, k: int, grid: int, tile: str, order: str = ORDER) -> Schedule:
-    """Whole tiles on a persistent grid: CTA c runs tiles c, c + grid, c + 2 grid, ... (a user
-    schedule: no split tile, so no fixup; the CTAs in flight work on one window of tile indices)."""
-    t = TileShape(*(int(v) for v in tile.split("x")))
-    tiles, iters = -(-m // t.bm) * -(-n // t.bn), -(-k // t.bk)
-    grid = min(grid, tiles)
-    order_ = np.concatenate([np.arange(c, tiles, grid) for c in range(grid)])
-    units = np.stack([order_, np.zeros_like(order_), np.full_like(order_, iters)], axis=1)
-    offsets = np.concatenate([[0], np.cumsum([len(range(c, tiles, grid)) for c in range(grid)])])
-    return Schedule("persistent-tiles", GemmShape(m, n, k), t, units, offsets, tile_order=order)
 
 
 def check(tiles: tuple[str, ...]) -> int:
@@ -102,7 +88,7 @@ def time_all(tiles: tuple[str, ...], shapes: list[tuple[int, int, int]] | None =
             for tile in tiles:  # auto on an sm90 tile runs the Target's grouped-8 order (streamk/target.py)
                 tag = tile.split("x")[1]  # 128 or 256: the tile's width
                 ours.update({f"dp{tag}_g8": dict(schedule="data-parallel", tile=tile, tile_order=ORDER),
-                             f"pers{tag}_g8": dict(schedule=persistent_tiles(m, n, k, sms, tile)),
+                             f"pers{tag}_g8": dict(schedule="data-parallel", grid=sms, tile=tile, tile_order=ORDER),
                              f"sk{tag}_g8": dict(schedule="stream-k", tile=tile, tile_order=ORDER),
                              f"auto{tag}_g8": dict(tile=tile)})
             ours["sm80_auto"] = {}

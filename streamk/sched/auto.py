@@ -48,7 +48,7 @@ from ..schedule import FIXUP_POLICIES, Schedule
 from ..shapes import GemmShape, Machine, TileShape
 from .basic import persistent_tiles
 from .hybrid import hybrid_regions
-from .ranges import Ranges, one_shape, tile_counts, two_regions
+from .ranges import Ranges, tile_counts, two_regions
 from .registry import register
 
 
@@ -93,10 +93,10 @@ SK_MAX_WAVES = 3  # SM-waves of tiles up to which several resident CTAs per SM r
 @register("auto", batch=auto_ranges)
 def auto(shape: GemmShape, tile: TileShape, machine: Machine, *, model_costs: Costs | None = None,
          reduce_costs: Costs | None = None, sk_backward: bool = False, persistent_upto: int | None = None) -> Schedule:
-    s = one_shape("auto", auto_ranges, shape, tile, machine, model_costs=model_costs,
-                  reduce_costs=reduce_costs, sk_backward=sk_backward)
-    p = s.problem
-    if persistent_upto is not None and machine.sms < p.tiles and p.iters_per_tile <= persistent_upto \
-            and s.grid == p.tiles and bool((s.units[:, 2] - s.units[:, 1] == p.iters_per_tile).all()):  # plain DP
+    ranges = auto_ranges(np.array([[shape.m, shape.n, shape.k]]), tile, machine, model_costs=model_costs,
+                         reduce_costs=reduce_costs, sk_backward=sk_backward)
+    tiles, ipt = int(ranges.tiles[0]), int(ranges.ipt[0])
+    # auto's even splits of [0, total) over as many CTAs as tiles are a whole tile each: plain DP
+    if persistent_upto is not None and machine.sms < tiles and ipt <= persistent_upto and ranges.grids[0] == tiles:
         return persistent_tiles("auto", shape, tile, machine, machine.sms)
-    return s
+    return ranges.schedule(0, "auto", tile, machine)
