@@ -37,6 +37,13 @@ class TargetTile:
     # auto's plain DP runs on persistent CTAs up to this many iterations per tile (None: never;
     # streamk.sched.auto)
     persistent_upto: int | None = None
+    # below a tile per SM auto splits tiles at aligned k offsets, priced by the calibration's
+    # constants (streamk.sched.auto split_costs); False, or no calibration: the model's grid
+    aligned_splits: bool = False
+
+    def split_costs(self) -> Costs | None:
+        """auto's constants for aligned splits: the calibrated model's, in MAC iterations."""
+        return self.calibration.model_costs() if self.aligned_splits and self.calibration is not None else None
 
 
 # auto's two large-GEMM rungs (streamk.gpu.select.choose_tile: the square tile, and the wide one for
@@ -117,7 +124,8 @@ class Target:
                            "model_costs": str(t.model_costs) if t.model_costs else None,
                            "reduce_costs": str(t.reduce_costs) if t.reduce_costs else None,
                            "calibrated": t.calibration is not None, "tile_order": t.tile_order,
-                           "persistent_upto": t.persistent_upto} for t in self.tiles]}
+                           "persistent_upto": t.persistent_upto,
+                           "split_costs": str(t.split_costs()) if t.split_costs() else None} for t in self.tiles]}
 
 
 HALF_DTYPES = ("float16", "bfloat16")
@@ -142,6 +150,8 @@ _SM90_PAPER_OWNER = Costs(a=32.0, b=16.0, c=1.0, d=4.0)
 # {16, 32, 48, 64, 96} (d = 8) against our DP of the same tile on the shapes auto gives each tile, two
 # seeds of the 400-shape corpus (LOG.md v21): the paper's b = 32 left shapes at 0.84-0.92x of DP.
 _SM90_TMA_OWNER = {SM90_TILE: Costs(a=32.0, b=64.0, c=1.0, d=8.0), SM90_WIDE_TILE: _SM90_WIDE}
+# Below a tile per SM the sm90 tiles split tiles at aligned k offsets under their calibrated constants
+# (TargetTile.aligned_splits; auto's grids of even shares ran 0.75-1.07x of DP there: LOG.md v24).
 # auto's DP on persistent CTAs (streamk.sched.auto): on 128x128x64 up to 16 iterations per tile (k <=
 # 1024), of thresholds 8-64 on the 78 corpus shapes auto gives that tile, the largest with no shape
 # slower (1.16x over DP on the 35 it changes; LOG.md v23); 128x256x64 gained 1.00-1.03 (not taken).
@@ -165,7 +175,8 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
                 owner = _SM90_TMA_OWNER[tile]
             out.append(TargetTile(dtype, tile, ctas, owner, _SM90_REDUCE if sm80 and tile != WIDE_TILE else None,
                                   tile_order=SM90_TILE_ORDER if tile in SM90_TILES else None,
-                                  persistent_upto=_SM90_PERSISTENT_UPTO.get(tile) if measured else None))
+                                  persistent_upto=_SM90_PERSISTENT_UPTO.get(tile) if measured else None,
+                                  aligned_splits=measured and tile in SM90_TILES))
     return tuple(out)
 
 

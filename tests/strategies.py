@@ -72,6 +72,8 @@ def schedules(draw, *, decompositions: list[str] | None = None, max_tiles: int =
             options["sk_backward"] = True
         if draw(st.booleans()):  # and its DP picks on persistent CTAs (sm90 128x128x64)
             options["persistent_upto"] = draw(st.integers(1, 64))
+        if draw(st.booleans()):  # below a tile per SM, tiles split at aligned k offsets (the sm90 tiles)
+            options["split_costs"] = draw(costs())
     return make_schedule(name, shape, tile, machine, **options)
 
 

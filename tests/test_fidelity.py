@@ -133,3 +133,14 @@ def test_fidelity_cli_device_path_against_a_stand_in_gpu(tmp_path, capsys, monke
     assert asked == {"shapes": sample(3, 2, 20260121), "texts": fidelity.default_variants(TILE), "seconds": 9.0}
     assert stats["runs"] == len(fidelity.VARIANTS) and stats["calibration"]["device"] == "test GPU"
     assert out.with_suffix(".png").is_file()
+
+
+def test_given_variants_run_on_the_tile_asked_for_unless_they_name_their_own():
+    # v23's "sm90 128x128x64" run passed --variants without #TILE and measured the paper's kernel
+    pinned = fidelity.pin(["data-parallel", "stream-k!turnstile+back", "auto#64x64x32", "auto"],
+                          TileShape(128, 128, 64))
+    assert pinned == ["data-parallel#128x128x64", "stream-k!turnstile#128x128x64+back", "auto#64x64x32",
+                      "auto#128x128x64"]
+    for text in pinned[:2]:
+        s = fidelity.resolve(text, GemmShape(1000, 1000, 1000), "float16", TARGET)
+        assert s.tile == TileShape(128, 128, 64)

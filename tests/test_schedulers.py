@@ -7,7 +7,7 @@ import pytest
 
 from streamk import (AUTO_COSTS, GemmShape, Machine, Problem, Schedule, ScheduleError, TileShape,
                      make_schedule, register)
-from streamk.costs import Costs, model_grid
+from streamk.costs import Costs, best_splits, model_grid
 from streamk.sched import accepted_options, names
 
 PAPER_4SM = Machine(4)
@@ -206,3 +206,24 @@ def test_auto_weighs_the_separate_reduce_fixup_when_given_its_constants():
     # Tiles split two ways: one peer read is cheaper than the extra pass, so owner-waits stays
     two_way = build("auto", "2743x325x1706", "128x128x32", machine, model_costs=owner, reduce_costs=reduce)
     assert two_way.fixup == "owner-waits" and two_way.grid == 132
+
+
+def test_auto_with_split_costs_splits_few_tiles_at_aligned_k_offsets():
+    # 42 tiles of 112 iterations on 132 SMs: every tile split s ways (fixed-split's ranges, so the
+    # CTAs of a tile's j-th split start at the same k), s of least modeled time under the costs
+    machine, shape, tile = Machine(132, 1), "783x750x7141", "128x128x64"
+    costs = Costs(11.2, 12.0, 1, 2.2)  # the sm90 128x128x64 kernel's calibration, in MAC iterations
+    s = build("auto", shape, tile, machine, split_costs=costs)
+    split = build("fixed-split", shape, tile, machine, splits=3)
+    assert s.grid == 126 and (s.units == split.units).all() and (s.cta_offsets == split.cta_offsets).all()
+    assert best_splits([42], [112], 132, costs).tolist() == [3]
+    # brute force over s: a + b + d (s - 1) + ceil(ipt / s) for s > 1, a + ipt for s = 1
+    tiles, ipt = np.array([1, 5, 42, 60, 64, 131, 7]), np.array([3, 200, 112, 35, 51, 80, 1])
+    want = [min(range(1, min(132 // t, i) + 1), key=lambda s: (11.2 + (s > 1) * (12 + 2.2 * (s - 1)) + -(-i // s), s))
+            for t, i in zip(tiles.tolist(), ipt.tolist())]
+    assert best_splits(tiles, ipt, 132, costs).tolist() == want
+    dear = Costs(11.2, 1000.0, 1, 2.2)  # a partial too dear: DP, one CTA per tile
+    assert build("auto", shape, tile, machine, split_costs=dear) == build("auto", shape, tile, machine,
+                                                                           model_costs=Costs(32, 1000, 1, 8))
+    wave = build("auto", "8192x8192x1024", tile, machine, split_costs=costs)  # a wave or more: unchanged
+    assert wave == build("auto", "8192x8192x1024", tile, machine)

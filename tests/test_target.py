@@ -165,3 +165,20 @@ def test_auto_on_the_sm90_square_tile_runs_shallow_dp_on_persistent_ctas():
     assert shallow.ctas[0][1].tile == 132  # CTA 0: tiles 0, 132, 264, ...
     assert schedule_for("auto", GemmShape(4096, 4096, 1088), "float16", h100, tile=tile).grid == 1024  # 17 deep
     assert schedule_for("auto", GemmShape(4096, 4096, 1024), "float16", h100, tile=TileShape(128, 256, 64)).grid != 132
+
+
+def test_auto_on_the_sm90_tiles_splits_few_tiles_under_the_calibration():
+    from streamk.gpu.select import schedule_for
+
+    h100, tile = preset("h100"), TileShape(128, 128, 64)
+    kernel = h100.kernel("float16", tile)
+    costs = kernel.split_costs()
+    cal = kernel.calibration
+    assert costs.c == 1 and costs.b == pytest.approx(cal.us("b") / cal.us("c1"))
+    few = schedule_for("auto", GemmShape(783, 750, 7141), "float16", h100, tile=tile)  # 42 deep tiles
+    split = schedule_for("fixed-split", GemmShape(783, 750, 7141), "float16", h100, tile=tile, splits=3)
+    assert few.grid == 126 and (few.units == split.units).all() and few.tile_order == "grouped-8"
+    shallow = schedule_for("auto", GemmShape(783, 750, 512), "float16", h100, tile=tile)  # 8 iterations a tile
+    assert shallow.grid == 42
+    # the sm80 tiles keep the model's grid
+    assert h100.kernel("float16", TileShape(128, 128, 32)).split_costs() is None

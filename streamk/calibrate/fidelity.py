@@ -34,8 +34,14 @@ CSV_MADE_BY = "streamk fidelity (on a GPU)"
 
 def default_variants(tile: TileShape) -> list[str]:
     """Every decomposition and policy in ``VARIANTS``, pinned to the calibrated kernel's tile."""
+    return pin(VARIANTS, tile)
+
+
+def pin(variants: Sequence[str], tile: TileShape) -> list[str]:
+    """Each variant on ``tile`` where it names no tile of its own (#TILE), so that a run measures the
+    kernel it is said to (unpinned, a variant runs the paper's tile, or auto's pick)."""
     pinned = f"#{tile.bm}x{tile.bn}x{tile.bk}"  # the whole tile: 128x256 alone is the sm80 128x256x32
-    return [v.replace("+", f"{pinned}+", 1) if "+" in v else f"{v}{pinned}" for v in VARIANTS]
+    return [v if "#" in v else v.replace("+", f"{pinned}+", 1) if "+" in v else f"{v}{pinned}" for v in variants]
 
 
 def label(variant_text: str) -> str:

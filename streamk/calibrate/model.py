@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ..costs import Costs
 from ..errors import InputError
 from ..shapes import TileShape
 
@@ -85,6 +86,11 @@ class Calibration:
         if name == "c_shared" and self.ctas_per_sm == 1:
             name = "c1"
         return next((t.us for t in self.terms if t.name == name), 0.0 if name in EXTENSION_TERMS else math.nan)
+
+    def model_costs(self) -> Costs:
+        """The appendix model's a, b, c, d of a CTA alone on its SM, in MAC iterations (c = 1)."""
+        c = self.us("c1")
+        return Costs(a=self.us("a") / c, b=self.us("b") / c, c=1.0, d=self.us("d") / c)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"dtype": self.dtype, "tile": [self.tile.bm, self.tile.bn, self.tile.bk],

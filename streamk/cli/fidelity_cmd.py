@@ -44,7 +44,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--tile", type=_typed(TileShape.parse), metavar="BMxBNxBK",
                    help="the calibrated kernel's tile every variant runs on (default the paper's)")
     p.add_argument("--variants", type=variants_arg, metavar="V;V",
-                   help="bench-style variants (default: every decomposition and policy on --tile: "
+                   help="bench-style variants, each on --tile unless it names its own #TILE (default: every "
+                        "decomposition and policy on --tile: "
                         + ";".join(fidelity.VARIANTS) + ")")
     p.add_argument("--count", type=positive_int, default=COUNT, metavar="N", help=f"shapes (default {COUNT})")
     p.add_argument("--first", type=seed, default=0, metavar="I", help="skip the sample's first I shapes (to "
@@ -74,7 +75,7 @@ def _measure(args: argparse.Namespace, tile: TileShape):
     from ..gpu.device import current
 
     dev = current()
-    texts = args.variants.split(";") if args.variants else fidelity.default_variants(tile)
+    texts = fidelity.pin(args.variants.split(";"), tile) if args.variants else fidelity.default_variants(tile)
     shapes = sample(args.count, args.first, args.seed)
     print(f"fidelity on {dev.name}: {len(shapes)} shapes x {len(texts)} variants", file=sys.stderr, flush=True)
     rows = measure_fidelity(shapes, texts, args.dtype, args.seconds, lambda i, r: print(

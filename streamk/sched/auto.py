@@ -23,6 +23,14 @@ exceed one fixup, c * (ceil(t/p) * ipt - ceil(t * ipt / p)) > b + d (``costs.sk_
 for at most SK_MAX_WAVES SM-waves (more waves: DP's waste is a small share and Stream-K's units
 scattered over them lost up to 1.27x; H100 oracle of 200 shapes on 128x128x32, LOG.md v22).
 
+Given ``split_costs`` (the GPU backend passes its calibrated constants for the TMA + wgmma kernels),
+below a tile per SM auto splits every tile s ways at the same k offsets (fixed-split's ranges on
+s * tiles CTAs, s by the same model under those constants: ``costs.best_splits``) instead of taking
+the model's grid: the CTAs of a tile's j-th split then step through one slab of A and B together,
+as a DP wave does, where the even shares of a grid start each CTA at its own k offset and, once all
+SMs are busy, read A and B back from DRAM (sm90 128x128x64 on an H100: basic Stream-K on every SM
+0.75-1.07x of DP on 57 corpus shapes, the splits up to 1.23x; LOG.md v24).
+
 Given ``persistent_upto`` (the GPU backend passes it for kernels of one CTA per SM where it was
 measured to pay), where auto's pick is plain DP over more tiles than SMs with at most that many
 iterations per tile, the same tiles run on one persistent CTA per SM (CTA c: tiles c, c + p, ...;
@@ -43,17 +51,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..costs import AUTO_COSTS, Costs, best_grids, sk_beats_dp_resident, two_tile_beats_dp
+from ..costs import AUTO_COSTS, Costs, best_grids, best_splits, sk_beats_dp_resident, two_tile_beats_dp
 from ..schedule import FIXUP_POLICIES, Schedule
 from ..shapes import GemmShape, Machine, TileShape
 from .basic import persistent_tiles
 from .hybrid import hybrid_regions
-from .ranges import Ranges, tile_counts, two_regions
+from .ranges import Ranges, from_regions, ramp, tile_counts
 from .registry import register
 
 
 def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_costs: Costs | None = None,
-                reduce_costs: Costs | None = None, sk_backward: bool = False) -> Ranges:
+                reduce_costs: Costs | None = None, sk_backward: bool = False,
+                split_costs: Costs | None = None) -> Ranges:
     """auto's choice for every shape (see the module docstring), as a batch."""
     tiles_m, tiles_n, ipt = tile_counts(shapes, tile)
     tiles = tiles_m * tiles_n
@@ -61,8 +70,11 @@ def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_
     costs = model_costs or AUTO_COSTS
     fixup = np.full(len(tiles), FIXUP_POLICIES.index("owner-waits"), np.int8)
     grid = tiles.copy()  # DP, or basic Stream-K at the model's grid below a tile per SM
+    splits = np.ones_like(tiles)  # > 1: every tile split that many ways at aligned k offsets
     few = (tiles < machine.sms).nonzero()[0]
-    if len(few):  # the model's grids cost tens of microseconds: only where they are used
+    if len(few) and split_costs is not None:
+        splits[few] = best_splits(tiles[few], ipt[few], machine.sms, split_costs)
+    elif len(few):  # the model's grids cost tens of microseconds: only where they are used
         models = (costs,) if reduce_costs is None else (costs, reduce_costs)
         grids, times = best_grids(total[few], ipt[few], machine.sms, models)
         grid[few] = grids[0]
@@ -84,7 +96,21 @@ def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_
         first = grid
         backward = sk & sk_backward
         fixup[backward] = FIXUP_POLICIES.index("turnstile")
-    return two_regions(shapes, tiles, ipt, split, first, second, fixup, backward)
+    return _regions(shapes, tiles, ipt, splits, split, first, second, fixup, backward)
+
+
+def _regions(shapes: np.ndarray, tiles: np.ndarray, ipt: np.ndarray, splits: np.ndarray, split: np.ndarray,
+             first: np.ndarray, second: np.ndarray, fixup: np.ndarray, backward: np.ndarray) -> Ranges:
+    """Shapes with ``splits`` > 1: a region per tile over that many CTAs (fixed-split's ranges);
+    the others: ``[0, split)`` over ``first`` CTAs, then ``[split, total)`` over ``second``."""
+    aligned = splits > 1
+    counts = np.where(aligned, tiles, 2)
+    shape_of, r = ramp(counts)
+    per_tile, at, ends = aligned[shape_of], split[shape_of], (tiles * ipt)[shape_of]
+    x0 = np.where(per_tile, r * ipt[shape_of], np.where(r == 0, 0, at))
+    x1 = np.where(per_tile, (r + 1) * ipt[shape_of], np.where(r == 0, at, ends))
+    parts = np.where(per_tile, splits[shape_of], np.where(r == 0, first[shape_of], second[shape_of]))
+    return from_regions(shapes, tiles, ipt, counts, x0, x1, parts, fixup, backward)
 
 
 SK_MAX_WAVES = 3  # SM-waves of tiles up to which several resident CTAs per SM run Stream-K
@@ -92,9 +118,10 @@ SK_MAX_WAVES = 3  # SM-waves of tiles up to which several resident CTAs per SM r
 
 @register("auto", batch=auto_ranges)
 def auto(shape: GemmShape, tile: TileShape, machine: Machine, *, model_costs: Costs | None = None,
-         reduce_costs: Costs | None = None, sk_backward: bool = False, persistent_upto: int | None = None) -> Schedule:
+         reduce_costs: Costs | None = None, sk_backward: bool = False, persistent_upto: int | None = None,
+         split_costs: Costs | None = None) -> Schedule:
     ranges = auto_ranges(np.array([[shape.m, shape.n, shape.k]]), tile, machine, model_costs=model_costs,
-                         reduce_costs=reduce_costs, sk_backward=sk_backward)
+                         reduce_costs=reduce_costs, sk_backward=sk_backward, split_costs=split_costs)
     tiles, ipt = int(ranges.tiles[0]), int(ranges.ipt[0])
     # auto's even splits of [0, total) over as many CTAs as tiles are a whole tile each: plain DP
     if persistent_upto is not None and machine.sms < tiles and ipt <= persistent_upto and ranges.grids[0] == tiles:
