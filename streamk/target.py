@@ -125,7 +125,8 @@ class Target:
                            "reduce_costs": str(t.reduce_costs) if t.reduce_costs else None,
                            "calibrated": t.calibration is not None, "tile_order": t.tile_order,
                            "persistent_upto": t.persistent_upto,
-                           "split_costs": str(t.split_costs()) if t.split_costs() else None} for t in self.tiles]}
+                           "split_costs": str(t.split_costs()) if t.aligned_splits and t.calibration else None}
+                          for t in self.tiles]}
 
 
 HALF_DTYPES = ("float16", "bfloat16")

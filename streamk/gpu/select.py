@@ -167,8 +167,9 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
             options["tile_order"] = kernel.tile_order
         if options.get("persistent_upto") is None and kernel.persistent_upto is not None:
             options["persistent_upto"] = kernel.persistent_upto
-        if options.get("split_costs") is None and kernel.split_costs() is not None:
-            options["split_costs"] = kernel.split_costs()
+        split_costs = kernel.split_costs()
+        if options.get("split_costs") is None and split_costs is not None:
+            options["split_costs"] = split_costs
         if options.get("reduce_costs") is None and fixup is None and kernel.reduce_costs is not None:
             options["reduce_costs"] = kernel.reduce_costs
         # a wave or more of tiles at one CTA per SM (the 128x256 tile): the SK CTAs of the two-tile

@@ -56,7 +56,7 @@ from ..schedule import FIXUP_POLICIES, Schedule
 from ..shapes import GemmShape, Machine, TileShape
 from .basic import persistent_tiles
 from .hybrid import hybrid_regions
-from .ranges import Ranges, from_regions, ramp, tile_counts
+from .ranges import Ranges, tile_counts, two_regions
 from .registry import register
 
 
@@ -96,21 +96,7 @@ def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_
         first = grid
         backward = sk & sk_backward
         fixup[backward] = FIXUP_POLICIES.index("turnstile")
-    return _regions(shapes, tiles, ipt, splits, split, first, second, fixup, backward)
-
-
-def _regions(shapes: np.ndarray, tiles: np.ndarray, ipt: np.ndarray, splits: np.ndarray, split: np.ndarray,
-             first: np.ndarray, second: np.ndarray, fixup: np.ndarray, backward: np.ndarray) -> Ranges:
-    """Shapes with ``splits`` > 1: a region per tile over that many CTAs (fixed-split's ranges);
-    the others: ``[0, split)`` over ``first`` CTAs, then ``[split, total)`` over ``second``."""
-    aligned = splits > 1
-    counts = np.where(aligned, tiles, 2)
-    shape_of, r = ramp(counts)
-    per_tile, at, ends = aligned[shape_of], split[shape_of], (tiles * ipt)[shape_of]
-    x0 = np.where(per_tile, r * ipt[shape_of], np.where(r == 0, 0, at))
-    x1 = np.where(per_tile, (r + 1) * ipt[shape_of], np.where(r == 0, at, ends))
-    parts = np.where(per_tile, splits[shape_of], np.where(r == 0, first[shape_of], second[shape_of]))
-    return from_regions(shapes, tiles, ipt, counts, x0, x1, parts, fixup, backward)
+    return two_regions(shapes, tiles, ipt, split, first, second, fixup, backward, tile_splits=splits)
 
 
 SK_MAX_WAVES = 3  # SM-waves of tiles up to which several resident CTAs per SM run Stream-K

@@ -193,16 +193,21 @@ def from_regions(shapes: np.ndarray, tiles: np.ndarray, ipt: np.ndarray, regions
 
 
 def two_regions(shapes: np.ndarray, tiles: np.ndarray, ipt: np.ndarray, split: np.ndarray, first: np.ndarray,
-                second: np.ndarray, fixup: np.ndarray | None = None, backward: np.ndarray | None = None) -> Ranges:
+                second: np.ndarray, fixup: np.ndarray | None = None, backward: np.ndarray | None = None,
+                tile_splits: np.ndarray | None = None) -> Ranges:
     """Ranges of shapes whose CTAs split ``[0, split)`` over ``first`` CTAs, then ``[split,
-    total)`` over ``second`` (from_regions with two regions a shape)."""
-    x = np.empty((3, len(tiles), 2), dtype=np.int64)  # x0, x1, parts; the shape's two regions interleaved
-    x[0, :, 0] = 0
-    x[0, :, 1] = x[1, :, 0] = split
-    x[1, :, 1] = tiles * ipt
-    x[2, :, 0] = first
-    x[2, :, 1] = second
-    return from_regions(shapes, tiles, ipt, 2, *x.reshape(3, -1), fixup, backward)
+    total)`` over ``second``; a shape whose ``tile_splits`` is above 1 instead has a region per tile
+    over that many CTAs (fixed-split's ranges)."""
+    per_tile = np.zeros(len(tiles), dtype=bool) if tile_splits is None else tile_splits > 1
+    counts = np.where(per_tile, tiles, 2)
+    shape_of, r = ramp(counts)
+    tiled, at, size = per_tile[shape_of], np.asarray(split)[shape_of], ipt[shape_of]
+    x0 = np.where(tiled, r * size, np.where(r == 0, 0, at))
+    x1 = np.where(tiled, (r + 1) * size, np.where(r == 0, at, (tiles * ipt)[shape_of]))
+    parts = np.where(r == 0, np.asarray(first)[shape_of], np.asarray(second)[shape_of])
+    if tile_splits is not None:
+        parts = np.where(tiled, tile_splits[shape_of], parts)
+    return from_regions(shapes, tiles, ipt, counts, x0, x1, parts, fixup, backward)
 
 
 def check_range(name: str, values: np.ndarray, low: int, high: np.ndarray, shapes: np.ndarray, tile: TileShape,
