@@ -202,6 +202,7 @@ def bench_shape(shape, dtype, stream, rows, decomps, alone: bool = False, flush:
         result[decomp + "_grid"] = p.schedule.grid
         result[decomp + "_relerr"] = float((out.double() - ref.double()).norm()) / max(ref_norm, 1e-300)
         result[decomp + "_steps"] = "+".join(p.launch.names)
+        result[decomp + "_cluster"] = max(st.cluster for st in p.launch.steps)
         result[decomp + "_tile"] = str(p.schedule.tile)
     rows.append(result)
     return result

@@ -81,14 +81,15 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          "operands in L2 from the call before (default: warm L2, as back-to-back calls run)")
     ap.add_argument("--decomps", type=variants_arg, default=";".join(DECOMPS), metavar="VARIANTS",
                     help="';'-separated NAME[%%GRID][@CTAS_PER_SM][:A,B,C,D[&A,B,C,D]][/ORDER][!FIXUP]"
-                         "[#TILE][+pack|+narrow][+pdl|+nopdl][+back][+sm80|+sm90]: a scheduler, optionally with that grid, "
+                         "[#TILE][+pack|+narrow][+pdl|+nopdl][+back][+sm80|+sm90][+nomc]: a scheduler, optionally with that grid, "
                          "planned for that many CTAs per SM, (auto) those model constants (after &: its "
                          "separate-reduce constants), a tile order such as grouped-8, a fixup policy, the CTA tile "
                          "(64, 128, 128x64, 64x128, 32x64, 32x32, 128x256, or BMxBNxBK such as 128x128x64 and "
                          "128x256x64 for the sm90 kernels; auto picks one by default), how unaligned "
                          "operands are read, whether the kernels after the first use programmatic dependent launch, "
-                         "+back to walk each CTA's units backwards, and +sm80 or +sm90 for the tile auto picks with its "
-                         "large-GEMM rungs on that family's tiles (Target.large_rungs)")
+                         "+back to walk each CTA's units backwards, +sm80 or +sm90 for the tile auto picks with its "
+                         "large-GEMM rungs on that family's tiles (Target.large_rungs), and +nomc to launch the sm90 "
+                         "kernels without the two-CTA clusters that share B by TMA multicast")
     ap.add_argument("--only-tile", type=_only_tile, metavar="TILE",
                     help="only the corpus shapes for which auto picks this tile (128x256: any depth; 128x256x64: the sm90 "
                          "kernel's): a rule's shapes")

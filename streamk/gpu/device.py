@@ -71,7 +71,7 @@ class Device:
         self._functions: dict[str, object] = {}
         self._smem_limit: dict[str, int] = {}
         self._smem: dict[str, int] = {}
-        self._occupancy: dict[tuple[str, int, int], int] = {}
+        self._occupancy: dict[tuple, int] = {}
         self._target: Target | None = None
         self.lock = threading.RLock()  # module loads, lanes and the plan cache of this device
         self._setup_stream = check(drv.cuStreamCreate(drv.CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate")
@@ -138,6 +138,20 @@ class Device:
             blocks = check(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, threads, dynamic_smem),
                            f"cuOccupancyMaxActiveBlocksPerMultiprocessor({name})")
             self._occupancy[key] = int(blocks)
+        return self._occupancy[key]
+
+    def cluster_residency(self, name: str, threads: int, dynamic_smem: int, cluster: int) -> int:
+        """Resident CTAs of ``name`` on the whole device when launched in clusters of ``cluster``
+        (the occupancy API's clusters times their size: a cluster's CTAs share one GPC)."""
+        from .launch import launch_config
+
+        key = (name, threads, dynamic_smem, cluster)
+        if key not in self._occupancy:
+            config = launch_config(1, 1, threads, dynamic_smem, False, cluster)
+            config.gridDimX = cluster
+            clusters = check(driver().cuOccupancyMaxActiveClusters(self.function(name, dynamic_smem), config),
+                             f"cuOccupancyMaxActiveClusters({name}, {cluster})")
+            self._occupancy[key] = int(clusters) * cluster
         return self._occupancy[key]
 
     def one_per_sm_smem(self, name: str, threads: int, dynamic_smem: int) -> int:

@@ -53,13 +53,15 @@ def gemm_params(**fields) -> GemmParams:
 
 class TmaParams(ctypes.Structure):
     """The sm90 mainloop's parameter block (kernels/sm90/tma_wgmma.cuh TmaParams): the GemmParams,
-    then A's and B's TMA maps at 64-byte offsets (tma.encode writes them)."""
+    the clusters' pairing flags (clusters.multicast_pairs; null without clusters), then A's and B's
+    TMA maps at 64-byte offsets (tma.encode writes them)."""
 
-    _fields_ = [("gemm", GemmParams), ("_pad", ctypes.c_ubyte * 32), ("a", ctypes.c_ubyte * 128),
+    _fields_ = [("gemm", GemmParams), ("pairs", _P), ("_pad", ctypes.c_ubyte * 24), ("a", ctypes.c_ubyte * 128),
                 ("b", ctypes.c_ubyte * 128)]
 
 
-assert TmaParams.a.offset == 192 and TmaParams.b.offset == 320 and ctypes.sizeof(TmaParams) == 448
+assert TmaParams.pairs.offset == 160 and TmaParams.a.offset == 192 and TmaParams.b.offset == 320
+assert ctypes.sizeof(TmaParams) == 448
 
 
 class PackParams(ctypes.Structure):
@@ -75,7 +77,8 @@ class Step:
     """One kernel of a GEMM: function, grid (x, and y for the sliced reduce pass), block, dynamic
     shared memory; ``pdl``: launched with programmatic stream serialization, so it may start
     while the step before it finishes (the kernel waits for it: ptx.cuh pdl_wait); ``packs``: its
-    parameter block is the PackPair, not the GemmParams; ``tma``: the TmaParams."""
+    parameter block is the PackPair, not the GemmParams; ``tma``: the TmaParams; ``cluster``: CTAs
+    per cluster (blockIdx.x 2i and 2i + 1 together where 2)."""
 
     name: str
     function: object
@@ -86,14 +89,15 @@ class Step:
     pdl: bool = False
     packs: bool = False
     tma: bool = False  # its parameter block is the TmaParams around the GemmParams
+    cluster: int = 1
     _config: object = field(default=None, repr=False)
 
     def enqueue(self, argv: int, stream: int) -> None:
         """Launch with the parameter block whose pointer array lies at ``argv``."""
         from cuda.bindings import driver
 
-        if self.pdl:
-            config = self._pdl_config()
+        if self.pdl or self.cluster > 1:
+            config = self.launch_config()
             config.hStream = stream
             err, = driver.cuLaunchKernelEx(config, self.function, argv, 0)
         else:
@@ -101,20 +105,36 @@ class Step:
                                          stream, argv, 0)
         if err:
             raise CudaError(f"cuLaunchKernel({self.name}, grid=({self.grid}, {self.grid_y}), block={self.block}, "
-                            f"smem={self.smem}{', PDL' if self.pdl else ''}) failed with {err.name}")
+                            f"smem={self.smem}{', PDL' if self.pdl else ''}"
+                            f"{f', clusters of {self.cluster}' if self.cluster > 1 else ''}) failed with {err.name}")
 
-    def _pdl_config(self):
-        from cuda.bindings import driver
-
+    def launch_config(self):
+        """The cuLaunchKernelEx configuration (its attributes: PDL, the cluster's size); made once."""
         if self._config is None:
-            attr = driver.CUlaunchAttribute()
-            attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-            attr.value.programmaticStreamSerializationAllowed = 1
-            config = driver.CUlaunchConfig()
-            config.gridDimX, config.gridDimY, config.gridDimZ = self.grid, self.grid_y, 1
-            config.blockDimX, config.blockDimY, config.blockDimZ = self.block, 1, 1
-            config.sharedMemBytes = self.smem
-            config.attrs = [attr]
-            config.numAttrs = 1
-            self._config = config
+            self._config = launch_config(self.grid, self.grid_y, self.block, self.smem, self.pdl, self.cluster)
         return self._config
+
+
+def launch_config(grid: int, grid_y: int, block: int, smem: int, pdl: bool, cluster: int):
+    """A CUlaunchConfig (no stream yet) with programmatic stream serialization where ``pdl`` and
+    clusters of ``cluster`` CTAs along x where it is above 1."""
+    from cuda.bindings import driver
+
+    attrs = []
+    if pdl:
+        attr = driver.CUlaunchAttribute()
+        attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        attr.value.programmaticStreamSerializationAllowed = 1
+        attrs.append(attr)
+    if cluster > 1:
+        attr = driver.CUlaunchAttribute()
+        attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster, 1, 1
+        attrs.append(attr)
+    config = driver.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = grid, grid_y, 1
+    config.blockDimX, config.blockDimY, config.blockDimZ = block, 1, 1
+    config.sharedMemBytes = smem
+    config.attrs = attrs
+    config.numAttrs = len(attrs)
+    return config

@@ -23,6 +23,7 @@ from ..schedule import FIXUP_POLICIES, Schedule
 from ..shapes import GemmShape, Machine, TileShape
 from ..target import Target
 from . import tma
+from .clusters import CLUSTER, multicast_pairs
 from .device import Buffer, Device, driver
 from .lanes import Lane, Lanes, Needs
 from .launch import GemmParams, PackPair, PackParams, Step, TmaParams
@@ -37,11 +38,13 @@ PACK_BLOCKS_PER_SM = 8  # grid-stride pack copies: enough blocks to fill the chi
 @dataclass(frozen=True, slots=True)
 class Tuning:
     """Experiment switches for the benchmark harness, not for users: ``narrow`` ("auto", "always"
-    or "never": how operands whose rows are 8- or 4-byte aligned are read, operands.copy_widths)
-    and ``pdl`` (programmatic dependent launch between a GEMM's kernels; None: select.use_pdl)."""
+    or "never": how operands whose rows are 8- or 4-byte aligned are read, operands.copy_widths),
+    ``pdl`` (programmatic dependent launch between a GEMM's kernels; None: select.use_pdl) and
+    ``multicast`` (sm90 clusters sharing B where the table pairs CTAs, clusters.py)."""
 
     narrow: str = "auto"
     pdl: bool | None = None
+    multicast: bool = True
 
 
 DEFAULT_TUNING = Tuning()
@@ -67,7 +70,7 @@ class GemmPlan:
     def __init__(self, dev: Device, lanes: Lanes, shape: GemmShape, spec: KernelSpec, schedule: Schedule, plan: FixupPlan,
                  residency: int, steps: list[Step], tables: tuple[Buffer, ...], needs: Needs,
                  template: GemmParams, pack: PackPair | None, extents: tuple[int, int, int],
-                 coresident: bool, maps: tuple | None = None) -> None:
+                 coresident: bool, maps: tuple | None = None, pairs: int = 0) -> None:
         self.dev, self.lanes, self.shape, self.spec, self.schedule, self.plan = dev, lanes, shape, spec, schedule, plan
         self.residency, self.steps, self.tables, self.needs = residency, steps, tables, needs
         self.template, self.pack, self.extents = template, pack, extents
@@ -77,6 +80,7 @@ class GemmPlan:
         self.lock = threading.Lock()
         self._bound: dict[Lane, tuple] = {}  # lane -> (its generation, operand view, pack, [(step, argv)], keep-alive)
         self.maps = maps  # sm90: what its TMA maps describe (tma.maps_of)
+        self.pairs = pairs  # sm90 clusters: the device address of their pairing flags (0: no clusters)
 
     @property
     def names(self) -> list[str]:
@@ -84,7 +88,7 @@ class GemmPlan:
 
     def _bind(self, lane: Lane):
         """This plan's parameter blocks on ``lane`` (its buffers' pointers filled in)."""
-        outer = TmaParams() if self.maps else None  # the sm90 block holds the GemmParams
+        outer = TmaParams(pairs=self.pairs) if self.maps else None  # the sm90 block holds the GemmParams
         params = outer.gemm if outer is not None else GemmParams()
         ctypes.pointer(params)[0] = self.template
         ops, table = params.ops, params.table  # views into params' memory
@@ -229,12 +233,23 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
         refuse_unfinishable(plan, residency)
 
     table = build_table(plan)
+    # sm90 clusters of two CTAs sharing B where the table pairs them (clusters.py); only where every
+    # wait points backwards, so a cluster's joint dispatch cannot hold up a wait (dispatch.py)
+    pairs = multicast_pairs(table) if spec.tma and tuning.multicast and not coresident else None
+    cluster = CLUSTER if pairs is not None and pairs.any() else 1
+    if cluster > 1 and (clustered := dev.cluster_residency(main, threads, launch_smem, cluster)):
+        residency = clustered
+    else:
+        cluster, pairs = 1, None
+    grid = sched.grid + sched.grid % cluster  # an odd grid's last cluster gets an empty CTA
+    cta_offsets = np.append(table.cta_offsets, [table.cta_offsets[-1]] * (grid - sched.grid))
     # a row per CTA at least: kernels on the smaller tiles read row blockIdx.x before they know
     # their first unit (common/work.cuh); a CTA with no units ignores it
     unit_rows = table.units
-    if len(unit_rows) < sched.grid:
-        unit_rows = np.concatenate([unit_rows, np.zeros((sched.grid - len(unit_rows), unit_rows.shape[1]), np.int32)])
-    table_buf, table_ptrs = _upload_table(dev, (table.cta_offsets, unit_rows, table.reads, table.waits, table.items))
+    if len(unit_rows) < grid:
+        unit_rows = np.concatenate([unit_rows, np.zeros((grid - len(unit_rows), unit_rows.shape[1]), np.int32)])
+    arrays = (cta_offsets, unit_rows, table.reads, table.waits, table.items) + ((pairs,) if cluster > 1 else ())
+    table_buf, table_ptrs = _upload_table(dev, arrays)
     acc_bytes = 4 if spec.out_dtype == "float32" else 8
     epoch = needs_epoch(plan)
     assert STATE_WORDS == 2
@@ -278,8 +293,8 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
     if plan.policy == "atomic" and items:
         steps.append(Step(spec.prescale, dev.function(spec.prescale), items, dev.block_size(spec.prescale), 0))
     pdl = use_pdl(tuning.pdl, sched.grid, dev.sms, dev.arch)
-    steps.append(Step(main, dev.function(main, launch_smem), sched.grid, threads, launch_smem,
-                      pdl=pdl and pack is not None and len(steps) == 1, tma=spec.tma))
+    steps.append(Step(main, dev.function(main, launch_smem), grid, threads, launch_smem,
+                      pdl=pdl and pack is not None and len(steps) == 1, tma=spec.tma, cluster=cluster))
     if plan.policy == "separate-reduce" and items:
         rsmem, rthreads = dev.smem_bytes(spec.reduce), dev.block_size(spec.reduce)
         steps.append(Step(spec.reduce, dev.function(spec.reduce, rsmem), items, rthreads, rsmem,
@@ -288,7 +303,7 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
                extent_bytes(c, acc_bytes) if c is not None else 0)
     maps = tma.maps_of(a.dtype, shape, lda, ldb, spec.tile) if spec.tma else None
     return GemmPlan(dev, lanes, shape, spec, sched, plan, residency, steps, (table_buf,), needs, template, pack, extents,
-                    coresident, maps)
+                    coresident, maps, table_ptrs[5] if cluster > 1 else 0)
 
 
 def _upload_table(dev: Device, arrays: tuple[np.ndarray, ...]) -> tuple[Buffer, list[int]]:

@@ -185,8 +185,8 @@ class Prepared:
 
 
 class Launch:
-    """The kernels of a Prepared GEMM: ``steps`` (name, grid, block, smem, pdl, each with its own
-    ``enqueue(stream)``), ``names`` and ``enqueue(stream)`` for all of them."""
+    """The kernels of a Prepared GEMM: ``steps`` (name, grid, block, smem, pdl, cluster, each with its
+    own ``enqueue(stream)``), ``names`` and ``enqueue(stream)`` for all of them."""
 
     def __init__(self, prepared: Prepared) -> None:
         self._prepared = prepared
@@ -213,7 +213,7 @@ class _OneStep:
     def __init__(self, prepared: Prepared, step) -> None:
         self._prepared, self._step = prepared, step
         self.name, self.grid, self.grid_y, self.block = step.name, step.grid, step.grid_y, step.block
-        self.smem, self.pdl = step.smem, step.pdl
+        self.smem, self.pdl, self.cluster = step.smem, step.pdl, step.cluster
 
     def enqueue(self, stream: int = 0) -> None:
         """This kernel alone (e.g. to time the pack pass), on the stream's lane."""

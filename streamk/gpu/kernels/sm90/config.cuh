@@ -38,6 +38,9 @@ constexpr int CONSUMER_REGS = 232;
 // Pipeline depth per tile: as many stages as fit beside the epilogue's staging (above).
 constexpr int STAGES_128 = 4;
 constexpr int STAGES_256 = 3;
+// Clusters of two CTAs along m share each stage's B boxes (TMA multicast to both ranks).
+constexpr int CLUSTER = 2;
+constexpr unsigned short CLUSTER_MASK = (1u << CLUSTER) - 1u;
 
 static_assert(BK * ELEM_BYTES == SWIZZLE_BYTES, "an A row of one stage is one swizzle row");
 static_assert(WG_M == 64, "one m64 wgmma per consumer group");
@@ -58,6 +61,7 @@ struct TileConfig {
   static constexpr int EPILOGUE_PARTS = BN / 128;
   static_assert(BN == 128 || BN == 256, "the sm90 tiles are 128x128 and 128x256 (wgmma n128 / n256)");
   static_assert(BN % BOX_INNER == 0, "whole B boxes");
+  static_assert(B_BOXES % CLUSTER == 0, "a cluster's CTAs each multicast whole B boxes");
 };
 
 }  // namespace sm90

@@ -1,5 +1,6 @@
 // ptx.cuh (sm90): the Hopper instructions of the TMA + wgmma mainloop as inline asm (no CUDA
-// header, like common/ptx.cuh): mbarriers, TMA bulk tensor loads, wgmma and register reallocation.
+// header, like common/ptx.cuh): mbarriers, TMA bulk tensor loads (multicast too), cluster barriers, wgmma
+// and register reallocation.
 // Arch: sm_90a (wgmma and setmaxnreg do not exist on plain sm_90).
 #pragma once
 
@@ -52,6 +53,38 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const void* map, unsig
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
       ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+
+// The same box delivered to the same shared offset of every CTA of the cluster in `mask` (bit r:
+// cluster rank r), completing on each one's barrier at `bar`'s offset.
+__device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const void* map, unsigned bar, int c0, int c1,
+                                                      unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster "
+      "[%0], [%1, {%2, %3}], [%4], %5;\n"
+      ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
+      : "memory");
+}
+
+// ---- clusters ----
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+
+// Every thread of every CTA of the cluster (all must call it): what each did before is visible after.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+// Arrive on the barrier at shared offset `bar` of cluster CTA `rank` (another CTA's, or this one's).
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned rank) {
+  asm volatile(
+      "{\n.reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar), "r"(rank)
       : "memory");
 }
 

@@ -36,8 +36,14 @@
 // 64-element column blocks, SBO: between 8-row groups) follows the canonical layouts of NVIDIA
 // CUTLASS include/cute/atom/mma_traits_sm90_gmma.hpp (make_gmma_desc) and the PTX ISA's matrix
 // descriptor section.
+// Clusters (launched with two CTAs a cluster where the host found pairs, streamk/gpu/clusters.py): a
+// paired cluster's CTAs each load half of every stage's B boxes and multicast them to both (the
+// 2x1 clusters of the anchors, github pranjalssh/fast.cu matmul_12.cuh: one operand's L2 reads
+// halved); each CTA's stage is refilled once both CTAs' consumers freed it. Unpaired clusters run
+// as single CTAs.
 // Invariants: those of the outer loop; the producer issues exactly the MAC iterations the consumers
-// consume, in the same order, so the ring's phases agree without any other handshake.
+// consume, in the same order, so the ring's phases agree without any other handshake; the two CTAs
+// of a paired cluster run the same number of MAC iterations in the same ring order.
 #pragma once
 
 #include "../common/epilogue.cuh"
@@ -62,10 +68,13 @@ struct alignas(64) TensorMap {
 // Mirror of streamk/gpu/launch.py TmaParams.
 struct TmaParams {
   GemmParams gemm;
+  // per cluster of two CTAs (blockIdx.x / 2), 1 where they share B (streamk/gpu/clusters.py); null
+  // when the launch has no clusters
+  const int* pairs;
   TensorMap a;  // A: dims (k, m), box (BK, BM)
   TensorMap b;  // B: dims (n, k), box (64, BK)
 };
-// (160 B, then maps on 64-byte boundaries: a at 192, b at 320; NVRTC 13.0 has no offsetof)
+// (160 B, pairs at 160, then maps on 64-byte boundaries: a at 192, b at 320; NVRTC 13.0 has no offsetof)
 static_assert(sizeof(GemmParams) == 160 && alignof(TensorMap) == 64 && sizeof(TmaParams) == 448,
               "launch.py TmaParams mirrors this layout");
 
@@ -133,8 +142,11 @@ struct Ring {
   }
 };
 
+// A paired cluster's two CTAs run units of the same k ranges on tiles of one tile column (the host
+// checks it), so each loads half of every stage's B boxes and multicasts them to both; its A is its
+// own. A stage is refilled once the consumers of both CTAs have freed it (empty counts both).
 template <class ML>
-__device__ __forceinline__ void produce(const TmaParams& p, const Smem<ML>& s) {
+__device__ __forceinline__ void produce(const TmaParams& p, const Smem<ML>& s, bool paired) {
   const TableParams& t = p.gemm.table;
   tma_prefetch(&p.a);
   tma_prefetch(&p.b);
@@ -142,6 +154,8 @@ __device__ __forceinline__ void produce(const TmaParams& p, const Smem<ML>& s) {
   work.prefetch(t, blockIdx.x);
   work.begin(t, blockIdx.x);
   pdl_wait();  // behind the pack pass: its copies of A and B are complete from here
+  constexpr int HALF = ML::Config::B_BOXES / 2;
+  const int own = paired ? static_cast<int>(cluster_rank()) * HALF : 0;  // first B box this CTA loads
   Ring<ML> ring;
   for (int u = work.first; u < work.last; ++u) {
     const WorkUnit w = work.unit(u, blockIdx.x);
@@ -150,11 +164,23 @@ __device__ __forceinline__ void produce(const TmaParams& p, const Smem<ML>& s) {
       mbar_wait(s.empty(ring.stage), ring.phase ^ 1u);
       mbar_arrive_expect_tx(s.full(ring.stage), ML::Config::STAGE_BYTES);
       tma_load_2d(s.a(ring.stage), &p.a, s.full(ring.stage), kt * ML::BK, m0);
+      if (paired) {
 #pragma unroll
-      for (int box = 0; box < ML::Config::B_BOXES; ++box)
-        tma_load_2d(s.b(ring.stage) + box * B_BOX_BYTES, &p.b, s.full(ring.stage), n0 + box * BOX_INNER, kt * ML::BK);
+        for (int box = own; box < own + HALF; ++box)
+          tma_load_2d_multicast(s.b(ring.stage) + box * B_BOX_BYTES, &p.b, s.full(ring.stage), n0 + box * BOX_INNER,
+                                kt * ML::BK, CLUSTER_MASK);
+      } else {
+#pragma unroll
+        for (int box = 0; box < ML::Config::B_BOXES; ++box)
+          tma_load_2d(s.b(ring.stage) + box * B_BOX_BYTES, &p.b, s.full(ring.stage), n0 + box * BOX_INNER,
+                      kt * ML::BK);
+      }
     }
   }
+  // The peer's consumers arrive on this CTA's barriers: stay until the last of them has (every
+  // stage's last phase freed; a stage never filled passes at once), so none lands after exit.
+  if (paired)
+    for (int i = 0; i < ML::STAGES; ++i, ring.next()) mbar_wait(s.empty(ring.stage), ring.phase ^ 1u);
 }
 
 // One unit's MAC iterations [k_begin, k_end) for consumer warp group `wg` (0 or 1). One batch of
@@ -162,10 +188,15 @@ __device__ __forceinline__ void produce(const TmaParams& p, const Smem<ML>& s) {
 // completed (wait_group 1), the last one when the unit's accumulators are complete (wait_group 0),
 // so the tensor cores never wait for the stage handshake (the pattern of NVIDIA CUTLASS
 // include/cutlass/gemm/collective/sm90_mma_tma_gmma_ss_warpspecialized.hpp, K_PIPE_MMAS = 1).
+// A paired CTA frees each stage in both CTAs of its cluster (the peer's multicast writes here too).
 template <class ML>
 __device__ __forceinline__ void consume(const Smem<ML>& s, Ring<ML>& ring, int wg, int k_begin, int k_end,
-                                        float (&acc)[ML::ACC]) {
+                                        float (&acc)[ML::ACC], bool paired) {
   const bool arrives = threadIdx.x % WG_THREADS == 0;
+  const auto release = [&](int stage) {
+    mbar_arrive(s.empty(stage));
+    if (paired) mbar_arrive_cluster(s.empty(stage), cluster_rank() ^ 1u);
+  };
   int previous = -1;  // the stage whose batch may still be in flight
   for (int kt = k_begin; kt < k_end; ++kt, ring.next()) {
     mbar_wait(s.full(ring.stage), ring.phase);
@@ -181,11 +212,11 @@ __device__ __forceinline__ void consume(const Smem<ML>& s, Ring<ML>& ring, int w
     }
     wgmma_commit();
     wgmma_wait<1>();
-    if (arrives && previous >= 0) mbar_arrive(s.empty(previous));
+    if (arrives && previous >= 0) release(previous);
     previous = ring.stage;
   }
   wgmma_wait<0>();
-  if (arrives && previous >= 0) mbar_arrive(s.empty(previous));
+  if (arrives && previous >= 0) release(previous);
 }
 
 // The entry's body (kernel_registry.py instantiates it per dtype).
@@ -194,17 +225,20 @@ __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const unsigned raw = smem_u32(smem_raw);
   const Smem<ML> s{(raw + ML::SMEM_ALIGN - 1) & ~static_cast<unsigned>(ML::SMEM_ALIGN - 1)};
+  // the table's, uploaded before the launch (nothing before this kernel writes it: read before pdl_wait)
+  const bool paired = p.pairs != nullptr && p.pairs[blockIdx.x / CLUSTER] != 0;
   if (threadIdx.x == 0) {
     for (int i = 0; i < ML::STAGES; ++i) {
-      mbar_init(s.full(i), 1);           // the producer's arrival (+ the stage's TMA bytes)
-      mbar_init(s.empty(i), CONSUMERS);  // one arrival per consumer warp group
+      mbar_init(s.full(i), 1);  // the producer's arrival (+ the stage's TMA bytes)
+      mbar_init(s.empty(i), CONSUMERS * (paired ? CLUSTER : 1));  // one arrival per consumer warp group
     }
     mbar_init_fence();
   }
   __syncthreads();
+  if (paired) cluster_sync();  // the peer's barriers are initialized before its multicast lands here
   if (threadIdx.x < WG_THREADS) {
     regs_down<PRODUCER_REGS>();
-    if (threadIdx.x == 0) produce<ML>(p, s);
+    if (threadIdx.x == 0) produce<ML>(p, s, paired);
   } else {
     regs_up<CONSUMER_REGS>();
     using G = ThreadGroup<1, WG_THREADS, ML::THREADS>;
@@ -212,7 +246,7 @@ __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
     unsigned char* staging = smem_raw + (s.staging() - raw);
     Ring<ML> ring;
     run_units<ML, G>(p.gemm, staging, [&](int, int, int k_begin, int k_end, float (&acc)[ML::ACC]) {
-      consume<ML>(s, ring, wg, k_begin, k_end, acc);
+      consume<ML>(s, ring, wg, k_begin, k_end, acc, paired);
     });
   }
 }

@@ -1,0 +1,76 @@
+"""Which CTA pairs share B through sm90 TMA multicast (streamk/gpu/clusters.py): read off the table,
+for any Schedule; no GPU needed."""
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from streamk.fixup import Action, plan_fixup
+from streamk.gpu.clusters import CLUSTER, multicast_pairs
+from streamk.gpu.table import build_table
+from streamk.sched import make_schedule
+from streamk.schedule import Schedule
+from streamk.shapes import GemmShape, Machine, TileShape
+
+from strategies import schedules
+
+TILE = TileShape(128, 128, 64)
+H100 = Machine(132, 1)
+
+
+def _pairs(schedule: Schedule) -> np.ndarray:
+    return multicast_pairs(build_table(plan_fixup(schedule)))
+
+
+def _pairs_by_loop(schedule: Schedule) -> list[int]:
+    """The rule of clusters.py written unit by unit: both CTAs' units, in order, are whole tiles
+    written alone on one tile column over the same k range."""
+    table = build_table(plan_fixup(schedule))
+    rows = [table.units[table.cta_offsets[c]:table.cta_offsets[c + 1]] for c in range(table.grid)]
+    rows += [table.units[:0]] * (table.grid % CLUSTER)
+    col = {f: i for i, f in enumerate(("tile", "tile_m", "tile_n", "k_begin", "k_end", "action"))}
+    out = []
+    for first, second in zip(rows[0::2], rows[1::2]):
+        same = len(first) == len(second) > 0 and all(
+            u[col["action"]] == v[col["action"]] == Action.WRITE and
+            all(u[col[f]] == v[col[f]] for f in ("tile_n", "k_begin", "k_end")) for u, v in zip(first, second))
+        out.append(int(same))
+    return out
+
+
+def test_grouped_data_parallel_pairs_every_cluster():
+    s = make_schedule("data-parallel", GemmShape(2048, 1024, 512), TILE, H100, tile_order="grouped-8")
+    pairs = _pairs(s)
+    assert len(pairs) == s.grid // 2 and pairs.all(), (s.grid, pairs)
+
+
+def test_row_major_data_parallel_shares_no_b():
+    # consecutive tiles of a row share A, not B: no cluster pairs
+    s = make_schedule("data-parallel", GemmShape(2048, 1024, 512), TILE, H100)
+    assert not _pairs(s).any()
+
+
+def test_an_odd_grid_pads_its_last_cluster_with_an_empty_cta():
+    s = make_schedule("data-parallel", GemmShape(5 * 128, 128, 512), TILE, H100, tile_order="grouped-8")
+    pairs = _pairs(s)
+    assert s.grid == 5 and pairs.tolist() == [1, 1, 0]
+
+
+def test_split_tiles_never_pair():
+    s = make_schedule("stream-k", GemmShape(2048, 1024, 4096), TILE, H100, tile_order="grouped-8", grid=132)
+    assert not _pairs(s).any()
+
+
+def test_persistent_ctas_pair_where_they_hold_as_many_tiles():
+    s = make_schedule("data-parallel", GemmShape(16 * 128, 17 * 128, 256), TILE, H100, tile_order="grouped-8",
+                      grid=132)
+    pairs = _pairs(s)
+    counts = np.diff(s.cta_offsets)
+    assert pairs.sum() > 0 and all(counts[2 * i] == counts[2 * i + 1] for i in np.flatnonzero(pairs))
+    assert pairs.tolist() == _pairs_by_loop(s)
+
+
+@settings(max_examples=200, deadline=None)
+@given(schedules(), st.sampled_from(["row-major", "grouped-2", "grouped-8", "column-major"]))
+def test_pairs_are_the_unit_by_unit_rule(schedule, order):
+    s = Schedule.from_ctas(schedule.decomposition, schedule.shape, schedule.tile, schedule.ctas, tile_order=order)
+    assert _pairs(s).tolist() == _pairs_by_loop(s), (s.shape, s.tile, s.grid, order)

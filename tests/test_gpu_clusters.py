@@ -1,0 +1,129 @@
+"""On an sm_90 GPU: launches in clusters of two CTAs that share B by TMA multicast (gpu/clusters.py)
+compute C within the float64 bound and bitwise equal to the same launch without clusters (the
+same wgmma order), over relaunches, CUDA graphs and two streams at once; mixed tables (paired and
+unpaired clusters, an odd grid's empty CTA) included."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpu_support import GPU, error_ratio, inputs, relaunched
+from streamk.gpu.plan import Tuning
+from streamk.schedule import Schedule
+from streamk.shapes import GemmShape, TileShape
+
+pytestmark = GPU
+
+NO_CLUSTERS = Tuning(multicast=False)
+TILES = ["128x128x64", "128x256x64"]
+# (m, n, k, prepare options): DP waves in the Target's grouped order (odd grid, edge tiles in m,
+# n and k), persistent CTAs (an even and an odd grid), auto as users call it (a hybrid whose
+# Stream-K CTAs stay unpaired, walked backwards under turnstile)
+CASES = [
+    (1024, 1024, 512, {"schedule": "data-parallel", "tile_order": "grouped-8"}),
+    (1100, 700, 333, {"schedule": "data-parallel", "tile_order": "grouped-8"}),
+    (2560, 1536, 640, {"schedule": "data-parallel", "tile_order": "grouped-8", "grid": 132}),
+    (2560, 1536, 640, {"schedule": "data-parallel", "tile_order": "grouped-4", "grid": 45}),
+    (3071, 3073, 2047, {}),
+]
+
+
+def _skip_unless_sm90():
+    from streamk.gpu.device import current
+
+    if current().arch != "sm_90a":
+        pytest.skip(f"TMA multicast runs on the sm_90a kernels (this GPU is {current().arch})")
+
+
+def _cluster(prepared) -> int:
+    return max(st.cluster for st in prepared.launch.steps)
+
+
+@pytest.mark.parametrize("tile", TILES)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_clustered_launches_match_unclustered_ones_bitwise(dtype, tile):
+    import torch
+
+    from streamk.gpu import prepare
+
+    _skip_unless_sm90()
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    clustered = 0
+    for m, n, k, options in CASES:
+        A, B = inputs(m, n, k, dtype, gen)
+        outs = []
+        for tuning in (NO_CLUSTERS, Tuning()):
+            C = torch.full((m, n), math.nan, device="cuda")
+            p = prepare(A, B, C, tile=tile, _tuning=tuning, **options)
+            first, last = relaunched(p, C, 20)
+            assert torch.equal(first, last), (m, n, k, options, tuning)
+            outs.append((first, _cluster(p)))
+        (plain, one), (shared, two) = outs
+        assert one == 1
+        clustered += two == 2
+        assert error_ratio(shared, A, B) <= 1, (m, n, k, options)
+        assert torch.equal(shared, plain), (m, n, k, options, float((shared - plain).abs().max()))
+    assert clustered >= 3  # the grouped DP cases pair
+
+
+@pytest.mark.parametrize("tile", TILES)
+def test_a_user_schedule_mixing_paired_and_unpaired_clusters(tile):
+    """CTAs 0-1 share B (same column, same k), 2-3 do not (one splits its tile with CTA 4, an odd
+    grid's last CTA, paired with the pad CTA): only the first cluster multicasts."""
+    import torch
+
+    from streamk.gpu import prepare
+
+    _skip_unless_sm90()
+    t = TileShape(*map(int, tile.split("x")))
+    m, n, k = 4 * t.bm, 2 * t.bn, 10 * t.bk
+    ipt = k // t.bk
+    # row-major tiles: tile = tile_m * 2 + tile_n; 0 and 2 share column 0
+    ctas = [[(0, 0, ipt), (4, 0, ipt)], [(2, 0, ipt), (6, 0, ipt)], [(1, 0, ipt), (3, 0, 4)], [(5, 0, ipt)],
+            [(3, 4, ipt), (7, 0, ipt)]]
+    s = Schedule.from_ctas("user", GemmShape(m, n, k), t, ctas, fixup="turnstile")
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    A, B = inputs(m, n, k, "float16", gen)
+    C = torch.full((m, n), math.nan, device="cuda")
+    p = prepare(A, B, C, schedule=s)
+    assert _cluster(p) == 2 and p.launch.steps[-1].grid == 6
+    first, last = relaunched(p, C, 20)
+    assert error_ratio(first, A, B) <= 1 and torch.equal(first, last)
+
+
+def test_clustered_launches_on_two_streams_and_in_a_graph():
+    import torch
+
+    from streamk.gpu import gemm
+
+    _skip_unless_sm90()
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    shapes = [(2048, 1024, 1024), (1536, 2048, 768)]
+    ops = [inputs(m, n, k, "float16", gen) for m, n, k in shapes]
+    refs = [gemm(A, B, schedule="data-parallel", tile_order="grouped-8", tile="128x128x64") for A, B in ops]
+    torch.cuda.synchronize()
+    streams = [torch.cuda.Stream() for _ in ops]
+    outs = [[], []]
+    for _ in range(10):
+        for (A, B), s, out in zip(ops, streams, outs):
+            with torch.cuda.stream(s):
+                out.append(gemm(A, B, schedule="data-parallel", tile_order="grouped-8", tile="128x128x64"))
+    torch.cuda.synchronize()
+    for ref, out, (A, B) in zip(refs, outs, ops):
+        assert error_ratio(ref, A, B) <= 1 and all(torch.equal(ref, o) for o in out)
+
+    A, B = ops[0]
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        gemm(A, B, schedule="data-parallel", tile_order="grouped-8", tile="128x128x64")  # warm: plan built
+    stream.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        C = gemm(A, B, schedule="data-parallel", tile_order="grouped-8", tile="128x128x64")
+    for _ in range(5):
+        C.fill_(math.nan)
+        graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(C, refs[0])
