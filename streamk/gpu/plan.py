@@ -241,13 +241,13 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
         residency = clustered
     else:
         cluster, pairs = 1, None
-    grid = sched.grid + sched.grid % cluster  # an odd grid's last cluster gets an empty CTA
-    cta_offsets = np.append(table.cta_offsets, [table.cta_offsets[-1]] * (grid - sched.grid))
+    main_grid = sched.grid + sched.grid % cluster  # an odd grid's last cluster gets an empty CTA
+    cta_offsets = np.append(table.cta_offsets, [table.cta_offsets[-1]] * (main_grid - sched.grid))
     # a row per CTA at least: kernels on the smaller tiles read row blockIdx.x before they know
     # their first unit (common/work.cuh); a CTA with no units ignores it
     unit_rows = table.units
-    if len(unit_rows) < grid:
-        unit_rows = np.concatenate([unit_rows, np.zeros((grid - len(unit_rows), unit_rows.shape[1]), np.int32)])
+    if len(unit_rows) < main_grid:
+        unit_rows = np.concatenate([unit_rows, np.zeros((main_grid - len(unit_rows), unit_rows.shape[1]), np.int32)])
     arrays = (cta_offsets, unit_rows, table.reads, table.waits, table.items) + ((pairs,) if cluster > 1 else ())
     table_buf, table_ptrs = _upload_table(dev, arrays)
     acc_bytes = 4 if spec.out_dtype == "float32" else 8
@@ -293,7 +293,7 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
     if plan.policy == "atomic" and items:
         steps.append(Step(spec.prescale, dev.function(spec.prescale), items, dev.block_size(spec.prescale), 0))
     pdl = use_pdl(tuning.pdl, sched.grid, dev.sms, dev.arch)
-    steps.append(Step(main, dev.function(main, launch_smem), grid, threads, launch_smem,
+    steps.append(Step(main, dev.function(main, launch_smem), main_grid, threads, launch_smem,
                       pdl=pdl and pack is not None and len(steps) == 1, tma=spec.tma, cluster=cluster))
     if plan.policy == "separate-reduce" and items:
         rsmem, rthreads = dev.smem_bytes(spec.reduce), dev.block_size(spec.reduce)

@@ -74,17 +74,22 @@ __device__ __forceinline__ unsigned cluster_rank() {
   return r;
 }
 
-// Every thread of every CTA of the cluster (all must call it): what each did before is visible after.
+// Every thread of every CTA of the cluster (all must call it), after mbar_init_fence: the barriers
+// each initialized are visible to the other's copies and arrivals. The arrival is relaxed (the init
+// fence orders the barriers; a release here is a GPU-wide MEMBAR).
 __device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.aligned;\n" ::: "memory");
 }
 
-// Arrive on the barrier at shared offset `bar` of cluster CTA `rank` (another CTA's, or this one's).
+// Arrive on the barrier at shared offset `bar` of cluster CTA `rank` (another CTA's, or this one's)
+// with the default .release.cta semantics, as NVIDIA CUTLASS's ClusterBarrier::arrive(cta_id)
+// (include/cutlass/arch/barrier.h): the stage's reads are the wgmma's, complete at wait_group, and
+// .release.cluster would put a GPU-wide MEMBAR before every stage's arrival.
 __device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned rank) {
   asm volatile(
       "{\n.reg .b32 remote;\n"
       "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar), "r"(rank)
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar), "r"(rank)
       : "memory");
 }
 
