@@ -74,3 +74,15 @@ def test_persistent_ctas_pair_where_they_hold_as_many_tiles():
 def test_pairs_are_the_unit_by_unit_rule(schedule, order):
     s = Schedule.from_ctas(schedule.decomposition, schedule.shape, schedule.tile, schedule.ctas, tile_order=order)
     assert _pairs(s).tolist() == _pairs_by_loop(s), (s.shape, s.tile, s.grid, order)
+
+
+def test_only_the_multicast_tiles_launch_clusters():
+    from streamk.gpu.operands import spec_for_tile
+    from streamk.gpu.select import MULTICAST_TILES, use_multicast
+
+    for dtype in ("float16", "bfloat16"):
+        for tile in ("128x128x64", "128x256x64", "128x128x32"):
+            spec = spec_for_tile(dtype, tile)
+            assert use_multicast(True, spec) == (spec.tile in MULTICAST_TILES), (dtype, tile)
+            assert not use_multicast(False, spec)
+    assert TileShape(128, 128, 64) in MULTICAST_TILES

@@ -11,13 +11,14 @@ import pytest
 
 from gpu_support import GPU, error_ratio, inputs, relaunched
 from streamk.gpu.plan import Tuning
+from streamk.gpu.select import MULTICAST_TILES
 from streamk.schedule import Schedule
 from streamk.shapes import GemmShape, TileShape
 
 pytestmark = GPU
 
 NO_CLUSTERS = Tuning(multicast=False)
-TILES = ["128x128x64", "128x256x64"]
+TILES = [f"{t.bm}x{t.bn}x{t.bk}" for t in MULTICAST_TILES]
 # (m, n, k, prepare options): DP waves in the Target's grouped order (odd grid, edge tiles in m,
 # n and k), persistent CTAs (an even and an odd grid), auto as users call it (a hybrid whose
 # Stream-K CTAs stay unpaired, walked backwards under turnstile)

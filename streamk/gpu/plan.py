@@ -28,7 +28,7 @@ from .device import Buffer, Device, driver
 from .lanes import Lane, Lanes, Needs
 from .launch import GemmParams, PackPair, PackParams, Step, TmaParams
 from .operands import KernelSpec, Operand, copy_widths, padded, spec_for_tile
-from .select import reduce_slices, schedule_for, use_pdl
+from .select import reduce_slices, schedule_for, use_multicast, use_pdl
 from .table import STATE_WORDS, TABLE_VERSION, build_table
 
 PACK_THREADS = 256
@@ -40,7 +40,7 @@ class Tuning:
     """Experiment switches for the benchmark harness, not for users: ``narrow`` ("auto", "always"
     or "never": how operands whose rows are 8- or 4-byte aligned are read, operands.copy_widths),
     ``pdl`` (programmatic dependent launch between a GEMM's kernels; None: select.use_pdl) and
-    ``multicast`` (sm90 clusters sharing B where the table pairs CTAs, clusters.py)."""
+    ``multicast`` (False: no sm90 clusters sharing B; True: select.use_multicast)."""
 
     narrow: str = "auto"
     pdl: bool | None = None
@@ -235,7 +235,7 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
     table = build_table(plan)
     # sm90 clusters of two CTAs sharing B where the table pairs them (clusters.py); only where every
     # wait points backwards, so a cluster's joint dispatch cannot hold up a wait (dispatch.py)
-    pairs = multicast_pairs(table) if spec.tma and tuning.multicast and not coresident else None
+    pairs = multicast_pairs(table) if use_multicast(tuning.multicast, spec) and not coresident else None
     cluster = CLUSTER if pairs is not None and pairs.any() else 1
     if cluster > 1 and (clustered := dev.cluster_residency(main, threads, launch_smem, cluster)):
         residency = clustered

@@ -1,6 +1,6 @@
 """What runs for a GEMM on a Target: the tile ``auto`` takes, the schedule (``schedule_for``, which
 ``streamk schedule --target`` prints too), how many reduce blocks a split tile gets, and when
-kernels use programmatic dependent launch.
+kernels use programmatic dependent launch or clusters.
 
 Each rule carries the measurement it rests on (benchmarks/LOG.md has the history).
 """
@@ -28,6 +28,19 @@ def use_pdl(pdl: bool | None, main_grid: int, sms: int, arch: str) -> bool:
     if int("".join(ch for ch in arch if ch.isdigit())) < 90:
         return False  # griddepcontrol is sm_90's
     return main_grid <= sms if pdl is None else pdl
+
+
+# sm90 clusters of two CTAs sharing B by TMA multicast (clusters.py) on the tile whose mainloop asks the
+# most of the L2 (128x128x64: 32 KB a CTA per 0.38 us MAC iteration; 128x256x64: 48 KB per 0.69 us).
+# H100, auto vs auto without clusters, corpus shapes of each tile (LOG.md v26): 128x128x64 1.015x,
+# 1.015x (seed 20260121, twice) and 1.017x (seed 7); 128x256x64 1.000x, 1.005x, 0.996x and 8192^3
+# 0.98x: no gain, so no clusters there.
+MULTICAST_TILES = (TileShape(128, 128, 64),)
+
+
+def use_multicast(multicast: bool, spec: KernelSpec) -> bool:
+    """Whether launches of ``spec``'s main kernel run in clusters that share B where the table pairs CTAs."""
+    return multicast and spec.tma and spec.tile in MULTICAST_TILES
 
 
 REDUCE_MAX_VECS = 4  # fixup.cuh: accumulator vectors per thread of one reduce block
