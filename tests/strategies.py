@@ -49,9 +49,10 @@ def problems(*, max_tiles: int = 48, max_iters: int = 40) -> st.SearchStrategy[t
 
 @st.composite
 def schedules(draw, *, decompositions: list[str] | None = None, max_tiles: int = 48,
-              max_iters: int = 40, weigh_reduce: bool = False) -> Schedule:
+              max_iters: int = 40, weigh_reduce: bool = False, persistent_hybrid: bool = True) -> Schedule:
     """A schedule of a built-in decomposition with its options drawn in range; ``weigh_reduce``:
-    auto may also get separate-reduce constants (and then pick that fixup, not owner-waits)."""
+    auto may also get separate-reduce constants (and then pick that fixup, not owner-waits);
+    ``persistent_hybrid``: dp-one-tile-sk may get a ``grid`` (its waves on persistent CTAs)."""
     shape, tile = draw(problems(max_tiles=max_tiles, max_iters=max_iters))
     machine = draw(machines())
     name = draw(st.sampled_from(decompositions or BUILT_IN))
@@ -63,6 +64,8 @@ def schedules(draw, *, decompositions: list[str] | None = None, max_tiles: int =
         options["grid"] = draw(st.integers(1, min(p.total_iters, 3 * machine.slots)))
     elif name == "data-parallel" and draw(st.booleans()):  # persistent: CTAs hold tiles c, c+grid, ...
         options["grid"] = draw(st.integers(1, p.tiles))
+    elif name == "dp-one-tile-sk" and persistent_hybrid and draw(st.booleans()):  # persistent DP waves, then the SK share
+        options["grid"] = draw(st.integers(1, min(p.total_iters, 3 * machine.slots)))
     elif name == "auto":
         if draw(st.booleans()):  # its constants, and separate-reduce weighed too
             options["model_costs"] = draw(costs())

@@ -8,16 +8,17 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 from streamk import FIXUP_POLICIES, Action, Problem, plan_fixup
-from strategies import schedules
+from streamk.sched import make_schedule
+from strategies import machines, problems, schedules
 
 HYBRIDS = ["dp-one-tile-sk", "two-tile-sk-dp"]
 
 
 def whole_tile_ctas(s):
-    """Per CTA: does it hold exactly one unit covering a whole tile (a data-parallel CTA)?"""
-    first = s.units[s.cta_offsets[:-1]]
-    whole = (first[:, 1] == 0) & (first[:, 2] == s.problem.iters_per_tile)
-    return whole & (np.diff(s.cta_offsets) == 1)
+    """Per CTA: does every unit of it cover a whole tile (a data-parallel CTA, persistent ones too)?"""
+    whole = (s.units[:, 1] == 0) & (s.units[:, 2] == s.problem.iters_per_tile)
+    split = np.bincount(np.repeat(np.arange(s.grid), np.diff(s.cta_offsets)), weights=~whole, minlength=s.grid)
+    return split == 0
 
 
 def describe(s):
@@ -98,7 +99,7 @@ def test_balance_within_one(s):
         assert iters[sk].max() - iters[sk].min() <= 1
 
 
-@given(schedules(decompositions=HYBRIDS))
+@given(schedules(decompositions=HYBRIDS, persistent_hybrid=False))
 def test_hybrids_have_the_papers_structure(s):
     describe(s)
     p, slots = s.problem, s.machine.slots
@@ -124,6 +125,26 @@ def test_hybrids_have_the_papers_structure(s):
         assert (s.iters_per_cta[dp_ctas:] <= p.iters_per_tile).all()
 
 
+@given(problems(), machines(), st.integers(1, 200))
+def test_persistent_dp_one_tile_sk_runs_the_waves_then_an_even_share(problem, machine, grid):
+    """With a grid, dp-one-tile-sk's CTA c runs whole tiles c, c + grid, ... of the full waves, then a
+    contiguous share of the leftover tiles' iterations: every CTA within one iteration of the others."""
+    shape, tile = problem
+    p = Problem(shape, tile)
+    grid = min(grid, p.total_iters)
+    s = make_schedule("dp-one-tile-sk", shape, tile, machine, grid=grid)
+    describe(s)
+    waves = p.tiles // grid
+    assert s.grid == grid
+    assert s.iters_per_cta.max() - s.iters_per_cta.min() <= 1
+    for c, units in enumerate(s.ctas):
+        assert [u.tile for u in units[:waves]] == list(range(c, waves * grid, grid))
+        assert all(u.k_begin == 0 and u.k_end == p.iters_per_tile for u in units[:waves])
+        ipt = p.iters_per_tile
+        flat = [(u.tile * ipt + u.k_begin, u.tile * ipt + u.k_end) for u in units[waves:]]
+        assert all(a[1] == b[0] for a, b in zip(flat, flat[1:])), "the share is contiguous"
+
+
 @given(schedules(decompositions=["stream-k"]))
 def test_streamk_ctas_are_contiguous_in_the_linear_iteration_order(s):
     ipt = s.problem.iters_per_tile
@@ -133,7 +154,7 @@ def test_streamk_ctas_are_contiguous_in_the_linear_iteration_order(s):
     assert (starts[1:] == ends[:-1]).all()
 
 
-@given(schedules(decompositions=["stream-k", "fixed-split", "dp-one-tile-sk", "two-tile-sk-dp"]))
+@given(schedules(decompositions=["stream-k", "fixed-split", "dp-one-tile-sk", "two-tile-sk-dp"], persistent_hybrid=False))
 def test_owner_waits_residency_bound_is_safe_and_tight_for_streamk(s):
     describe(s)
     plan = plan_fixup(s, "owner-waits")
@@ -147,7 +168,7 @@ def test_owner_waits_residency_bound_is_safe_and_tight_for_streamk(s):
     assert Problem(s.shape, s.tile).total_iters == int(s.iters_per_cta.sum())
 
 
-@given(schedules(decompositions=["stream-k", "two-tile-sk-dp", "dp-one-tile-sk"]))
+@given(schedules(decompositions=["stream-k", "two-tile-sk-dp", "dp-one-tile-sk"], persistent_hybrid=False))
 def test_backward_walk_reverses_each_cta_and_turnstile_then_never_waits_on_deep_ctas(s):
     from streamk.sim import simulate
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ScheduleError
 from ..schedule import Schedule
-from ..shapes import GemmShape, Machine, TileShape
-from .ranges import Ranges, one_shape, tile_counts, two_regions
+from ..shapes import GemmShape, Machine, Problem, TileShape
+from .ranges import Ranges, balanced_starts, one_shape, tile_counts, two_regions, units_of_ranges
 from .registry import register
 
 
@@ -53,9 +54,44 @@ def two_tile_sk_dp_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine)
 
 
 @register("dp-one-tile-sk", batch=dp_one_tile_sk_ranges)
-def dp_one_tile_sk(shape: GemmShape, tile: TileShape, machine: Machine) -> Schedule:
-    """Full data-parallel waves, then Stream-K over the partial wave's tiles."""
-    return one_shape("dp-one-tile-sk", dp_one_tile_sk_ranges, shape, tile, machine)
+def dp_one_tile_sk(shape: GemmShape, tile: TileShape, machine: Machine, *, grid: int | None = None) -> Schedule:
+    """Full data-parallel waves, then Stream-K over the partial wave's tiles. With ``grid`` the
+    waves run on ``grid`` persistent CTAs, which then share the leftover tiles' iterations
+    (``persistent_dp_one_tile_sk``)."""
+    if grid is None:
+        return one_shape("dp-one-tile-sk", dp_one_tile_sk_ranges, shape, tile, machine)
+    return persistent_dp_one_tile_sk("dp-one-tile-sk", shape, tile, machine, grid)
+
+
+def persistent_dp_one_tile_sk(name: str, shape: GemmShape, tile: TileShape, machine: Machine, grid: int) -> Schedule:
+    """CTA c of ``grid``: whole tiles c, c + grid, ... of the t // grid full waves (data-parallel's
+    persistent CTAs), then its even share, within one, of the t % grid leftover tiles' MAC
+    iterations (basic Stream-K over min(grid, those iterations) CTAs): no CTA starts per tile and
+    none idles through a partial wave."""
+    p = Problem(shape, tile)
+    ipt, total = p.iters_per_tile, p.tiles * p.iters_per_tile
+    if not 1 <= grid <= total:
+        raise ScheduleError(f"--grid must be between 1 and the {total} MAC iterations of {shape} with {tile} tiles "
+                            f"(got {grid})")
+    waves = p.tiles // grid
+    tiles = np.arange(waves * grid, dtype=np.int64)
+    dp_units = np.stack([tiles, 0 * tiles, 0 * tiles + ipt], axis=1)
+    left = total - len(tiles) * ipt
+    sk_units, sk_offsets = units_of_ranges(ipt, *_even_shares(len(tiles) * ipt, left, min(grid, left)))
+    sk_cta = np.repeat(np.arange(len(sk_offsets) - 1), np.diff(sk_offsets))
+    cta = np.concatenate([tiles % grid, sk_cta])
+    step = np.concatenate([tiles // grid, waves + np.arange(len(sk_cta)) - sk_offsets[sk_cta]])  # DP, then SK
+    order = np.lexsort((step, cta))
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(cta, minlength=grid))])
+    return Schedule(name, shape, tile, np.concatenate([dp_units, sk_units])[order], offsets, machine=machine)
+
+
+def _even_shares(start: int, count: int, parts: int) -> tuple[np.ndarray, np.ndarray]:
+    """[start, start + count) split into ``parts`` ranges within one (none where count is 0)."""
+    if count == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    bounds = balanced_starts(count, parts) + start
+    return bounds[:-1], bounds[1:]
 
 
 @register("two-tile-sk-dp", batch=two_tile_sk_dp_ranges)

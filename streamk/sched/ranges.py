@@ -249,6 +249,17 @@ def schedule_from_ranges(
     ipt = p.iters_per_tile
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
+    units, offsets = units_of_ranges(ipt, starts, ends)
+    # Non-empty ranges that tile [0, total) in order cover each iteration once, so do their units
+    tiled = (len(starts) > 0 and starts[0] == 0 and ends[-1] == ipt * p.tiles and bool((ends > starts).all())
+             and bool((starts[1:] == ends[:-1]).all()))
+    make = Schedule.proven if tiled else Schedule
+    return make(decomposition, shape, tile, units, offsets, machine=machine)
+
+
+def units_of_ranges(ipt: int, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The (tile, k_begin, k_end) units of CTAs covering global iterations ``[starts[c], ends[c])``
+    (non-empty) with ``ipt`` iterations per tile, and each CTA's offsets into them."""
     first = starts // ipt
     base = first * ipt
     counts = (ends - 1 - base) // ipt + 1  # tiles CTA c touches
@@ -268,11 +279,7 @@ def schedule_from_ranges(
         base = tile_idx * ipt
         np.maximum(starts[cta] - base, 0, out=units[:, 1])
         np.minimum(ends[cta] - base, ipt, out=units[:, 2])
-    # Non-empty ranges that tile [0, total) in order cover each iteration once, so do their units
-    tiled = (len(starts) > 0 and starts[0] == 0 and ends[-1] == ipt * p.tiles and bool((ends > starts).all())
-             and bool((starts[1:] == ends[:-1]).all()))
-    make = Schedule.proven if tiled else Schedule
-    return make(decomposition, shape, tile, units, offsets, machine=machine)
+    return units, offsets
 
 
 def tile_ranges(first_tile: int, last_tile: int, ipt: int) -> tuple[np.ndarray, np.ndarray]:
