@@ -31,7 +31,7 @@ SMS = 32  # the design's times do not depend on the SM count (every probe is who
 # 64 KB partial at ~1.3 us), chosen for the test, not measured.
 # dram_us_per_mb: a quarter of an H100's DRAM bandwidth for a quarter of its SMs (~0.35 us/MB there).
 TRUE = {"launch": 4.0, "a": 1.5, "c1": 0.47, "c_shared": 0.92, "b": 1.2, "d": 1.3, "pass_launch": 3.0,
-        "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 1.5, "atomic": 9.0, "c_free": 0.06}
+        "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 1.5, "atomic": 9.0, "c_free": 0.06, "c_l2": 0.08}
 L2 = 12e6  # bytes: the L2 of that 32-SM device
 NOISE = 0.01  # relative, Gaussian: CUDA-event medians of short launches wander about this much
 
@@ -50,7 +50,7 @@ def test_fit_recovers_known_terms_within_their_reported_errors():
     design, result = calibrate_with(simulated_device(TRUE, NOISE, seed=1), "float16", TILE, SMS, 2, L2)
     z = (result.values - [TRUE[n] for n in result.names]) / result.errors
     report = {n: (TRUE[n], round(v, 4), round(e, 4)) for n, v, e in zip(result.names, result.values, result.errors)}
-    assert len(design) == 39 and result.names == term_names(2)
+    assert len(design) == 41 and result.names == term_names(2)
     assert np.all(np.abs(z) < 3), report
     assert 0.5 * NOISE < result.rms_rel_residual < 1.5 * NOISE, result.rms_rel_residual
     rel_se = dict(zip(result.names, result.errors / result.values))
@@ -126,7 +126,8 @@ def test_prediction_prices_each_term_where_the_gpu_spends_it():
     k = scattered.problem.iters_per_tile  # the least that makes A and B twice the L2
     assert 2 * L2 <= 2 * side * TILE.bm * k * TILE.bk * 2 < 2 * L2 + 2 * side * TILE.bm * TILE.bk * 2
     step_us = side * (TILE.bm + TILE.bn) * TILE.bk * 2 / 1e6 * t["dram_us_per_mb"]
-    assert step_us > t["c_shared"] and scattered.grid == side * side
+    share = (scattered.shape.m + scattered.shape.n) * scattered.shape.k * 2 / L2  # A and B over the L2
+    assert step_us > t["c_shared"] + share * t["c_l2"] and scattered.grid == side * side
     assert predict_from(scattered, t, SMS, 2, l2_bytes=L2) == pytest.approx(t["launch"] + side * (t["a"] + k * step_us))
     assert predict_from(scattered, t, SMS, 2) == pytest.approx(t["launch"] + side * (t["a"] + k * t["c_shared"]))
 
@@ -204,7 +205,7 @@ def test_calibrate_cli_end_to_end_against_a_stand_in_gpu(tmp_path, capsys, monke
     assert "rms relative residual" in err and "wrote" in err and entry["device"] == dev.name
     monkeypatch.setenv(files.ENV, str(tmp_path))
     (cal,) = files.load("h100")  # the family's file, which the h100 preset loads
-    assert (cal.dtype, cal.tile, cal.ctas_per_sm, cal.probes, cal.l2_bytes) == ("float16", TILE, 2, 20, L2)
+    assert (cal.dtype, cal.tile, cal.ctas_per_sm, cal.probes, cal.l2_bytes) == ("float16", TILE, 2, 21, L2)
     assert all(abs(t.us - TRUE[t.name]) < 4 * t.se for t in cal.terms), cal.terms
 
 
@@ -226,3 +227,29 @@ def test_the_atomic_term_prices_atomic_adds_only_and_older_entries_still_load():
     assert older.us("atomic") == 0.0
     with pytest.raises(InputError, match="needs the terms"):
         Calibration("float16", TILE, 2, tuple(Term(n, v, 0.0) for n, v in TRUE.items() if n != "c1"))
+
+
+def test_the_l2_term_charges_each_iteration_by_the_operands_share_of_the_l2_and_older_entries_still_load():
+    by = {(p.family, p.label): p.schedule for p in probes(TILE, SMS, 2, L2, 2)}
+    square, wide = by["dp-one-per-sm", "k=128"], by["dp-wide", "rows=2"]
+    without = {n: v for n, v in TRUE.items() if n != "c_l2"}
+    for s in (square, wide):
+        share = (s.shape.m + s.shape.n) * s.shape.k * 2 / L2
+        assert predict_from(s, TRUE, SMS, 2, l2_bytes=L2) == pytest.approx(
+            TRUE["launch"] + TRUE["a"] + 128 * (TRUE["c1"] + share * TRUE["c_l2"]))
+        assert predict_from(s, TRUE, SMS, 2) == predict_from(s, without, SMS, 2)  # no L2 given: no L2 term
+    # the same iterations on one wave: the grid whose A and B fill more of the L2 is slower, by the term
+    assert square.grid == wide.grid and square.problem.total_iters == wide.problem.total_iters
+    gap = predict_from(wide, TRUE, SMS, 2, l2_bytes=L2) - predict_from(square, TRUE, SMS, 2, l2_bytes=L2)
+    assert gap == pytest.approx(128 * TRUE["c_l2"] * 2 * TILE.bk * 128 * (
+        wide.shape.m + wide.shape.n - square.shape.m - square.shape.n) / L2) and gap > 0
+    # an entry fitted before the term predicts as before (c_l2 read as 0), and auto's constants ignore it
+    shipped = preset("h100").kernel("bfloat16", TileShape(128, 128, 64)).calibration
+    older = Calibration.from_json_dict({**shipped.to_json_dict(), "terms_us": {
+        n: v for n, v in shipped.to_json_dict()["terms_us"].items() if n != "c_l2"}})
+    newer = dataclasses.replace(older, terms=older.terms + (Term("c_l2", 0.2, 0.01),))
+    assert older.us("c_l2") == 0.0 and newer.model_costs() == older.model_costs()
+    values = {t.name: t.us for t in older.terms}
+    for s in (square, wide):
+        assert predict_us(s, older, SMS) == predict_from(s, {**values, "c_l2": 0.0}, SMS, 1, l2_bytes=older.l2_bytes)
+        assert predict_us(s, newer, SMS) > predict_us(s, older, SMS)

@@ -20,7 +20,8 @@ from streamk.target import PRESETS, preset, with_calibration
 
 TILE = TileShape(128, 128, 32)
 TERMS = {"launch": 4.0, "a": 1.5, "c1": 0.47, "c_shared": 0.92, "b": 1.2, "d": 1.3, "pass_launch": 3.0,
-         "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 0.35, "atomic": 9.0, "c_free": 0.05}  # made up for the test
+         "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 0.35, "atomic": 9.0, "c_free": 0.05,
+         "c_l2": 0.15}  # made up for the test
 CAL = Calibration("float16", TILE, 2, tuple(Term(n, TERMS[n], 0.0) for n in term_names(2)), "test GPU", 132,
                   l2_bytes=50 * 2**20)
 TARGET = with_calibration(preset("h100"), (CAL,))
@@ -78,6 +79,8 @@ def test_summary_scores_what_it_claims():
     assert s["within_shape_spearman_median"] == pytest.approx(1.0)
     assert s["median_abs_rel_err"] == pytest.approx(0.1) and s["p90_abs_rel_err"] == pytest.approx(0.2)
     assert s["per_variant"]["v1"]["median_abs_rel_err"] == pytest.approx(0.2)
+    assert s["per_variant"]["v1"]["median_rel_err"] == pytest.approx(-0.2)  # signed: under-predicted
+    assert s["per_variant"]["v0"]["median_rel_err"] == pytest.approx(0.1) and s["median_rel_err"] == 0.0
     assert s["best_pick_share"] == 1.0 and s["best_pick_cost_geomean"] == pytest.approx(1.0)
     assert s["left_out_why"] == {"x": 1}
     assert "9 runs on 3 shapes (1 left out)" in fidelity.report(s) and "left out 1: x" in fidelity.report(s)

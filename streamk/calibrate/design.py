@@ -6,6 +6,8 @@ so its calibrated-simulator time is linear in the terms (``predict.predict_from`
 * dp-one-per-sm: ``sms`` whole tiles of k iterations, one CTA per SM: launch + a + k c1
 * dp-partial: sms / s whole tiles of LONG_K iterations, one CTA per SM on a share of the SMs:
   launch + a + k (c1 - (1 - 1/s) c_free)
+* dp-wide: one wave of whole tiles of LONG_K iterations in r tile rows, so A and B fill more of the
+  L2 than dp-one-per-sm's near-square grid at the same k: launch + a + k (c1 + (A + B bytes / L2) c_l2)
 * dp-waves: w full waves of whole tiles at the kernel's residency: launch + w (a + k c_shared)
 * split-even: tiles split p ways evenly, owner-waits: launch + a + (k/p) c1 + b + (p-1) d
 * split-long-owner: the owner keeps 3/4 of k, p peers share 1/4 (nobody waits):
@@ -46,10 +48,12 @@ REDUCE_SPLITS = (2, 4, 8, 16)              # ways a separate-reduce tile is spli
 UNITS = ((2, 8), (4, 8), (8, 8), (2, 32), (4, 32))  # (tiles per CTA, k iterations) of multi-unit
 ATOMIC_SPLITS = (2, 4, 8)                  # ways an atomic tile is split (k = 128)
 PARTIAL_SHARES = (8, 4, 2)                 # dp-partial: 1/s of the SMs busy (k = 128)
+WIDE_ROWS = (4, 2)                         # dp-wide: one wave of whole tiles in this many tile rows (k = 128)
 LONG_K = 128
 QUICK = {"DP_ITERS": (1, 8, 64), "WAVE_ITERS": (8, 32), "SPLIT_ITERS": (64,), "SPLITS": (2, 4), "PEERS": (1, 4),
          "REDUCE_SPLITS": (2, 4, 8), "UNITS": ((4, 8), (2, 32)),
-         "ATOMIC_SPLITS": (2, 8), "PARTIAL_SHARES": (4,)}  # the GPU test's reduced design: every term, 20 probes
+         "ATOMIC_SPLITS": (2, 8), "PARTIAL_SHARES": (4,),
+         "WIDE_ROWS": (2,)}  # the GPU test's reduced design: every term, 21 probes
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,12 +106,18 @@ def probes(tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float, element
     split_iters, splits = q.get("SPLIT_ITERS", SPLIT_ITERS), q.get("SPLITS", SPLITS)
     peers, reduce_splits = q.get("PEERS", PEERS), q.get("REDUCE_SPLITS", REDUCE_SPLITS)
     units, atomic_splits = q.get("UNITS", UNITS), q.get("ATOMIC_SPLITS", ATOMIC_SPLITS)
-    shares = q.get("PARTIAL_SHARES", PARTIAL_SHARES)
+    shares, wide_rows = q.get("PARTIAL_SHARES", PARTIAL_SHARES), q.get("WIDE_ROWS", WIDE_ROWS)
     one = Machine(sms, 1)
     out: list[Probe] = []
     for k in dp_iters:
         ctas = [[(t, 0, k)] for t in range(sms)]
         out.append(Probe("dp-one-per-sm", f"k={k}", _schedule(f"dp-k{k}", sms, k, tile, ctas, one)))
+    for rows in wide_rows:
+        cols = sms // rows
+        shape = GemmShape(rows * tile.bm, cols * tile.bn, LONG_K * tile.bk)
+        ctas = [[(t, 0, LONG_K)] for t in range(rows * cols)]
+        out.append(Probe("dp-wide", f"rows={rows}", Schedule.from_ctas(f"calibrate:wide-{rows}", shape, tile, ctas,
+                                                                        machine=one)))
     for s in shares:
         tiles = sms // s
         ctas = [[(t, 0, LONG_K)] for t in range(tiles)]

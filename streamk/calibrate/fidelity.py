@@ -116,8 +116,10 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float:
 
 
 def _errors(measured: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
-    err = np.abs(predicted - measured) / measured
+    signed = (predicted - measured) / measured
+    err = np.abs(signed)
     return {"runs": int(len(err)), "spearman": spearman(predicted, measured),
+            "median_rel_err": float(np.median(signed)) if len(err) else math.nan,  # < 0: under-predicted
             "median_abs_rel_err": float(np.median(err)) if len(err) else math.nan,
             "p90_abs_rel_err": float(np.percentile(err, 90)) if len(err) else math.nan}
 
@@ -186,9 +188,9 @@ def report(stats: dict[str, Any]) -> str:
              f"|error| median {pct(stats['median_abs_rel_err'])}, p90 {pct(stats['p90_abs_rel_err'])}",
              f"the predicted best is the measured best on {pct(stats['best_pick_share'])} of shapes; taking it costs "
              f"{num(stats['best_pick_cost_geomean'])}x geomean",
-             f"{'variant':<32} {'runs':>5} {'Spearman':>8} {'median':>7} {'p90':>7}"]
+             f"{'variant':<32} {'runs':>5} {'Spearman':>8} {'median':>7} {'p90':>7} {'signed':>7}"]
     for name, s in stats["per_variant"].items():
         lines.append(f"{name:<32} {s['runs']:>5} {num(s['spearman']):>8} {pct(s['median_abs_rel_err']):>7} "
-                     f"{pct(s['p90_abs_rel_err']):>7}")
+                     f"{pct(s['p90_abs_rel_err']):>7} {pct(s['median_rel_err']):>7}")
     lines += [f"left out {n}: {reason}" for reason, n in sorted(stats["left_out_why"].items(), key=lambda x: -x[1])]
     return "\n".join(lines)

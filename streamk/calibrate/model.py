@@ -30,12 +30,14 @@ TERM_DOC: dict[str, str] = {
     "atomic": "per unit that adds its partial tile into C atomically (the atomic policy's red.add of a whole tile)",
     "c_free": "per MAC iteration, what a CTA alone on its SM saves when SMs idle: c1 - (1 - busy SMs / SMs) c_free "
               "(the idle SMs' share of L2 and DRAM bandwidth goes to the busy ones)",
+    "c_l2": "per MAC iteration, what it costs more per L2's worth of A and B: c + c_l2 (A + B bytes) / L2 bytes "
+            "(the fuller the L2, the more shared slices an L2-bound mainloop refills between their reads)",
 }
 
 
-# Terms added to the first model (LOG.md v19, v21, v22); an entry fitted without some of them
+# Terms added to the first model (LOG.md v19, v21, v22, v26); an entry fitted without some of them
 # predicts as if they were 0.
-EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic", "c_free")
+EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic", "c_free", "c_l2")
 
 
 def term_names(ctas_per_sm: int) -> tuple[str, ...]:

@@ -12,6 +12,8 @@ machine and which constants it runs with, mirroring how the GPU backend launches
 * ``atomic`` for each unit that adds its partial tile into C under the atomic policy;
 * ``c_free``: a grid of fewer CTAs than SMs runs each MAC iteration faster, c1 - (1 - grid / sms)
   c_free (the idle SMs' L2 and DRAM bandwidth serves the busy ones; LOG.md v22);
+* ``c_l2``: each MAC iteration costs c_l2 more per L2's worth of A and B bytes (an L2-bound
+  mainloop refills more of its shared slices the fuller the L2; LOG.md v26);
 * ``dram_us_per_mb``: the MAC iteration stretched where the schedule's operand reads miss the L2
   faster than DRAM delivers them (``traffic.dram_slowdown``: scattered Stream-K units on operands
   larger than the L2).
@@ -30,7 +32,7 @@ from ..schedule import Schedule
 from ..shapes import ITEMSIZE, Machine
 from ..sim import simulate
 from .model import Calibration
-from .traffic import dram_slowdown
+from .traffic import dram_slowdown, operand_bytes
 
 EXTRA_PASS_POLICIES = ("separate-reduce", "atomic")  # a second kernel when any tile is split
 MIN_C_US = 1e-9  # Costs needs c > 0; a fit may probe c at 0
@@ -51,6 +53,8 @@ def predict_from(schedule: Schedule, values: dict[str, float], sms: int, ctas_pe
     c = values["c1"] if r == 1 else values.get("c_shared", values["c1"])
     if r == 1:
         c -= values.get("c_free", 0.0) * (1.0 - min(schedule.grid, sms) / sms)
+    if l2_bytes > 0:
+        c += values.get("c_l2", 0.0) * operand_bytes(schedule.shape, element_bytes) / l2_bytes
     c = max(c, MIN_C_US)
     if l2_bytes > 0 and values.get("dram_us_per_mb", 0.0) > 0:
         slots = min(schedule.grid, sms * r)

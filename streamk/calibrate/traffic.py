@@ -17,11 +17,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..schedule import Schedule, tile_coordinates
+from ..shapes import GemmShape
 
 # The share of the L2 that holds operand slices between reads (the rest: C, partials, other sets).
 L2_SHARE = 0.5
 _MEMO: dict[tuple, tuple[Schedule, np.ndarray]] = {}  # a fit predicts each probe dozens of times
 _MEMO_ENTRIES = 64
+
+
+def operand_bytes(shape: GemmShape, element_bytes: int) -> int:
+    """Bytes of A (m x k) and B (k x n): what the problem asks the L2 to hold."""
+    return (shape.m + shape.n) * shape.k * element_bytes
 
 
 def miss_bytes_per_step(schedule: Schedule, slots: int, l2_bytes: float, element_bytes: int) -> np.ndarray:
@@ -66,8 +72,7 @@ def _trace_misses(schedule: Schedule, slots: int, l2_bytes: float, element_bytes
     size = np.where(keys < problem.tiles_m * ipt, slice_a, slice_b)
     distinct_per_step = float(size.sum()) / steps
     window = L2_SHARE * l2_bytes / max(distinct_per_step, 1.0)
-    shape = schedule.shape
-    footprint = (shape.m + shape.n) * shape.k * element_bytes
+    footprint = operand_bytes(schedule.shape, element_bytes)
     first = np.r_[True, keys[1:] != keys[:-1]]
     gap = np.r_[0, np.diff(when)]
     miss = np.where(first, footprint > L2_SHARE * l2_bytes, gap > window)

@@ -31,7 +31,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--tile", type=_typed(TileShape.parse), metavar="BMxBNxBK",
                    help=f"the kernel's tile (default the paper's: {PAPER_HALF_TILE} for float16/bfloat16, "
                         f"{F64_TILE} for float64)")
-    p.add_argument("--quick", action="store_true", help="the reduced design of the GPU test (20 probes, not 39)")
+    p.add_argument("--quick", action="store_true", help="the reduced design of the GPU test (21 probes, not 41)")
     p.add_argument("--out", type=output_folder, default=None, metavar="DIR",
                    help="folder of the calibration files (default: the package's streamk/calibrate/data, which "
                         "ships; set STREAMK_CALIBRATION=DIR to use another folder's files)")

@@ -1,0 +1,140 @@
+"""A fidelity CSV predicted again offline under chosen term values: one term fitted on half of the
+shapes, both halves scored before and after (LOG.md v26).
+
+    python benchmarks/fidelity_terms.py benchmarks/data/fidelity_h100_f16_sm90_128_v24.csv --before c_l2=0
+    python benchmarks/fidelity_terms.py CSV --before c_l2=0 --fit c_l2 --on data-parallel,data-parallel%132
+
+"after" is the Target's calibration as shipped, with the ``--fit`` term fitted where one is given
+(relative least squares, the other terms held, on the runs of the ``--on`` variants of the fitting
+half); "before" is the shipped one with ``--before`` values (a term at 0: the model without it).
+Halves: shapes sorted by (m, n, k), even positions fit, odd ones are held out (``--fit-half odd``:
+the other way round). Each row's Schedule is rebuilt once (``fidelity.resolve``, checked against
+its fingerprint); a row today's auto no longer builds is rebuilt as auto ran before its aligned
+splits (LOG.md v24). Printed: whether the column before reproduces the CSV's ``predicted_us``,
+then Spearman over all runs, the median Spearman within a shape, median and p90 |error| and each
+variant's signed median error, for all runs and for the held-out half.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from streamk.calibrate.fidelity import fingerprint, label, read_csv, resolve, summary
+from streamk.calibrate.predict import predict_from
+from streamk.errors import StreamkError
+from streamk.schedule import Schedule
+from streamk.shapes import ITEMSIZE, GemmShape
+from streamk.target import Target, preset
+
+STEP_US = 1e-3  # finite-difference step of the fit: the prediction is piecewise linear in a term
+
+
+def rebuild(rows: list[dict], target: Target, dtype: str) -> list[Schedule | None]:
+    """Each row's Schedule as the GPU ran it (None where neither Target builds it)."""
+    before_splits = replace(target, tiles=tuple(replace(t, aligned_splits=False) for t in target.tiles))
+    out = []
+    for r in rows:
+        shape, found = GemmShape(int(r["m"]), int(r["n"]), int(r["k"])), None
+        for t in (target, before_splits):
+            try:
+                s = resolve(r["variant"], shape, dtype, t)
+            except StreamkError:
+                continue
+            if fingerprint(s) == r["fingerprint"]:
+                found = s
+                break
+        out.append(found)
+    return out
+
+
+def predict(schedules: list[Schedule], values: dict[str, float], target: Target, dtype: str) -> np.ndarray:
+    cal = target.kernel(dtype, schedules[0].tile).calibration
+    return np.array([predict_from(s, values, target.sms, cal.ctas_per_sm, l2_bytes=cal.l2_bytes,
+                                  element_bytes=ITEMSIZE[dtype]) for s in schedules])
+
+
+def fit_term(schedules: list[Schedule], measured: np.ndarray, values: dict[str, float], term: str, target: Target,
+             dtype: str) -> tuple[float, float]:
+    """``term`` (us, >= 0) of least relative squared error, the others held, and its standard error."""
+    w, theta = 1.0 / measured, values.get(term, 0.0)
+    for _ in range(20):
+        base = predict(schedules, {**values, term: theta}, target, dtype)
+        jac = (predict(schedules, {**values, term: theta + STEP_US}, target, dtype) - base) / STEP_US
+        step = float(np.sum(w * w * jac * (measured - base)) / np.sum((w * jac) ** 2))
+        theta, moved = max(theta + step, 0.0), step
+        if abs(moved) < 1e-9:
+            break
+    resid = w * (measured - predict(schedules, {**values, term: theta}, target, dtype))
+    se = math.sqrt(float(np.sum(resid ** 2)) / (len(measured) - 1) / float(np.sum((w * jac) ** 2)))
+    return theta, se
+
+
+def scored(rows: list[dict], predicted: np.ndarray) -> dict:
+    return summary([dict(r, predicted_us=p) for r, p in zip(rows, predicted)])
+
+
+def print_scores(rows: list[dict], pred: dict[str, np.ndarray], held: list[int]) -> None:
+    """The fidelity numbers of each column of ``pred``, over all rows and over the ``held`` ones."""
+    stats = {(half, when): scored([rows[i] for i in idx], pred[when][idx])
+             for half, idx in (("all", list(range(len(rows)))), ("held-out", held)) for when in pred}
+    print(f"\n{'runs':<16} {'n':>5} {'Spearman':>8} {'within':>7} {'|err| median':>12} {'p90':>7}")
+    for (half, when), s in stats.items():
+        print(f"{half + ', ' + when:<16} {s['runs']:>5} {s['spearman']:>8.3f} "
+              f"{s['within_shape_spearman_median']:>7.4f} {100 * s['median_abs_rel_err']:>11.1f}% "
+              f"{100 * s['p90_abs_rel_err']:>6.1f}%")
+    print(f"\nsigned median error per variant ((predicted - measured) / measured)\n{'variant':<28} "
+          + " ".join(f"{h + ' ' + w:>16}" for h, w in stats))
+    for name in stats["all", "before"]["per_variant"]:
+        cells = [s["per_variant"].get(name, {}).get("median_rel_err", math.nan) for s in stats.values()]
+        print(f"{name:<28} " + " ".join(f"{100 * c:>15.1f}%" for c in cells))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("csv", help="a fidelity CSV of one kernel (streamk fidelity)")
+    ap.add_argument("--target", default="h100", help="the preset whose calibration predicts")
+    ap.add_argument("--dtype", default="float16")
+    ap.add_argument("--before", action="append", default=[], metavar="TERM=US", help="a term's value before")
+    ap.add_argument("--fit", metavar="TERM", help="the term fitted on the fitting half's --on runs")
+    ap.add_argument("--on", default="data-parallel,data-parallel%132", help="variants (without tile) the fit uses")
+    ap.add_argument("--fit-half", choices=("even", "odd"), default="even", help="the half of the shapes fitted on")
+    args = ap.parse_args()
+    target = preset(args.target)
+    rows = [r for r in read_csv(args.csv) if not r.get("error") and float(r["measured_us"] or 0) > 0]
+    built = rebuild(rows, target, args.dtype)
+    rows, schedules = [r for r, s in zip(rows, built) if s], [s for s in built if s]
+    cal = target.kernel(args.dtype, schedules[0].tile).calibration
+    shipped = {t.name: t.us for t in cal.terms}
+    measured = np.array([float(r["measured_us"]) for r in rows])
+    before = dict(shipped, **{k: float(v) for k, _, v in (item.partition("=") for item in args.before)})
+    pred = {"before": predict(schedules, before, target, args.dtype)}
+    csv_pred = np.array([float(r["predicted_us"] or "nan") for r in rows])
+    diff = np.abs(pred["before"] / csv_pred - 1)[np.isfinite(csv_pred)]
+    print(f"{args.csv}: {len(rows)} runs rebuilt ({len(built) - len(rows)} not); {cal.dtype} {cal.tile}: the column "
+          f"before reproduces the CSV's predicted_us on {int(np.sum(diff < 1e-9))} of {len(diff)} runs "
+          f"(max |diff| {diff.max():.1e})")
+    shapes = sorted({(int(r["m"]), int(r["n"]), int(r["k"])) for r in rows})
+    fitting = {s for i, s in enumerate(shapes) if i % 2 == (args.fit_half == "odd")}
+    in_fit = np.array([(int(r["m"]), int(r["n"]), int(r["k"])) in fitting for r in rows])
+    after = dict(shipped)
+    if args.fit:
+        on = set(args.on.split(","))
+        idx = np.flatnonzero(in_fit & np.array([label(r["variant"]) in on for r in rows]))
+        after[args.fit], se = fit_term([schedules[i] for i in idx], measured[idx], after, args.fit, target,
+                                       args.dtype)
+        print(f"{args.fit} fitted on {len(idx)} runs ({args.on}) of {len(fitting)} shapes ({args.fit_half} half): "
+              f"{after[args.fit]:.4f} +- {se:.4f} us (before {before.get(args.fit, 0.0):.4f})")
+    changed = {k: v for k, v in before.items() if shipped.get(k) != v}
+    print(f"before: shipped{' with ' + str(changed) if changed else ''}; after: shipped"
+          f"{f' with {args.fit} = {after[args.fit]:.4f}' if args.fit else ''}")
+    pred["after"] = predict(schedules, after, target, args.dtype)
+    print_scores(rows, pred, [i for i in range(len(rows)) if not in_fit[i]])
+
+
+if __name__ == "__main__":
+    main()
