@@ -253,3 +253,17 @@ def test_the_l2_term_charges_each_iteration_by_the_operands_share_of_the_l2_and_
     for s in (square, wide):
         assert predict_us(s, older, SMS) == predict_from(s, {**values, "c_l2": 0.0}, SMS, 1, l2_bytes=older.l2_bytes)
         assert predict_us(s, newer, SMS) > predict_us(s, older, SMS)
+
+
+def test_a_dram_stretch_no_probe_binds_is_held_at_zero_not_refused():
+    """On a device whose DRAM keeps up with even the scattered probe (an H200 here, LOG.md v26), the
+    stretch's max() never binds at the optimum: the fit leaves that term out instead of refusing."""
+    from streamk.calibrate.fit import table
+
+    fast_dram = dict(TRUE, dram_us_per_mb=0.0)
+    design, result = calibrate_with(simulated_device(fast_dram, NOISE, seed=3), "float16", TILE, SMS, 2, L2, quick=True)
+    assert "dram_us_per_mb" in result.held and "dram_us_per_mb" not in result.names
+    assert result.rms_rel_residual < 0.05
+    assert "held at 0" in table(result, [f"{p.family} {p.label}" for p in design])
+    cal = result.calibration("float16", TILE, 2, "test", SMS, int(L2))
+    assert "dram_us_per_mb" not in {t.name for t in cal.terms}

@@ -20,7 +20,7 @@ from ..errors import StreamkError
 from ..schedule import Schedule
 from ..shapes import ITEMSIZE, TileShape
 from .design import Probe, probes
-from .model import TERM_DOC, Calibration, Term, term_names
+from .model import MAX_PRICED_TERMS, TERM_DOC, Calibration, Term, term_names
 from .predict import predict_from
 
 # a first guess of the H100's order of magnitude; the fit moves it
@@ -46,6 +46,7 @@ class Fit:
     measured_us: np.ndarray
     predicted_us: np.ndarray
     steps: int
+    held: tuple[str, ...] = ()  # terms no probe's time moved on this device: left out (they predict as 0)
 
     @property
     def rel_residuals(self) -> np.ndarray:
@@ -102,15 +103,17 @@ def _nonnegative_lstsq(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, ctas_per_sm: int, *,
-        l2_bytes: float, element_bytes: int) -> Fit:
-    """The terms (``model.term_names(ctas_per_sm)``) that best predict ``measured_us`` for
-    ``schedules`` on ``sms`` SMs with an L2 of ``l2_bytes`` and operands of ``element_bytes``, in
-    relative least squares; FitError where they are not determined."""
+        l2_bytes: float, element_bytes: int, held: tuple[str, ...] = ()) -> Fit:
+    """The terms (``model.term_names(ctas_per_sm)`` but ``held``) that best predict ``measured_us``
+    for ``schedules`` on ``sms`` SMs with an L2 of ``l2_bytes`` and operands of ``element_bytes``, in
+    relative least squares; FitError where they are not determined. A term that no probe's time
+    moves at the optimum (the DRAM stretch where the device's bandwidth keeps up with every probe:
+    its max() never binds) is refitted as held at 0 rather than refused."""
     memory = {"l2_bytes": l2_bytes, "element_bytes": element_bytes}
     y = np.asarray(measured_us, dtype=float)
     if len(y) != len(schedules) or not np.all(np.isfinite(y) & (y > 0)):
         raise FitError(f"need one finite time > 0 per schedule (got {len(y)} times for {len(schedules)} schedules)")
-    names = term_names(ctas_per_sm)
+    names = tuple(n for n in term_names(ctas_per_sm) if n not in held)
     if len(y) <= len(names):
         raise FitError(f"{len(names)} terms need more than {len(names)} probes (got {len(y)})")
     w = 1.0 / y
@@ -143,6 +146,11 @@ def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, c
     else:
         jac = _jacobian(schedules, names, theta, pred, sms, ctas_per_sm, memory)  # the last step's theta
     jac = jac * w[:, None]
+    scale = float(np.abs(jac).max())  # a column this far below the rest is finite-difference noise
+    idle = tuple(n for n, col in zip(names, np.abs(jac).T) if col.max() <= 1e-9 * scale and n in MAX_PRICED_TERMS)
+    if idle:
+        return fit(schedules, y, sms, ctas_per_sm, l2_bytes=l2_bytes, element_bytes=element_bytes,
+                   held=held + idle)
     normal = jac.T @ jac
     if np.linalg.cond(normal) > MAX_CONDITION:
         _, sv, vt = np.linalg.svd(jac)
@@ -153,7 +161,7 @@ def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, c
     dof = len(y) - len(names)
     sigma2 = cost / dof
     errors = np.sqrt(np.diag(np.linalg.inv(normal)) * sigma2)
-    return Fit(names, theta, errors, y, pred, steps)
+    return Fit(names, theta, errors, y, pred, steps, held)
 
 
 Timer = Callable[[Sequence[Schedule], str], np.ndarray]  # (schedules, dtype) -> microseconds each
@@ -179,6 +187,8 @@ def table(result: Fit, labels: Sequence[str]) -> str:
     for label, m, p, r in zip(labels, result.measured_us, result.predicted_us, result.rel_residuals):
         lines.append(f"{label:<36} {m:>12.3f} {p:>12.3f} {100 * r:>8.2f}%")
     rms = result.rms_rel_residual
+    if result.held:
+        lines.append(f"held at 0 (no probe's time moved them on this device): {', '.join(result.held)}")
     lines.append(f"rms relative residual {100 * rms:.2f}% over {len(labels)} probes"
                  f"{'' if math.isfinite(rms) else ' (not finite)'}; Gauss-Newton steps taken: {result.steps}")
     return "\n".join(lines)

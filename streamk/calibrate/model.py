@@ -40,6 +40,11 @@ TERM_DOC: dict[str, str] = {
 EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic", "c_free", "c_l2")
 
 
+# Terms priced through a max() with the MAC iteration: a device whose bandwidth keeps up with every
+# probe never binds them, and a fit then holds them at 0 (fit.fit) instead of refusing the design.
+MAX_PRICED_TERMS = ("dram_us_per_mb",)
+
+
 def term_names(ctas_per_sm: int) -> tuple[str, ...]:
     """The terms a kernel of ``ctas_per_sm`` resident CTAs has: c_shared only where CTAs can share."""
     return tuple(t for t in TERM_DOC if t != "c_shared" or ctas_per_sm > 1)
