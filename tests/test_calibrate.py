@@ -31,8 +31,7 @@ SMS = 32  # the design's times do not depend on the SM count (every probe is who
 # 64 KB partial at ~1.3 us), chosen for the test, not measured.
 # dram_us_per_mb: a quarter of an H100's DRAM bandwidth for a quarter of its SMs (~0.35 us/MB there).
 TRUE = {"launch": 4.0, "a": 1.5, "c1": 0.47, "c_shared": 0.92, "b": 1.2, "d": 1.3, "pass_launch": 3.0,
-        "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 1.5, "atomic": 9.0, "c_free": 0.06, "c_l2": 0.08,
-        "write_c": 0.6}
+        "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 1.5, "atomic": 9.0, "c_free": 0.06, "c_l2": 0.08}
 L2 = 12e6  # bytes: the L2 of that 32-SM device
 NOISE = 0.01  # relative, Gaussian: CUDA-event medians of short launches wander about this much
 
@@ -51,7 +50,7 @@ def test_fit_recovers_known_terms_within_their_reported_errors():
     design, result = calibrate_with(simulated_device(TRUE, NOISE, seed=1), "float16", TILE, SMS, 2, L2)
     z = (result.values - [TRUE[n] for n in result.names]) / result.errors
     report = {n: (TRUE[n], round(v, 4), round(e, 4)) for n, v, e in zip(result.names, result.values, result.errors)}
-    assert len(design) == 43 and result.names == term_names(2)
+    assert len(design) == 41 and result.names == term_names(2)
     assert np.all(np.abs(z) < 3), report
     assert 0.5 * NOISE < result.rms_rel_residual < 1.5 * NOISE, result.rms_rel_residual
     rel_se = dict(zip(result.names, result.errors / result.values))
@@ -77,13 +76,12 @@ def test_fit_is_exact_without_noise_on_a_kernel_of_one_cta_per_sm():
 
 def test_a_design_that_cannot_separate_terms_is_refused_by_name():
     # one wave of whole tiles and owners that never wait: launch and a always come together, and
-    # nothing shares an SM, stores a partial, runs a reduce pass or adds a tile atomically (so
-    # nothing writes no C either)
+    # nothing shares an SM, stores a partial, runs a reduce pass or adds a tile atomically
     some = [p.schedule for p in probes(TILE, SMS, 2, L2, 2)
             if p.family in ("dp-one-per-sm", "split-long-owner", "multi-unit")]
     memory = {"l2_bytes": L2, "element_bytes": 2}
     with pytest.raises(FitError, match="cannot tell these terms apart: launch, a, c_shared, b, pass_launch, d_reduce, "
-                                       "atomic, write_c;"):
+                                       "atomic;"):
         fit(some, [predict_from(s, TRUE, SMS, 2, **memory) for s in some], SMS, 2, **memory)
     with pytest.raises(FitError, match="one finite time > 0 per schedule"):
         fit(some, [1.0], SMS, 2, **memory)
@@ -113,18 +111,15 @@ def test_prediction_prices_each_term_where_the_gpu_spends_it():
     assert predict_from(by["dp-waves", "waves=2 k=32"], t, SMS, 2) == pytest.approx(
         t["launch"] + 2 * (t["a"] + 32 * t["c_shared"]))
     assert predict_from(by["split-even", "k=64 p=4"], t, SMS, 2) == pytest.approx(
-        t["launch"] + t["a"] + 16 * c1(("split-even", "k=64 p=4")) + t["b"] - t["write_c"] + 3 * t["d"])
+        t["launch"] + t["a"] + 16 * c1(("split-even", "k=64 p=4")) + t["b"] + 3 * t["d"])
     assert predict_from(by["split-long-owner", "peers=2"], t, SMS, 2) == pytest.approx(
         t["launch"] + t["a"] + 96 * c1(("split-long-owner", "peers=2")) + 2 * t["d"])
     assert predict_from(by["separate-reduce", "p=4"], t, SMS, 2) == pytest.approx(
-        t["launch"] + t["a"] + 32 * c1(("separate-reduce", "p=4")) + t["b"] - t["write_c"] + t["pass_launch"]
-        + 4 * t["d_reduce"])
-    assert predict_from(by["partial-then-tile", "u=3 k=8"], t, SMS, 2) == pytest.approx(
-        t["launch"] + t["a"] + 20 * c1(("partial-then-tile", "u=3 k=8")) + 3 * (t["b"] + t["unit"]))
+        t["launch"] + t["a"] + 32 * c1(("separate-reduce", "p=4")) + t["b"] + t["pass_launch"] + 4 * t["d_reduce"])
     assert predict_from(by["multi-unit", "u=4 k=8"], t, SMS, 2) == pytest.approx(
         t["launch"] + t["a"] + 32 * t["c1"] + 3 * t["unit"])
     assert predict_from(by["atomic", "p=4"], t, SMS, 2) == pytest.approx(
-        t["launch"] + t["pass_launch"] + t["a"] + 32 * c1(("atomic", "p=4")) + t["atomic"] - t["write_c"])
+        t["launch"] + t["pass_launch"] + t["a"] + 32 * c1(("atomic", "p=4")) + t["atomic"])
     # the Latin square: 64 CTAs per wave on distinct rows and columns read every slice from DRAM
     side = SMS * 2
     (scattered,) = [s for (family, _), s in by.items() if family == "dram-scattered"]
@@ -210,7 +205,7 @@ def test_calibrate_cli_end_to_end_against_a_stand_in_gpu(tmp_path, capsys, monke
     assert "rms relative residual" in err and "wrote" in err and entry["device"] == dev.name
     monkeypatch.setenv(files.ENV, str(tmp_path))
     (cal,) = files.load("h100")  # the family's file, which the h100 preset loads
-    assert (cal.dtype, cal.tile, cal.ctas_per_sm, cal.probes, cal.l2_bytes) == ("float16", TILE, 2, 23, L2)
+    assert (cal.dtype, cal.tile, cal.ctas_per_sm, cal.probes, cal.l2_bytes) == ("float16", TILE, 2, 21, L2)
     assert all(abs(t.us - TRUE[t.name]) < 4 * t.se for t in cal.terms), cal.terms
 
 
@@ -273,28 +268,3 @@ def test_a_dram_stretch_no_probe_binds_is_held_at_zero_not_refused():
     cal = result.calibration("float16", TILE, 2, "test", SMS, int(L2))
     assert "dram_us_per_mb" not in {t.name for t in cal.terms}
 
-
-def test_a_ctas_closing_store_is_priced_without_the_c_write_and_older_entries_predict_as_before():
-    by = {(p.family, p.label): p.schedule for p in probes(TILE, SMS, 2, L2, 2)}
-    split, then_tile = by["split-even", "k=64 p=2"], by["partial-then-tile", "u=3 k=8"]
-    atomic = by["atomic", "p=2"]
-    without = {n: v for n, v in TRUE.items() if n != "write_c"}
-    ours = lambda s, v: predict_from(s, v, SMS, 2, l2_bytes=L2)  # noqa: E731
-    # the partial store that ends a CTA: the owner waits that much less; the atomic add likewise
-    assert ours(split, without) - ours(split, TRUE) == pytest.approx(TRUE["write_c"])
-    assert ours(atomic, without) - ours(atomic, TRUE) == pytest.approx(TRUE["write_c"])
-    # partial stores followed by a tile the CTA writes: b in full, the C write stays in a + unit
-    assert ours(then_tile, TRUE) == ours(then_tile, without)
-    assert ours(then_tile, TRUE) - ours(then_tile, {**TRUE, "b": 0.0}) == pytest.approx(3 * TRUE["b"])
-    # an entry fitted before the term predicts exactly as before, and auto's constants ignore it
-    shipped = preset("h100").kernel("float16", TileShape(128, 128, 64)).calibration
-    older = Calibration.from_json_dict({**shipped.to_json_dict(), "terms_us": {
-        n: v for n, v in shipped.to_json_dict()["terms_us"].items() if n != "write_c"}})
-    assert shipped.us("write_c") > 0 and older.us("write_c") == 0.0
-    assert older.model_costs() == shipped.model_costs()
-    values = {t.name: t.us for t in older.terms}
-    for s in (split, then_tile, atomic):
-        s = dataclasses.replace(s, machine=None)
-        assert predict_us(s, older, 132) == predict_from(s, {**values, "write_c": 0.0}, 132, 1,
-                                                         l2_bytes=older.l2_bytes)
-        assert predict_us(s, shipped, 132) <= predict_us(s, older, 132)

@@ -15,10 +15,6 @@ so its calibrated-simulator time is linear in the terms (``predict.predict_from`
 * separate-reduce: tiles split p ways evenly, then the reduce pass:
   launch + a + (k/p) c1 + b + pass_launch + p d_reduce
 * multi-unit: one CTA per SM running u whole tiles of k iterations: launch + a + u k c1 + (u-1) unit
-* partial-then-tile: u tiles split 2 ways evenly, one CTA runs their k-tails, storing u partials,
-  then a whole tile it writes: launch + a + (u k/2 + k) c1 + u (b + unit). Every other probe's
-  partial store (and atomic add) ends its CTA, where it costs b - write_c (atomic - write_c): this
-  one separates them
 * atomic: tiles split p ways evenly under the atomic policy (the prescale pass first, no waits):
   launch + pass_launch + a + (k/p) c1 + atomic
 * dram-scattered: S x S whole tiles (S = sms x ctas_per_sm, one wave) in a Latin-square order, so
@@ -50,15 +46,14 @@ SPLITS = (2, 4, 8)                         # ways a split-even tile is split
 PEERS = (1, 2, 4)                          # peers of split-long-owner (k = 128: owner 96, peers 32 in all)
 REDUCE_SPLITS = (2, 4, 8, 16)              # ways a separate-reduce tile is split (k = 128)
 UNITS = ((2, 8), (4, 8), (8, 8), (2, 32), (4, 32))  # (tiles per CTA, k iterations) of multi-unit
-THEN_TILE = ((1, 8), (3, 8))               # (partials, k iterations) of partial-then-tile: short, so b weighs
 ATOMIC_SPLITS = (2, 4, 8)                  # ways an atomic tile is split (k = 128)
 PARTIAL_SHARES = (8, 4, 2)                 # dp-partial: 1/s of the SMs busy (k = 128)
 WIDE_ROWS = (4, 2)                         # dp-wide: one wave of whole tiles in this many tile rows (k = 128)
 LONG_K = 128
 QUICK = {"DP_ITERS": (1, 8, 64), "WAVE_ITERS": (8, 32), "SPLIT_ITERS": (64,), "SPLITS": (2, 4), "PEERS": (1, 4),
          "REDUCE_SPLITS": (2, 4, 8), "UNITS": ((4, 8), (2, 32)),
-         "ATOMIC_SPLITS": (2, 8), "PARTIAL_SHARES": (4, 2),
-         "WIDE_ROWS": (2,), "THEN_TILE": ((3, 8),)}  # the GPU test's reduced design: every term, 23 probes
+         "ATOMIC_SPLITS": (2, 8), "PARTIAL_SHARES": (4,),
+         "WIDE_ROWS": (2,)}  # the GPU test's reduced design: every term, 21 probes
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +107,6 @@ def probes(tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float, element
     peers, reduce_splits = q.get("PEERS", PEERS), q.get("REDUCE_SPLITS", REDUCE_SPLITS)
     units, atomic_splits = q.get("UNITS", UNITS), q.get("ATOMIC_SPLITS", ATOMIC_SPLITS)
     shares, wide_rows = q.get("PARTIAL_SHARES", PARTIAL_SHARES), q.get("WIDE_ROWS", WIDE_ROWS)
-    then_tile = q.get("THEN_TILE", THEN_TILE)
     one = Machine(sms, 1)
     out: list[Probe] = []
     for k in dp_iters:
@@ -156,14 +150,6 @@ def probes(tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float, element
     for u, k in units:
         ctas = [[(c * u + j, 0, k) for j in range(u)] for c in range(sms)]
         out.append(Probe("multi-unit", f"u={u} k={k}", _schedule(f"units{u}-k{k}", sms * u, k, tile, ctas, one)))
-    for u, k in then_tile:
-        groups = sms // (u + 1)  # group g: u owner CTAs, then the CTA of the tails and whole tile u groups + g
-        ctas = []
-        for g in range(groups):
-            ctas += [[(g * u + j, 0, k // 2)] for j in range(u)]
-            ctas.append([(g * u + j, k // 2, k) for j in range(u)] + [(u * groups + g, 0, k)])
-        out.append(Probe("partial-then-tile", f"u={u} k={k}",
-                         _schedule(f"then-tile-u{u}-k{k}", groups * (u + 1), k, tile, ctas, one)))
     for p in atomic_splits:
         tiles = sms // p
         ctas = [cta for t in range(tiles) for cta in _split(t, [i * LONG_K // p for i in range(p + 1)])]

@@ -32,14 +32,12 @@ TERM_DOC: dict[str, str] = {
               "(the idle SMs' share of L2 and DRAM bandwidth goes to the busy ones)",
     "c_l2": "per MAC iteration, what it costs more per L2's worth of A and B: c + c_l2 (A + B bytes) / L2 bytes "
             "(the fuller the L2, the more shared slices an L2-bound mainloop refills between their reads)",
-    "write_c": "per CTA whose last unit stores a partial or adds it into C: the output tile's write, priced in a, "
-               "that it does not do (taken off that store or add)",
 }
 
 
-# Terms added to the first model (LOG.md v19, v21, v22, v26, v26c); an entry fitted without some of
-# them predicts as if they were 0.
-EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic", "c_free", "c_l2", "write_c")
+# Terms added to the first model (LOG.md v19, v21, v22, v26); an entry fitted without some of them
+# predicts as if they were 0.
+EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic", "c_free", "c_l2")
 
 
 # Terms priced through a max() with the MAC iteration: a device whose bandwidth keeps up with every

@@ -10,8 +10,6 @@ machine and which constants it runs with, mirroring how the GPU backend launches
 * ``launch`` is paid once, ``pass_launch`` once more for a reduce or prescale pass;
 * ``unit`` before each work unit after a CTA's first (the mainloop restarts on a new tile);
 * ``atomic`` for each unit that adds its partial tile into C under the atomic policy;
-* ``write_c`` off the partial store or atomic add that ends a CTA: ``a`` prices writing the
-  CTA's output tile, which such a CTA never does (LOG.md v26c);
 * ``c_free``: a grid of fewer CTAs than SMs runs each MAC iteration faster, c1 - (1 - grid / sms)
   c_free (the idle SMs' L2 and DRAM bandwidth serves the busy ones; LOG.md v22);
 * ``c_l2``: each MAC iteration costs c_l2 more per L2's worth of A and B bytes (an L2-bound
@@ -69,8 +67,7 @@ def predict_from(schedule: Schedule, values: dict[str, float], sms: int, ctas_pe
         # whole tiles, one per CTA: identical CTAs in waves (what the event simulator gives, faster)
         return values["launch"] + math.ceil(schedule.grid / (sms * r)) * (costs.a + costs.c * ipt)
     placed = schedule if schedule.machine == Machine(sms, r) else replace(schedule, machine=Machine(sms, r))
-    timeline = simulate(placed, costs, policy, values.get("unit", 0.0), values.get("atomic", 0.0),
-                        values.get("write_c", 0.0))
+    timeline = simulate(placed, costs, policy, values.get("unit", 0.0), values.get("atomic", 0.0))
     if timeline.deadlock:
         return math.inf
     extra = 0.0

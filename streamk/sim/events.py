@@ -15,10 +15,6 @@ Model (DESIGN.md "Simulator semantics"):
   work unit after a CTA's first, the mainloop's restart on a new tile.
 * ``atomic_cost`` (0 in the paper's model; the calibrated model's ``atomic`` term): paid by each
   unit that adds its partial tile into C atomically (the atomic policy), as it stores.
-* ``write_saving`` (0 in the paper's model; the calibrated model's ``write_c`` term): ``a`` prices
-  writing the CTA's output tile; a CTA whose last unit stores a partial (but for last-arrival's,
-  which may sum and write) or adds it into C writes none, so that store or add costs this much
-  less, never below 0.
 * separate-reduce: after the whole grid ends, a second grid of one reduce task per split tile
   (``d`` per partial read) is dispatched on the slots the same way.
 
@@ -52,40 +48,37 @@ Request = tuple
 Program = Generator[Request, bool | None, None]
 
 
-def _program(cta: int, plan: FixupPlan, costs: Costs, unit_cost: float, atomic_cost: float,
-             write_saving: float) -> Program:
+def _program(cta: int, plan: FixupPlan, costs: Costs, unit_cost: float, atomic_cost: float) -> Program:
     s = plan.schedule
     if costs.a > 0:
         yield ("run", costs.a, "overhead", -1)
-    first, last = int(s.cta_offsets[cta]), int(s.cta_offsets[cta + 1])
-    for u in range(first, last):
+    first = int(s.cta_offsets[cta])
+    for u in range(first, int(s.cta_offsets[cta + 1])):
         if unit_cost > 0 and u > first:
             yield ("run", unit_cost, "overhead", -1)
         iters = int(s.units[u, 2] - s.units[u, 1])
         yield ("run", costs.c * iters, "mac", u)
         does = TRAITS[Action(plan.action[u])]
         reads = costs.d * len(plan.reads(u))
-        saved = write_saving if u == last - 1 else 0.0  # this CTA's store replaces the C write a prices
         if does.waits:
             yield ("wait", u)
         if does.reads_partials:
             yield ("run", reads, "fixup", u)
         if does.stores_partial:
-            yield ("run", max(costs.b - (0.0 if does.arrives else saved), 0.0), "store_partial", u)
+            yield ("run", costs.b, "store_partial", u)
         if does.signals:
             yield ("signal", u)
         if does.arrives and (yield ("arrive", u)):  # the last arrival sums every partial
             yield ("run", reads, "fixup", u)
             yield ("run", 0.0, "store_tile", u)
         if does.writes_c or does.adds_to_c:
-            yield ("run", max(atomic_cost - saved, 0.0) if does.adds_to_c else 0.0, "store_tile", u)
+            yield ("run", atomic_cost if does.adds_to_c else 0.0, "store_tile", u)
 
 
 class _Run:
     """Mutable state of one simulation; ``simulate_events`` is its only user."""
 
-    def __init__(self, schedule: Schedule, costs: Costs, policy: str, unit_cost: float, atomic_cost: float,
-                 write_saving: float) -> None:
+    def __init__(self, schedule: Schedule, costs: Costs, policy: str, unit_cost: float, atomic_cost: float) -> None:
         if schedule.machine is None:
             raise ScheduleError("the schedule has no machine (sms, ctas_per_sm) to simulate on; "
                                 "build it with make_schedule(..., machine) or add sms to its JSON")
@@ -94,7 +87,7 @@ class _Run:
         self.per_sm = schedule.machine.ctas_per_sm
         self.slots = schedule.machine.slots
         grid, n = schedule.grid, len(schedule.units)
-        self.programs = [_program(c, self.plan, costs, unit_cost, atomic_cost, write_saving) for c in range(grid)]
+        self.programs = [_program(c, self.plan, costs, unit_cost, atomic_cost) for c in range(grid)]
         self.cta_slot = np.full(grid, -1, dtype=np.int64)
         self.cta_start = np.full(grid, math.nan)
         self.cta_end = np.full(grid, math.inf)
@@ -219,12 +212,12 @@ class _Run:
 
 
 def simulate_events(schedule: Schedule, costs: Costs = IDEAL, fixup: str | None = None,
-                    unit_cost: float = 0.0, atomic_cost: float = 0.0, write_saving: float = 0.0) -> Timeline:
+                    unit_cost: float = 0.0, atomic_cost: float = 0.0) -> Timeline:
     """Simulate ``schedule`` event by event under ``costs`` and fixup policy ``fixup``
     (default: the schedule's own), ``unit_cost`` before each unit after a CTA's first,
-    ``atomic_cost`` per atomic add of a partial tile into C, ``write_saving`` off the store or add
-    that ends a CTA writing no tile of C; see the module docstring for the model."""
-    run = _Run(schedule, costs, schedule.fixup if fixup is None else fixup, unit_cost, atomic_cost, write_saving)
+    ``atomic_cost`` per atomic add of a partial tile into C; see the
+    module docstring for the model."""
+    run = _Run(schedule, costs, schedule.fixup if fixup is None else fixup, unit_cost, atomic_cost)
     run.run()
     deadlock = run.next_cta < schedule.grid or bool(run.blocked) or bool(np.isinf(run.cta_end).any())
     reason = run.deadlock_reason() if deadlock else None
