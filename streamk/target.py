@@ -40,6 +40,8 @@ class TargetTile:
     # below a tile per SM auto splits tiles at aligned k offsets, priced by the calibration's
     # constants (streamk.sched.auto split_costs); False, or no calibration: the model's grid
     aligned_splits: bool = False
+    # few deep tiles: basic Stream-K on every SM under the separate-reduce fixup (streamk.sched.auto)
+    few_tiles_reduce: bool = False
 
     def split_costs(self) -> Costs | None:
         """auto's constants for aligned splits: the calibrated model's, in MAC iterations."""
@@ -124,7 +126,7 @@ class Target:
                            "model_costs": str(t.model_costs) if t.model_costs else None,
                            "reduce_costs": str(t.reduce_costs) if t.reduce_costs else None,
                            "calibrated": t.calibration is not None, "tile_order": t.tile_order,
-                           "persistent_upto": t.persistent_upto,
+                           "persistent_upto": t.persistent_upto, "few_tiles_reduce": t.few_tiles_reduce,
                            "split_costs": str(t.split_costs()) if t.aligned_splits and t.calibration else None}
                           for t in self.tiles]}
 
@@ -157,6 +159,9 @@ _SM90_TMA_OWNER = {SM90_TILE: Costs(a=32.0, b=64.0, c=1.0, d=8.0), SM90_WIDE_TIL
 # 1024), of thresholds 8-64 on the 78 corpus shapes auto gives that tile, the largest with no shape
 # slower (1.16x over DP on the 35 it changes; LOG.md v23); 128x256x64 gained 1.00-1.03 (not taken).
 _SM90_PERSISTENT_UPTO = {SM90_TILE: 16}
+# auto's few deep tiles under separate-reduce (streamk.sched.auto few_tiles_reduce): measured on the
+# 128x128x64 kernel's fidelity runs (three seeds, LOG.md v26); 128x256x64 was not measured.
+_SM90_FEW_TILES_REDUCE = (SM90_TILE,)
 _SM90_REDUCE = Costs(a=32.0, b=24.0, c=1.0, d=0.5)
 _SM90_F64_OWNER = Costs(a=32.0, b=16.0, c=1.0, d=8.0)
 _SM90_F64_REDUCE = Costs(a=32.0, b=16.0, c=1.0, d=1.0)
@@ -177,7 +182,8 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
             out.append(TargetTile(dtype, tile, ctas, owner, _SM90_REDUCE if sm80 and tile != WIDE_TILE else None,
                                   tile_order=SM90_TILE_ORDER if tile in SM90_TILES else None,
                                   persistent_upto=_SM90_PERSISTENT_UPTO.get(tile) if measured else None,
-                                  aligned_splits=measured and tile in SM90_TILES))
+                                  aligned_splits=measured and tile in SM90_TILES,
+                                  few_tiles_reduce=measured and tile in _SM90_FEW_TILES_REDUCE))
     return tuple(out)
 
 

@@ -3,6 +3,7 @@ Schedule the GPU backend resolves for the same operands (no GPU needed: the back
 resolution, ``streamk.gpu.plan.resolve``, runs on host descriptions of the operands)."""
 
 import json
+import math
 
 import pytest
 
@@ -182,3 +183,23 @@ def test_auto_on_the_sm90_tiles_splits_few_tiles_under_the_calibration():
     assert shallow.grid == 42
     # the sm80 tiles keep the model's grid
     assert h100.kernel("float16", TileShape(128, 128, 32)).split_costs() is None
+
+
+def test_auto_on_the_sm90_square_tile_sends_few_deep_tiles_through_the_reduce_pass():
+    from streamk.gpu.select import schedule_for
+    from streamk.sched.auto import SK_REDUCE_MAX_WAVES, SK_REDUCE_MIN_ITERS
+
+    h100, tile = preset("h100"), TileShape(128, 128, 64)
+    assert h100.kernel("float16", tile).few_tiles_reduce
+    assert not h100.kernel("float16", TileShape(128, 256, 64)).few_tiles_reduce  # not measured there
+    few_deep = GemmShape(142, 328, 64 * SK_REDUCE_MIN_ITERS)  # 6 tiles of 32 iterations
+    s = schedule_for("auto", few_deep, "float16", h100, tile=tile)
+    assert s.fixup == "separate-reduce" and s.grid == h100.sms
+    assert s.iters_per_cta.max() - s.iters_per_cta.min() <= 1  # basic Stream-K's even shares
+    shallow = GemmShape(142, 328, 64 * (SK_REDUCE_MIN_ITERS - 1))
+    assert schedule_for("auto", shallow, "float16", h100, tile=tile).fixup != "separate-reduce"
+    tiles = math.ceil(SK_REDUCE_MAX_WAVES * h100.sms)  # 27 tiles: not below 0.2 per SM
+    at_bound = GemmShape(128 * tiles, 128, 64 * SK_REDUCE_MIN_ITERS)
+    assert schedule_for("auto", at_bound, "float16", h100, tile=tile).fixup != "separate-reduce"
+    # a policy the caller names is kept
+    assert schedule_for("auto", few_deep, "float16", h100, tile=tile, fixup="turnstile").fixup == "turnstile"

@@ -185,6 +185,8 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
             options["split_costs"] = split_costs
         if options.get("reduce_costs") is None and fixup is None and kernel.reduce_costs is not None:
             options["reduce_costs"] = kernel.reduce_costs
+        if "few_tiles_reduce" not in options and fixup is None and kernel.few_tiles_reduce:
+            options["few_tiles_reduce"] = True
         # a wave or more of tiles at one CTA per SM (the 128x256 tile): the SK CTAs of the two-tile
         # hybrid walk backwards under turnstile (streamk.sched.auto), unless a policy is given
         if fixup is None and "sk_backward" not in options:

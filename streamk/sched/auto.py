@@ -39,6 +39,13 @@ loads the next tile's operands during an epilogue, where a new CTA per tile star
 pipeline (sm90 128x128x64 on an H100: 1.16x faster than DP on the 35 of 78 corpus shapes with
 k <= 1024 it changes; deeper tiles lose the hardware's dynamic CTA placement; LOG.md v23).
 
+Given ``few_tiles_reduce`` (the GPU backend passes it for the sm90 128x128x64 kernel), a GEMM of
+fewer than SK_REDUCE_MAX_WAVES tiles per SM and at least SK_REDUCE_MIN_ITERS iterations per tile runs
+basic Stream-K on every SM under the separate-reduce fixup: each tile is then split five ways or more,
+and the reduce pass sums a tile's partials on many SMs at once where an owner reads its peers one
+after another (H100, sm90 128x128x64, three 200-shape fidelity runs of every variant: 1.13-1.19x
+faster than the aligned splits on the 20-23 shapes it changes, none slower than 0.97x; LOG.md v26).
+
 Below a tile per SM, given ``reduce_costs`` (the same model's constants for the separate-reduce
 fixup, whose pass sums a split tile's slots on many SMs at once), auto also plans that grid and
 takes it where the model says it is faster than owner-waits: the owner reads its peers one after
@@ -62,7 +69,7 @@ from .registry import register
 
 def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_costs: Costs | None = None,
                 reduce_costs: Costs | None = None, sk_backward: bool = False,
-                split_costs: Costs | None = None) -> Ranges:
+                split_costs: Costs | None = None, few_tiles_reduce: bool = False) -> Ranges:
     """auto's choice for every shape (see the module docstring), as a batch."""
     tiles_m, tiles_n, ipt = tile_counts(shapes, tile)
     tiles = tiles_m * tiles_n
@@ -82,6 +89,10 @@ def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_
             reduce = times[1] < times[0]
             grid[few[reduce]] = grids[1][reduce]
             fixup[few[reduce]] = FIXUP_POLICIES.index("separate-reduce")
+    if few_tiles_reduce:  # few deep tiles: every SM, the partials summed by the reduce pass
+        deep = (tiles < SK_REDUCE_MAX_WAVES * machine.sms) & (ipt >= SK_REDUCE_MIN_ITERS)
+        grid[deep], splits[deep] = np.minimum(machine.sms, total[deep]), 1
+        fixup[deep] = FIXUP_POLICIES.index("separate-reduce")
     split, first, second = total, grid, 0 * grid
     if machine.ctas_per_sm == 1 and len(few) < len(tiles):
         hybrid = (tiles >= machine.sms) & two_tile_beats_dp(tiles, ipt, machine.sms, costs)
@@ -100,14 +111,17 @@ def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_
 
 
 SK_MAX_WAVES = 3  # SM-waves of tiles up to which several resident CTAs per SM run Stream-K
+SK_REDUCE_MAX_WAVES = 0.2  # few_tiles_reduce: below this many tiles per SM (0.15-0.25 scored alike, v26)
+SK_REDUCE_MIN_ITERS = 32  # ... and at least this many MAC iterations per tile (24-40 scored alike)
 
 
 @register("auto", batch=auto_ranges)
 def auto(shape: GemmShape, tile: TileShape, machine: Machine, *, model_costs: Costs | None = None,
          reduce_costs: Costs | None = None, sk_backward: bool = False, persistent_upto: int | None = None,
-         split_costs: Costs | None = None) -> Schedule:
+         split_costs: Costs | None = None, few_tiles_reduce: bool = False) -> Schedule:
     ranges = auto_ranges(np.array([[shape.m, shape.n, shape.k]]), tile, machine, model_costs=model_costs,
-                         reduce_costs=reduce_costs, sk_backward=sk_backward, split_costs=split_costs)
+                         reduce_costs=reduce_costs, sk_backward=sk_backward, split_costs=split_costs,
+                         few_tiles_reduce=few_tiles_reduce)
     tiles, ipt = int(ranges.tiles[0]), int(ranges.ipt[0])
     # auto's even splits of [0, total) over as many CTAs as tiles are a whole tile each: plain DP
     if persistent_upto is not None and machine.sms < tiles and ipt <= persistent_upto and ranges.grids[0] == tiles:
