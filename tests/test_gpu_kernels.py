@@ -125,3 +125,22 @@ def test_strided_outputs_with_beta(dtype):
                 C.copy_(C0)
             gemm(A, B, C, alpha=0.75, beta=-1.25, schedule=decomp, fixup=policy, **options)
             assert error_ratio(C, A, B, 0.75, -1.25, C0) <= 1, (layout, decomp, policy)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_auto_on_few_deep_sm90_tiles_runs_the_reduce_pass_bitwise_stable(dtype):
+    """auto on the sm90 128x128x64 tile below 0.2 tiles per SM with deep k: basic Stream-K on every SM
+    and the separate-reduce pass (streamk.sched.auto few_tiles_reduce), as users get it."""
+    import torch
+
+    from streamk.gpu import prepare
+
+    _skip_unless_built_for_this_device(dtype, "128x128x64")
+    gen = torch.Generator(device="cuda").manual_seed(13)
+    for m, n, k in ((142, 328, 5624), (565, 168, 4785)):
+        A, B = inputs(m, n, k, dtype, gen)
+        C = torch.full((m, n), math.nan, device="cuda")
+        p = prepare(A, B, C, tile="128x128x64")
+        assert p.schedule.fixup == "separate-reduce" and any("reduce" in name for name in p.launch.names)
+        first, last = relaunched(p, C, 50)
+        assert error_ratio(first, A, B) <= 1 and torch.equal(last, first), (m, n, k, p.schedule)
