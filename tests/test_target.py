@@ -203,3 +203,17 @@ def test_auto_on_the_sm90_square_tile_sends_few_deep_tiles_through_the_reduce_pa
     assert schedule_for("auto", at_bound, "float16", h100, tile=tile).fixup != "separate-reduce"
     # a policy the caller names is kept
     assert schedule_for("auto", few_deep, "float16", h100, tile=tile, fixup="turnstile").fixup == "turnstile"
+
+
+def test_schedule_target_says_where_the_gpu_launches_clusters_that_share_b(capsys):
+    def printed(*argv):
+        assert main(["schedule", *argv, "--target", "h100"]) == 0
+        return capsys.readouterr().out
+
+    grouped = printed("data-parallel", "--shape", "2048x1024x512", "--tile", "128x128x64", "--tile-order", "grouped-8")
+    assert "clusters of 2 CTAs: 64 of 64 pairs share each stage's B" in grouped
+    # row-major neighbours share A, not B; 128x256x64 does not multicast; Stream-K's split tiles never pair
+    assert "clusters" not in printed("data-parallel", "--shape", "2048x1024x512", "--tile", "128x128x64")
+    assert "clusters" not in printed("data-parallel", "--shape", "2048x1024x512", "--tile", "128x256x64",
+                                     "--tile-order", "grouped-8")
+    assert "clusters" not in printed("stream-k", "--shape", "2048x1024x4096", "--tile", "128x128x64")

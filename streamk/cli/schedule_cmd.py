@@ -34,6 +34,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"grid {schedule.grid} CTAs on {args.sms} SMs x {args.ctas_per_sm}; iterations per CTA "
           f"{int(iters.min())}..{int(iters.max())}; fixup {plan.policy}, {len(plan.split_tiles)} split tiles, "
           f"{plan.num_slots} workspace slots")
+    if args.target is not None:
+        _print_clusters(schedule, plan, args.dtype)
     print(f"{'CTA':>5} {'iters':>6}  units (tile[k_begin:k_end], >slot stores a partial, +fixup reduces)")
     offsets = schedule.cta_offsets
     for cta in range(schedule.grid):
@@ -43,3 +45,15 @@ def run(args: argparse.Namespace) -> int:
             cells.append(f"{t}[{kb}:{ke}]{_MARK[Action(plan.action[row])]}")
         print(f"{cta:>5} {int(iters[cta]):>6}  " + "  ".join(cells))
     return 0
+
+
+def _print_clusters(schedule, plan, dtype: str) -> None:
+    """Where streamk.gpu launches this schedule in clusters of two that share B (gpu/clusters.py), say so."""
+    from ..dispatch import waits_only_backward
+    from ..gpu.clusters import launch_pairs
+    from ..gpu.operands import spec_for_tile
+    from ..gpu.table import build_table
+
+    pairs = launch_pairs(build_table(plan), spec_for_tile(dtype, schedule.tile), not waits_only_backward(plan))
+    if pairs is not None:
+        print(f"clusters of 2 CTAs: {int(pairs.sum())} of {len(pairs)} pairs share each stage's B by TMA multicast")

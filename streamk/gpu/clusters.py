@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..fixup import Action
+from .operands import KernelSpec
+from .select import use_multicast
 from .table import UNIT_FIELDS, Table
 
 CLUSTER = 2  # kernels/sm90/config.cuh CLUSTER
@@ -43,3 +45,14 @@ def multicast_pairs(table: Table) -> np.ndarray:
     pairs = np.zeros(len(first), np.int32)
     pairs[np.flatnonzero(candidate)] = bad == 0
     return pairs
+
+
+def launch_pairs(table: Table, spec: KernelSpec, coresident: bool, multicast: bool = True) -> np.ndarray | None:
+    """The pairing flags of a launch of ``spec``'s main kernel that runs in clusters of two, None where
+    it runs without: not a tile that multicasts (select.use_multicast), a wait pointing upwards
+    (``coresident``: a cluster is dispatched whole, so only waits on lower CTAs are certain to end), or
+    no pair. The device may still refuse clusters (plan.build_plan checks their residency)."""
+    if not use_multicast(multicast, spec) or coresident:
+        return None
+    pairs = multicast_pairs(table)
+    return pairs if pairs.any() else None

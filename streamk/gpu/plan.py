@@ -23,12 +23,12 @@ from ..schedule import FIXUP_POLICIES, Schedule
 from ..shapes import GemmShape, Machine, TileShape
 from ..target import Target
 from . import tma
-from .clusters import CLUSTER, multicast_pairs
+from .clusters import CLUSTER, launch_pairs
 from .device import Buffer, Device, driver
 from .lanes import Lane, Lanes, Needs
 from .launch import GemmParams, PackPair, PackParams, Step, TmaParams
 from .operands import KernelSpec, Operand, copy_widths, padded, spec_for_tile
-from .select import reduce_slices, schedule_for, use_multicast, use_pdl
+from .select import reduce_slices, schedule_for, use_pdl
 from .table import STATE_WORDS, TABLE_VERSION, build_table
 
 PACK_THREADS = 256
@@ -233,10 +233,9 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
         refuse_unfinishable(plan, residency)
 
     table = build_table(plan)
-    # sm90 clusters of two CTAs sharing B where the table pairs them (clusters.py); only where every
-    # wait points backwards, so a cluster's joint dispatch cannot hold up a wait (dispatch.py)
-    pairs = multicast_pairs(table) if use_multicast(tuning.multicast, spec) and not coresident else None
-    cluster = CLUSTER if pairs is not None and pairs.any() else 1
+    # sm90 clusters of two CTAs sharing B where the table pairs them (clusters.py)
+    pairs = launch_pairs(table, spec, coresident, tuning.multicast)
+    cluster = CLUSTER if pairs is not None else 1
     if cluster > 1 and (clustered := dev.cluster_residency(main, threads, launch_smem, cluster)):
         residency = clustered
     else:
