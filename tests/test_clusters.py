@@ -2,6 +2,7 @@
 for any Schedule; no GPU needed."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from streamk.fixup import Action, plan_fixup
@@ -86,3 +87,17 @@ def test_only_the_multicast_tiles_launch_clusters():
             assert use_multicast(True, spec) == (spec.tile in MULTICAST_TILES), (dtype, tile)
             assert not use_multicast(False, spec)
     assert TileShape(128, 128, 64) in MULTICAST_TILES
+
+
+def test_a_clustered_launch_asks_for_clusters_of_two_beside_pdl():
+    driver = pytest.importorskip("cuda.bindings.driver")
+    from streamk.gpu.launch import Step
+
+    ids = driver.CUlaunchAttributeID
+    both = Step("streamk_sm90_f16", None, 10, 384, 201792, pdl=True, cluster=CLUSTER).launch_config()
+    assert [a.id for a in both.attrs] == [ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+                                          ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION]
+    dims = both.attrs[1].value.clusterDim
+    assert (dims.x, dims.y, dims.z) == (2, 1, 1) and both.gridDimX == 10 and both.sharedMemBytes == 201792
+    alone = Step("streamk_sm90_f16", None, 10, 384, 201792, cluster=CLUSTER).launch_config()
+    assert [a.id for a in alone.attrs] == [ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION]
