@@ -103,7 +103,9 @@ def add_decomposition_args(p: argparse.ArgumentParser) -> None:
     """DECOMP, --grid, --splits, --fixup, --tile-order."""
     p.add_argument("decomposition", metavar="DECOMP",
                    help=f"one of: {', '.join(names())} (or a registered scheduler of your own)")
-    p.add_argument("--grid", type=positive_int, metavar="G", help="stream-k grid size (default sms x ctas-per-sm)")
+    p.add_argument("--grid", type=positive_int, metavar="G",
+                   help="stream-k grid size (default sms x ctas-per-sm); data-parallel and dp-one-tile-sk: "
+                        "run the tiles (the full waves) on G persistent CTAs")
     p.add_argument("--splits", type=positive_int, metavar="S", help="fixed-split splitting factor (default 2)")
     p.add_argument("--fixup", choices=FIXUP_POLICIES, default=None,
                    help="how split tiles are consolidated (default owner-waits, the paper's)")
