@@ -64,7 +64,7 @@ def fit(pool: ProcessPoolExecutor, schedules: list, measured: np.ndarray, values
         terms: list[str]) -> tuple[dict[str, float], dict[str, float]]:
     """Gauss-Newton on relative error, the terms kept >= 0; their values and standard errors."""
     w, theta = 1.0 / measured, np.array([values.get(t, 0.0) for t in terms])
-    for it in range(8):
+    for it in range(3):
         cur = dict(values, **dict(zip(terms, theta)))
         base = predict(pool, schedules, cur)
         jac = np.stack([(predict(pool, schedules, dict(cur, **{t: cur[t] + STEP})) - base) / STEP for t in terms], 1)
