@@ -1,8 +1,9 @@
-"""The four sm90 128x128x64 fidelity runs predicted again under partial-store terms: terms fitted on two
-seeds (relative least squares over all their runs), scored on all four (LOG.md v26d).
+"""The four sm90 128x128x64 fidelity runs predicted again under chosen terms: terms fitted on two
+seeds (relative least squares over their runs with a partial store), scored on all four (LOG.md v26d;
+its store_share candidate needs the simulator of commit 3f9cb44).
 
-    python benchmarks/partial_stores.py --fit b,store_share --on v24,seed11
-    python benchmarks/partial_stores.py --set b=2.0 --set store_share=3.0
+    python benchmarks/partial_stores.py --fit b,d --on v24,seed11
+    python benchmarks/partial_stores.py --set b=2.0 --set d=1.2
 
 Each row's Schedule is rebuilt once per CSV (``fidelity_terms.rebuild``, fingerprints checked) and
 cached under ``--cache``; "before" is the shipped calibration, "after" it with the fitted or set

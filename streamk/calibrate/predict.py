@@ -67,8 +67,7 @@ def predict_from(schedule: Schedule, values: dict[str, float], sms: int, ctas_pe
         # whole tiles, one per CTA: identical CTAs in waves (what the event simulator gives, faster)
         return values["launch"] + math.ceil(schedule.grid / (sms * r)) * (costs.a + costs.c * ipt)
     placed = schedule if schedule.machine == Machine(sms, r) else replace(schedule, machine=Machine(sms, r))
-    timeline = simulate(placed, costs, policy, values.get("unit", 0.0), values.get("atomic", 0.0),
-                        values.get("store_share", 0.0))
+    timeline = simulate(placed, costs, policy, values.get("unit", 0.0), values.get("atomic", 0.0))
     if timeline.deadlock:
         return math.inf
     extra = 0.0

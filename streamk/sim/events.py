@@ -65,7 +65,7 @@ def _program(cta: int, plan: FixupPlan, costs: Costs, unit_cost: float, atomic_c
         if does.reads_partials:
             yield ("run", reads, "fixup", u)
         if does.stores_partial:
-            yield ("store", costs.b, u)
+            yield ("run", costs.b, "store_partial", u)
         if does.signals:
             yield ("signal", u)
         if does.arrives and (yield ("arrive", u)):  # the last arrival sums every partial
@@ -78,14 +78,11 @@ def _program(cta: int, plan: FixupPlan, costs: Costs, unit_cost: float, atomic_c
 class _Run:
     """Mutable state of one simulation; ``simulate_events`` is its only user."""
 
-    def __init__(self, schedule: Schedule, costs: Costs, policy: str, unit_cost: float, atomic_cost: float,
-                 store_share: float = 0.0) -> None:
+    def __init__(self, schedule: Schedule, costs: Costs, policy: str, unit_cost: float, atomic_cost: float) -> None:
         if schedule.machine is None:
             raise ScheduleError("the schedule has no machine (sms, ctas_per_sm) to simulate on; "
                                 "build it with make_schedule(..., machine) or add sms to its JSON")
         self.s, self.costs = schedule, costs
-        self.store_share = store_share
-        self.store_ends: list[float] = []  # when each partial store in flight completes
         self.plan = plan_fixup(schedule, policy)
         self.per_sm = schedule.machine.ctas_per_sm
         self.slots = schedule.machine.slots
@@ -124,9 +121,6 @@ class _Run:
                 return
             send = None
             op, unit = request[0], request[-1]
-            if op == "store":
-                request = ("run", request[1] + self.store_cost(t), "store_partial", unit)
-                op = "run"
             if op == "run":
                 duration, kind = request[1], request[2]
                 self.segment(cta, kind, t, t + duration, unit)
@@ -156,18 +150,6 @@ class _Run:
                 tile = int(self.s.units[unit, 0])
                 self.arrivals[tile] += 1
                 send = bool(self.arrivals[tile] == self.contributors[tile])
-
-    def store_cost(self, t: float) -> float:
-        """What a partial store starting at t pays beyond b: its share of the SMs' store bandwidth,
-        store_share per SM's worth of stores in flight (itself included)."""
-        if self.store_share <= 0:
-            return 0.0
-        flights = self.store_ends
-        while flights and flights[0] <= t:
-            heapq.heappop(flights)
-        extra = self.store_share * (len(flights) + 1) / (self.slots // self.per_sm)
-        heapq.heappush(flights, t + self.costs.b + extra)
-        return extra
 
     def drain(self) -> None:
         while self.ready:
@@ -230,12 +212,12 @@ class _Run:
 
 
 def simulate_events(schedule: Schedule, costs: Costs = IDEAL, fixup: str | None = None,
-                    unit_cost: float = 0.0, atomic_cost: float = 0.0, store_share: float = 0.0) -> Timeline:
+                    unit_cost: float = 0.0, atomic_cost: float = 0.0) -> Timeline:
     """Simulate ``schedule`` event by event under ``costs`` and fixup policy ``fixup``
     (default: the schedule's own), ``unit_cost`` before each unit after a CTA's first,
     ``atomic_cost`` per atomic add of a partial tile into C; see the
     module docstring for the model."""
-    run = _Run(schedule, costs, schedule.fixup if fixup is None else fixup, unit_cost, atomic_cost, store_share)
+    run = _Run(schedule, costs, schedule.fixup if fixup is None else fixup, unit_cost, atomic_cost)
     run.run()
     deadlock = run.next_cta < schedule.grid or bool(run.blocked) or bool(np.isinf(run.cta_end).any())
     reason = run.deadlock_reason() if deadlock else None
