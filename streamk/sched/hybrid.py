@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import ScheduleError
 from ..schedule import Schedule
 from ..shapes import GemmShape, Machine, Problem, TileShape
-from .ranges import Ranges, balanced_starts, one_shape, tile_counts, two_regions, units_of_ranges
+from .ranges import Ranges, one_shape, split_within_one, tile_counts, two_regions, units_of_ranges
 from .registry import register
 
 
@@ -77,7 +77,9 @@ def persistent_dp_one_tile_sk(name: str, shape: GemmShape, tile: TileShape, mach
     tiles = np.arange(waves * grid, dtype=np.int64)
     dp_units = np.stack([tiles, 0 * tiles, 0 * tiles + ipt], axis=1)
     left = total - len(tiles) * ipt
-    sk_units, sk_offsets = units_of_ranges(ipt, *_even_shares(len(tiles) * ipt, left, min(grid, left)))
+    parts = min(grid, left)
+    starts, ends = split_within_one(left, parts, np.arange(parts))
+    sk_units, sk_offsets = units_of_ranges(ipt, starts + len(tiles) * ipt, ends + len(tiles) * ipt)
     sk_cta = np.repeat(np.arange(len(sk_offsets) - 1), np.diff(sk_offsets))
     cta = np.concatenate([tiles % grid, sk_cta])
     step = np.concatenate([tiles // grid, waves + np.arange(len(sk_cta)) - sk_offsets[sk_cta]])  # DP, then SK
@@ -85,13 +87,6 @@ def persistent_dp_one_tile_sk(name: str, shape: GemmShape, tile: TileShape, mach
     offsets = np.concatenate([[0], np.cumsum(np.bincount(cta, minlength=grid))])
     return Schedule(name, shape, tile, np.concatenate([dp_units, sk_units])[order], offsets, machine=machine)
 
-
-def _even_shares(start: int, count: int, parts: int) -> tuple[np.ndarray, np.ndarray]:
-    """[start, start + count) split into ``parts`` ranges within one (none where count is 0)."""
-    if count == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    bounds = balanced_starts(count, parts) + start
-    return bounds[:-1], bounds[1:]
 
 
 @register("two-tile-sk-dp", batch=two_tile_sk_dp_ranges)
