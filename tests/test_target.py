@@ -117,7 +117,8 @@ def test_schedule_target_prints_the_sm90_tiles_in_their_order_as_the_gpu_resolve
 
 def test_simulate_and_sweep_take_a_target(capsys, tmp_path):
     sim = _cli(capsys, "simulate", "auto", "--shape", "3000x5000x700", "--target", "h100", "--json")
-    assert sim["grid"] == 960 and not sim["deadlock"]
+    # 960 tiles of the sm90 128x128x64 tile, 11 iterations each: persistent DP on the H100's 132 SMs
+    assert sim["tile"] == [128, 128, 64] and sim["grid"] == 132 and not sim["deadlock"]
     out = tmp_path / "sweep.csv"
     summary = _cli(capsys, "sweep", "--count", "20", "--target", "a100", "--decomp", "data-parallel,stream-k",
                    "--out", str(out), "--json")
@@ -150,10 +151,16 @@ def test_auto_takes_the_sm90_tiles_on_hopper_where_they_were_measured_to_win():
     assert choose_tile(GemmShape(8192, 8192, 8192), "float16", h100) == TileShape(128, 256, 64)
     assert choose_tile(GemmShape(8192, 8192, 8192), "float16", a100) == TileShape(128, 256, 32)
     assert choose_tile(GemmShape(2000, 2000, 2048), "bfloat16", h100) == TileShape(128, 128, 64)  # 128 128x256 tiles: under a wave
-    # B's rows 8-byte aligned: the sm80 kernel reads them in place, TMA would pack 61 MB (1.64x slower)
+    # B's rows 8-byte aligned: the sm80 kernel reads them in place, where TMA would pack 61 MB (1.5x the math)
     assert choose_tile(GemmShape(196, 7172, 4303), "float16", h100) == TileShape(128, 128, 32)
-    assert choose_tile(GemmShape(2440, 1304, 136), "float16", h100) == TileShape(128, 128, 32)  # k < 256
-    assert choose_tile(GemmShape(2440, 1304, 256), "float16", h100) == TileShape(128, 128, 64)
+    # the same with k 4304 (B's rows 16-byte aligned: nothing to pack), or with a pack under the math
+    assert choose_tile(GemmShape(196, 7176, 4304), "float16", h100) == TileShape(128, 128, 64)
+    assert choose_tile(GemmShape(2990, 1580, 612), "float16", h100) == TileShape(128, 128, 64)
+    assert choose_tile(GemmShape(2440, 1304, 136), "float16", h100) == TileShape(128, 128, 64)  # shallow too
+    # from half a wave of 128x128 tiles the sm90 tile comes before the small sm80 ones
+    assert choose_tile(GemmShape(1153, 1090, 610), "float16", h100) == TileShape(128, 128, 64)  # 90 tiles
+    assert choose_tile(GemmShape(1153, 1090, 610), "float16", a100).bk == 32  # no sm90 tiles there
+    assert choose_tile(GemmShape(590, 459, 526), "float16", h100) == TileShape(64, 64, 32)  # 20 tiles
     assert choose_tile(GemmShape(8192, 8192, 8192), "float64", h100) == TileShape(64, 64, 16)
 
 

@@ -78,14 +78,17 @@ def reduce_slices(items: int, spec: KernelSpec, threads: int, sms: int) -> int:
 # * else the paper's 128x128.
 # The last two rungs take the tiles of the Target's ``large_rungs`` family (Target.large_tiles):
 # 128x256x32 and 128x128x32 of the sm80 kernels, or 128x256x64 and 128x128x64 of the sm90 TMA +
-# wgmma ones (the same thresholds, measured on the sm80 tiles; iterations counted 32 deep); the
-# h100 and h200 presets take sm90, guarded by SM90_MIN_ITERS and narrow copies below.
-# The sm90 rungs (TMA needs 16-byte rows: no narrow copies, so such operands are packed) only
-# where the sm80 kernel would not read contiguous operands in place with 8- or 4-byte copies
-# (there, packing a large operand lost up to 1.64x) and k >= 256 (k of 130-170 in 64-deep
-# iterations lost up to 1.07x). H100, 400 shapes (LOG.md v17f): on the 114 shapes this takes,
-# 0.80x the time of the sm80 rungs geomean (worst 0.99x); 8192^3 731 TFLOP/s against 455.
-SM90_MIN_ITERS = 8
+# wgmma ones (the same thresholds, measured on the sm80 tiles; iterations counted 32 deep). The h100
+# and h200 presets take sm90 (``sm90_rungs``): TMA needs 16-byte rows, so the sm90 path packs every
+# other operand, and it keeps the sm80 tiles only where they would read rows of 8 or 4 bytes in place
+# that the sm90 path would pack at more than a byte per SM90_PACK_FLOPS_PER_BYTE flops. Where the
+# sm90 rungs hold they also come before the small tiles from half a wave of 128x128 tiles on, but
+# on decode-like GEMMs. H100, 400 shapes (LOG.md v27), the sm90 tiles with their pack against the
+# sm80 tiles auto took before: 1.21x on the 64 of 128x128x32 (0.65x where the pack cost 1.5x the
+# math), k of 131-256 included; 1.06-1.20x on 64x64, 64x128 and 128x64 from half a wave on, less
+# below; 0.69-0.88x on decode-like GEMMs. The rule: 1.051x on those 400, 1.055x and 1.048x on two
+# fresh seeds (worst 0.87x).
+SM90_PACK_FLOPS_PER_BYTE = 300
 RECT_MAX_ITERS = 64
 WIDE_MIN_ITERS = 32
 SMALL_PER_SM = 3
@@ -133,25 +136,38 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
             return tiny
         along = RECT_TILES[0] if shape.m >= shape.n else RECT_TILES[1]  # 128x64 on a tall GEMM, 64x128 on a wide one
         return along if along in tiles and along in SHIFTED_TILES else SMALL_TILE
-    if short:
-        for tile in sorted((t for t in TINY_TILES if t in tiles), key=lambda t: t.bm * t.bn):
-            if count(tile) <= sms:
-                return tile
-    balanced = iters <= SMALL_WAVE_MAX_ITERS and 2 * sms < count(SMALL_TILE) <= SMALL_PER_SM * sms
-    if count(SMALL_TILE) <= sms or balanced:
-        return SMALL_TILE
-    if count(default) < sms and short:
-        narrow = contiguous_narrow(shape, dtype)
-        for tile in sorted((t for t in RECT_TILES if t in tiles), key=lambda t: (count(t), t.bm)):  # a tie: 64x128
-            if count(tile) <= sms or (count(tile) <= 2 * sms and not narrow(tile)):
-                return tile
     square, wide = target.large_tiles(dtype)
     sm80_square, sm80_wide = LARGE_RUNGS["sm80"]
-    if square != sm80_square and (iters < SM90_MIN_ITERS or contiguous_narrow(shape, dtype)(sm80_square)):
+    sm90 = square != sm80_square and sm90_rungs(shape, dtype, contiguous_narrow(shape, dtype)(sm80_square))
+    if not (sm90 and 2 * count(square) >= sms and not decode_like(shape.m, shape.n)):
+        if short:
+            for tile in sorted((t for t in TINY_TILES if t in tiles), key=lambda t: t.bm * t.bn):
+                if count(tile) <= sms:
+                    return tile
+        balanced = iters <= SMALL_WAVE_MAX_ITERS and 2 * sms < count(SMALL_TILE) <= SMALL_PER_SM * sms
+        if count(SMALL_TILE) <= sms or balanced:
+            return SMALL_TILE
+        if count(default) < sms and short:
+            narrow = contiguous_narrow(shape, dtype)
+            for tile in sorted((t for t in RECT_TILES if t in tiles), key=lambda t: (count(t), t.bm)):  # a tie: 64x128
+                if count(tile) <= sms or (count(tile) <= 2 * sms and not narrow(tile)):
+                    return tile
+    if square != sm80_square and not sm90:
         square, wide = sm80_square, (sm80_wide if sm80_wide in tiles else None)
     if wide is not None and iters >= WIDE_MIN_ITERS and count(wide) >= sms:
         return wide
     return square
+
+
+def sm90_rungs(shape: GemmShape, dtype: str, sm80_in_place: bool) -> bool:
+    """Whether auto's large rungs take the sm90 tiles for contiguous operands of ``shape``: yes,
+    unless the sm80 tiles would read operands in place (``sm80_in_place``) that TMA needs packed and
+    that pack would copy more than a byte per SM90_PACK_FLOPS_PER_BYTE flops of the GEMM."""
+    if not sm80_in_place:
+        return True
+    item = 2 if dtype in ("float16", "bfloat16") else 8
+    packed = sum(rows * cols * item for rows, cols in ((shape.m, shape.k), (shape.k, shape.n)) if (cols * item) % 16)
+    return packed * SM90_PACK_FLOPS_PER_BYTE <= 2 * shape.m * shape.n * shape.k
 
 
 def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target: Target, *,
