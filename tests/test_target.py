@@ -150,13 +150,17 @@ def test_auto_takes_the_sm90_tiles_on_hopper_where_they_were_measured_to_win():
     h100, a100 = preset("h100"), preset("a100")
     assert choose_tile(GemmShape(8192, 8192, 8192), "float16", h100) == TileShape(128, 256, 64)
     assert choose_tile(GemmShape(8192, 8192, 8192), "float16", a100) == TileShape(128, 256, 32)
-    assert choose_tile(GemmShape(2000, 2000, 2048), "bfloat16", h100) == TileShape(128, 128, 64)  # 128 128x256 tiles: under a wave
+    # 256 tiles of 128x128 (two waves, the second partial) or 128 of 128x256 (one): the wide tile
+    assert choose_tile(GemmShape(2000, 2000, 2048), "bfloat16", h100) == TileShape(128, 256, 64)
+    assert choose_tile(GemmShape(2000, 2000, 256), "bfloat16", h100) == TileShape(128, 256, 64)
+    assert choose_tile(GemmShape(1000, 2000, 2048), "bfloat16", h100) == TileShape(128, 128, 64)  # 128: a wave
+    assert choose_tile(GemmShape(3000, 3000, 512), "bfloat16", h100) == TileShape(128, 128, 64)  # 576: 4.4 waves
     # B's rows 8-byte aligned: the sm80 kernel reads them in place, where TMA would pack 61 MB (1.5x the math)
     assert choose_tile(GemmShape(196, 7172, 4303), "float16", h100) == TileShape(128, 128, 32)
     # the same with k 4304 (B's rows 16-byte aligned: nothing to pack), or with a pack under the math
     assert choose_tile(GemmShape(196, 7176, 4304), "float16", h100) == TileShape(128, 128, 64)
     assert choose_tile(GemmShape(2990, 1580, 612), "float16", h100) == TileShape(128, 128, 64)
-    assert choose_tile(GemmShape(2440, 1304, 136), "float16", h100) == TileShape(128, 128, 64)  # shallow too
+    assert choose_tile(GemmShape(7681, 3330, 136), "float16", h100) == TileShape(128, 128, 64)  # shallow too
     # from half a wave of 128x128 tiles the sm90 tile comes before the small sm80 ones
     assert choose_tile(GemmShape(1153, 1090, 610), "float16", h100) == TileShape(128, 128, 64)  # 90 tiles
     assert choose_tile(GemmShape(1153, 1090, 610), "float16", a100).bk == 32  # no sm90 tiles there

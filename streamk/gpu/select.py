@@ -87,7 +87,9 @@ def reduce_slices(items: int, spec: KernelSpec, threads: int, sms: int) -> int:
 # sm80 tiles auto took before: 1.21x on the 64 of 128x128x32 (0.65x where the pack cost 1.5x the
 # math), k of 131-256 included; 1.06-1.20x on 64x64, 64x128 and 128x64 from half a wave on, less
 # below; 0.69-0.88x on decode-like GEMMs. The rule: 1.051x on those 400, 1.055x and 1.048x on two
-# fresh seeds (worst 0.87x).
+# fresh seeds (worst 0.87x). And between one and two waves of 128x128x64 tiles the sm90 rungs take
+# 128x256x64 at any k, a wave or less: 1.10-1.21x faster on 124 of 137 such shapes of three seeds
+# (LOG.md v27b); from two waves on 128x128x64 stays (0.80-0.90x).
 SM90_PACK_FLOPS_PER_BYTE = 300
 RECT_MAX_ITERS = 64
 WIDE_MIN_ITERS = 32
@@ -156,6 +158,8 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
         square, wide = sm80_square, (sm80_wide if sm80_wide in tiles else None)
     if wide is not None and iters >= WIDE_MIN_ITERS and count(wide) >= sms:
         return wide
+    if sm90 and wide is not None and count(wide) <= sms <= count(square):
+        return wide  # one wave of the wide tile, where the square one would start a second
     return square
 
 
