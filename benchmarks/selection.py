@@ -1,7 +1,9 @@
 """Grid and decomposition selection against an oracle (issue 18 item 4), from a fidelity CSV.
 
 A fidelity run that timed, per shape, a sweep of candidates (grids and decompositions on one tile)
-is the oracle: the best measured candidate of each shape. For each selector this prints the share
+is the oracle: the best measured candidate of each shape. A candidate is a launch: its Schedule's
+fingerprint and its tile order (the fingerprint holds tile indices, not which tile each index is:
+DP in row-major and in grouped-8 order share one, and ran up to 1.4x apart). For each selector this prints the share
 of shapes whose pick runs within 5% of that best, the pick's cost (its time over the best; geomean
 and worst) and how many shapes it could be scored on. Selectors:
 * ``auto... (as run)``: each auto row of the CSV (auto under the constants of the run's day, or
@@ -57,7 +59,13 @@ def main() -> None:
     unmeasured = 0
     for (m, n, k), cands in shapes.items():
         best = min(float(r["measured_us"]) for r in cands)
-        by_print = {r["fingerprint"]: float(r["measured_us"]) for r in cands}
+        by_launch = {}
+        for r in cands:  # the tile order each variant ran in (today's resolution of its text)
+            try:
+                order = resolve(r["variant"], GemmShape(m, n, k), args.dtype, target).tile_order
+            except StreamkError:
+                continue
+            by_launch[(r["fingerprint"], order)] = float(r["measured_us"])
         for r in cands:
             head = label(r["variant"])
             if head.partition(":")[0] in ("auto", "cutlass2-sk", "cutlass3-sk", "data-parallel"):
@@ -67,11 +75,12 @@ def main() -> None:
             pick = min(predicted, key=lambda r: float(r["predicted_us"]))
             picks["simulator"].append(float(pick["measured_us"]) / best)
         try:
-            now = fingerprint(resolve(f"auto#{tile}", GemmShape(m, n, k), args.dtype, target))
+            schedule = resolve(f"auto#{tile}", GemmShape(m, n, k), args.dtype, target)
+            now = (fingerprint(schedule), schedule.tile_order)
         except StreamkError:
             now = None
-        if now in by_print:
-            picks["auto (now)"].append(by_print[now] / best)
+        if now in by_launch:
+            picks["auto (now)"].append(by_launch[now] / best)
         else:
             unmeasured += 1
     print(f"{len(shapes)} shapes, {len(rows)} runs on {tile}; oracle: the best measured candidate per shape")
