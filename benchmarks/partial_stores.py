@@ -1,9 +1,12 @@
-"""The four sm90 128x128x64 fidelity runs predicted again under chosen terms: terms fitted on two
-seeds (relative least squares over their runs with a partial store), scored on all four (LOG.md v26d;
-its store_share candidate needs the simulator of commit 3f9cb44).
+"""Fidelity runs of one kernel predicted again under chosen terms: terms fitted on some runs
+(relative least squares over their runs with a partial store), scored on all (LOG.md v26d, v27e;
+v26d's store_share candidate needs the simulator of commit 3f9cb44). By default the four sm90
+128x128x64 runs; ``--runs`` names others, ``--halves`` splits each run into its even and odd shapes
+(sorted by m, n, k) so that one run can fit on one half and be scored on the other.
 
     python benchmarks/partial_stores.py --fit b,d --on v24,seed11
     python benchmarks/partial_stores.py --set b=2.0 --set d=1.2
+    python benchmarks/partial_stores.py --runs s11=fidelity_h100_f16_sm90_256_v27_seed11.csv --halves --fit b,d --on s11-even
 
 Each row's Schedule is rebuilt once per CSV (``fidelity_terms.rebuild``, fingerprints checked) and
 cached under ``--cache``; "before" is the shipped calibration, "after" it with the fitted or set
@@ -33,16 +36,28 @@ RUNS = {"v24": "fidelity_h100_f16_sm90_128_v24.csv", "seed11": "fidelity_h100_f1
 STEP = 1e-2  # finite-difference step (us): predictions are piecewise linear in each term
 
 
-def load(name: str, cache: Path) -> tuple[list[dict], list]:
+def load(csv_name: str, cache: Path) -> tuple[list[dict], list]:
     """The CSV's usable rows and their rebuilt Schedules (cached)."""
-    path = cache / f"{name}.pkl"
+    path = cache / f"{Path(csv_name).stem}.pkl"
     if path.exists():
         return pickle.loads(path.read_bytes())
     target = preset("h100")
-    rows = [r for r in read_csv(DATA / RUNS[name]) if not r.get("error") and float(r["measured_us"] or 0) > 0]
+    rows = [r for r in read_csv(DATA / csv_name) if not r.get("error") and float(r["measured_us"] or 0) > 0]
     built = rebuild(rows, target, "float16")
     out = ([r for r, s in zip(rows, built) if s], [s for s in built if s])
     path.write_bytes(pickle.dumps(out))
+    return out
+
+
+def halves(rows: list[dict], schedules: list) -> dict[str, tuple[list[dict], list]]:
+    """The runs of the even and of the odd shapes (shapes sorted by m, n, k)."""
+    shapes = sorted({(int(r["m"]), int(r["n"]), int(r["k"])) for r in rows})
+    odd = {sh for i, sh in enumerate(shapes) if i % 2}
+    out: dict[str, tuple[list[dict], list]] = {"even": ([], []), "odd": ([], [])}
+    for r, sch in zip(rows, schedules):
+        half = out["odd" if (int(r["m"]), int(r["n"]), int(r["k"])) in odd else "even"]
+        half[0].append(r)
+        half[1].append(sch)
     return out
 
 
@@ -99,12 +114,17 @@ def main() -> None:
     ap.add_argument("--on", default="v24,seed11", help="the runs the fit uses")
     ap.add_argument("--set", action="append", default=[], metavar="TERM=US", help="a term's value after")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/partial_stores"))
+    ap.add_argument("--runs", help="NAME=CSV,... under benchmarks/data (default: the four sm90 128x128x64 runs)")
+    ap.add_argument("--halves", action="store_true", help="split every run into NAME-even and NAME-odd")
     args = ap.parse_args()
     args.cache.mkdir(exist_ok=True)
-    cal = preset("h100").kernel("float16", load("v24", args.cache)[1][0].tile).calibration
+    runs = dict(item.split("=", 1) for item in args.runs.split(",")) if args.runs else RUNS
+    data = {n: load(path, args.cache) for n, path in runs.items()}
+    if args.halves:
+        data = {f"{n}-{h}": part for n, run in data.items() for h, part in halves(*run).items()}
+    cal = preset("h100").kernel("float16", next(iter(data.values()))[1][0].tile).calibration
     shipped = {t.name: t.us for t in cal.terms}
     after = dict(shipped, **{k: float(v) for k, _, v in (s.partition("=") for s in args.set)})
-    data = {n: load(n, args.cache) for n in RUNS}
     with ProcessPoolExecutor(2) as pool:
         if args.fit:
             on = args.on.split(",")
