@@ -36,14 +36,14 @@ RUNS = {"v24": "fidelity_h100_f16_sm90_128_v24.csv", "seed11": "fidelity_h100_f1
 STEP = 1e-2  # finite-difference step (us): predictions are piecewise linear in each term
 
 
-def load(csv_name: str, cache: Path) -> tuple[list[dict], list]:
+def load(csv_name: str, cache: Path, dtype: str = "float16") -> tuple[list[dict], list]:
     """The CSV's usable rows and their rebuilt Schedules (cached)."""
     path = cache / f"{Path(csv_name).stem}.pkl"
     if path.exists():
         return pickle.loads(path.read_bytes())
     target = preset("h100")
     rows = [r for r in read_csv(DATA / csv_name) if not r.get("error") and float(r["measured_us"] or 0) > 0]
-    built = rebuild(rows, target, "float16")
+    built = rebuild(rows, target, dtype)
     out = ([r for r, s in zip(rows, built) if s], [s for s in built if s])
     path.write_bytes(pickle.dumps(out))
     return out
@@ -62,16 +62,19 @@ def halves(rows: list[dict], schedules: list) -> dict[str, tuple[list[dict], lis
 
 
 def _predict(args: tuple) -> np.ndarray:
-    schedules, values = args
-    cal = preset("h100").kernel("float16", schedules[0].tile).calibration
+    schedules, values, dtype = args
+    cal = preset("h100").kernel(dtype, schedules[0].tile).calibration
     return np.array([predict_from(s, values, 132, cal.ctas_per_sm, l2_bytes=cal.l2_bytes,
-                                  element_bytes=ITEMSIZE["float16"]) for s in schedules])
+                                  element_bytes=ITEMSIZE[dtype]) for s in schedules])
+
+
+DTYPE = ["float16"]  # the runs' input dtype (--dtype), read by predict
 
 
 def predict(pool: ProcessPoolExecutor, schedules: list, values: dict[str, float], chunks: int = 8) -> np.ndarray:
     parts = [schedules[i::chunks] for i in range(chunks)]
     out = np.empty(len(schedules))
-    for i, p in enumerate(pool.map(_predict, [(p, values) for p in parts])):
+    for i, p in enumerate(pool.map(_predict, [(p, values, DTYPE[0]) for p in parts])):
         out[i::chunks] = p
     return out
 
@@ -116,13 +119,15 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, default=Path("/tmp/partial_stores"))
     ap.add_argument("--runs", help="NAME=CSV,... under benchmarks/data (default: the four sm90 128x128x64 runs)")
     ap.add_argument("--halves", action="store_true", help="split every run into NAME-even and NAME-odd")
+    ap.add_argument("--dtype", default="float16", help="the runs' input dtype (its kernel's calibration predicts)")
     args = ap.parse_args()
+    DTYPE[0] = args.dtype
     args.cache.mkdir(exist_ok=True)
     runs = dict(item.split("=", 1) for item in args.runs.split(",")) if args.runs else RUNS
-    data = {n: load(path, args.cache) for n, path in runs.items()}
+    data = {n: load(path, args.cache, args.dtype) for n, path in runs.items()}
     if args.halves:
         data = {f"{n}-{h}": part for n, run in data.items() for h, part in halves(*run).items()}
-    cal = preset("h100").kernel("float16", next(iter(data.values()))[1][0].tile).calibration
+    cal = preset("h100").kernel(args.dtype, next(iter(data.values()))[1][0].tile).calibration
     shipped = {t.name: t.us for t in cal.terms}
     after = dict(shipped, **{k: float(v) for k, _, v in (s.partition("=") for s in args.set)})
     with ProcessPoolExecutor(2) as pool:
