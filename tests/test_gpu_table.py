@@ -361,7 +361,7 @@ def test_auto_takes_the_sm90_tiles_on_its_large_rungs_where_the_target_says_so()
     assert on.large_tiles("float64") == (TileShape(64, 64, 16), None)
     cases = [(GemmShape(8192, 8192, 8192), TileShape(128, 256, 64)),
              (GemmShape(128 * 12, 256 * 11, 1024), TileShape(128, 256, 64)),  # 132 wide tiles, 32 iterations
-             (GemmShape(128 * 12, 256 * 11, 992), TileShape(128, 128, 64)),   # 31 iterations
+             (GemmShape(128 * 12, 256 * 11, 992), TileShape(128, 128, 64)),   # 31 iterations, two whole waves of 128x128
              (GemmShape(128 * 12, 256 * 11 - 256, 4096), TileShape(128, 128, 64)),  # 120 wide tiles
              (GemmShape(2522, 203, 2049), TileShape(128, 128, 64)),
              (GemmShape(300, 300, 4000), TileShape(64, 64, 32)),   # the small rungs stay sm80

@@ -158,8 +158,8 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
         square, wide = sm80_square, (sm80_wide if sm80_wide in tiles else None)
     if wide is not None and iters >= WIDE_MIN_ITERS and count(wide) >= sms:
         return wide
-    if sm90 and wide is not None and count(wide) <= sms <= count(square):
-        return wide  # one wave of the wide tile, where the square one would start a second
+    if sm90 and wide is not None and count(wide) <= sms <= count(square) < 2 * sms:
+        return wide  # one wave of the wide tile, where the square one would run a partial second
     return square
 
 
