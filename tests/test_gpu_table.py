@@ -362,7 +362,6 @@ def test_auto_takes_the_sm90_tiles_on_its_large_rungs_where_the_target_says_so()
     cases = [(GemmShape(8192, 8192, 8192), TileShape(128, 256, 64)),
              (GemmShape(128 * 12, 256 * 11, 1024), TileShape(128, 256, 64)),  # 132 wide tiles, 32 iterations
              (GemmShape(128 * 12, 256 * 11, 992), TileShape(128, 128, 64)),   # 31 iterations, two whole waves of 128x128
-             (GemmShape(128 * 12, 256 * 11 - 256, 4096), TileShape(128, 128, 64)),  # 120 wide tiles
              (GemmShape(2522, 203, 2049), TileShape(128, 128, 64)),
              (GemmShape(300, 300, 4000), TileShape(64, 64, 32)),   # the small rungs stay sm80
              (GemmShape(356, 2457, 360), TileShape(128, 64, 32))]
@@ -370,6 +369,11 @@ def test_auto_takes_the_sm90_tiles_on_its_large_rungs_where_the_target_says_so()
         assert select.choose_tile(shape, "float16", on) == tile, shape
         off = select.choose_tile(shape, "float16", H100)
         assert off == tile if tile.bk == 32 else off == TileShape(tile.bm, tile.bn, 32), shape
+    # 120 wide tiles: the sm80 rungs keep the square tile (under a wave of wide ones); the sm90 ones take
+    # the wide tile where its one wave replaces 1.8 waves of 128x128x64
+    shape = GemmShape(128 * 12, 256 * 11 - 256, 4096)
+    assert select.choose_tile(shape, "float16", H100) == TileShape(128, 128, 32)
+    assert select.choose_tile(shape, "float16", on) == TileShape(128, 256, 64)
     assert select.choose_tile(GemmShape(8192, 8192, 8192), "float64", on) == TileShape(64, 64, 16)
     sm80_only = Target("sm80-only", "sm_90a", 132, tuple(t for t in H100.tiles if t.tile.bk != 64), "sm90")
     assert select.choose_tile(GemmShape(8192, 8192, 8192), "float16", sm80_only) == TileShape(128, 256, 32)
