@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-from dataclasses import replace
 
 import matplotlib
 
@@ -26,10 +25,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from streamk import GemmShape, Machine, TileShape, make_schedule  # noqa: E402
+from streamk import GemmShape, TileShape, make_schedule  # noqa: E402
 from streamk.calibrate.model import Calibration  # noqa: E402
-from streamk.calibrate.predict import predict_us, residency  # noqa: E402
-from streamk.calibrate.traffic import dram_slowdown  # noqa: E402
+from streamk.calibrate.predict import calibrated_timeline as predicted_timeline, predict_us  # noqa: E402
 from streamk.costs import AUTO_COSTS, Costs, model_grid, model_time  # noqa: E402
 from streamk.gpu.select import schedule_for  # noqa: E402
 from streamk.plot import load_bench_csv, plot_schedules  # noqa: E402
@@ -38,7 +36,7 @@ from streamk.plot.gantt import count  # noqa: E402
 from streamk.plot.csvfile import read_rows  # noqa: E402
 from streamk.plot.landscape import DPI, INTENSITY_BINS, binned  # noqa: E402
 from streamk.schedule import Schedule  # noqa: E402
-from streamk.shapes import ITEMSIZE, Problem  # noqa: E402
+from streamk.shapes import Problem  # noqa: E402
 from streamk.sim import Timeline, simulate  # noqa: E402
 from streamk.target import preset  # noqa: E402
 
@@ -106,23 +104,12 @@ def speedup(args: argparse.Namespace) -> None:
 
 
 def calibrated_timeline(schedule: Schedule, cal: Calibration, sms: int) -> tuple[Timeline, float, float]:
-    """The simulation ``predict_us`` prices ``schedule`` by (the GPU's residency for its grid,
-    the calibrated terms, the DRAM stretch of the MAC iteration), its microseconds, and the MAC
-    iteration's undisturbed cost; checked against ``predict_us``."""
-    r = residency(schedule.grid, sms, cal.ctas_per_sm)
-    c = cal.us("c1" if r == 1 else "c_shared")
-    if cal.l2_bytes and cal.us("dram_us_per_mb") > 0:
-        stretch = dram_slowdown(schedule, min(schedule.grid, sms * r), cal.l2_bytes, ITEMSIZE[cal.dtype], c,
-                                1e6 / cal.us("dram_us_per_mb"))
-    else:
-        stretch = 1.0
-    placed = replace(schedule, machine=Machine(sms, r))
-    costs = Costs(cal.us("a"), cal.us("b"), c * stretch, cal.us("d"))
-    timeline = simulate(placed, costs, unit_cost=cal.us("unit"))
+    """The simulation ``predict_us`` prices ``schedule`` by (streamk.calibrate.predict), its
+    microseconds and the MAC iteration's cost it ran with; checked against ``predict_us``."""
+    timeline, c = predicted_timeline(schedule, cal, sms)
     us = predict_us(schedule, cal, sms)
-    if abs(us - cal.us("launch") - timeline.makespan) > 1e-6 * us:  # a policy with a second pass, or a drift
-        raise SystemExit(f"{schedule.decomposition}: predict_us {us} != launch + makespan {timeline.makespan}; "
-                         f"this script's composition of the calibrated model is out of date")
+    if abs(us - cal.us("launch") - timeline.makespan) > 1e-6 * us:  # a policy with a second pass
+        raise SystemExit(f"{schedule.decomposition}: predict_us {us} != launch + makespan {timeline.makespan}")
     return timeline, us, c
 
 

@@ -268,3 +268,21 @@ def test_a_dram_stretch_no_probe_binds_is_held_at_zero_not_refused():
     cal = result.calibration("float16", TILE, 2, "test", SMS, int(L2))
     assert "dram_us_per_mb" not in {t.name for t in cal.terms}
 
+
+
+def test_the_timeline_a_prediction_comes_from_is_the_one_drawn():
+    """calibrated_timeline (what the figures draw) is the simulation predict_us prices: its makespan
+    plus the launch is the prediction, for every sm90 kernel's shipped calibration and decomposition."""
+    from streamk.calibrate.predict import calibrated_timeline
+    from streamk.gpu.select import schedule_for
+    from streamk.shapes import GemmShape
+
+    h100 = preset("h100")
+    shape = GemmShape(3456, 2816, 4096)
+    for tile in (TileShape(128, 128, 64), TileShape(128, 256, 64)):
+        cal = h100.kernel("float16", tile).calibration
+        for name, options in (("stream-k", {"grid": 132}), ("two-tile-sk-dp", {}), ("fixed-split", {"splits": 2})):
+            s = schedule_for(name, shape, "float16", h100, tile=tile, **options)
+            timeline, c = calibrated_timeline(s, cal, h100.sms)
+            assert c > cal.us("c1") * 0.5 and not timeline.deadlock
+            assert math.isclose(cal.us("launch") + timeline.makespan, predict_us(s, cal, h100.sms), rel_tol=1e-9)

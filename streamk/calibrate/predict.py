@@ -30,7 +30,7 @@ from ..costs import Costs
 from ..fixup import plan_fixup
 from ..schedule import Schedule
 from ..shapes import ITEMSIZE, Machine
-from ..sim import simulate
+from ..sim import Timeline, simulate
 from .model import Calibration
 from .traffic import dram_slowdown, operand_bytes
 
@@ -43,11 +43,12 @@ def residency(grid: int, sms: int, ctas_per_sm: int) -> int:
     return 1 if grid <= sms else ctas_per_sm
 
 
-def predict_from(schedule: Schedule, values: dict[str, float], sms: int, ctas_per_sm: int,
-                 fixup: str | None = None, *, l2_bytes: float = 0.0, element_bytes: int = 2) -> float:
-    """Predicted microseconds of ``schedule`` under term ``values`` (a fit's current guess or a
-    Calibration's) on ``element_bytes`` operands and an L2 of ``l2_bytes`` (0: no traffic model);
-    inf where the schedule cannot finish on that machine."""
+def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_per_sm: int,
+                   fixup: str | None = None, *, l2_bytes: float = 0.0, element_bytes: int = 2
+                   ) -> tuple[Schedule, Costs, str]:
+    """What the simulator runs ``schedule`` as under term ``values`` (module doc): the schedule
+    placed on the GPU's residency for its grid, the appendix constants in microseconds (c with its
+    co-residency, idle-SM, L2 and DRAM terms) and the fixup policy."""
     policy = schedule.fixup if fixup is None else fixup
     r = residency(schedule.grid, sms, ctas_per_sm)
     c = values["c1"] if r == 1 else values.get("c_shared", values["c1"])
@@ -60,13 +61,22 @@ def predict_from(schedule: Schedule, values: dict[str, float], sms: int, ctas_pe
         slots = min(schedule.grid, sms * r)
         c *= dram_slowdown(schedule, slots, l2_bytes, element_bytes, c, 1e6 / values["dram_us_per_mb"])
     d = values["d_reduce"] if policy == "separate-reduce" else values["d"]
-    costs = Costs(a=values["a"], b=values["b"], c=c, d=d)
+    placed = schedule if schedule.machine == Machine(sms, r) else replace(schedule, machine=Machine(sms, r))
+    return placed, Costs(a=values["a"], b=values["b"], c=c, d=d), policy
+
+
+def predict_from(schedule: Schedule, values: dict[str, float], sms: int, ctas_per_sm: int,
+                 fixup: str | None = None, *, l2_bytes: float = 0.0, element_bytes: int = 2) -> float:
+    """Predicted microseconds of ``schedule`` under term ``values`` (a fit's current guess or a
+    Calibration's) on ``element_bytes`` operands and an L2 of ``l2_bytes`` (0: no traffic model);
+    inf where the schedule cannot finish on that machine."""
+    placed, costs, policy = calibrated_run(schedule, values, sms, ctas_per_sm, fixup, l2_bytes=l2_bytes,
+                                           element_bytes=element_bytes)
     ipt = schedule.problem.iters_per_tile
     units = schedule.units
     if len(units) == schedule.grid and np.all(units[:, 1] == 0) and np.all(units[:, 2] == ipt):
         # whole tiles, one per CTA: identical CTAs in waves (what the event simulator gives, faster)
-        return values["launch"] + math.ceil(schedule.grid / (sms * r)) * (costs.a + costs.c * ipt)
-    placed = schedule if schedule.machine == Machine(sms, r) else replace(schedule, machine=Machine(sms, r))
+        return values["launch"] + math.ceil(schedule.grid / placed.machine.slots) * (costs.a + costs.c * ipt)
     timeline = simulate(placed, costs, policy, values.get("unit", 0.0), values.get("atomic", 0.0))
     if timeline.deadlock:
         return math.inf
@@ -81,3 +91,12 @@ def predict_us(schedule: Schedule, calibration: Calibration, sms: int, fixup: st
     values = {t.name: t.us for t in calibration.terms}
     return predict_from(schedule, values, sms, calibration.ctas_per_sm, fixup, l2_bytes=calibration.l2_bytes,
                         element_bytes=ITEMSIZE[calibration.dtype])
+
+
+def calibrated_timeline(schedule: Schedule, calibration: Calibration, sms: int) -> tuple[Timeline, float]:
+    """The simulation ``predict_us`` prices ``schedule`` by (its makespan plus the launch, and a
+    second pass's launch where one runs, is the prediction) and its MAC iteration's cost (us)."""
+    values = {t.name: t.us for t in calibration.terms}
+    placed, costs, policy = calibrated_run(schedule, values, sms, calibration.ctas_per_sm,
+                                           l2_bytes=calibration.l2_bytes, element_bytes=ITEMSIZE[calibration.dtype])
+    return simulate(placed, costs, policy, values.get("unit", 0.0), values.get("atomic", 0.0)), costs.c
