@@ -12,7 +12,7 @@ from typing import Any, Callable
 from ..errors import ScheduleError
 from ..schedule import Schedule
 from ..sched import make_schedule
-from ..shapes import GemmShape, Machine, TileShape
+from ..shapes import ITEMSIZE, GemmShape, Machine, TileShape
 from ..target import LARGE_RUNGS, Target
 from .kernel_registry import SHIFTED_TILES
 from .operands import (RECT_TILES, SMALL_TILE, TINY_TILES, KernelSpec, Operand, copy_widths, decode_like,
@@ -86,10 +86,10 @@ def reduce_slices(items: int, spec: KernelSpec, threads: int, sms: int) -> int:
 # on decode-like GEMMs. H100, 400 shapes (LOG.md v27), the sm90 tiles with their pack against the
 # sm80 tiles auto took before: 1.21x on the 64 of 128x128x32 (0.65x where the pack cost 1.5x the
 # math), k of 131-256 included; 1.06-1.20x on 64x64, 64x128 and 128x64 from half a wave on, less
-# below; 0.69-0.88x on decode-like GEMMs. The rule: 1.051x on those 400, 1.055x and 1.048x on two
-# fresh seeds (worst 0.87x). And between one and two waves of 128x128x64 tiles the sm90 rungs take
-# 128x256x64 at any k, a wave or less: 1.10-1.21x faster on 124 of 137 such shapes of three seeds
-# (LOG.md v27b); from two waves on 128x128x64 stays (0.80-0.90x).
+# below; 0.69-0.88x on decode-like GEMMs. And between one and two waves of 128x128x64 tiles the sm90
+# rungs take 128x256x64 at any k, a wave or less: 1.10-1.21x faster on 124 of 137 such shapes of
+# three seeds (LOG.md v27b); from two waves on 128x128x64 stays (0.80-0.90x). The whole rule against
+# the one before: 1.063-1.071x on those three seeds, 1.075x on a fourth (worst 0.83x), BF16 1.063x.
 SM90_PACK_FLOPS_PER_BYTE = 300
 RECT_MAX_ITERS = 64
 WIDE_MIN_ITERS = 32
@@ -169,7 +169,7 @@ def sm90_rungs(shape: GemmShape, dtype: str, sm80_in_place: bool) -> bool:
     that pack would copy more than a byte per SM90_PACK_FLOPS_PER_BYTE flops of the GEMM."""
     if not sm80_in_place:
         return True
-    item = 2 if dtype in ("float16", "bfloat16") else 8
+    item = ITEMSIZE[dtype]
     packed = sum(rows * cols * item for rows, cols in ((shape.m, shape.k), (shape.k, shape.n)) if (cols * item) % 16)
     return packed * SM90_PACK_FLOPS_PER_BYTE <= 2 * shape.m * shape.n * shape.k
 
