@@ -51,6 +51,14 @@ def rebuild(rows: list[dict], target: Target, dtype: str) -> list[Schedule | Non
     return out
 
 
+def odd_rows(rows: list[dict]) -> np.ndarray:
+    """Per row, whether its shape sits at an odd position of the shapes sorted by (m, n, k): the
+    halves a term is fitted on and held out from."""
+    key = [(int(r["m"]), int(r["n"]), int(r["k"])) for r in rows]
+    position = {sh: i for i, sh in enumerate(sorted(set(key)))}
+    return np.array([position[sh] % 2 == 1 for sh in key], dtype=bool)
+
+
 def predict(schedules: list[Schedule], values: dict[str, float], target: Target, dtype: str) -> np.ndarray:
     cal = target.kernel(dtype, schedules[0].tile).calibration
     return np.array([predict_from(s, values, target.sms, cal.ctas_per_sm, l2_bytes=cal.l2_bytes,
@@ -118,9 +126,8 @@ def main() -> None:
     print(f"{args.csv}: {len(rows)} runs rebuilt ({len(built) - len(rows)} not); {cal.dtype} {cal.tile}: the column "
           f"before reproduces the CSV's predicted_us on {int(np.sum(diff < 1e-9))} of {len(diff)} runs "
           f"(max |diff| {diff.max():.1e})")
-    shapes = sorted({(int(r["m"]), int(r["n"]), int(r["k"])) for r in rows})
-    fitting = {s for i, s in enumerate(shapes) if i % 2 == (args.fit_half == "odd")}
-    in_fit = np.array([(int(r["m"]), int(r["n"]), int(r["k"])) in fitting for r in rows])
+    in_fit = odd_rows(rows) == (args.fit_half == "odd")
+    fitting = {(r["m"], r["n"], r["k"]) for r, f in zip(rows, in_fit) if f}
     after = dict(shipped)
     if args.fit:
         on = set(args.on.split(","))

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fidelity_terms import rebuild, scored
+from fidelity_terms import odd_rows, rebuild, scored
 from streamk.calibrate.fidelity import read_csv
 from streamk.calibrate.predict import predict_from
 from streamk.shapes import ITEMSIZE
@@ -50,15 +50,10 @@ def load(csv_name: str, cache: Path, dtype: str = "float16") -> tuple[list[dict]
 
 
 def halves(rows: list[dict], schedules: list) -> dict[str, tuple[list[dict], list]]:
-    """The runs of the even and of the odd shapes (shapes sorted by m, n, k)."""
-    shapes = sorted({(int(r["m"]), int(r["n"]), int(r["k"])) for r in rows})
-    odd = {sh for i, sh in enumerate(shapes) if i % 2}
-    out: dict[str, tuple[list[dict], list]] = {"even": ([], []), "odd": ([], [])}
-    for r, sch in zip(rows, schedules):
-        half = out["odd" if (int(r["m"]), int(r["n"]), int(r["k"])) in odd else "even"]
-        half[0].append(r)
-        half[1].append(sch)
-    return out
+    """The runs of the even and of the odd shapes (``fidelity_terms.odd_rows``)."""
+    odd = odd_rows(rows)
+    return {name: ([r for r, o in zip(rows, odd) if o == want], [s for s, o in zip(schedules, odd) if o == want])
+            for name, want in (("even", False), ("odd", True))}
 
 
 def _predict(args: tuple) -> np.ndarray:
@@ -68,32 +63,30 @@ def _predict(args: tuple) -> np.ndarray:
                                   element_bytes=ITEMSIZE[dtype]) for s in schedules])
 
 
-DTYPE = ["float16"]  # the runs' input dtype (--dtype), read by predict
-
-
-def predict(pool: ProcessPoolExecutor, schedules: list, values: dict[str, float], chunks: int = 8) -> np.ndarray:
+def predict(pool: ProcessPoolExecutor, schedules: list, values: dict[str, float], dtype: str,
+            chunks: int = 8) -> np.ndarray:
     parts = [schedules[i::chunks] for i in range(chunks)]
     out = np.empty(len(schedules))
-    for i, p in enumerate(pool.map(_predict, [(p, values, DTYPE[0]) for p in parts])):
+    for i, p in enumerate(pool.map(_predict, [(p, values, dtype) for p in parts])):
         out[i::chunks] = p
     return out
 
 
 def fit(pool: ProcessPoolExecutor, schedules: list, measured: np.ndarray, values: dict[str, float],
-        terms: list[str]) -> tuple[dict[str, float], dict[str, float]]:
+        terms: list[str], dtype: str) -> tuple[dict[str, float], dict[str, float]]:
     """Gauss-Newton on relative error, the terms kept >= 0; their values and standard errors."""
     w, theta = 1.0 / measured, np.array([values.get(t, 0.0) for t in terms])
     for it in range(3):
         cur = dict(values, **dict(zip(terms, theta)))
-        base = predict(pool, schedules, cur)
-        jac = np.stack([(predict(pool, schedules, dict(cur, **{t: cur[t] + STEP})) - base) / STEP for t in terms], 1)
+        base = predict(pool, schedules, cur, dtype)
+        jac = np.stack([(predict(pool, schedules, dict(cur, **{t: cur[t] + STEP}), dtype) - base) / STEP for t in terms], 1)
         step = np.linalg.lstsq(w[:, None] * jac, w * (measured - base), rcond=None)[0]
         theta = np.maximum(theta + step, 0.0)
         print(f"  iteration {it}: {dict(zip(terms, np.round(theta, 3)))}", flush=True)
         if np.max(np.abs(step)) < 5e-3:
             break
     cur = dict(values, **dict(zip(terms, theta)))
-    resid = w * (measured - predict(pool, schedules, cur))
+    resid = w * (measured - predict(pool, schedules, cur, dtype))
     cov = np.linalg.inv((w[:, None] * jac).T @ (w[:, None] * jac)) * float(resid @ resid) / (len(measured) - len(terms))
     return cur, dict(zip(terms, np.sqrt(np.diag(cov))))
 
@@ -121,7 +114,6 @@ def main() -> None:
     ap.add_argument("--halves", action="store_true", help="split every run into NAME-even and NAME-odd")
     ap.add_argument("--dtype", default="float16", help="the runs' input dtype (its kernel's calibration predicts)")
     args = ap.parse_args()
-    DTYPE[0] = args.dtype
     args.cache.mkdir(exist_ok=True)
     runs = dict(item.split("=", 1) for item in args.runs.split(",")) if args.runs else RUNS
     data = {n: load(path, args.cache, args.dtype) for n, path in runs.items()}
@@ -137,12 +129,12 @@ def main() -> None:
             keep = [(r, s) for n in on for r, s in zip(*data[n]) if not r["variant"].startswith("data-parallel")]
             schedules = [s for _, s in keep]
             measured = np.array([float(r["measured_us"]) for r, _ in keep])
-            after, se = fit(pool, schedules, measured, after, args.fit.split(","))
+            after, se = fit(pool, schedules, measured, after, args.fit.split(","), args.dtype)
             print(f"fitted on {args.on}: " + ", ".join(f"{t} {after[t]:.3f} +- {se[t]:.3f}" for t in se))
         changed = {k: round(v, 4) for k, v in after.items() if shipped.get(k) != v}
         print(f"after: shipped with {changed}")
         for n, (rows, schedules) in data.items():
-            show(n, rows, predict(pool, schedules, shipped), predict(pool, schedules, after))
+            show(n, rows, predict(pool, schedules, shipped, args.dtype), predict(pool, schedules, after, args.dtype))
 
 
 if __name__ == "__main__":

@@ -140,7 +140,8 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
         return along if along in tiles and along in SHIFTED_TILES else SMALL_TILE
     square, wide = target.large_tiles(dtype)
     sm80_square, sm80_wide = LARGE_RUNGS["sm80"]
-    sm90 = square != sm80_square and sm90_rungs(shape, dtype, contiguous_narrow(shape, dtype)(sm80_square))
+    narrow = contiguous_narrow(shape, dtype)
+    sm90 = square != sm80_square and sm90_rungs(shape, dtype, narrow(sm80_square))
     if not (sm90 and 2 * count(square) >= sms and not decode_like(shape.m, shape.n)):
         if short:
             for tile in sorted((t for t in TINY_TILES if t in tiles), key=lambda t: t.bm * t.bn):
@@ -150,7 +151,6 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
         if count(SMALL_TILE) <= sms or balanced:
             return SMALL_TILE
         if count(default) < sms and short:
-            narrow = contiguous_narrow(shape, dtype)
             for tile in sorted((t for t in RECT_TILES if t in tiles), key=lambda t: (count(t), t.bm)):  # a tie: 64x128
                 if count(tile) <= sms or (count(tile) <= 2 * sms and not narrow(tile)):
                     return tile
