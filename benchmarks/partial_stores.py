@@ -7,6 +7,7 @@ v26d's store_share candidate needs the simulator of commit 3f9cb44). By default 
     python benchmarks/partial_stores.py --fit b,d --on v24,seed11
     python benchmarks/partial_stores.py --set b=2.0 --set d=1.2
     python benchmarks/partial_stores.py --runs s11=fidelity_h100_f16_sm90_256_v27_seed11.csv --halves --fit b,d --on s11-even
+    python benchmarks/partial_stores.py --with-dp --fit l2_us_per_mb --on seed11,seed7 --set l2_us_per_mb=0.1
 
 Each row's Schedule is rebuilt once per CSV (``fidelity_terms.rebuild``, fingerprints checked) and
 cached under ``--cache``; "before" is the shipped calibration, "after" it with the fitted or set
@@ -113,6 +114,7 @@ def main() -> None:
     ap.add_argument("--runs", help="NAME=CSV,... under benchmarks/data (default: the four sm90 128x128x64 runs)")
     ap.add_argument("--halves", action="store_true", help="split every run into NAME-even and NAME-odd")
     ap.add_argument("--dtype", default="float16", help="the runs' input dtype (its kernel's calibration predicts)")
+    ap.add_argument("--with-dp", action="store_true", help="fit on the data-parallel runs too (terms of the mainloop)")
     args = ap.parse_args()
     args.cache.mkdir(exist_ok=True)
     runs = dict(item.split("=", 1) for item in args.runs.split(",")) if args.runs else RUNS
@@ -126,7 +128,8 @@ def main() -> None:
         if args.fit:
             on = args.on.split(",")
             # only runs with a partial store move with these terms: data-parallel's never do
-            keep = [(r, s) for n in on for r, s in zip(*data[n]) if not r["variant"].startswith("data-parallel")]
+            keep = [(r, s) for n in on for r, s in zip(*data[n]) 
+                    if args.with_dp or not r["variant"].startswith("data-parallel")]
             schedules = [s for _, s in keep]
             measured = np.array([float(r["measured_us"]) for r, _ in keep])
             after, se = fit(pool, schedules, measured, after, args.fit.split(","), args.dtype)

@@ -107,16 +107,22 @@ def model_grid(problem: Problem, max_grid: int, costs: Costs = AUTO_COSTS) -> in
     return int(model_grids(problem.total_iters, problem.iters_per_tile, max_grid, costs)[0])
 
 
-def best_splits(tiles, iters_per_tile, sms: int, costs: Costs) -> np.ndarray:
+def best_splits(tiles, iters_per_tile, sms: int, costs: Costs, busy_share: float | None = None) -> np.ndarray:
     """Per shape of fewer tiles than ``sms``, the s in [1, min(sms // tiles, iterations per tile)]
     of least modeled time for every tile split s ways at the same k offsets (fixed-split's ranges
-    on s * tiles CTAs: ceil(ipt / s) iterations a CTA, s - 1 peers a tile); ties: the smaller s."""
+    on s * tiles CTAs: ceil(ipt / s) iterations a CTA, s - 1 peers a tile); ties: the smaller s.
+    Given ``busy_share``, a grid of more than that share of ``sms`` CTAs runs each MAC iteration
+    slower in proportion to its CTAs (their reads share the L2's bandwidth)."""
     tiles = np.asarray(tiles, dtype=np.int64).reshape(-1, 1)
     ipt = np.asarray(iters_per_tile, dtype=np.int64).reshape(-1, 1)
     s = np.arange(1, sms + 1)
     allowed = (s * tiles <= sms) & (s <= ipt)
-    times = np.where(allowed, model_times(tiles * ipt, ipt, np.minimum(s * tiles, tiles * ipt), costs), np.inf)
-    return s[times.argmin(axis=1)]
+    grid = np.minimum(s * tiles, tiles * ipt)
+    iters_per_cta = -(-(tiles * ipt) // grid)
+    peers = -(-ipt // iters_per_cta)
+    c = costs.c if busy_share is None else costs.c * np.maximum(1.0, grid / (busy_share * sms))
+    times = costs.a + costs.b * (peers > 1) + c * iters_per_cta + costs.d * (peers - 1)
+    return s[np.where(allowed, times, np.inf).argmin(axis=1)]
 
 
 def two_tile_beats_dp(tiles, iters_per_tile, slots: int, costs: Costs = AUTO_COSTS):

@@ -17,7 +17,7 @@ from .calibrate import files as calibration_files
 from .calibrate.model import Calibration
 from .costs import Costs
 from .errors import ScheduleError
-from .shapes import Machine, TileShape
+from .shapes import Machine, Problem, TileShape
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,14 +34,25 @@ class TargetTile:
     reduce_costs: Costs | None = None
     calibration: Calibration | None = None
     tile_order: str | None = None  # auto's rasterization on this kernel (None: the Schedule's row-major)
+    one_wave_order: str | None = None  # auto's rasterization where its tiles fit one wave (None: tile_order)
     # auto's plain DP runs on persistent CTAs up to this many iterations per tile (None: never;
     # streamk.sched.auto)
     persistent_upto: int | None = None
     # below a tile per SM auto splits tiles at aligned k offsets, priced by the calibration's
     # constants (streamk.sched.auto split_costs); False, or no calibration: the model's grid
     aligned_splits: bool = False
+    # ... their MAC iterations priced slower in proportion to the CTAs beyond this share of the SMs
+    # (the L2's bandwidth; streamk.sched.auto split_busy_share); None: never
+    split_busy_share: float | None = None
     # few deep tiles: basic Stream-K on every SM under the separate-reduce fixup (streamk.sched.auto)
     few_tiles_reduce: bool = False
+
+    def order_for(self, problem: Problem, slots: int) -> str | None:
+        """auto's rasterization of ``problem`` on ``slots`` resident CTAs: ``one_wave_order`` where its
+        tiles fit one wave that is at most half full or shallower than ONE_WAVE_ORDER_MIN_ITERS."""
+        shallow = problem.iters_per_tile < ONE_WAVE_ORDER_MIN_ITERS
+        one_wave = problem.tiles <= slots and (2 * problem.tiles <= slots or shallow)
+        return self.one_wave_order if self.one_wave_order is not None and one_wave else self.tile_order
 
     def split_costs(self) -> Costs | None:
         """auto's constants for aligned splits: the calibrated model's, in MAC iterations."""
@@ -126,8 +137,10 @@ class Target:
                            "model_costs": str(t.model_costs) if t.model_costs else None,
                            "reduce_costs": str(t.reduce_costs) if t.reduce_costs else None,
                            "calibrated": t.calibration is not None, "tile_order": t.tile_order,
+                           "one_wave_order": t.one_wave_order,
                            "persistent_upto": t.persistent_upto, "few_tiles_reduce": t.few_tiles_reduce,
-                           "split_costs": str(t.split_costs()) if t.aligned_splits and t.calibration else None}
+                           "split_costs": str(t.split_costs()) if t.aligned_splits and t.calibration else None,
+                           "split_busy_share": t.split_busy_share}
                           for t in self.tiles]}
 
 
@@ -138,6 +151,17 @@ SM90_TILES = (SM90_TILE, SM90_WIDE_TILE)
 # 4096^3 4% faster in grouped-8 order than row-major on an H100 (the 132 tiles in flight share rows of
 # A and columns of B in the 50 MB L2; LOG.md v17c). The sm80 tiles keep row-major (v8: no gain there).
 SM90_TILE_ORDER = "grouped-8"
+# ... except in one wave of 128x128x64 tiles, half full or under 16 iterations deep: there the grouped
+# order (and the two-CTA clusters it pairs) ran 1.02-1.06x slower than row-major, and it won only on
+# fuller, deeper waves (0.82-0.95x), whose L2 traffic multicast cuts; alike on aligned shapes (three
+# fidelity runs) and packed ones (three bench seeds). 128x256x64: neutral (LOG.md v28).
+SM90_ONE_WAVE_ORDER = {SM90_TILE: "row-major"}
+# auto's aligned splits on 128x128x64 price MAC iterations by the CTAs busy beyond half the SMs: its
+# mainloop ran 0.31-0.35 us an iteration up to ~60 CTAs and 0.50-0.60 from 80 on (three fidelity
+# runs), so a 2-way split of 56 deep tiles ran no faster than DP. Of shares 0.35-0.6 (and none),
+# 0.5 scored best: auto within 5% of the best 0.839 -> 0.878 over four oracle runs (LOG.md v28).
+_SM90_SPLIT_BUSY_SHARE = {SM90_TILE: 0.5}
+ONE_WAVE_ORDER_MIN_ITERS = 16
 
 # auto's constants on sm_90a (H100; in MAC iterations). Owner-waits b = 16, d = 8 on every FP16/BF16
 # tile: best of b in {32, 16, 8, 5} x d in {8, 9.5} on 400 corpus shapes (LOG.md v10b, v13); the
@@ -181,8 +205,10 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
                 owner = _SM90_TMA_OWNER[tile]
             out.append(TargetTile(dtype, tile, ctas, owner, _SM90_REDUCE if sm80 and tile != WIDE_TILE else None,
                                   tile_order=SM90_TILE_ORDER if tile in SM90_TILES else None,
+                                  one_wave_order=SM90_ONE_WAVE_ORDER.get(tile),
                                   persistent_upto=_SM90_PERSISTENT_UPTO.get(tile) if measured else None,
                                   aligned_splits=measured and tile in SM90_TILES,
+                                  split_busy_share=_SM90_SPLIT_BUSY_SHARE.get(tile) if measured else None,
                                   few_tiles_reduce=measured and tile in _SM90_FEW_TILES_REDUCE))
     return tuple(out)
 

@@ -22,7 +22,8 @@ from streamk.cli import main
 from streamk.dispatch import dispatch_verdict
 from streamk.errors import InputError
 from streamk.fixup import plan_fixup
-from streamk.shapes import TileShape
+from streamk.sched import make_schedule
+from streamk.shapes import GemmShape, Machine, TileShape
 from streamk.target import PRESETS, preset, with_calibration
 
 TILE = TileShape(128, 128, 32)
@@ -31,7 +32,10 @@ SMS = 32  # the design's times do not depend on the SM count (every probe is who
 # 64 KB partial at ~1.3 us), chosen for the test, not measured.
 # dram_us_per_mb: a quarter of an H100's DRAM bandwidth for a quarter of its SMs (~0.35 us/MB there).
 TRUE = {"launch": 4.0, "a": 1.5, "c1": 0.47, "c_shared": 0.92, "b": 1.2, "d": 1.3, "pass_launch": 3.0,
-        "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 1.5, "atomic": 9.0, "c_free": 0.06, "c_l2": 0.08}
+        "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 1.5, "atomic": 9.0, "c_free": 0.06, "c_l2": 0.08,
+        "l2_us_per_mb": 0.05}
+# l2_us_per_mb: an L2 that keeps up with every probe here (32 CTAs' boxes of 16 KB: 0.03 us an
+# iteration against c1's 0.47), so a fit leaves that max() out
 L2 = 12e6  # bytes: the L2 of that 32-SM device
 NOISE = 0.01  # relative, Gaussian: CUDA-event medians of short launches wander about this much
 
@@ -50,7 +54,7 @@ def test_fit_recovers_known_terms_within_their_reported_errors():
     design, result = calibrate_with(simulated_device(TRUE, NOISE, seed=1), "float16", TILE, SMS, 2, L2)
     z = (result.values - [TRUE[n] for n in result.names]) / result.errors
     report = {n: (TRUE[n], round(v, 4), round(e, 4)) for n, v, e in zip(result.names, result.values, result.errors)}
-    assert len(design) == 41 and result.names == term_names(2)
+    assert len(design) == 41 and result.names == tuple(n for n in term_names(2) if n != "l2_us_per_mb")
     assert np.all(np.abs(z) < 3), report
     assert 0.5 * NOISE < result.rms_rel_residual < 1.5 * NOISE, result.rms_rel_residual
     rel_se = dict(zip(result.names, result.errors / result.values))
@@ -70,7 +74,7 @@ def test_reported_errors_cover_the_truth_as_often_as_they_should():
 def test_fit_is_exact_without_noise_on_a_kernel_of_one_cta_per_sm():
     truth = {k: v for k, v in TRUE.items() if k != "c_shared"}
     _, result = calibrate_with(simulated_device(truth, 0.0, 0, 1), "float16", TILE, SMS, 1, L2, quick=True)
-    assert result.names == term_names(1) and "c_shared" not in result.names
+    assert result.names == tuple(n for n in term_names(1) if n != "l2_us_per_mb") and "c_shared" not in result.names
     assert np.allclose(result.values, [truth[n] for n in result.names], rtol=1e-6, atol=1e-6)
 
 
@@ -246,7 +250,7 @@ def test_the_l2_term_charges_each_iteration_by_the_operands_share_of_the_l2_and_
     # an entry fitted before the term predicts as before (c_l2 read as 0), and auto's constants ignore it
     shipped = preset("h100").kernel("bfloat16", TileShape(128, 128, 64)).calibration
     older = Calibration.from_json_dict({**shipped.to_json_dict(), "terms_us": {
-        n: v for n, v in shipped.to_json_dict()["terms_us"].items() if n != "c_l2"}})
+        n: v for n, v in shipped.to_json_dict()["terms_us"].items() if n not in ("c_l2", "l2_us_per_mb")}})
     newer = dataclasses.replace(older, terms=older.terms + (Term("c_l2", 0.2, 0.01),))
     assert older.us("c_l2") == 0.0 and newer.model_costs() == older.model_costs()
     values = {t.name: t.us for t in older.terms}
@@ -286,3 +290,17 @@ def test_the_timeline_a_prediction_comes_from_is_the_one_drawn():
             timeline, c = calibrated_timeline(s, cal, h100.sms)
             assert c > cal.us("c1") * 0.5 and not timeline.deadlock
             assert math.isclose(cal.us("launch") + timeline.makespan, predict_us(s, cal, h100.sms), rel_tol=1e-9)
+
+
+def test_the_l2_floor_slows_the_iterations_of_grids_whose_box_reads_outrun_the_l2():
+    deep = TileShape(128, 128, 64)
+    box_mb = (deep.bm + deep.bn) * deep.bk * 2 / 1e6
+    values = {**TRUE, "l2_us_per_mb": 2 * TRUE["c1"] / (SMS * box_mb)}  # binds from half the SMs busy
+    without = {**values, "l2_us_per_mb": 0.0}
+    for tiles, binds in ((8, False), (SMS, True)):
+        s = make_schedule("data-parallel", GemmShape(128 * tiles, 128, 4096), deep, Machine(SMS, 1))
+        c = TRUE["c1"] - TRUE["c_free"] * (1 - tiles / SMS)
+        floor = tiles * box_mb * values["l2_us_per_mb"]
+        assert (floor > c) == binds
+        assert predict_from(s, values, SMS, 1) == pytest.approx(TRUE["launch"] + TRUE["a"] + 64 * max(c, floor))
+        assert (predict_from(s, values, SMS, 1) > predict_from(s, without, SMS, 1)) == binds

@@ -222,6 +222,13 @@ def test_auto_with_split_costs_splits_few_tiles_at_aligned_k_offsets():
     want = [min(range(1, min(132 // t, i) + 1), key=lambda s: (11.2 + (s > 1) * (12 + 2.2 * (s - 1)) + -(-i // s), s))
             for t, i in zip(tiles.tolist(), ipt.tolist())]
     assert best_splits(tiles, ipt, 132, costs).tolist() == want
+    # with a busy share, an iteration on g CTAs costs max(1, g / (share * 132))
+    slow = lambda t, s: max(1.0, s * t / 66)  # noqa: E731
+    want = [min(range(1, min(132 // t, i) + 1), key=lambda s: (11.2 + (s > 1) * (12 + 2.2 * (s - 1)) +
+                                                               slow(t, s) * -(-i // s), s))
+            for t, i in zip(tiles.tolist(), ipt.tolist())]
+    assert best_splits(tiles, ipt, 132, costs, 0.5).tolist() == want
+    assert want != best_splits(tiles, ipt, 132, costs).tolist()
     dear = Costs(11.2, 1000.0, 1, 2.2)  # a partial too dear: DP, one CTA per tile
     assert build("auto", shape, tile, machine, split_costs=dear) == build("auto", shape, tile, machine,
                                                                            model_costs=Costs(32, 1000, 1, 8))

@@ -188,10 +188,14 @@ def test_auto_on_the_sm90_tiles_splits_few_tiles_under_the_calibration():
     cal = kernel.calibration
     assert costs.c == 1 and costs.b == pytest.approx(cal.us("b") / cal.us("c1"))
     few = schedule_for("auto", GemmShape(783, 750, 7141), "float16", h100, tile=tile)  # 42 deep tiles
-    split = schedule_for("fixed-split", GemmShape(783, 750, 7141), "float16", h100, tile=tile, splits=3)
-    assert few.grid == 126 and (few.units == split.units).all() and few.tile_order == "grouped-8"
+    # two ways: three (126 CTAs) would price each iteration ~1.9x a CTA's alone (split_busy_share below)
+    split = schedule_for("fixed-split", GemmShape(783, 750, 7141), "float16", h100, tile=tile, splits=2)
+    assert few.grid == 84 and (few.units == split.units).all()
     shallow = schedule_for("auto", GemmShape(783, 750, 512), "float16", h100, tile=tile)  # 8 iterations a tile
     assert shallow.grid == 42
+    # without the L2's share (kernel.split_busy_share, 0.5) the model splits them three ways
+    assert kernel.split_busy_share == 0.5
+    assert schedule_for("auto", GemmShape(783, 750, 7141), "float16", h100, tile=tile, split_busy_share=1.0).grid == 126
     # the sm80 tiles keep the model's grid
     assert h100.kernel("float16", TileShape(128, 128, 32)).split_costs() is None
 
@@ -228,3 +232,16 @@ def test_schedule_target_says_where_the_gpu_launches_clusters_that_share_b(capsy
     assert "clusters" not in printed("data-parallel", "--shape", "2048x1024x512", "--tile", "128x256x64",
                                      "--tile-order", "grouped-8")
     assert "clusters" not in printed("stream-k", "--shape", "2048x1024x4096", "--tile", "128x128x64")
+
+
+def test_auto_runs_one_wave_of_the_sm90_square_tile_in_row_major_order_unless_it_is_full_and_deep():
+    from streamk.gpu.select import schedule_for
+
+    h100, square, wide = preset("h100"), TileShape(128, 128, 64), TileShape(128, 256, 64)
+    order = {shape: schedule_for("auto", GemmShape(*shape), "float16", h100, tile=square).tile_order
+             for shape in ((783, 750, 7141), (1200, 1200, 512), (1200, 1200, 4096), (4096, 4096, 4096))}
+    # 42 tiles (<= half the SMs); 100 tiles of 8 iterations; 100 of 64 iterations; 1,024 tiles
+    assert list(order.values()) == ["row-major", "row-major", "grouped-8", "grouped-8"]
+    assert schedule_for("auto", GemmShape(783, 750, 7141), "float16", h100, tile=wide).tile_order == "grouped-8"
+    assert schedule_for("auto", GemmShape(783, 750, 7141), "float16", h100, tile=square,
+                        tile_order="grouped-4").tile_order == "grouped-4"  # a caller's order wins

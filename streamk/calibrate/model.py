@@ -32,17 +32,19 @@ TERM_DOC: dict[str, str] = {
               "(the idle SMs' share of L2 and DRAM bandwidth goes to the busy ones)",
     "c_l2": "per MAC iteration, what it costs more per L2's worth of A and B: c + c_l2 (A + B bytes) / L2 bytes "
             "(the fuller the L2, the more shared slices an L2-bound mainloop refills between their reads)",
+    "l2_us_per_mb": "per MB of A and B boxes that the busy CTAs read from L2 in one MAC iteration: the iteration "
+                    "takes at least that (every SM's reads share the L2's bandwidth)",
 }
 
 
 # Terms added to the first model (LOG.md v19, v21, v22, v26); an entry fitted without some of them
 # predicts as if they were 0.
-EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic", "c_free", "c_l2")
+EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic", "c_free", "c_l2", "l2_us_per_mb")
 
 
 # Terms priced through a max() with the MAC iteration: a device whose bandwidth keeps up with every
 # probe never binds them, and a fit then holds them at 0 (fit.fit) instead of refusing the design.
-MAX_PRICED_TERMS = ("dram_us_per_mb",)
+MAX_PRICED_TERMS = ("dram_us_per_mb", "l2_us_per_mb")
 
 
 def term_names(ctas_per_sm: int) -> tuple[str, ...]:

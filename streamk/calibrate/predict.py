@@ -14,6 +14,8 @@ machine and which constants it runs with, mirroring how the GPU backend launches
   c_free (the idle SMs' L2 and DRAM bandwidth serves the busy ones; LOG.md v22);
 * ``c_l2``: each MAC iteration costs c_l2 more per L2's worth of A and B bytes (an L2-bound
   mainloop refills more of its shared slices the fuller the L2; LOG.md v26);
+* ``l2_us_per_mb``: a MAC iteration lasts at least the time the L2 takes to serve every busy CTA
+  its A and B boxes (past about half the SMs an H100's 128x128x64 mainloop is L2-bound; LOG.md v28);
 * ``dram_us_per_mb``: the MAC iteration stretched where the schedule's operand reads miss the L2
   faster than DRAM delivers them (``traffic.dram_slowdown``: scattered Stream-K units on operands
   larger than the L2).
@@ -56,6 +58,10 @@ def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_
         c -= values.get("c_free", 0.0) * (1.0 - min(schedule.grid, sms) / sms)
     if l2_bytes > 0:
         c += values.get("c_l2", 0.0) * operand_bytes(schedule.shape, element_bytes) / l2_bytes
+    if values.get("l2_us_per_mb", 0.0) > 0:
+        t = schedule.tile
+        box_mb = (t.bm + t.bn) * t.bk * element_bytes / 1e6
+        c = max(c, min(schedule.grid, sms * r) * box_mb * values["l2_us_per_mb"])
     c = max(c, MIN_C_US)
     if l2_bytes > 0 and values.get("dram_us_per_mb", 0.0) > 0:
         slots = min(schedule.grid, sms * r)

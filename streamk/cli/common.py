@@ -112,7 +112,8 @@ def add_decomposition_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tile-order", type=_typed(check_tile_order), default=None, metavar="ORDER",
                    help="which tile index is which (tile_m, tile_n): row-major, column-major, or grouped-G "
                         "(G tile rows at a time, for L2 reuse, e.g. grouped-8) (default row-major; auto with "
-                        "--target: the target's order for the tile, grouped-8 on the sm90 tiles)")
+                        "--target: the target's order for the tile, grouped-8 on the sm90 tiles but row-major where "
+                        "128x128x64's tiles fit one wave)")
     p.add_argument("--walk", choices=["forward", "backward"], default="forward",
                    help="order of each CTA's units: forward, or backward as CUTLASS's SK units walk "
                         "(pair backward with --fixup turnstile) (default forward)")

@@ -12,7 +12,7 @@ from typing import Any, Callable
 from ..errors import ScheduleError
 from ..schedule import Schedule
 from ..sched import make_schedule
-from ..shapes import ITEMSIZE, GemmShape, Machine, TileShape
+from ..shapes import ITEMSIZE, GemmShape, Machine, Problem, TileShape
 from ..target import LARGE_RUNGS, Target
 from .kernel_registry import SHIFTED_TILES
 from .operands import (RECT_TILES, SMALL_TILE, TINY_TILES, KernelSpec, Operand, copy_widths, decode_like,
@@ -196,13 +196,18 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
     if schedule == "auto":  # the target's measured constants fill in what the caller did not give
         if options.get("model_costs") is None and kernel.model_costs is not None:
             options["model_costs"] = kernel.model_costs
-        if options.get("tile_order") is None and kernel.tile_order is not None:
-            options["tile_order"] = kernel.tile_order
+        machine = machine or target.machine(dtype, tile)
+        if options.get("tile_order") is None:
+            order = kernel.order_for(Problem(shape, tile), machine.slots)
+            if order is not None:
+                options["tile_order"] = order
         if options.get("persistent_upto") is None and kernel.persistent_upto is not None:
             options["persistent_upto"] = kernel.persistent_upto
         split_costs = kernel.split_costs()
         if options.get("split_costs") is None and split_costs is not None:
             options["split_costs"] = split_costs
+            if options.get("split_busy_share") is None and kernel.split_busy_share is not None:
+                options["split_busy_share"] = kernel.split_busy_share
         if options.get("reduce_costs") is None and fixup is None and kernel.reduce_costs is not None:
             options["reduce_costs"] = kernel.reduce_costs
         if "few_tiles_reduce" not in options and fixup is None and kernel.few_tiles_reduce:

@@ -29,7 +29,10 @@ s * tiles CTAs, s by the same model under those constants: ``costs.best_splits``
 the model's grid: the CTAs of a tile's j-th split then step through one slab of A and B together,
 as a DP wave does, where the even shares of a grid start each CTA at its own k offset and, once all
 SMs are busy, read A and B back from DRAM (sm90 128x128x64 on an H100: basic Stream-K on every SM
-0.75-1.07x of DP on 57 corpus shapes, the splits up to 1.23x; LOG.md v24).
+0.75-1.07x of DP on 57 corpus shapes, the splits up to 1.23x; LOG.md v24). Given also
+``split_busy_share``, the model prices a split grid's MAC iterations slower in proportion to its
+CTAs beyond that share of the SMs: past about half of them an H100's 128x128x64 mainloop is bound
+by the L2's bandwidth, so splitting tiles onto more SMs stops paying (LOG.md v28).
 
 Given ``persistent_upto`` (the GPU backend passes it for kernels of one CTA per SM where it was
 measured to pay), where auto's pick is plain DP over more tiles than SMs with at most that many
@@ -69,7 +72,8 @@ from .registry import register
 
 def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_costs: Costs | None = None,
                 reduce_costs: Costs | None = None, sk_backward: bool = False,
-                split_costs: Costs | None = None, few_tiles_reduce: bool = False) -> Ranges:
+                split_costs: Costs | None = None, split_busy_share: float | None = None,
+                few_tiles_reduce: bool = False) -> Ranges:
     """auto's choice for every shape (see the module docstring), as a batch."""
     tiles_m, tiles_n, ipt = tile_counts(shapes, tile)
     tiles = tiles_m * tiles_n
@@ -80,7 +84,7 @@ def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_
     splits = np.ones_like(tiles)  # > 1: every tile split that many ways at aligned k offsets
     few = (tiles < machine.sms).nonzero()[0]
     if len(few) and split_costs is not None:
-        splits[few] = best_splits(tiles[few], ipt[few], machine.sms, split_costs)
+        splits[few] = best_splits(tiles[few], ipt[few], machine.sms, split_costs, split_busy_share)
     elif len(few):  # the model's grids cost tens of microseconds: only where they are used
         models = (costs,) if reduce_costs is None else (costs, reduce_costs)
         grids, times = best_grids(total[few], ipt[few], machine.sms, models)
@@ -118,10 +122,11 @@ SK_REDUCE_MIN_ITERS = 32  # ... and at least this many MAC iterations per tile (
 @register("auto", batch=auto_ranges)
 def auto(shape: GemmShape, tile: TileShape, machine: Machine, *, model_costs: Costs | None = None,
          reduce_costs: Costs | None = None, sk_backward: bool = False, persistent_upto: int | None = None,
-         split_costs: Costs | None = None, few_tiles_reduce: bool = False) -> Schedule:
+         split_costs: Costs | None = None, split_busy_share: float | None = None,
+         few_tiles_reduce: bool = False) -> Schedule:
     ranges = auto_ranges(np.array([[shape.m, shape.n, shape.k]]), tile, machine, model_costs=model_costs,
                          reduce_costs=reduce_costs, sk_backward=sk_backward, split_costs=split_costs,
-                         few_tiles_reduce=few_tiles_reduce)
+                         split_busy_share=split_busy_share, few_tiles_reduce=few_tiles_reduce)
     tiles, ipt = int(ranges.tiles[0]), int(ranges.ipt[0])
     # auto's even splits of [0, total) over as many CTAs as tiles are a whole tile each: plain DP
     if persistent_upto is not None and machine.sms < tiles and ipt <= persistent_upto and ranges.grids[0] == tiles:
