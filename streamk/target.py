@@ -44,6 +44,8 @@ class TargetTile:
     # ... their MAC iterations priced slower in proportion to the CTAs beyond this share of the SMs
     # (the L2's bandwidth; streamk.sched.auto split_busy_share); None: never
     split_busy_share: float | None = None
+    # ... and each split tile's partial priced this much above the calibrated b (us)
+    split_extra_us: float = 0.0
     # few deep tiles: basic Stream-K on every SM under the separate-reduce fixup (streamk.sched.auto)
     few_tiles_reduce: bool = False
 
@@ -55,8 +57,12 @@ class TargetTile:
         return self.one_wave_order if self.one_wave_order is not None and one_wave else self.tile_order
 
     def split_costs(self) -> Costs | None:
-        """auto's constants for aligned splits: the calibrated model's, in MAC iterations."""
-        return self.calibration.model_costs() if self.aligned_splits and self.calibration is not None else None
+        """auto's constants for aligned splits: the calibrated model's, in MAC iterations, a partial
+        dearer by ``split_extra_us``."""
+        if not self.aligned_splits or self.calibration is None:
+            return None
+        costs = self.calibration.model_costs()
+        return replace(costs, b=costs.b + self.split_extra_us / self.calibration.us("c1"))
 
 
 # auto's two large-GEMM rungs (streamk.gpu.select.choose_tile: the square tile, and the wide one for
@@ -161,6 +167,12 @@ SM90_ONE_WAVE_ORDER = {SM90_TILE: "row-major"}
 # runs), so a 2-way split of 56 deep tiles ran no faster than DP. Of shares 0.35-0.6 (and none),
 # 0.5 scored best: auto within 5% of the best 0.839 -> 0.878 over four oracle runs (LOG.md v28).
 _SM90_SPLIT_BUSY_SHARE = {SM90_TILE: 0.5}
+# ... and a split tile's partial 1.5 us dearer than the calibration's b: fixed-split's own runs fit
+# b + d 0.54 us above the b + d that every variant's partials fit, most on shallow tiles (two-way
+# splits of 16-26 iterations ran 1.08-1.18x of DP, the model said 0.98-1.0x). Of 0 / 0.75 / 1.5 /
+# 2.3 us, 1.5 scored best over five FP16 oracle runs: auto within 5% of the best 0.865 -> 0.887 on
+# average; on the two BF16 runs, not used to choose, 0.885 -> 0.895 and 0.862 -> 0.888 (LOG.md v28).
+_SM90_SPLIT_EXTRA_US = {SM90_TILE: 1.5}
 ONE_WAVE_ORDER_MIN_ITERS = 16
 
 # auto's constants on sm_90a (H100; in MAC iterations). Owner-waits b = 16, d = 8 on every FP16/BF16
@@ -209,6 +221,7 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
                                   persistent_upto=_SM90_PERSISTENT_UPTO.get(tile) if measured else None,
                                   aligned_splits=measured and tile in SM90_TILES,
                                   split_busy_share=_SM90_SPLIT_BUSY_SHARE.get(tile) if measured else None,
+                                  split_extra_us=_SM90_SPLIT_EXTRA_US.get(tile, 0.0) if measured else 0.0,
                                   few_tiles_reduce=measured and tile in _SM90_FEW_TILES_REDUCE))
     return tuple(out)
 

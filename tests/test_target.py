@@ -186,7 +186,9 @@ def test_auto_on_the_sm90_tiles_splits_few_tiles_under_the_calibration():
     kernel = h100.kernel("float16", tile)
     costs = kernel.split_costs()
     cal = kernel.calibration
-    assert costs.c == 1 and costs.b == pytest.approx(cal.us("b") / cal.us("c1"))
+    assert kernel.split_extra_us == 1.5
+    assert costs.c == 1 and costs.b == pytest.approx((cal.us("b") + 1.5) / cal.us("c1"))
+    assert costs.d == pytest.approx(cal.us("d") / cal.us("c1"))
     few = schedule_for("auto", GemmShape(783, 750, 7141), "float16", h100, tile=tile)  # 42 deep tiles
     # two ways: three (126 CTAs) would price each iteration ~1.9x a CTA's alone (split_busy_share below)
     split = schedule_for("fixed-split", GemmShape(783, 750, 7141), "float16", h100, tile=tile, splits=2)
