@@ -348,6 +348,13 @@ def test_small_tile_kernels_and_autos_tile_choice():
     assert choose_tile(GemmShape(38, 2036, 135), "float16", 132) == TileShape(32, 32, 32)   # a small pack: as before
     assert choose_tile(GemmShape(16384, 17, 16383), "bfloat16", 132) == TileShape(128, 64, 32)  # not 128x128x64 + pack
     assert choose_tile(GemmShape(65, 13327, 1368), "float16", 132) != TileShape(64, 128, 32)  # 65: not decode-like
+    # other deep decode-like GEMMs: 32x32 or 32x64 up to a quarter wave of them, else the rectangle along
+    assert choose_tile(GemmShape(4, 150, 7698), "float16", 132) == TileShape(32, 32, 32)  # 5 tiles
+    assert choose_tile(GemmShape(200, 6, 13854), "float16", 132) == TileShape(32, 32, 32)  # 7
+    assert choose_tile(GemmShape(38, 1000, 5984), "float16", 132) == TileShape(32, 64, 32)  # 32 (64 of 32x32)
+    assert choose_tile(GemmShape(3, 7128, 4556), "float16", 132) == TileShape(64, 128, 32)  # 56
+    assert choose_tile(GemmShape(2088, 9, 6320), "float16", 132) == TileShape(128, 64, 32)  # 17
+    assert choose_tile(GemmShape(3, 7128, 2048), "float16", 132) == TileShape(32, 64, 32)  # short: a wave, as before
 
 
 def test_auto_takes_the_sm90_tiles_on_its_large_rungs_where_the_target_says_so():

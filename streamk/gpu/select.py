@@ -66,6 +66,10 @@ def reduce_slices(items: int, spec: KernelSpec, threads: int, sms: int) -> int:
 #   rule for 32-row tiles below, else the rectangle along the long side (128x64 on a tall GEMM,
 #   64x128 on a wide one: a stage brings twice the large operand's bytes for one shift pass and
 #   barrier; 1.10x / 1.07x the speed of 64x64 on the 43 decode shapes that read in place, LOG.md v21);
+# * other decode-like GEMMs deeper than RECT_MAX_ITERS: 32x32, else 32x64, where its tiles number at
+#   most DECODE_TINY_MOST (a quarter wave), else the rectangle along the long side where its tiles fit
+#   a wave (64x64 took them before: 1.005 / 0.967x cuBLAS raw against 0.985 / 0.952 on two seeds of
+#   200 decode shapes, each tile's time measured; LOG.md v28);
 # * k <= RECT_MAX_ITERS MAC iterations: 32x32, else 32x64, where its tiles fit one wave (a small
 #   GEMM's CTA is latency-bound and writes C at ~20 GB/s from one SM: more, smaller CTAs win);
 # * 64x64 where its tiles fit one wave, or, for k <= SMALL_WAVE_MAX_ITERS, 2-3 of them per SM
@@ -91,6 +95,7 @@ def reduce_slices(items: int, spec: KernelSpec, threads: int, sms: int) -> int:
 # three seeds (LOG.md v27b); from two waves on 128x128x64 stays (0.80-0.90x). The whole rule against
 # the one before: 1.063-1.071x on those three seeds, 1.075x on a fourth (worst 0.83x), BF16 1.063x.
 SM90_PACK_FLOPS_PER_BYTE = 300
+DECODE_TINY_MOST = 33
 RECT_MAX_ITERS = 64
 WIDE_MIN_ITERS = 32
 SMALL_PER_SM = 3
@@ -143,6 +148,13 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
     narrow = contiguous_narrow(shape, dtype)
     sm90 = square != sm80_square and sm90_rungs(shape, dtype, narrow(sm80_square))
     if not (sm90 and 2 * count(square) >= sms and not decode_like(shape.m, shape.n)):
+        if decode_like(shape.m, shape.n) and not short:  # deep decode-like GEMMs: more, smaller CTAs
+            for tile in sorted((t for t in TINY_TILES if t in tiles), key=lambda t: t.bm * t.bn):
+                if count(tile) <= DECODE_TINY_MOST:
+                    return tile
+            along = RECT_TILES[0] if shape.m >= shape.n else RECT_TILES[1]
+            if along in tiles and count(along) <= sms:
+                return along
         if short:
             for tile in sorted((t for t in TINY_TILES if t in tiles), key=lambda t: t.bm * t.bn):
                 if count(tile) <= sms:
