@@ -46,6 +46,8 @@ class TargetTile:
     split_busy_share: float | None = None
     # ... and each split tile's partial priced this much above the calibrated b (us)
     split_extra_us: float = 0.0
+    # auto's two-tile hybrid only below this many waves of tiles (streamk.sched.auto); None: any
+    hybrid_max_waves: float | None = None
     # few deep tiles: basic Stream-K on every SM under the separate-reduce fixup (streamk.sched.auto)
     few_tiles_reduce: bool = False
 
@@ -146,7 +148,7 @@ class Target:
                            "one_wave_order": t.one_wave_order,
                            "persistent_upto": t.persistent_upto, "few_tiles_reduce": t.few_tiles_reduce,
                            "split_costs": str(t.split_costs()) if t.aligned_splits and t.calibration else None,
-                           "split_busy_share": t.split_busy_share}
+                           "split_busy_share": t.split_busy_share, "hybrid_max_waves": t.hybrid_max_waves}
                           for t in self.tiles]}
 
 
@@ -173,6 +175,11 @@ _SM90_SPLIT_BUSY_SHARE = {SM90_TILE: 0.5}
 # 2.3 us, 1.5 scored best over five FP16 oracle runs: auto within 5% of the best 0.865 -> 0.887 on
 # average; on the two BF16 runs, not used to choose, 0.885 -> 0.895 and 0.862 -> 0.888 (LOG.md v28).
 _SM90_SPLIT_EXTRA_US = {SM90_TILE: 1.5}
+# auto's two-tile hybrid on 128x128x64 below two waves only: from two waves on it ran 1.03-1.10x
+# the time of DP in grouped order on tiles of 64 iterations or more (13 shapes of three fresh oracle
+# runs); without it auto within 5% of the best 0.885 / 0.835 / 0.900 -> 0.885 / 0.865 / 0.905 on
+# them (LOG.md v28). Shallower multi-wave DP already runs persistent (persistent_upto).
+_SM90_HYBRID_MAX_WAVES = {SM90_TILE: 2.0}
 ONE_WAVE_ORDER_MIN_ITERS = 16
 
 # auto's constants on sm_90a (H100; in MAC iterations). Owner-waits b = 16, d = 8 on every FP16/BF16
@@ -222,6 +229,7 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
                                   aligned_splits=measured and tile in SM90_TILES,
                                   split_busy_share=_SM90_SPLIT_BUSY_SHARE.get(tile) if measured else None,
                                   split_extra_us=_SM90_SPLIT_EXTRA_US.get(tile, 0.0) if measured else 0.0,
+                                  hybrid_max_waves=_SM90_HYBRID_MAX_WAVES.get(tile) if measured else None,
                                   few_tiles_reduce=measured and tile in _SM90_FEW_TILES_REDUCE))
     return tuple(out)
 

@@ -247,3 +247,16 @@ def test_auto_runs_one_wave_of_the_sm90_square_tile_in_row_major_order_unless_it
     assert schedule_for("auto", GemmShape(783, 750, 7141), "float16", h100, tile=wide).tile_order == "grouped-8"
     assert schedule_for("auto", GemmShape(783, 750, 7141), "float16", h100, tile=square,
                         tile_order="grouped-4").tile_order == "grouped-4"  # a caller's order wins
+
+
+def test_auto_on_the_sm90_square_tile_keeps_the_two_tile_hybrid_below_two_waves():
+    from streamk.gpu.select import schedule_for
+
+    h100, square = preset("h100"), TileShape(128, 128, 64)
+    assert h100.kernel("float16", square).hybrid_max_waves == 2.0
+    many = GemmShape(5640, 3128, 7408)  # 1,125 tiles (8.5 waves) of 116 iterations
+    assert schedule_for("auto", many, "float16", h100, tile=square).grid == 1125  # DP
+    assert schedule_for("auto", many, "float16", h100, tile=square, hybrid_max_waves=10.0).grid == 1056
+    few = schedule_for("auto", GemmShape(2396, 984, 4552), "float16", h100, tile=square)  # 152 tiles
+    assert few.grid == 132 and few.fixup == "turnstile"  # below two waves: the hybrid, as before
+    assert h100.kernel("float16", TileShape(128, 256, 64)).hybrid_max_waves is None

@@ -34,6 +34,10 @@ SMs are busy, read A and B back from DRAM (sm90 128x128x64 on an H100: basic Str
 CTAs beyond that share of the SMs: past about half of them an H100's 128x128x64 mainloop is bound
 by the L2's bandwidth, so splitting tiles onto more SMs stops paying (LOG.md v28).
 
+Given ``hybrid_max_waves``, the two-tile hybrid is taken only below that many waves of tiles (sm90
+128x128x64 on an H100, from two waves on: the hybrid ran 1.03-1.10x the time of DP in grouped order
+on deep tiles, and persistent DP already takes the shallow ones; LOG.md v28).
+
 Given ``persistent_upto`` (the GPU backend passes it for kernels of one CTA per SM where it was
 measured to pay), where auto's pick is plain DP over more tiles than SMs with at most that many
 iterations per tile, the same tiles run on one persistent CTA per SM (CTA c: tiles c, c + p, ...;
@@ -73,7 +77,7 @@ from .registry import register
 def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_costs: Costs | None = None,
                 reduce_costs: Costs | None = None, sk_backward: bool = False,
                 split_costs: Costs | None = None, split_busy_share: float | None = None,
-                few_tiles_reduce: bool = False) -> Ranges:
+                few_tiles_reduce: bool = False, hybrid_max_waves: float | None = None) -> Ranges:
     """auto's choice for every shape (see the module docstring), as a batch."""
     tiles_m, tiles_n, ipt = tile_counts(shapes, tile)
     tiles = tiles_m * tiles_n
@@ -100,6 +104,8 @@ def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_
     split, first, second = total, grid, 0 * grid
     if machine.ctas_per_sm == 1 and len(few) < len(tiles):
         hybrid = (tiles >= machine.sms) & two_tile_beats_dp(tiles, ipt, machine.sms, costs)
+        if hybrid_max_waves is not None:
+            hybrid &= tiles < hybrid_max_waves * machine.sms
         h_split, h_first, h_second = hybrid_regions(tiles, ipt, machine.sms, sk_first=True)
         split, first, second = (np.where(hybrid, h, o) for h, o in
                                 ((h_split, split), (h_first, first), (h_second, second)))
@@ -123,10 +129,11 @@ SK_REDUCE_MIN_ITERS = 32  # ... and at least this many MAC iterations per tile (
 def auto(shape: GemmShape, tile: TileShape, machine: Machine, *, model_costs: Costs | None = None,
          reduce_costs: Costs | None = None, sk_backward: bool = False, persistent_upto: int | None = None,
          split_costs: Costs | None = None, split_busy_share: float | None = None,
-         few_tiles_reduce: bool = False) -> Schedule:
+         few_tiles_reduce: bool = False, hybrid_max_waves: float | None = None) -> Schedule:
     ranges = auto_ranges(np.array([[shape.m, shape.n, shape.k]]), tile, machine, model_costs=model_costs,
                          reduce_costs=reduce_costs, sk_backward=sk_backward, split_costs=split_costs,
-                         split_busy_share=split_busy_share, few_tiles_reduce=few_tiles_reduce)
+                         split_busy_share=split_busy_share, few_tiles_reduce=few_tiles_reduce,
+                         hybrid_max_waves=hybrid_max_waves)
     tiles, ipt = int(ranges.tiles[0]), int(ranges.ipt[0])
     # auto's even splits of [0, total) over as many CTAs as tiles are a whole tile each: plain DP
     if persistent_upto is not None and machine.sms < tiles and ipt <= persistent_upto and ranges.grids[0] == tiles:
