@@ -118,10 +118,8 @@ def best_splits(tiles, iters_per_tile, sms: int, costs: Costs, busy_share: float
     s = np.arange(1, sms + 1)
     allowed = (s * tiles <= sms) & (s <= ipt)
     grid = np.minimum(s * tiles, tiles * ipt)
-    iters_per_cta = -(-(tiles * ipt) // grid)
-    peers = -(-ipt // iters_per_cta)
     c = costs.c if busy_share is None else costs.c * np.maximum(1.0, grid / (busy_share * sms))
-    times = costs.a + costs.b * (peers > 1) + c * iters_per_cta + costs.d * (peers - 1)
+    times = _times(tiles * ipt, ipt, grid, costs.a, costs.b, c, costs.d)
     return s[np.where(allowed, times, np.inf).argmin(axis=1)]
 
 
