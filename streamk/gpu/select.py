@@ -134,14 +134,19 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
     def count(t: TileShape) -> int:
         return -(-shape.m // t.bm) * -(-shape.n // t.bn)
 
+    def smallest_tiny(most: int) -> TileShape | None:
+        """The smallest 32-row tile of at most ``most`` tiles."""
+        return next((t for t in sorted((t for t in TINY_TILES if t in tiles), key=lambda t: t.bm * t.bn)
+                     if count(t) <= most), None)
+
     iters = -(-shape.k // default.bk)  # MAC iterations of a tile
     short = iters <= RECT_MAX_ITERS
+    along = RECT_TILES[0] if shape.m >= shape.n else RECT_TILES[1]  # 128x64 on a tall GEMM, 64x128 on a wide one
     if decode_like(shape.m, shape.n) and contiguous_shifted(shape, dtype, SMALL_TILE):
         # every tile with shifted copies reads these operands alike: only which tiles have them matters
         tiny = next((t for t in TINY_TILES if t in tiles and t in SHIFTED_TILES), None)
         if tiny is not None and short and count(tiny) <= sms:
             return tiny
-        along = RECT_TILES[0] if shape.m >= shape.n else RECT_TILES[1]  # 128x64 on a tall GEMM, 64x128 on a wide one
         return along if along in tiles and along in SHIFTED_TILES else SMALL_TILE
     square, wide = target.large_tiles(dtype)
     sm80_square, sm80_wide = LARGE_RUNGS["sm80"]
@@ -149,16 +154,12 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
     sm90 = square != sm80_square and sm90_rungs(shape, dtype, narrow(sm80_square))
     if not (sm90 and 2 * count(square) >= sms and not decode_like(shape.m, shape.n)):
         if decode_like(shape.m, shape.n) and not short:  # deep decode-like GEMMs: more, smaller CTAs
-            for tile in sorted((t for t in TINY_TILES if t in tiles), key=lambda t: t.bm * t.bn):
-                if count(tile) <= DECODE_TINY_MOST:
-                    return tile
-            along = RECT_TILES[0] if shape.m >= shape.n else RECT_TILES[1]
+            if (tiny := smallest_tiny(DECODE_TINY_MOST)) is not None:
+                return tiny
             if along in tiles and count(along) <= sms:
                 return along
-        if short:
-            for tile in sorted((t for t in TINY_TILES if t in tiles), key=lambda t: t.bm * t.bn):
-                if count(tile) <= sms:
-                    return tile
+        if short and (tiny := smallest_tiny(sms)) is not None:
+            return tiny
         balanced = iters <= SMALL_WAVE_MAX_ITERS and 2 * sms < count(SMALL_TILE) <= SMALL_PER_SM * sms
         if count(SMALL_TILE) <= sms or balanced:
             return SMALL_TILE
