@@ -27,6 +27,7 @@ from .model import Calibration
 
 MAX_REL_ERROR = 1e-2  # a probe whose result is this far from torch.mm is a broken kernel, not a time
 PROBE_PAUSE_S = 0.5   # idle before each probe: the GPU back under its power cap's limit
+CLOCK_WARM_S = 0.02   # then this long busy with the probe itself before it is timed
 
 
 def require_gpu() -> None:
@@ -69,8 +70,18 @@ def time_schedules(schedules: Sequence[Schedule], dtype: str = "float16") -> np.
     times = {}
     for name, fn in fns.items():
         time.sleep(PROBE_PAUSE_S)
+        warm_clocks(fn, stream)
         times.update(time_interleaved({name: fn}, stream))
     return np.array([times[str(i)][0] * 1e3 for i in range(len(schedules))])
+
+
+def warm_clocks(fn: Callable[[], None], stream) -> None:
+    """Run ``fn`` for CLOCK_WARM_S: the pause lets the SM clock fall to idle, and a short probe's
+    few milliseconds of timing could otherwise run during its climb back."""
+    deadline = time.perf_counter() + CLOCK_WARM_S
+    while time.perf_counter() < deadline:
+        fn()
+        stream.synchronize()
 
 
 def calibrate(dtype: str, tile: TileShape, quick: bool = False) -> tuple[tuple[Probe, ...], Fit, Calibration, str]:
