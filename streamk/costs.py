@@ -118,12 +118,18 @@ def best_splits(tiles, iters_per_tile, sms: int, costs: Costs, busy_share: float
     s = np.arange(1, sms + 1)
     allowed = (s * tiles <= sms) & (s <= ipt)
     grid = np.minimum(s * tiles, tiles * ipt)
-    c = costs.c if busy_share is None else costs.c * np.maximum(1.0, grid / (busy_share * sms))
-    times = _times(tiles * ipt, ipt, grid, costs.a, costs.b, c, costs.d)
+    times = _times(tiles * ipt, ipt, grid, costs.a, costs.b, busy_price(costs.c, grid, sms, busy_share), costs.d)
     return s[np.where(allowed, times, np.inf).argmin(axis=1)]
 
 
-def two_tile_beats_dp(tiles, iters_per_tile, slots: int, costs: Costs = AUTO_COSTS):
+def busy_price(c: float, busy, sms: int, busy_share: float | None):
+    """A MAC iteration's price on ``busy`` CTAs: ``c``, or given ``busy_share``, slower in
+    proportion to the CTAs beyond that share of ``sms`` (their reads share the L2's bandwidth)."""
+    return c if busy_share is None else c * np.maximum(1.0, np.asarray(busy) / (busy_share * sms))
+
+
+def two_tile_beats_dp(tiles, iters_per_tile, slots: int, costs: Costs = AUTO_COSTS,
+                      busy_share: float | None = None):
     """Whether the model says two-tile SK + DP beats data-parallel (vectorized over shapes).
 
     With t >= slots tiles, w = t // slots full waves and t % slots = r > 0 left over, DP takes
@@ -132,12 +138,21 @@ def two_tile_beats_dp(tiles, iters_per_tile, slots: int, costs: Costs = AUTO_COS
     and its owner reads one), then w - 1 DP waves. The difference reduces to
     b + d + c*ceil(r*ipt/slots) < a + c*ipt: Stream-K pays off when the partial wave's share
     of iterations plus one fixup costs less than a whole DP wave.
+
+    Given ``busy_share`` (the calibrated sm90 constants), iterations are priced by their busy CTAs
+    (``busy_price``): the full waves' dearer, DP's partial wave of r CTAs cheaper; and a is left
+    out (counted, it took the hybrid where it ran 1.04x slower than DP; LOG.md v29).
     """
     tiles = np.asarray(tiles, dtype=np.int64)
     ipt = np.asarray(iters_per_tile, dtype=np.int64)
     left = tiles % slots
     share = -(-(left * ipt) // slots)
-    return (tiles >= slots) & (left > 0) & (costs.b + costs.d + costs.c * share < costs.a + costs.c * ipt)
+    if busy_share is None:
+        wins = costs.b + costs.d + costs.c * share < costs.a + costs.c * ipt
+    else:
+        full, partial = (busy_price(costs.c, g, slots, busy_share) for g in (slots, left))
+        wins = costs.b + costs.d + full * share < partial * ipt
+    return (tiles >= slots) & (left > 0) & wins
 
 
 def sk_beats_dp_resident(tiles, iters_per_tile, sms: int, costs: Costs, max_waves: int):

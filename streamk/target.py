@@ -53,9 +53,10 @@ class TargetTile:
 
     def order_for(self, problem: Problem, slots: int) -> str | None:
         """auto's rasterization of ``problem`` on ``slots`` resident CTAs: ``one_wave_order`` where its
-        tiles fit one wave that is at most half full or shallower than ONE_WAVE_ORDER_MIN_ITERS."""
-        shallow = problem.iters_per_tile < ONE_WAVE_ORDER_MIN_ITERS
-        one_wave = problem.tiles <= slots and (2 * problem.tiles <= slots or shallow)
+        tiles fill at most ONE_WAVE_MAX_FILL of one wave and outnumber in rows a quarter of the MAC
+        iterations per tile (ONE_WAVE_ITERS_PER_ROW)."""
+        part_wave = problem.tiles <= ONE_WAVE_MAX_FILL * slots
+        one_wave = part_wave and ONE_WAVE_ITERS_PER_ROW * problem.tiles_m > problem.iters_per_tile
         return self.one_wave_order if self.one_wave_order is not None and one_wave else self.tile_order
 
     def split_costs(self) -> Costs | None:
@@ -159,11 +160,16 @@ SM90_TILES = (SM90_TILE, SM90_WIDE_TILE)
 # 4096^3 4% faster in grouped-8 order than row-major on an H100 (the 132 tiles in flight share rows of
 # A and columns of B in the 50 MB L2; LOG.md v17c). The sm80 tiles keep row-major (v8: no gain there).
 SM90_TILE_ORDER = "grouped-8"
-# ... except in one wave of 128x128x64 tiles, half full or under 16 iterations deep: there the grouped
-# order (and the two-CTA clusters it pairs) ran 1.02-1.06x slower than row-major, and it won only on
-# fuller, deeper waves (0.82-0.95x), whose L2 traffic multicast cuts; alike on aligned shapes (three
-# fidelity runs) and packed ones (three bench seeds). 128x256x64: neutral (LOG.md v28).
+# ... except in a wave of 128x128x64 tiles at most 60% full with more tile rows than a quarter of
+# its MAC iterations per tile (about 2m > k): row-major there, without the clusters the grouped order
+# pairs, whose B multicast pays off on fuller waves (the L2 binds from ~80 busy CTAs, as for the
+# splits below) and on deep, short ones. Over 522 one-wave shapes of four FP16 oracle runs, DP so
+# ordered costs 1.012x the better order's time (within 5% on 0.920; the v28 rule, half full or
+# under 16 iterations, 1.022x and 0.835); on a BF16 run not used to fit it 1.010x (0.959; LOG.md v29).
+# 128x256x64: neutral (v28).
 SM90_ONE_WAVE_ORDER = {SM90_TILE: "row-major"}
+ONE_WAVE_ITERS_PER_ROW = 4
+ONE_WAVE_MAX_FILL = 0.6
 # auto's aligned splits on 128x128x64 price MAC iterations by the CTAs busy beyond half the SMs: its
 # mainloop ran 0.31-0.35 us an iteration up to ~60 CTAs and 0.50-0.60 from 80 on (three fidelity
 # runs), so a 2-way split of 56 deep tiles ran no faster than DP. Of shares 0.35-0.6 (and none),
@@ -180,7 +186,6 @@ _SM90_SPLIT_EXTRA_US = {SM90_TILE: 1.5}
 # runs); without it auto within 5% of the best 0.885 / 0.835 / 0.900 -> 0.885 / 0.865 / 0.905 on
 # them (LOG.md v28). Shallower multi-wave DP already runs persistent (persistent_upto).
 _SM90_HYBRID_MAX_WAVES = {SM90_TILE: 2.0}
-ONE_WAVE_ORDER_MIN_ITERS = 16
 
 # auto's constants on sm_90a (H100; in MAC iterations). Owner-waits b = 16, d = 8 on every FP16/BF16
 # tile: best of b in {32, 16, 8, 5} x d in {8, 9.5} on 400 corpus shapes (LOG.md v10b, v13); the

@@ -236,17 +236,30 @@ def test_schedule_target_says_where_the_gpu_launches_clusters_that_share_b(capsy
     assert "clusters" not in printed("stream-k", "--shape", "2048x1024x4096", "--tile", "128x128x64")
 
 
-def test_auto_runs_one_wave_of_the_sm90_square_tile_in_row_major_order_unless_it_is_full_and_deep():
+def test_auto_runs_a_part_wave_of_the_sm90_square_tile_row_major_where_its_rows_outnumber_a_quarter_of_its_depth():
     from streamk.gpu.select import schedule_for
 
     h100, square, wide = preset("h100"), TileShape(128, 128, 64), TileShape(128, 256, 64)
     order = {shape: schedule_for("auto", GemmShape(*shape), "float16", h100, tile=square).tile_order
-             for shape in ((783, 750, 7141), (1200, 1200, 512), (1200, 1200, 4096), (4096, 4096, 4096))}
-    # 42 tiles (<= half the SMs); 100 tiles of 8 iterations; 100 of 64 iterations; 1,024 tiles
-    assert list(order.values()) == ["row-major", "row-major", "grouped-8", "grouped-8"]
-    assert schedule_for("auto", GemmShape(783, 750, 7141), "float16", h100, tile=wide).tile_order == "grouped-8"
-    assert schedule_for("auto", GemmShape(783, 750, 7141), "float16", h100, tile=square,
+             for shape in ((1920, 512, 1024), (783, 750, 7141), (1200, 1200, 512), (4096, 4096, 4096))}
+    # 60 tiles in 15 rows of 16 iterations; 42 tiles in 7 rows of 112; 100 tiles (76% of a wave); 1,024 tiles
+    assert list(order.values()) == ["row-major", "grouped-8", "grouped-8", "grouped-8"]
+    assert schedule_for("auto", GemmShape(1920, 512, 1024), "float16", h100, tile=wide).tile_order == "grouped-8"
+    assert schedule_for("auto", GemmShape(1920, 512, 1024), "float16", h100, tile=square,
                         tile_order="grouped-4").tile_order == "grouped-4"  # a caller's order wins
+
+
+def test_auto_on_the_sm90_square_tile_takes_stream_k_just_past_a_wave_where_its_partial_wave_is_deep():
+    from streamk.gpu.select import schedule_for
+
+    h100, square = preset("h100"), TileShape(128, 128, 64)
+    # 135 tiles: DP's second wave of 3 tiles costs a whole tile's 38 iterations, Stream-K one fixup
+    sk = schedule_for("auto", GemmShape(1909, 1144, 2400), "float16", h100, tile=square)
+    assert sk.grid == 132 and sk.fixup == "turnstile"
+    # 195 tiles: DP's 63-tile wave runs at the L2's light-load rate; Stream-K's would not
+    assert schedule_for("auto", GemmShape(1876, 1560, 7344), "float16", h100, tile=square).grid == 195
+    # 136 tiles of 6 iterations: less than a fixup to gain
+    assert schedule_for("auto", GemmShape(914, 2056, 384), "float16", h100, tile=square).fixup != "turnstile"
 
 
 def test_auto_on_the_sm90_square_tile_keeps_the_two_tile_hybrid_below_two_waves():
@@ -254,9 +267,9 @@ def test_auto_on_the_sm90_square_tile_keeps_the_two_tile_hybrid_below_two_waves(
 
     h100, square = preset("h100"), TileShape(128, 128, 64)
     assert h100.kernel("float16", square).hybrid_max_waves == 2.0
-    many = GemmShape(5640, 3128, 7408)  # 1,125 tiles (8.5 waves) of 116 iterations
-    assert schedule_for("auto", many, "float16", h100, tile=square).grid == 1125  # DP
-    assert schedule_for("auto", many, "float16", h100, tile=square, hybrid_max_waves=10.0).grid == 1056
+    many = GemmShape(2304, 1920, 7408)  # 270 tiles (2.05 waves) of 116 iterations
+    assert schedule_for("auto", many, "float16", h100, tile=square).grid == 270  # DP
+    assert schedule_for("auto", many, "float16", h100, tile=square, hybrid_max_waves=10.0).grid == 264
     few = schedule_for("auto", GemmShape(2396, 984, 4552), "float16", h100, tile=square)  # 152 tiles
     assert few.grid == 132 and few.fixup == "turnstile"  # below two waves: the hybrid, as before
     assert h100.kernel("float16", TileShape(128, 256, 64)).hybrid_max_waves is None

@@ -103,7 +103,10 @@ def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_
         fixup[deep] = FIXUP_POLICIES.index("separate-reduce")
     split, first, second = total, grid, 0 * grid
     if machine.ctas_per_sm == 1 and len(few) < len(tiles):
-        hybrid = (tiles >= machine.sms) & two_tile_beats_dp(tiles, ipt, machine.sms, costs)
+        if split_costs is not None:  # the calibrated constants, iterations priced by busy CTAs
+            hybrid = two_tile_beats_dp(tiles, ipt, machine.sms, split_costs, split_busy_share)
+        else:
+            hybrid = two_tile_beats_dp(tiles, ipt, machine.sms, costs)
         if hybrid_max_waves is not None:
             hybrid &= tiles < hybrid_max_waves * machine.sms
         h_split, h_first, h_second = hybrid_regions(tiles, ipt, machine.sms, sk_first=True)
