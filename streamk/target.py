@@ -53,10 +53,9 @@ class TargetTile:
 
     def order_for(self, problem: Problem, slots: int) -> str | None:
         """auto's rasterization of ``problem`` on ``slots`` resident CTAs: ``one_wave_order`` where its
-        tiles fill at most ONE_WAVE_MAX_FILL of one wave and outnumber in rows a quarter of the MAC
-        iterations per tile (ONE_WAVE_ITERS_PER_ROW)."""
-        part_wave = problem.tiles <= ONE_WAVE_MAX_FILL * slots
-        one_wave = part_wave and ONE_WAVE_ITERS_PER_ROW * problem.tiles_m > problem.iters_per_tile
+        tiles fit one wave in more tile rows than a quarter of their MAC iterations
+        (ONE_WAVE_ITERS_PER_ROW)."""
+        one_wave = problem.tiles <= slots and ONE_WAVE_ITERS_PER_ROW * problem.tiles_m > problem.iters_per_tile
         return self.one_wave_order if self.one_wave_order is not None and one_wave else self.tile_order
 
     def split_costs(self) -> Costs | None:
@@ -160,16 +159,15 @@ SM90_TILES = (SM90_TILE, SM90_WIDE_TILE)
 # 4096^3 4% faster in grouped-8 order than row-major on an H100 (the 132 tiles in flight share rows of
 # A and columns of B in the 50 MB L2; LOG.md v17c). The sm80 tiles keep row-major (v8: no gain there).
 SM90_TILE_ORDER = "grouped-8"
-# ... except in a wave of 128x128x64 tiles at most 60% full with more tile rows than a quarter of
-# its MAC iterations per tile (about 2m > k): row-major there, without the clusters the grouped order
-# pairs, whose B multicast pays off on fuller waves (the L2 binds from ~80 busy CTAs, as for the
-# splits below) and on deep, short ones. Over 522 one-wave shapes of four FP16 oracle runs, DP so
-# ordered costs 1.012x the better order's time (within 5% on 0.920; the v28 rule, half full or
-# under 16 iterations, 1.022x and 0.835); on a BF16 run not used to fit it 1.010x (0.959; LOG.md v29).
+# ... except in one wave of 128x128x64 tiles with more tile rows than a quarter of its MAC
+# iterations per tile (about 2m > k): row-major there, without the clusters the grouped order pairs,
+# whose B multicast pays off on deep, short waves. Over 654 one-wave shapes of five FP16 oracle runs,
+# DP so ordered costs 1.013x the better order's time (within 5% on 0.920; the v28 rule, half full
+# or under 16 iterations, 1.023x and 0.829), alike on the run not used to choose it (seed 31,
+# 1.028 -> 1.013x); limits on the wave's fill or its tile columns gained under 0.2% (LOG.md v29).
 # 128x256x64: neutral (v28).
 SM90_ONE_WAVE_ORDER = {SM90_TILE: "row-major"}
 ONE_WAVE_ITERS_PER_ROW = 4
-ONE_WAVE_MAX_FILL = 0.6
 # auto's aligned splits on 128x128x64 price MAC iterations by the CTAs busy beyond half the SMs: its
 # mainloop ran 0.31-0.35 us an iteration up to ~60 CTAs and 0.50-0.60 from 80 on (three fidelity
 # runs), so a 2-way split of 56 deep tiles ran no faster than DP. Of shares 0.35-0.6 (and none),

@@ -236,14 +236,14 @@ def test_schedule_target_says_where_the_gpu_launches_clusters_that_share_b(capsy
     assert "clusters" not in printed("stream-k", "--shape", "2048x1024x4096", "--tile", "128x128x64")
 
 
-def test_auto_runs_a_part_wave_of_the_sm90_square_tile_row_major_where_its_rows_outnumber_a_quarter_of_its_depth():
+def test_auto_runs_one_wave_of_the_sm90_square_tile_row_major_where_its_rows_outnumber_a_quarter_of_its_depth():
     from streamk.gpu.select import schedule_for
 
     h100, square, wide = preset("h100"), TileShape(128, 128, 64), TileShape(128, 256, 64)
     order = {shape: schedule_for("auto", GemmShape(*shape), "float16", h100, tile=square).tile_order
              for shape in ((1920, 512, 1024), (783, 750, 7141), (1200, 1200, 512), (4096, 4096, 4096))}
-    # 60 tiles in 15 rows of 16 iterations; 42 tiles in 7 rows of 112; 100 tiles (76% of a wave); 1,024 tiles
-    assert list(order.values()) == ["row-major", "grouped-8", "grouped-8", "grouped-8"]
+    # 60 tiles in 15 rows of 16 iterations; 42 in 7 rows of 112; 100 in 10 rows of 8; 1,024 tiles
+    assert list(order.values()) == ["row-major", "grouped-8", "row-major", "grouped-8"]
     assert schedule_for("auto", GemmShape(1920, 512, 1024), "float16", h100, tile=wide).tile_order == "grouped-8"
     assert schedule_for("auto", GemmShape(1920, 512, 1024), "float16", h100, tile=square,
                         tile_order="grouped-4").tile_order == "grouped-4"  # a caller's order wins

@@ -113,8 +113,7 @@ def add_decomposition_args(p: argparse.ArgumentParser) -> None:
                    help="which tile index is which (tile_m, tile_n): row-major, column-major, or grouped-G "
                         "(G tile rows at a time, for L2 reuse, e.g. grouped-8) (default row-major; auto with "
                         "--target: the target's order for the tile, grouped-8 on the sm90 tiles but row-major where "
-                        "128x128x64's tiles fill at most 60%% of a wave in more tile rows than a quarter of their "
-                        "k iterations)")
+                        "128x128x64's tiles fit one wave in more tile rows than a quarter of their k iterations)")
     p.add_argument("--walk", choices=["forward", "backward"], default="forward",
                    help="order of each CTA's units: forward, or backward as CUTLASS's SK units walk "
                         "(pair backward with --fixup turnstile) (default forward)")
