@@ -48,6 +48,9 @@ class TargetTile:
     split_extra_us: float = 0.0
     # auto's two-tile hybrid only below this many waves of tiles (streamk.sched.auto); None: any
     hybrid_max_waves: float | None = None
+    # ... and decided under the calibrated constants, MAC iterations priced as for the splits but
+    # with this share (streamk.costs.two_tile_beats_dp); None: the appendix model's constants
+    hybrid_busy_share: float | None = None
     # few deep tiles: basic Stream-K on every SM under the separate-reduce fixup (streamk.sched.auto)
     few_tiles_reduce: bool = False
 
@@ -148,7 +151,8 @@ class Target:
                            "one_wave_order": t.one_wave_order,
                            "persistent_upto": t.persistent_upto, "few_tiles_reduce": t.few_tiles_reduce,
                            "split_costs": str(t.split_costs()) if t.aligned_splits and t.calibration else None,
-                           "split_busy_share": t.split_busy_share, "hybrid_max_waves": t.hybrid_max_waves}
+                           "split_busy_share": t.split_busy_share, "hybrid_max_waves": t.hybrid_max_waves,
+                           "hybrid_busy_share": t.hybrid_busy_share}
                           for t in self.tiles]}
 
 
@@ -184,6 +188,11 @@ _SM90_SPLIT_EXTRA_US = {SM90_TILE: 1.5}
 # runs); without it auto within 5% of the best 0.885 / 0.835 / 0.900 -> 0.885 / 0.865 / 0.905 on
 # them (LOG.md v28). Shallower multi-wave DP already runs persistent (persistent_upto).
 _SM90_HYBRID_MAX_WAVES = {SM90_TILE: 2.0}
+# ... and below them, the hybrid where the calibrated model, iterations priced by busy CTAs beyond
+# 40% of the SMs, says it beats DP: on 149 shapes of one to two waves in six FP16 oracle runs it
+# cost 1.018x the better of hybrid and DP (the appendix constants' rule 1.028x), better or equal on
+# every run; shares 0.3 / 0.5 scored 1.019x / 1.023x (0.5 is the splits' share; LOG.md v29).
+_SM90_HYBRID_BUSY_SHARE = {SM90_TILE: 0.4}
 
 # auto's constants on sm_90a (H100; in MAC iterations). Owner-waits b = 16, d = 8 on every FP16/BF16
 # tile: best of b in {32, 16, 8, 5} x d in {8, 9.5} on 400 corpus shapes (LOG.md v10b, v13); the
@@ -233,6 +242,7 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
                                   split_busy_share=_SM90_SPLIT_BUSY_SHARE.get(tile) if measured else None,
                                   split_extra_us=_SM90_SPLIT_EXTRA_US.get(tile, 0.0) if measured else 0.0,
                                   hybrid_max_waves=_SM90_HYBRID_MAX_WAVES.get(tile) if measured else None,
+                                  hybrid_busy_share=_SM90_HYBRID_BUSY_SHARE.get(tile) if measured else None,
                                   few_tiles_reduce=measured and tile in _SM90_FEW_TILES_REDUCE))
     return tuple(out)
 

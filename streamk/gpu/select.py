@@ -223,6 +223,8 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
                 options["split_busy_share"] = kernel.split_busy_share
         if options.get("hybrid_max_waves") is None and kernel.hybrid_max_waves is not None:
             options["hybrid_max_waves"] = kernel.hybrid_max_waves
+        if options.get("hybrid_busy_share") is None and kernel.hybrid_busy_share is not None:
+            options["hybrid_busy_share"] = kernel.hybrid_busy_share
         if options.get("reduce_costs") is None and fixup is None and kernel.reduce_costs is not None:
             options["reduce_costs"] = kernel.reduce_costs
         if "few_tiles_reduce" not in options and fixup is None and kernel.few_tiles_reduce:

@@ -36,7 +36,11 @@ by the L2's bandwidth, so splitting tiles onto more SMs stops paying (LOG.md v28
 
 Given ``hybrid_max_waves``, the two-tile hybrid is taken only below that many waves of tiles (sm90
 128x128x64 on an H100, from two waves on: the hybrid ran 1.03-1.10x the time of DP in grouped order
-on deep tiles, and persistent DP already takes the shallow ones; LOG.md v28).
+on deep tiles, and persistent DP already takes the shallow ones; LOG.md v28). Given also
+``hybrid_busy_share`` and ``split_costs``, the same model decides the hybrid under the calibrated
+constants with MAC iterations priced by their busy CTAs (``costs.two_tile_beats_dp``): DP's last,
+partial wave then runs at the L2's light-load rate, so Stream-K pays only where that wave is a
+small share of the SMs (LOG.md v29).
 
 Given ``persistent_upto`` (the GPU backend passes it for kernels of one CTA per SM where it was
 measured to pay), where auto's pick is plain DP over more tiles than SMs with at most that many
@@ -77,7 +81,8 @@ from .registry import register
 def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_costs: Costs | None = None,
                 reduce_costs: Costs | None = None, sk_backward: bool = False,
                 split_costs: Costs | None = None, split_busy_share: float | None = None,
-                few_tiles_reduce: bool = False, hybrid_max_waves: float | None = None) -> Ranges:
+                few_tiles_reduce: bool = False, hybrid_max_waves: float | None = None,
+                hybrid_busy_share: float | None = None) -> Ranges:
     """auto's choice for every shape (see the module docstring), as a batch."""
     tiles_m, tiles_n, ipt = tile_counts(shapes, tile)
     tiles = tiles_m * tiles_n
@@ -103,8 +108,8 @@ def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_
         fixup[deep] = FIXUP_POLICIES.index("separate-reduce")
     split, first, second = total, grid, 0 * grid
     if machine.ctas_per_sm == 1 and len(few) < len(tiles):
-        if split_costs is not None:  # the calibrated constants, iterations priced by busy CTAs
-            hybrid = two_tile_beats_dp(tiles, ipt, machine.sms, split_costs, split_busy_share)
+        if split_costs is not None and hybrid_busy_share is not None:  # calibrated, priced by busy CTAs
+            hybrid = two_tile_beats_dp(tiles, ipt, machine.sms, split_costs, hybrid_busy_share)
         else:
             hybrid = two_tile_beats_dp(tiles, ipt, machine.sms, costs)
         if hybrid_max_waves is not None:
@@ -132,11 +137,12 @@ SK_REDUCE_MIN_ITERS = 32  # ... and at least this many MAC iterations per tile (
 def auto(shape: GemmShape, tile: TileShape, machine: Machine, *, model_costs: Costs | None = None,
          reduce_costs: Costs | None = None, sk_backward: bool = False, persistent_upto: int | None = None,
          split_costs: Costs | None = None, split_busy_share: float | None = None,
-         few_tiles_reduce: bool = False, hybrid_max_waves: float | None = None) -> Schedule:
+         few_tiles_reduce: bool = False, hybrid_max_waves: float | None = None,
+         hybrid_busy_share: float | None = None) -> Schedule:
     ranges = auto_ranges(np.array([[shape.m, shape.n, shape.k]]), tile, machine, model_costs=model_costs,
                          reduce_costs=reduce_costs, sk_backward=sk_backward, split_costs=split_costs,
                          split_busy_share=split_busy_share, few_tiles_reduce=few_tiles_reduce,
-                         hybrid_max_waves=hybrid_max_waves)
+                         hybrid_max_waves=hybrid_max_waves, hybrid_busy_share=hybrid_busy_share)
     tiles, ipt = int(ranges.tiles[0]), int(ranges.ipt[0])
     # auto's even splits of [0, total) over as many CTAs as tiles are a whole tile each: plain DP
     if persistent_upto is not None and machine.sms < tiles and ipt <= persistent_upto and ranges.grids[0] == tiles:
