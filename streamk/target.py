@@ -53,6 +53,9 @@ class TargetTile:
     hybrid_busy_share: float | None = None
     # few deep tiles: basic Stream-K on every SM under the separate-reduce fixup (streamk.sched.auto)
     few_tiles_reduce: bool = False
+    # auto's decode-like GEMMs on this tile: a DP grid of few deep tiles becomes Stream-K on every
+    # resident slot under separate-reduce (streamk.sched.auto decode_reduce; the GPU backend asks)
+    decode_reduce: bool = False
 
     def order_for(self, problem: Problem, slots: int) -> str | None:
         """auto's rasterization of ``problem`` on ``slots`` resident CTAs: ``one_wave_order`` where its
@@ -150,6 +153,7 @@ class Target:
                            "calibrated": t.calibration is not None, "tile_order": t.tile_order,
                            "one_wave_order": t.one_wave_order,
                            "persistent_upto": t.persistent_upto, "few_tiles_reduce": t.few_tiles_reduce,
+                           "decode_reduce": t.decode_reduce,
                            "split_costs": str(t.split_costs()) if t.aligned_splits and t.calibration else None,
                            "split_busy_share": t.split_busy_share, "hybrid_max_waves": t.hybrid_max_waves,
                            "hybrid_busy_share": t.hybrid_busy_share}
@@ -217,6 +221,10 @@ _SM90_PERSISTENT_UPTO = {SM90_TILE: 16}
 # auto's few deep tiles under separate-reduce (streamk.sched.auto few_tiles_reduce): measured on the
 # 128x128x64 kernel's fidelity runs (three seeds, LOG.md v26); 128x256x64 was not measured.
 _SM90_FEW_TILES_REDUCE = (SM90_TILE,)
+# decode-like GEMMs on the sm80 rectangles (two CTAs per SM) on an H100: DP's few tall tiles leave
+# most SMs idle while each CTA streams its operand alone, and Stream-K over all 264 slots ran 1.05-1.7x
+# faster on 10 of 400 decode shapes (LOG.md v29).
+_SM90_DECODE_REDUCE = (TileShape(128, 64, 32), TileShape(64, 128, 32))
 _SM90_REDUCE = Costs(a=32.0, b=24.0, c=1.0, d=0.5)
 _SM90_F64_OWNER = Costs(a=32.0, b=16.0, c=1.0, d=8.0)
 _SM90_F64_REDUCE = Costs(a=32.0, b=16.0, c=1.0, d=1.0)
@@ -243,7 +251,8 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
                                   split_extra_us=_SM90_SPLIT_EXTRA_US.get(tile, 0.0) if measured else 0.0,
                                   hybrid_max_waves=_SM90_HYBRID_MAX_WAVES.get(tile) if measured else None,
                                   hybrid_busy_share=_SM90_HYBRID_BUSY_SHARE.get(tile) if measured else None,
-                                  few_tiles_reduce=measured and tile in _SM90_FEW_TILES_REDUCE))
+                                  few_tiles_reduce=measured and tile in _SM90_FEW_TILES_REDUCE,
+                                  decode_reduce=measured and tile in _SM90_DECODE_REDUCE))
     return tuple(out)
 
 

@@ -273,3 +273,22 @@ def test_auto_on_the_sm90_square_tile_keeps_the_two_tile_hybrid_below_two_waves(
     few = schedule_for("auto", GemmShape(2396, 984, 4552), "float16", h100, tile=square)  # 152 tiles
     assert few.grid == 132 and few.fixup == "turnstile"  # below two waves: the hybrid, as before
     assert h100.kernel("float16", TileShape(128, 256, 64)).hybrid_max_waves is None
+
+
+def test_auto_spreads_a_decode_gemm_of_few_deep_rectangles_over_every_slot():
+    from streamk.gpu.select import schedule_for
+
+    h100 = preset("h100")
+    # 42 tall tiles of 37 iterations: DP would stream A through 42 CTAs on 132 SMs
+    spread = schedule_for("auto", GemmShape(5313, 17, 1182), "float16", h100)
+    assert spread.tile == TileShape(128, 64, 32) and spread.grid == 264 and spread.fixup == "separate-reduce"
+    # 80 tiles of 18 iterations: a fixup per tile costs more than the spread gains
+    assert schedule_for("auto", GemmShape(10176, 2, 576), "float16", h100).grid == 80
+    assert schedule_for("auto", GemmShape(5313, 17, 1182), "float16", h100, decode_reduce=False).grid == 42
+    # not decode-like (n > 64): the rule is not asked for, so the same tiles keep auto's own grid
+    rect, wider = TileShape(128, 64, 32), GemmShape(4000, 120, 1182)
+    kept = schedule_for("auto", wider, "float16", h100, tile=rect)
+    asked = schedule_for("auto", wider, "float16", h100, tile=rect, decode_reduce=True)
+    assert (kept.grid, kept.fixup) == (64, "owner-waits") and (asked.grid, asked.fixup) == (264, "separate-reduce")
+    assert h100.kernel("float16", TileShape(128, 64, 32)).decode_reduce
+    assert not preset("a100").kernel("float16", TileShape(128, 64, 32)).decode_reduce

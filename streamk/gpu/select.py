@@ -229,6 +229,8 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
             options["reduce_costs"] = kernel.reduce_costs
         if "few_tiles_reduce" not in options and fixup is None and kernel.few_tiles_reduce:
             options["few_tiles_reduce"] = True
+        if "decode_reduce" not in options and fixup is None and kernel.decode_reduce and decode_like(shape.m, shape.n):
+            options["decode_reduce"] = True
         # a wave or more of tiles at one CTA per SM (the 128x256 tile): the SK CTAs of the two-tile
         # hybrid walk backwards under turnstile (streamk.sched.auto), unless a policy is given
         if fixup is None and "sk_backward" not in options:

@@ -57,6 +57,13 @@ and the reduce pass sums a tile's partials on many SMs at once where an owner re
 after another (H100, sm90 128x128x64, three 200-shape fidelity runs of every variant: 1.13-1.19x
 faster than the aligned splits on the 20-23 shapes it changes, none slower than 0.97x; LOG.md v26).
 
+Given ``decode_reduce`` (the GPU backend passes it for decode-like GEMMs on the sm80 rectangles of
+an H100), a DP grid of at most DECODE_REDUCE_MAX_FILL of the SMs' tiles, each at least
+DECODE_REDUCE_MIN_ITERS deep, runs basic Stream-K on every resident slot under separate-reduce:
+such a GEMM streams a large operand, and one CTA per tile on a minority of the SMs reads it at a
+fraction of the device's bandwidth (1.05-1.7x faster on the 10 of 400 decode shapes it changes,
+0.9719 -> 0.9840x cuBLAS raw on one seed; LOG.md v29).
+
 Below a tile per SM, given ``reduce_costs`` (the same model's constants for the separate-reduce
 fixup, whose pass sums a split tile's slots on many SMs at once), auto also plans that grid and
 takes it where the model says it is faster than owner-waits: the owner reads its peers one after
@@ -82,7 +89,7 @@ def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_
                 reduce_costs: Costs | None = None, sk_backward: bool = False,
                 split_costs: Costs | None = None, split_busy_share: float | None = None,
                 few_tiles_reduce: bool = False, hybrid_max_waves: float | None = None,
-                hybrid_busy_share: float | None = None) -> Ranges:
+                hybrid_busy_share: float | None = None, decode_reduce: bool = False) -> Ranges:
     """auto's choice for every shape (see the module docstring), as a batch."""
     tiles_m, tiles_n, ipt = tile_counts(shapes, tile)
     tiles = tiles_m * tiles_n
@@ -106,6 +113,11 @@ def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_
         deep = (tiles < SK_REDUCE_MAX_WAVES * machine.sms) & (ipt >= SK_REDUCE_MIN_ITERS)
         grid[deep], splits[deep] = np.minimum(machine.sms, total[deep]), 1
         fixup[deep] = FIXUP_POLICIES.index("separate-reduce")
+    if decode_reduce:  # a DP grid of few deep tiles: every resident slot, the reduce pass sums
+        lone = (grid == tiles) & (splits == 1) & (tiles <= DECODE_REDUCE_MAX_FILL * machine.sms)
+        lone &= ipt >= DECODE_REDUCE_MIN_ITERS
+        grid[lone] = np.minimum(machine.slots, total[lone])
+        fixup[lone] = FIXUP_POLICIES.index("separate-reduce")
     split, first, second = total, grid, 0 * grid
     if machine.ctas_per_sm == 1 and len(few) < len(tiles):
         if split_costs is not None and hybrid_busy_share is not None:  # calibrated, priced by busy CTAs
@@ -131,6 +143,8 @@ def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_
 SK_MAX_WAVES = 3  # SM-waves of tiles up to which several resident CTAs per SM run Stream-K
 SK_REDUCE_MAX_WAVES = 0.2  # few_tiles_reduce: below this many tiles per SM (0.15-0.25 scored alike, v26)
 SK_REDUCE_MIN_ITERS = 32  # ... and at least this many MAC iterations per tile (24-40 scored alike)
+DECODE_REDUCE_MAX_FILL = 0.6  # decode_reduce: DP grids of at most this share of the SMs (0.5-0.7 alike)
+DECODE_REDUCE_MIN_ITERS = 24  # ... and at least this many MAC iterations per tile (16-32 alike)
 
 
 @register("auto", batch=auto_ranges)
@@ -138,11 +152,12 @@ def auto(shape: GemmShape, tile: TileShape, machine: Machine, *, model_costs: Co
          reduce_costs: Costs | None = None, sk_backward: bool = False, persistent_upto: int | None = None,
          split_costs: Costs | None = None, split_busy_share: float | None = None,
          few_tiles_reduce: bool = False, hybrid_max_waves: float | None = None,
-         hybrid_busy_share: float | None = None) -> Schedule:
+         hybrid_busy_share: float | None = None, decode_reduce: bool = False) -> Schedule:
     ranges = auto_ranges(np.array([[shape.m, shape.n, shape.k]]), tile, machine, model_costs=model_costs,
                          reduce_costs=reduce_costs, sk_backward=sk_backward, split_costs=split_costs,
                          split_busy_share=split_busy_share, few_tiles_reduce=few_tiles_reduce,
-                         hybrid_max_waves=hybrid_max_waves, hybrid_busy_share=hybrid_busy_share)
+                         hybrid_max_waves=hybrid_max_waves, hybrid_busy_share=hybrid_busy_share,
+                         decode_reduce=decode_reduce)
     tiles, ipt = int(ranges.tiles[0]), int(ranges.ipt[0])
     # auto's even splits of [0, total) over as many CTAs as tiles are a whole tile each: plain DP
     if persistent_upto is not None and machine.sms < tiles and ipt <= persistent_upto and ranges.grids[0] == tiles:
