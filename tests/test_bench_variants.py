@@ -140,3 +140,24 @@ def test_only_tile_names_a_tile_or_its_prefix():
     assert tile_matches(sm90_wide, _only_tile("128x256")) and tile_matches(sm80_wide, _only_tile("128x256"))
     assert tile_matches(sm90_wide, _only_tile("128x256x64")) and not tile_matches(sm80_wide, _only_tile("128x256x64"))
     assert not tile_matches(TileShape(128, 64, 32), _only_tile("128")) and not tile_matches(sm90_wide, "128x25")
+
+
+def test_the_bench_summary_counts_a_variant_skipped_on_some_shapes(capsys):
+    """A variant that cannot run a shape (e.g. stream-k%264 on fewer MAC iterations) is recorded as
+    NaN with its reason; the summary leaves it out of that variant's figures and says how often."""
+    import math
+
+    from streamk.gpu.bench import summarize
+
+    def row(m, sk_ms):
+        r = {"m": m, "n": 512, "k": 512, "intensity": 100.0, "cublas_raw": 1.0, "cublas_padded": 1.0}
+        for d, ms in (("data-parallel", 2.0), ("stream-k%264", sk_ms)):
+            ok = math.isfinite(ms)
+            r.update({d: ms, d + "_relerr": 0.0 if ok else math.nan, d + "_tile": "128x128x32" if ok else "",
+                      d + "_steps": "streamk_sm80_f16" if ok else "", d + "_same_as": ""})
+        return r
+
+    summarize([row(4096, 1.0), row(64, math.nan)], ["data-parallel", "stream-k%264"], "float16")
+    out = capsys.readouterr().out
+    assert "stream-k%264     vs data-parallel geo 2.000 mean 2.000 min 2.000" in out, out
+    assert "skipped on 1 shapes" in out, out

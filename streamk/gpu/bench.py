@@ -26,6 +26,7 @@ import os
 import statistics
 import time
 
+from ..errors import StreamkError
 from ..shapes import GemmShape
 from ..sim.corpus import corpus as draw_corpus, decode_corpus as draw_decode
 from .prepared import prepare
@@ -173,8 +174,13 @@ def bench_shape(shape, dtype, stream, rows, decomps, alone: bool = False, flush:
     # launch holds the other buffers it points into, api.prepare)
     out = torch.full((m, n), float("nan"), device="cuda", dtype=out_dtype)
     dev = current()
-    prepared = {decomp: prepare(A, B, out, **tile_for(variant(decomp, lambda: dev.sms), GemmShape(m, n, k), dtype,
-                                                      dev.target)) for decomp in decomps}
+    prepared, skipped = {}, {}
+    for decomp in decomps:
+        try:
+            prepared[decomp] = prepare(A, B, out, **tile_for(variant(decomp, lambda: dev.sms), GemmShape(m, n, k),
+                                                             dtype, dev.target))
+        except StreamkError as exc:  # this variant cannot run this shape (a grid above its MAC iterations, ...)
+            skipped[decomp] = str(exc)
     first, same_as = {}, {}  # a variant whose launch is another's (auto running DP's schedule) is
     for decomp, p in prepared.items():  # timed once: the same kernels twice only measure noise
         key = launch_key(p)
@@ -183,13 +189,18 @@ def bench_shape(shape, dtype, stream, rows, decomps, alone: bool = False, flush:
             continue
         first[key] = decomp
         fns[decomp] = lambda launch=p.launch: launch.enqueue(stream.cuda_stream)
-    packs = [st for st in prepared[decomps[-1]].launch.steps if "pack" in st.name]
+    last = next(reversed(prepared.values()), None)
+    packs = [st for st in last.launch.steps if "pack" in st.name] if last is not None else []
     if packs:  # what packing the unaligned operands costs inside our times
         fns["pack"] = lambda: [st.enqueue(stream.cuda_stream) for st in packs]
     times = time_alone(fns, stream, flush=flush) if alone or shape == BIG else time_interleaved(fns, stream, flush)
     times.update({decomp: times[other] for decomp, other in same_as.items()})
     for decomp in decomps:
         result[decomp + "_same_as"] = same_as.get(decomp, "")
+    for decomp, why in skipped.items():  # a row every reader can take: NaN times, the reason
+        result.update({decomp: math.nan, decomp + "_p20": math.nan, decomp + "_p80": math.nan, decomp + "_grid": 0,
+                       decomp + "_relerr": math.nan, decomp + "_steps": "", decomp + "_cluster": 0,
+                       decomp + "_tile": "", decomp + "_skipped": why})
     for name, (med, p20, p80) in times.items():
         key = "pack_ms" if name == "pack" else name
         result[key] = med
@@ -206,6 +217,11 @@ def bench_shape(shape, dtype, stream, rows, decomps, alone: bool = False, flush:
         result[decomp + "_tile"] = str(p.schedule.tile)
     rows.append(result)
     return result
+
+
+def finite(xs) -> list[float]:
+    """The finite values of ``xs`` (a variant skipped on a shape times as NaN)."""
+    return [x for x in xs if math.isfinite(x)]
 
 
 def geomean(xs):
@@ -250,7 +266,7 @@ def main(args: argparse.Namespace) -> int:
             print(f"{r['m']:>5}x{r['n']:>5}x{r['k']:>5} cublas raw {tf(r['cublas_raw']):6.1f} pad "
                   f"{tf(r['cublas_padded']):6.1f} | " + " ".join(f"{d} {tf(r[d]):6.1f}" for d in decomps) +
                   f" | pack {r.get('pack_ms', 0) * 1e3:5.1f} us of {r[decomps[-1]] * 1e3:6.1f}"
-                  f" | err {max(r[d + '_relerr'] for d in decomps):.1e}", flush=True)
+                  f" | err {max(finite(r[d + '_relerr'] for d in decomps), default=math.nan):.1e}", flush=True)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"bench_{args.dtype}.csv")
     with open(path, "w", newline="") as f:
@@ -287,7 +303,9 @@ def same_tile_dp(rows, decomps):
     for d in decomps:
         if is_dp(d) or any(r[d + "_tile"] not in dps for r in rows):
             continue
-        ratio = [r[dps[r[d + "_tile"]]] / r[d] for r in rows]
+        ratio = finite(r[dps[r[d + "_tile"]]] / r[d] for r in rows)
+        if not ratio:
+            continue
         tiles = sorted({r[d + "_tile"] for r in rows})
         print(f"   {d} vs DP of its own tile ({', '.join(tiles)}): geo {geomean(ratio):.3f} mean "
               f"{statistics.mean(ratio):.3f} min {min(ratio):.3f}")
@@ -308,20 +326,25 @@ def summarize(rows, decomps, dtype):
         dp = "data-parallel" if "data-parallel" in decomps else next(
             (d for d in decomps if d.startswith("data-parallel")), None)
         for d in decomps:
-            vs_dp = [r[dp] / r[d] for r in sel] if dp else []
-            vs_raw = [r["cublas_raw"] / r[d] for r in sel]
-            vs_pad = [r["cublas_padded"] / r[d] for r in sel]
+            ran = [r for r in sel if math.isfinite(r[d])]
+            if not ran:
+                print(f"   {d:<16} ran on none of these shapes")
+                continue
+            vs_dp = finite(r[dp] / r[d] for r in ran) if dp else []
+            vs_raw = [r["cublas_raw"] / r[d] for r in ran]
+            vs_pad = [r["cublas_padded"] / r[d] for r in ran]
             versus = f"vs {dp} geo {geomean(vs_dp):.3f} mean {statistics.mean(vs_dp):.3f} min {min(vs_dp):.3f} | " \
-                if dp else ""
+                if vs_dp else ""
+            skipped = f" | skipped on {len(sel) - len(ran)} shapes" if len(ran) < len(sel) else ""
             print(f"   {d:<16} {versus}vs cuBLAS raw geo {geomean(vs_raw):.3f} | vs padded geo {geomean(vs_pad):.3f} | "
-                  f"max relerr {max(r[d + '_relerr'] for r in sel):.1e}")
+                  f"max relerr {max(r[d + '_relerr'] for r in ran):.1e}{skipped}")
     same_tile_dp(corpus_rows, decomps)
     if "data-parallel" in decomps:  # where a variant ran DP's very launch, it was timed once
         for d in decomps:
             if d == "data-parallel":
                 continue
             same = [r for r in corpus_rows if r.get(d + "_same_as") == "data-parallel"]
-            other = [r["data-parallel"] / r[d] for r in corpus_rows if r.get(d + "_same_as") != "data-parallel"]
+            other = finite(r["data-parallel"] / r[d] for r in corpus_rows if r.get(d + "_same_as") != "data-parallel")
             line = f"   {d}: {len(same)} shapes ran DP's own launch (timed once: ratio 1)"
             if other:
                 line += (f"; the other {len(other)}: vs DP geo {geomean(other):.3f} mean {statistics.mean(other):.3f}"
@@ -334,7 +357,9 @@ def summarize(rows, decomps, dtype):
         changed = [r for r in corpus_rows if r[base + "_steps"] != r[d + "_steps"]]
         for label, sel in (("changed", changed), ("compute-bound changed", [r for r in changed if r["intensity"] > 400])):
             if sel:
-                gain = [r[d] / r[base] for r in sel]
+                gain = finite(r[d] / r[base] for r in sel)
+                if not gain:
+                    continue
                 print(f"   {base}: {d}/default time geo {geomean(gain):.3f} min {min(gain):.3f} max {max(gain):.3f} "
                       f"on {len(sel)} {label} shapes")
         for w in ("w8", "w4"):

@@ -89,7 +89,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          "operands are read, whether the kernels after the first use programmatic dependent launch, "
                          "+back to walk each CTA's units backwards, +sm80 or +sm90 for the tile auto picks with its "
                          "large-GEMM rungs on that family's tiles (Target.large_rungs), and +nomc to launch the sm90 "
-                         "kernels without the two-CTA clusters that share B by TMA multicast")
+                         "kernels without the two-CTA clusters that share B by TMA multicast. A variant that cannot "
+                         "run a shape (a grid above its MAC iterations) is skipped there: NaN in the CSV with the "
+                         "reason in VARIANT_skipped, counted in the summary")
     ap.add_argument("--only-tile", type=_only_tile, metavar="TILE",
                     help="only the corpus shapes for which auto picks this tile (128x256: any depth; 128x256x64: the sm90 "
                          "kernel's): a rule's shapes")
