@@ -56,6 +56,9 @@ class TargetTile:
     # auto's decode-like GEMMs on this tile: a DP grid of few deep tiles becomes Stream-K on every
     # resident slot under separate-reduce (streamk.sched.auto decode_reduce; the GPU backend asks)
     decode_reduce: bool = False
+    # auto on this memory-bound tile: every resident slot under separate-reduce below a tile per SM,
+    # else DP (streamk.sched.auto spread_reduce)
+    spread_reduce: bool = False
 
     def order_for(self, problem: Problem, slots: int) -> str | None:
         """auto's rasterization of ``problem`` on ``slots`` resident CTAs: ``one_wave_order`` where its
@@ -81,6 +84,7 @@ PAPER_HALF_TILE = TileShape(128, 128, 32)
 WIDE_TILE = TileShape(128, 256, 32)
 SM90_TILE = TileShape(128, 128, 64)
 SM90_WIDE_TILE = TileShape(128, 256, 64)
+DOT_TILE = TileShape(64, 8, 128)  # the tile of GEMMs of at most 8 columns (kernels/sm80/dot.cuh)
 LARGE_RUNGS = {"sm80": (PAPER_HALF_TILE, WIDE_TILE), "sm90": (SM90_TILE, SM90_WIDE_TILE)}
 
 
@@ -153,7 +157,7 @@ class Target:
                            "calibrated": t.calibration is not None, "tile_order": t.tile_order,
                            "one_wave_order": t.one_wave_order,
                            "persistent_upto": t.persistent_upto, "few_tiles_reduce": t.few_tiles_reduce,
-                           "decode_reduce": t.decode_reduce,
+                           "decode_reduce": t.decode_reduce, "spread_reduce": t.spread_reduce,
                            "split_costs": str(t.split_costs()) if t.aligned_splits and t.calibration else None,
                            "split_busy_share": t.split_busy_share, "hybrid_max_waves": t.hybrid_max_waves,
                            "hybrid_busy_share": t.hybrid_busy_share}
@@ -235,7 +239,7 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
     for dtype in HALF_DTYPES:
         for (bm, bn, bk), ctas in residency.items():
             tile = TileShape(bm, bn, bk)
-            sm80 = measured and bk == 32
+            sm80 = measured and tile not in SM90_TILES
             if not measured:
                 owner = None
             elif sm80:
@@ -252,7 +256,8 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
                                   hybrid_max_waves=_SM90_HYBRID_MAX_WAVES.get(tile) if measured else None,
                                   hybrid_busy_share=_SM90_HYBRID_BUSY_SHARE.get(tile) if measured else None,
                                   few_tiles_reduce=measured and tile in _SM90_FEW_TILES_REDUCE,
-                                  decode_reduce=measured and tile in _SM90_DECODE_REDUCE))
+                                  decode_reduce=measured and tile in _SM90_DECODE_REDUCE,
+                                  spread_reduce=measured and tile == DOT_TILE))
     return tuple(out)
 
 
@@ -264,9 +269,9 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
 # under the A100's limits (64 K registers, 164 KB shared memory per SM, 1 KB per block reserved),
 # not measured: 128x128 tiles take 105 KB, so one CTA per SM, as in the paper's A100 evaluation.
 _SM80_RESIDENCY = {(128, 128, 32): 1, (64, 64, 32): 2, (128, 64, 32): 2, (64, 128, 32): 2, (32, 64, 32): 3,
-                   (32, 32, 32): 4, (128, 256, 32): 1}
+                   (32, 32, 32): 4, (128, 256, 32): 1, (64, 8, 128): 2}
 _SM90_RESIDENCY = {(128, 128, 32): 2, (64, 64, 32): 3, (128, 64, 32): 2, (64, 128, 32): 2, (32, 64, 32): 4,
-                   (32, 32, 32): 4, (128, 256, 32): 1, (128, 128, 64): 1, (128, 256, 64): 1}
+                   (32, 32, 32): 4, (128, 256, 32): 1, (128, 128, 64): 1, (128, 256, 64): 1, (64, 8, 128): 4}
 
 _H100_TILES = (*_half_tiles(_SM90_RESIDENCY, True), TargetTile("float64", F64_TILE, 2, _SM90_F64_OWNER, _SM90_F64_REDUCE))
 _A100_TILES = (*_half_tiles(_SM80_RESIDENCY, False), TargetTile("float64", F64_TILE, 2))

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..shapes import ITEMSIZE, TileShape
+from ..target import DOT_TILE
 
 ROLES = ("main", "reduce", "prescale", "pack", "test")
 SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64"}
@@ -41,6 +42,9 @@ class Mainloop:
     block: str = "THREADS"
     pass_suffix: str = ""  # tells its reduce / prescale entries from another family's on the same tile
     tma: bool = False  # reads A and B through TMA maps in its parameter block (launch.TmaParams)
+    # reads operands of unit column stride in place at any row stride and 2-byte alignment (no
+    # copy widths; operands.copy_widths)
+    any_rows: bool = False
 
 
 MAINLOOPS = {m.name: m for m in (
@@ -49,6 +53,9 @@ MAINLOOPS = {m.name: m for m in (
              ("float16", "bfloat16"), "float32", TileShape(128, 128, 32)),
     Mainloop("sm80_f64", "sm80", "sm80/f64.cuh", "streamk::sm80::Double<{load_bytes}, {stages}>",
              ("float64",), "float64", TileShape(64, 64, 16)),
+    # CUDA cores for at most 8 columns (decode-like GEMMs): A read in place at any alignment
+    Mainloop("sm80_dot", "dot", "sm80/dot.cuh", "streamk::sm80::Dot<{bf16}>", ("float16", "bfloat16"), "float32",
+             DOT_TILE, pass_suffix="_dot", any_rows=True),
     Mainloop("ws_test", "ws_test", "testing/warp_specialized.cuh", "streamk::testing::WsKernel",
              ("float32",), "float32", TileShape(32, 32, 8)),
     # TMA + wgmma, a producer warp group and two consumer ones; the TMA maps ride in the
@@ -144,6 +151,9 @@ F64_STAGES = 4   # sm80/f64_config.cuh STAGES
 # in 227 KB beside the epilogue's 68 KB staging; 201,792 and 218,160 B of shared memory), one CTA per SM.
 SM90_TILES = ((TileShape(128, 128, 64), 4), (TileShape(128, 256, 64), 3))
 HALF_WIDTHS = (16, 8, 4)
+# The tile of at most 8 columns (sm80/dot.cuh): one width (it reads any row alignment itself),
+# launch bounds for 4 CTAs per SM (125 registers, no spills; 56,576 B of shared memory each).
+DOT_BLOCKS_PER_SM = 4
 # Shifted 16-byte copies of rows only 2-byte aligned (sm80/pipeline.cuh SHIFTED), on the tiles auto
 # takes for decode-like GEMMs (select.py: there the operand a pack would copy is the large one).
 SHIFTED_TILES = (TileShape(64, 64, 32), TileShape(32, 64, 32), TileShape(128, 64, 32), TileShape(64, 128, 32))
@@ -163,6 +173,7 @@ VARIANTS: tuple[KernelVariant, ...] = (
     KernelVariant("pack", "sm80_f64", "float64"),
     KernelVariant("test", "ws_test", "float32", TileShape(32, 32, 8)),
     *(v for tile, stages in SM90_TILES for v in _family("sm90_tma", tile, (16,), stages, 1)),
+    *_family("sm80_dot", DOT_TILE, (16,), 2, DOT_BLOCKS_PER_SM),
 )
 BY_NAME = {v.name: v for v in VARIANTS}
 assert len(BY_NAME) == len(VARIANTS), "entry names are unique"

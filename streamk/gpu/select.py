@@ -13,7 +13,7 @@ from ..errors import ScheduleError
 from ..schedule import Schedule
 from ..sched import make_schedule
 from ..shapes import ITEMSIZE, GemmShape, Machine, Problem, TileShape
-from ..target import LARGE_RUNGS, Target
+from ..target import DOT_TILE, LARGE_RUNGS, Target
 from .kernel_registry import SHIFTED_TILES
 from .operands import (RECT_TILES, SMALL_TILE, TINY_TILES, KernelSpec, Operand, copy_widths, decode_like,
                        spec_for_tile)
@@ -61,6 +61,10 @@ def reduce_slices(items: int, spec: KernelSpec, threads: int, sms: int) -> int:
 
 # auto's tile where the caller names none (FP16/BF16; FP64 has the paper's 64x64x16 only), the first
 # rule that holds; each won on H100 corpus samples (benchmarks/LOG.md v13-v15, v21 give the figures):
+# * at most 8 columns and an A of DOT_MIN_A_BYTES or more: the 64x8x128 tile (kernels/sm80/dot.cuh),
+#   which reads A in place at any alignment; smaller ones are bound by fixed costs, where the rules
+#   below ran them faster (138 decode shapes of three seeds: 0.823x cuBLAS raw before, 0.835x with
+#   the dot tile on every one, 0.875x with it from 4 MB of A, 0.867-0.878x for 2-8 MB; LOG.md v30);
 # * decode-like GEMMs (operands.decode_like) whose contiguous operands would be packed by the MB
 #   (operands.copy_widths): the tiles with shifted copies, which read them in place: 32x64 under the
 #   rule for 32-row tiles below, else the rectangle along the long side (128x64 on a tall GEMM,
@@ -95,6 +99,7 @@ def reduce_slices(items: int, spec: KernelSpec, threads: int, sms: int) -> int:
 # three seeds (LOG.md v27b); from two waves on 128x128x64 stays (0.80-0.90x). The whole rule against
 # the one before: 1.063-1.071x on those three seeds, 1.075x on a fourth (worst 0.83x), BF16 1.063x.
 SM90_PACK_FLOPS_PER_BYTE = 300
+DOT_MIN_A_BYTES = 4 << 20
 DECODE_TINY_MOST = 33
 RECT_MAX_ITERS = 64
 WIDE_MIN_ITERS = 32
@@ -139,6 +144,8 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
         return next((t for t in sorted((t for t in TINY_TILES if t in tiles), key=lambda t: t.bm * t.bn)
                      if count(t) <= most), None)
 
+    if shape.n <= DOT_TILE.bn and DOT_TILE in tiles and shape.m * shape.k * ITEMSIZE[dtype] >= DOT_MIN_A_BYTES:
+        return DOT_TILE
     iters = -(-shape.k // default.bk)  # MAC iterations of a tile
     short = iters <= RECT_MAX_ITERS
     along = RECT_TILES[0] if shape.m >= shape.n else RECT_TILES[1]  # 128x64 on a tall GEMM, 64x128 on a wide one
@@ -231,6 +238,8 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
             options["few_tiles_reduce"] = True
         if "decode_reduce" not in options and fixup is None and kernel.decode_reduce and decode_like(shape.m, shape.n):
             options["decode_reduce"] = True
+        if "spread_reduce" not in options and fixup is None and kernel.spread_reduce:
+            options["spread_reduce"] = True
         # a wave or more of tiles at one CTA per SM (the 128x256 tile): the SK CTAs of the two-tile
         # hybrid walk backwards under turnstile (streamk.sched.auto), unless a policy is given
         if fixup is None and "sk_backward" not in options:

@@ -64,6 +64,15 @@ such a GEMM streams a large operand, and one CTA per tile on a minority of the S
 fraction of the device's bandwidth (1.05-1.7x faster on the 10 of 400 decode shapes it changes,
 0.9719 -> 0.9840x cuBLAS raw on one seed; LOG.md v29).
 
+Given ``spread_reduce`` (the GPU backend passes it for its memory-bound tile of at most 8 columns,
+kernels/sm80/dot.cuh, whose MAC iteration streams 16 KB of A while a partial is 2 KB), auto ignores
+the model: deeper than SPREAD_REDUCE_MAX_SHALLOW iterations a tile, basic Stream-K under
+separate-reduce on every resident slot, but at most SPREAD_REDUCE_MAX_PARTIALS CTAs a tile (every
+SM streams its share of A, and the reduce pass, which reads a tile's slots in turn, stays short);
+else DP. H100, 46 decode shapes of at most 8 columns: Stream-K on every slot under separate-reduce
+0.857x cuBLAS raw, DP 0.527x, Stream-K under owner-waits 0.644x; DP was as fast at two iterations a
+tile, and tiles split 38 ways ran 1.7x slower than the mma tiles had (LOG.md v30).
+
 Below a tile per SM, given ``reduce_costs`` (the same model's constants for the separate-reduce
 fixup, whose pass sums a split tile's slots on many SMs at once), auto also plans that grid and
 takes it where the model says it is faster than owner-waits: the owner reads its peers one after
@@ -89,11 +98,17 @@ def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_
                 reduce_costs: Costs | None = None, sk_backward: bool = False,
                 split_costs: Costs | None = None, split_busy_share: float | None = None,
                 few_tiles_reduce: bool = False, hybrid_max_waves: float | None = None,
-                hybrid_busy_share: float | None = None, decode_reduce: bool = False) -> Ranges:
+                hybrid_busy_share: float | None = None, decode_reduce: bool = False,
+                spread_reduce: bool = False) -> Ranges:
     """auto's choice for every shape (see the module docstring), as a batch."""
     tiles_m, tiles_n, ipt = tile_counts(shapes, tile)
     tiles = tiles_m * tiles_n
     total = tiles * ipt
+    if spread_reduce:
+        spread = ipt > SPREAD_REDUCE_MAX_SHALLOW
+        grid = np.where(spread, np.minimum(np.minimum(machine.slots, total), SPREAD_REDUCE_MAX_PARTIALS * tiles), tiles)
+        fixup = np.where(spread, FIXUP_POLICIES.index("separate-reduce"), FIXUP_POLICIES.index("owner-waits"))
+        return two_regions(shapes, tiles, ipt, total, grid, 0 * grid, fixup.astype(np.int8), np.zeros(len(tiles), bool))
     costs = model_costs or AUTO_COSTS
     fixup = np.full(len(tiles), FIXUP_POLICIES.index("owner-waits"), np.int8)
     grid = tiles.copy()  # DP, or basic Stream-K at the model's grid below a tile per SM
@@ -145,6 +160,8 @@ SK_REDUCE_MAX_WAVES = 0.2  # few_tiles_reduce: below this many tiles per SM (0.1
 SK_REDUCE_MIN_ITERS = 32  # ... and at least this many MAC iterations per tile (24-40 scored alike)
 DECODE_REDUCE_MAX_FILL = 0.6  # decode_reduce: DP grids of at most this share of the SMs (0.5-0.7 alike)
 DECODE_REDUCE_MIN_ITERS = 24  # ... and at least this many MAC iterations per tile (16-32 alike)
+SPREAD_REDUCE_MAX_SHALLOW = 2  # spread_reduce: DP at this many MAC iterations per tile or fewer
+SPREAD_REDUCE_MAX_PARTIALS = 8  # ... else at most this many CTAs a tile: the reduce pass reads a tile's slots in turn
 
 
 @register("auto", batch=auto_ranges)
@@ -152,12 +169,12 @@ def auto(shape: GemmShape, tile: TileShape, machine: Machine, *, model_costs: Co
          reduce_costs: Costs | None = None, sk_backward: bool = False, persistent_upto: int | None = None,
          split_costs: Costs | None = None, split_busy_share: float | None = None,
          few_tiles_reduce: bool = False, hybrid_max_waves: float | None = None,
-         hybrid_busy_share: float | None = None, decode_reduce: bool = False) -> Schedule:
+         hybrid_busy_share: float | None = None, decode_reduce: bool = False, spread_reduce: bool = False) -> Schedule:
     ranges = auto_ranges(np.array([[shape.m, shape.n, shape.k]]), tile, machine, model_costs=model_costs,
                          reduce_costs=reduce_costs, sk_backward=sk_backward, split_costs=split_costs,
                          split_busy_share=split_busy_share, few_tiles_reduce=few_tiles_reduce,
                          hybrid_max_waves=hybrid_max_waves, hybrid_busy_share=hybrid_busy_share,
-                         decode_reduce=decode_reduce)
+                         decode_reduce=decode_reduce, spread_reduce=spread_reduce)
     tiles, ipt = int(ranges.tiles[0]), int(ranges.ipt[0])
     # auto's even splits of [0, total) over as many CTAs as tiles are a whole tile each: plain DP
     if persistent_upto is not None and machine.sms < tiles and ipt <= persistent_upto and ranges.grids[0] == tiles:

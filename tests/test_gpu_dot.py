@@ -1,0 +1,112 @@
+"""On a GPU: the CUDA-core tile of at most 8 columns (kernels/sm80/dot.cuh) reads A in place at
+every row shift and stride, next to NaNs it must never let into C, with B of any row stride, under
+every decomposition and fixup policy, on edge shapes; auto takes it for GEMMs of at most 8 columns."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpu_support import GPU, error_ratio, inputs, relaunched
+from streamk.schedule import FIXUP_POLICIES
+from streamk.target import DOT_TILE
+
+pytestmark = GPU
+
+TILE = str(DOT_TILE)
+DECOMPS = [("data-parallel", {}), ("stream-k", {}), ("fixed-split", {"splits": 3}), ("two-tile-sk-dp", {}),
+           ("dp-one-tile-sk", {})]
+
+
+def _view(rows: int, cols: int, ld: int, offset: int, dtype: str, gen):
+    """A rows x cols view at element ``offset`` with row stride ``ld`` inside a NaN-filled buffer:
+    any element a kernel reads outside the view and lets into C makes C NaN."""
+    import torch
+
+    buf = torch.full((offset + rows * ld + 16,), math.nan, device="cuda", dtype=getattr(torch, dtype))
+    view = buf[offset:offset + rows * ld].view(rows, ld)[:, :cols]
+    view.copy_(torch.randn(rows, cols, generator=gen, device="cuda"))
+    return view
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_rows_at_every_offset_and_stride_under_every_policy(dtype):
+    import torch
+
+    from streamk.gpu import prepare
+
+    gen = torch.Generator(device="cuda").manual_seed(30)
+    failures, ran = [], 0
+    cases = [(3, 1, 300), (131, 8, 1001), (64, 5, 129), (200, 2, 77), (1, 3, 9), (70, 7, 640), (129, 4, 1)]
+    for s, (m, n, k) in enumerate(cases):
+        for j in range(8):  # row strides of every residue mod 8, bases at every element offset mod 8
+            lda, ldb = k + (j + s) % 8, n + (3 * j + 1) % 8
+            A = _view(m, k, lda, (j * 5 + s) % 8, dtype, gen)
+            B = _view(k, n, ldb, (j * 3 + 6) % 8, dtype, gen)
+            decomp, options = DECOMPS[(j + s) % len(DECOMPS)]
+            policy = FIXUP_POLICIES[(j + 2 * s) % len(FIXUP_POLICIES)]
+            alpha, beta = (1.5, 0.5) if j % 2 else (1.0, 0.0)
+            C0 = torch.randn(m, n, generator=gen, device="cuda")
+            C = C0.clone() if beta else torch.full((m, n), math.nan, device="cuda")
+            opts = dict(options)
+            if "splits" in opts:
+                opts["splits"] = min(3, -(-k // DOT_TILE.bk))
+            p = prepare(A, B, C, alpha=alpha, beta=beta, schedule=decomp, fixup=policy, tile=TILE, **opts)
+            p.run()
+            torch.cuda.synchronize()
+            ran += 1
+            ratio = error_ratio(C, A, B, alpha, beta, C0)
+            if not ratio <= 1 or any("pack" in name for name in p.launch.names):
+                failures.append((m, n, k, lda, ldb, decomp, policy, ratio, p.launch.names))
+    assert ran == 8 * len(cases)
+    assert not failures, failures[:5]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 8, 9, 17])
+def test_every_column_count_and_several_column_tiles(n):
+    """n past 8 runs several column tiles; each tile's column count picks its FMA width."""
+    import torch
+
+    from streamk.gpu import gemm
+
+    gen = torch.Generator(device="cuda").manual_seed(n)
+    for m, k in ((1000, 4099), (65, 128), (7, 3)):
+        A, B = inputs(m, n, k, "float16", gen)
+        C = gemm(A, B, schedule="stream-k", tile=TILE)
+        torch.cuda.synchronize()
+        assert error_ratio(C, A, B) <= 1, (m, n, k)
+
+
+def test_column_major_operands_are_packed_and_strided_c_is_written():
+    import torch
+
+    from streamk.gpu import prepare
+
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    for layout in ("CR", "RC", "CC"):
+        A, B = inputs(300, 6, 515, "bfloat16", gen, layout)
+        C = torch.full((6, 300), math.nan, device="cuda").t()  # column-major C
+        p = prepare(A, B, C, tile=TILE)
+        p.run()
+        torch.cuda.synchronize()
+        assert error_ratio(C, A, B) <= 1, layout
+        assert any("pack" in name for name in p.launch.names), (layout, p.launch.names)
+
+
+def test_auto_takes_the_dot_tile_for_at_most_8_columns_of_a_large_a_and_relaunches_bitwise():
+    import torch
+
+    from streamk.gpu import prepare
+    from streamk.gpu.select import DOT_MIN_A_BYTES
+
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    for m, n, k in ((2024, 1, 1606), (16385, 3, 777), (1, 8, 16384), (5000, 9, 300), (2049, 8, 1024)):
+        A, B = inputs(m, n, k, "float16", gen)
+        C = torch.empty(m, n, device="cuda")
+        p = prepare(A, B, C, schedule="auto")
+        dot = n <= DOT_TILE.bn and 2 * m * k >= DOT_MIN_A_BYTES
+        assert (p.schedule.tile == DOT_TILE) == dot, (m, n, k, p.schedule.tile)
+        first, again = relaunched(p, C, 3)
+        assert error_ratio(first, A, B) <= 1, (m, n, k)
+        assert torch.equal(first, again), (m, n, k)
