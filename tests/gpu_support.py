@@ -75,3 +75,14 @@ def relaunched(prepared, C, launches: int):
         prepared.run()
     torch.cuda.synchronize()
     return first, C
+
+
+def nan_padded_view(rows: int, cols: int, ld: int, offset: int, dtype: str, gen):
+    """A rows x cols view at element ``offset`` with row stride ``ld`` inside a NaN-filled buffer:
+    any element a kernel reads outside the view and lets into C makes C NaN."""
+    import torch
+
+    buf = torch.full((offset + rows * ld + 16,), math.nan, device="cuda", dtype=getattr(torch, dtype))
+    view = buf[offset:offset + rows * ld].view(rows, ld)[:, :cols]
+    view.copy_(torch.randn(rows, cols, generator=gen, device="cuda"))
+    return view

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from gpu_support import GPU, error_ratio, inputs, relaunched
+from gpu_support import GPU, error_ratio, inputs, nan_padded_view, relaunched
 from streamk.schedule import FIXUP_POLICIES
 from streamk.target import DOT_TILE
 
@@ -17,17 +17,6 @@ pytestmark = GPU
 TILE = str(DOT_TILE)
 DECOMPS = [("data-parallel", {}), ("stream-k", {}), ("fixed-split", {"splits": 3}), ("two-tile-sk-dp", {}),
            ("dp-one-tile-sk", {})]
-
-
-def _view(rows: int, cols: int, ld: int, offset: int, dtype: str, gen):
-    """A rows x cols view at element ``offset`` with row stride ``ld`` inside a NaN-filled buffer:
-    any element a kernel reads outside the view and lets into C makes C NaN."""
-    import torch
-
-    buf = torch.full((offset + rows * ld + 16,), math.nan, device="cuda", dtype=getattr(torch, dtype))
-    view = buf[offset:offset + rows * ld].view(rows, ld)[:, :cols]
-    view.copy_(torch.randn(rows, cols, generator=gen, device="cuda"))
-    return view
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -42,8 +31,8 @@ def test_rows_at_every_offset_and_stride_under_every_policy(dtype):
     for s, (m, n, k) in enumerate(cases):
         for j in range(8):  # row strides of every residue mod 8, bases at every element offset mod 8
             lda, ldb = k + (j + s) % 8, n + (3 * j + 1) % 8
-            A = _view(m, k, lda, (j * 5 + s) % 8, dtype, gen)
-            B = _view(k, n, ldb, (j * 3 + 6) % 8, dtype, gen)
+            A = nan_padded_view(m, k, lda, (j * 5 + s) % 8, dtype, gen)
+            B = nan_padded_view(k, n, ldb, (j * 3 + 6) % 8, dtype, gen)
             decomp, options = DECOMPS[(j + s) % len(DECOMPS)]
             policy = FIXUP_POLICIES[(j + 2 * s) % len(FIXUP_POLICIES)]
             alpha, beta = (1.5, 0.5) if j % 2 else (1.0, 0.0)

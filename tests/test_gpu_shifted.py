@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from gpu_support import GPU, error_ratio
+from gpu_support import GPU, error_ratio, nan_padded_view
 from streamk.gpu.kernel_registry import SHIFTED_TILES
 from streamk.schedule import FIXUP_POLICIES
 
@@ -16,17 +16,6 @@ pytestmark = GPU
 
 SHIFTED = [str(t) for t in SHIFTED_TILES]
 DECOMPS = [("data-parallel", {}), ("stream-k", {}), ("fixed-split", {"splits": 3})]
-
-
-def _view(rows: int, cols: int, ld: int, offset: int, dtype: str, gen):
-    """A rows x cols view at element ``offset`` with row stride ``ld`` inside a NaN-filled buffer:
-    any element a kernel reads outside the view and lets into C makes C NaN."""
-    import torch
-
-    buf = torch.full((offset + rows * ld + 16,), math.nan, device="cuda", dtype=getattr(torch, dtype))
-    view = buf[offset:offset + rows * ld].view(rows, ld)[:, :cols]
-    view.copy_(torch.randn(rows, cols, generator=gen, device="cuda"))
-    return view
 
 
 @pytest.mark.parametrize("tile", SHIFTED)
@@ -44,8 +33,8 @@ def test_shifted_rows_at_every_offset_and_stride_within_the_bound(dtype, tile):
     for s, (m, n, k) in enumerate(cases):
         for j in range(8):  # row strides of every residue mod 8, bases at odd and even element offsets
             lda, ldb = k + (j + s) % 8, n + (3 * j + 1) % 8
-            A = _view(m, k, lda, (j * 5 + 1) % 8, dtype, gen)
-            B = _view(k, n, ldb, (j * 3 + 6) % 8, dtype, gen)
+            A = nan_padded_view(m, k, lda, (j * 5 + 1) % 8, dtype, gen)
+            B = nan_padded_view(k, n, ldb, (j * 3 + 6) % 8, dtype, gen)
             decomp, options = DECOMPS[j % len(DECOMPS)]
             policy = FIXUP_POLICIES[(j + s) % len(FIXUP_POLICIES)]
             alpha, beta = (1.5, 0.5) if policy == "atomic" else (1.0, 0.0)
