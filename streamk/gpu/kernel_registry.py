@@ -152,7 +152,7 @@ F64_STAGES = 4   # sm80/f64_config.cuh STAGES
 SM90_TILES = ((TileShape(128, 128, 64), 4), (TileShape(128, 256, 64), 3))
 HALF_WIDTHS = (16, 8, 4)
 # The tile of at most 8 columns (sm80/dot.cuh): one width (it reads any row alignment itself),
-# launch bounds for 4 CTAs per SM (125 registers, no spills; 56,576 B of shared memory each).
+# launch bounds for 4 CTAs per SM (116 registers, no spills; 56,576 B of shared memory each).
 DOT_BLOCKS_PER_SM = 4
 # Shifted 16-byte copies of rows only 2-byte aligned (sm80/pipeline.cuh SHIFTED), on the tiles auto
 # takes for decode-like GEMMs (select.py: there the operand a pack would copy is the large one).
