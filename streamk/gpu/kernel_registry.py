@@ -53,7 +53,7 @@ MAINLOOPS = {m.name: m for m in (
              ("float16", "bfloat16"), "float32", TileShape(128, 128, 32)),
     Mainloop("sm80_f64", "sm80", "sm80/f64.cuh", "streamk::sm80::Double<{load_bytes}, {stages}>",
              ("float64",), "float64", TileShape(64, 64, 16)),
-    # CUDA cores for at most 8 columns (decode-like GEMMs): A read in place at any alignment
+    # at most 8 columns (GEMV-like decode GEMMs): A read in place at any row alignment
     Mainloop("sm80_dot", "dot", "sm80/dot.cuh", "streamk::sm80::Dot<{bf16}>", ("float16", "bfloat16"), "float32",
              DOT_TILE, pass_suffix="_dot", any_rows=True),
     Mainloop("ws_test", "ws_test", "testing/warp_specialized.cuh", "streamk::testing::WsKernel",
@@ -153,6 +153,7 @@ SM90_TILES = ((TileShape(128, 128, 64), 4), (TileShape(128, 256, 64), 3))
 HALF_WIDTHS = (16, 8, 4)
 # The tile of at most 8 columns (sm80/dot.cuh): one width (it reads any row alignment itself),
 # launch bounds for 4 CTAs per SM (116 registers, no spills; 56,576 B of shared memory each).
+DOT_STAGES = 3  # sm80/dot.cuh STAGES
 DOT_BLOCKS_PER_SM = 4
 # Shifted 16-byte copies of rows only 2-byte aligned (sm80/pipeline.cuh SHIFTED), on the tiles auto
 # takes for decode-like GEMMs (select.py: there the operand a pack would copy is the large one).
@@ -173,7 +174,7 @@ VARIANTS: tuple[KernelVariant, ...] = (
     KernelVariant("pack", "sm80_f64", "float64"),
     KernelVariant("test", "ws_test", "float32", TileShape(32, 32, 8)),
     *(v for tile, stages in SM90_TILES for v in _family("sm90_tma", tile, (16,), stages, 1)),
-    *_family("sm80_dot", DOT_TILE, (16,), 2, DOT_BLOCKS_PER_SM),
+    *_family("sm80_dot", DOT_TILE, (16,), DOT_STAGES, DOT_BLOCKS_PER_SM),
 )
 BY_NAME = {v.name: v for v in VARIANTS}
 assert len(BY_NAME) == len(VARIANTS), "entry names are unique"

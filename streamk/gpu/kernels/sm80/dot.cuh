@@ -13,11 +13,11 @@
 // aligned 16-byte chunks (17 a row per iteration: a row that does not start on 16 bytes needs one
 // more), so rows of any alignment are copied 16 bytes at a time. A warp whose 16 rows all start on
 // 16 bytes reads its fragments with ldmatrix; otherwise each fragment register is two 4-byte shared
-// loads funnel-shifted by the row's offset (a CUDA-core version, FMAs on realigned registers, ran a
-// lone CTA at 1.7 us per iteration against 0.1-0.16 for the mma tiles: instruction-bound; LOG.md
-// v30). B's 128 x 8 slice of each iteration is staged in shared memory as [column][k] halves (the
-// mma's column-major B, read with ldmatrix), zero past k, past n and past the unit, read two
-// iterations ahead into registers. Elements of A at k >= the unit's end are zeroed in the fragments.
+// loads funnel-shifted by the row's offset (mma, not CUDA-core FMAs: those left a lone CTA
+// instruction-bound; LOG.md v30). B's 128 x 8 slice of each iteration is staged in shared memory
+// as [column][k] halves (the mma's column-major B, read with ldmatrix), zero past k, past n and
+// past the unit, read two iterations ahead into registers. Elements of A at k >= the unit's end
+// are zeroed in the fragments.
 // Arch: sm_80 and later. Operands: A m x k with unit column stride, any row stride and any 2-byte
 // aligned base; B k x n with unit column stride and any row stride (read one element at a time).
 // The host packs anything else. C stores are predicated per element with any strides.
@@ -55,10 +55,6 @@ struct Dot {
     c = (lane % 4) * 2 + i % 2;
   }
 
-  static __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-    mma_m16n8k16<BF16>(d, a, b0, b1);
-  }
-
   static __device__ __forceinline__ unsigned lds32(unsigned addr) {
     unsigned v;
     asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr));
@@ -91,9 +87,8 @@ struct Dot {
   // chunks q0 .. q0 + 16 (the 17th holds a shifted row's last elements), zero-filled past m and
   // past the last chunk holding an element below k_lim. Warp w copies its own 16 rows, two per
   // instruction (lane l: chunk l % 16 of row 2i + l / 16), then lanes 0-15 the 17th chunk of row l:
-  // each instruction writes two whole 256-byte row segments. Addresses step by two rows with
-  // 64-bit adds: the first version's per-copy row division and multiply cost a lone CTA more than
-  // its copies' latency (LOG.md v30).
+  // each instruction writes two whole 256-byte row segments; addresses step by two rows (no
+  // per-copy division or multiply).
   static __device__ __forceinline__ void copy_a(const OperandParams& p, const Problem& mnk, int m0, int it, int k_lim,
                                                 unsigned stage, int warp, int lane) {
     const int q0 = it * BK / 8, first = warp * 16;
@@ -104,15 +99,15 @@ struct Dot {
     for (int i = 0; i < 8; ++i, at += 2 * pitch) {
       const int r = first + 2 * i + half, shift = static_cast<int>((at >> 1) & 7), q = q0 + chunk;
       const bool inside = m0 + r < mnk.m && 8 * q < shift + k_lim;
-      cp_async16(stage + r * ROW_BYTES + chunk * 16, reinterpret_cast<const void*>(inside ? (at & ~15ull) + 16ull * q : a),
-                 inside ? 16 : 0);
+      const unsigned long long src = inside ? (at & ~15ull) + 16ull * q : a;
+      cp_async16(stage + r * ROW_BYTES + chunk * 16, reinterpret_cast<const void*>(src), inside ? 16 : 0);
     }
     if (lane < 16) {
       const int r = first + lane, q = q0 + 16;
       const unsigned long long row = a + static_cast<unsigned long long>(m0 + r) * pitch;
       const bool inside = m0 + r < mnk.m && 8 * q < static_cast<int>((row >> 1) & 7) + k_lim;
-      cp_async16(stage + r * ROW_BYTES + 16 * 16, reinterpret_cast<const void*>(inside ? (row & ~15ull) + 16ull * q : a),
-                 inside ? 16 : 0);
+      const unsigned long long src = inside ? (row & ~15ull) + 16ull * q : a;
+      cp_async16(stage + r * ROW_BYTES + 16 * 16, reinterpret_cast<const void*>(src), inside ? 16 : 0);
     }
   }
 
@@ -149,8 +144,7 @@ struct Dot {
     }
     // B's slices two iterations ahead in two register sets that take turns (a loop unrolled by two,
     // so neither is ever copied): a slice read at iteration j's start is stored at iteration j + 1's
-    // end, so its L2 latency hides behind two iterations' math, where one exposed it at every
-    // iteration (a lone CTA ran 1.3-1.6 us an iteration; LOG.md v30)
+    // end, so its L2 latency hides behind two iterations' math
     BSlice b_even, b_odd;
     load_b(p, n_left, n0, k_begin * BK, k_lim, tid, b_even);
     store_b(smem + STAGES * A_STAGE_BYTES, tid, b_even);
@@ -191,7 +185,7 @@ struct Dot {
               a[j] &= valid >= 2 ? 0xffffffffu : valid == 1 ? 0x0000ffffu : 0u;
             }
           }
-          mma(half ? acc2 : acc, a, b[2 * half], b[2 * half + 1]);
+          mma_m16n8k16<BF16>(half ? acc2 : acc, a, b[2 * half], b[2 * half + 1]);
         }
       }
       if (it + 1 < k_end) store_b(smem + STAGES * A_STAGE_BYTES + (local + 1) % 2 * B_STAGE_BYTES, tid, ready);

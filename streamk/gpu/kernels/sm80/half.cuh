@@ -57,10 +57,6 @@ struct Half {
     c = (warp % T::WARPS_N) * T::WARP_N + ni * T::MMA_N + (lane % 4) * 2 + (e % 2);
   }
 
-  static __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-    mma_m16n8k16<BF16>(d, a, b0, b1);
-  }
-
   struct Frag {
     unsigned a[T::FRAG_M][4];
     unsigned b[T::FRAG_N / 2][4];
@@ -97,7 +93,7 @@ struct Half {
 #pragma unroll
       for (int ni = 0; ni < T::FRAG_N; ++ni) {
         float(&d)[4] = *reinterpret_cast<float(*)[4]>(&acc[(mi * T::FRAG_N + ni) * 4]);
-        mma(d, f.a[mi], f.b[ni / 2][(ni % 2) * 2], f.b[ni / 2][(ni % 2) * 2 + 1]);
+        mma_m16n8k16<BF16>(d, f.a[mi], f.b[ni / 2][(ni % 2) * 2], f.b[ni / 2][(ni % 2) * 2 + 1]);
       }
     }
   }
