@@ -83,18 +83,18 @@ def test_column_major_operands_are_packed_and_strided_c_is_written():
         assert any("pack" in name for name in p.launch.names), (layout, p.launch.names)
 
 
-def test_auto_takes_the_dot_tile_for_at_most_8_columns_of_a_large_a_and_relaunches_bitwise():
+def test_auto_takes_the_dot_tile_for_deep_or_large_gemms_of_at_most_8_columns_and_relaunches_bitwise():
     import torch
 
     from streamk.gpu import prepare
-    from streamk.gpu.select import DOT_MIN_A_BYTES
 
     gen = torch.Generator(device="cuda").manual_seed(5)
-    for m, n, k in ((2024, 1, 1606), (16385, 3, 777), (1, 8, 16384), (5000, 9, 300), (2049, 8, 1024)):
+    # (m, n, k, dot): at most 8 columns and more than 3 of its iterations (k > 384) or 4 MB of A
+    for m, n, k, dot in ((2024, 1, 1606, True), (16385, 3, 256, True), (147, 3, 1201, True), (1, 8, 16384, True),
+                         (1070, 2, 342, False), (5000, 9, 300, False), (2049, 9, 1024, False)):
         A, B = inputs(m, n, k, "float16", gen)
         C = torch.empty(m, n, device="cuda")
         p = prepare(A, B, C, schedule="auto")
-        dot = n <= DOT_TILE.bn and 2 * m * k >= DOT_MIN_A_BYTES
         assert (p.schedule.tile == DOT_TILE) == dot, (m, n, k, p.schedule.tile)
         first, again = relaunched(p, C, 3)
         assert error_ratio(first, A, B) <= 1, (m, n, k)

@@ -299,7 +299,9 @@ def test_small_tile_kernels_and_autos_tile_choice():
     assert spec_for_tile("float16", "64x8").main == "streamk_dot_f16" and spec_for_tile("float16", "64x8").any_rows
     assert choose_tile(GemmShape(5000, 8, 4000), "float16", 132) == TileShape(64, 8, 128)  # at most 8 columns, 40 MB
     assert choose_tile(GemmShape(5000, 9, 4000), "float16", 132) != TileShape(64, 8, 128)
-    assert choose_tile(GemmShape(500, 8, 4000), "float16", 132) != TileShape(64, 8, 128)  # 4 MB of A: fixed costs
+    assert choose_tile(GemmShape(500, 8, 4000), "float16", 132) == TileShape(64, 8, 128)  # 32 iterations deep
+    assert choose_tile(GemmShape(1000, 8, 384), "float16", 132) != TileShape(64, 8, 128)  # 3 deep, 0.8 MB: fixed costs
+    assert choose_tile(GemmShape(10000, 8, 384), "float16", 132) == TileShape(64, 8, 128)  # 3 deep, 7.7 MB
     assert spec_for_tile("bfloat16", "32x64").entry(4) == "streamk_sm80_bf16_t32x64_w4"
     assert spec_for_tile("float16", "128x64").main == "streamk_sm80_f16_t128x64"
     with pytest.raises(ScheduleError, match="tile must look like 128x64"):
@@ -355,7 +357,8 @@ def test_small_tile_kernels_and_autos_tile_choice():
     assert choose_tile(GemmShape(65, 13327, 1368), "float16", 132) != TileShape(64, 128, 32)  # 65: not decode-like
     # other deep decode-like GEMMs: 32x32 or 32x64 up to a quarter wave of them, else the rectangle along
     assert choose_tile(GemmShape(4, 150, 7698), "float16", 132) == TileShape(32, 32, 32)  # 5 tiles
-    assert choose_tile(GemmShape(100, 6, 13854), "float16", 132) == TileShape(32, 32, 32)  # 4 (A: 2.6 MB)
+    assert choose_tile(GemmShape(100, 6, 13854), "float16", 132) == TileShape(64, 8, 128)  # at most 8 columns, deep
+    assert choose_tile(GemmShape(100, 9, 13854), "float16", 132) == TileShape(32, 32, 32)  # 4
     assert choose_tile(GemmShape(200, 6, 13854), "float16", 132) == TileShape(64, 8, 128)  # at most 8 columns, 5.3 MB
     assert choose_tile(GemmShape(38, 1000, 5984), "float16", 132) == TileShape(32, 64, 32)  # 32 (64 of 32x32)
     assert choose_tile(GemmShape(3, 7128, 4556), "float16", 132) == TileShape(64, 128, 32)  # 56

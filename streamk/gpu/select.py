@@ -61,10 +61,12 @@ def reduce_slices(items: int, spec: KernelSpec, threads: int, sms: int) -> int:
 
 # auto's tile where the caller names none (FP16/BF16; FP64 has the paper's 64x64x16 only), the first
 # rule that holds; each won on H100 corpus samples (benchmarks/LOG.md v13-v15, v21 give the figures):
-# * at most 8 columns and an A of DOT_MIN_A_BYTES or more: the 64x8x128 tile (kernels/sm80/dot.cuh),
-#   which reads A in place at any alignment; smaller ones are bound by fixed costs, where the rules
-#   below ran them faster (138 decode shapes of three seeds: 0.823x cuBLAS raw before, 0.835x with
-#   the dot tile on every one, 0.875x with it from 4 MB of A, 0.867-0.878x for 2-8 MB; LOG.md v30);
+# * at most 8 columns, and deeper than DOT_SHALLOW_ITERS of its MAC iterations or an A of
+#   DOT_MIN_A_BYTES or more: the 64x8x128 tile (kernels/sm80/dot.cuh), which reads A in place at any
+#   alignment; on shallower small GEMMs its split and reduce pass cost more than they gain, where the
+#   rules below ran them faster (H200, 96 decode shapes of two seeds: 0.948x cuBLAS raw under the 4 MB
+#   rule alone, 1.000x under this one; on every deeper shape 0.986x, every shape from 1 MB of A 0.981x;
+#   LOG.md v31);
 # * decode-like GEMMs (operands.decode_like) whose contiguous operands would be packed by the MB
 #   (operands.copy_widths): the tiles with shifted copies, which read them in place: 32x64 under the
 #   rule for 32-row tiles below, else the rectangle along the long side (128x64 on a tall GEMM,
@@ -100,6 +102,7 @@ def reduce_slices(items: int, spec: KernelSpec, threads: int, sms: int) -> int:
 # the one before: 1.063-1.071x on those three seeds, 1.075x on a fourth (worst 0.83x), BF16 1.063x.
 SM90_PACK_FLOPS_PER_BYTE = 300
 DOT_MIN_A_BYTES = 4 << 20
+DOT_SHALLOW_ITERS = 3
 DECODE_TINY_MOST = 33
 RECT_MAX_ITERS = 64
 WIDE_MIN_ITERS = 32
@@ -144,7 +147,8 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
         return next((t for t in sorted((t for t in TINY_TILES if t in tiles), key=lambda t: t.bm * t.bn)
                      if count(t) <= most), None)
 
-    if shape.n <= DOT_TILE.bn and DOT_TILE in tiles and shape.m * shape.k * ITEMSIZE[dtype] >= DOT_MIN_A_BYTES:
+    if shape.n <= DOT_TILE.bn and DOT_TILE in tiles and (
+            shape.k > DOT_SHALLOW_ITERS * DOT_TILE.bk or shape.m * shape.k * ITEMSIZE[dtype] >= DOT_MIN_A_BYTES):
         return DOT_TILE
     iters = -(-shape.k // default.bk)  # MAC iterations of a tile
     short = iters <= RECT_MAX_ITERS

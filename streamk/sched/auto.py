@@ -68,10 +68,11 @@ Given ``spread_reduce`` (the GPU backend passes it for its memory-bound tile of 
 kernels/sm80/dot.cuh, whose MAC iteration streams 16 KB of A while a partial is 2 KB), auto ignores
 the model: deeper than SPREAD_REDUCE_MAX_SHALLOW iterations a tile, basic Stream-K under
 separate-reduce on every resident slot, but at most SPREAD_REDUCE_MAX_PARTIALS CTAs a tile (every
-SM streams its share of A, and the reduce pass, which reads a tile's slots in turn, stays short);
-else DP. H100, 46 decode shapes of at most 8 columns: Stream-K on every slot under separate-reduce
-0.857x cuBLAS raw, DP 0.527x, Stream-K under owner-waits 0.644x; DP was as fast at two iterations a
-tile, and tiles split 38 ways ran 1.7x slower than the mma tiles had (LOG.md v30).
+SM streams its share of A; the reduce pass sums a tile's slots 8 in flight); else DP. H100, 46
+decode shapes of at most 8 columns: Stream-K on every slot under separate-reduce 0.857x cuBLAS raw,
+DP 0.527x, Stream-K under owner-waits 0.644x; DP was as fast at two iterations a tile (LOG.md v30).
+H200, 83 such shapes deeper than that: at most 8 / 16 / 32 / 64 CTAs a tile 0.941 / 1.002 / 1.011 /
+1.009x cuBLAS raw, last-arrival in place of the reduce pass 0.70-0.75x (LOG.md v31).
 
 Below a tile per SM, given ``reduce_costs`` (the same model's constants for the separate-reduce
 fixup, whose pass sums a split tile's slots on many SMs at once), auto also plans that grid and
@@ -161,7 +162,7 @@ SK_REDUCE_MIN_ITERS = 32  # ... and at least this many MAC iterations per tile (
 DECODE_REDUCE_MAX_FILL = 0.6  # decode_reduce: DP grids of at most this share of the SMs (0.5-0.7 alike)
 DECODE_REDUCE_MIN_ITERS = 24  # ... and at least this many MAC iterations per tile (16-32 alike)
 SPREAD_REDUCE_MAX_SHALLOW = 2  # spread_reduce: DP at this many MAC iterations per tile or fewer
-SPREAD_REDUCE_MAX_PARTIALS = 8  # ... else at most this many CTAs a tile: the reduce pass reads a tile's slots in turn
+SPREAD_REDUCE_MAX_PARTIALS = 32  # ... else at most this many CTAs a tile
 
 
 @register("auto", batch=auto_ranges)

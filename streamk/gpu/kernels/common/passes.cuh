@@ -20,14 +20,18 @@ namespace streamk {
 // the pass cost grew with s on one SM; spread over gridDim.y blocks it shrinks by that factor.
 // The host picks gridDim.y, a divisor of the tile's vectors per thread, with at most
 // REDUCE_MAX_VECS vectors per block; the sums are the same adds in the same order (bitwise equal
-// to one block per tile).
+// to one block per tile). A block keeps REDUCE_FLIGHT_VECS vectors of loads in flight (whole slots'
+// shares, added in k order once they land): a small tile's slot is one vector a thread, and two at
+// a time left a tile split 32 ways latency-bound (LOG.md v31).
 constexpr int REDUCE_MAX_VECS = 4;
+constexpr int REDUCE_FLIGHT_VECS = 8;
 
 template <class ML>
 __device__ __forceinline__ void reduce_slice(const GemmParams& p) {
   using Acc = typename ML::Acc;
   using SV = SlotVec<ML>;
-  constexpr int V = SV::V, MAXV = REDUCE_MAX_VECS;
+  constexpr int V = SV::V, MAXV = ML::ACC / V < REDUCE_MAX_VECS ? ML::ACC / V : REDUCE_MAX_VECS;
+  constexpr int FLIGHT = REDUCE_FLIGHT_VECS / MAXV > 2 ? REDUCE_FLIGHT_VECS / MAXV : 2;  // slots a round
   const TableParams& t = p.table;
   const int* item = t.items + blockIdx.x * ITEM_FIELDS;
   const int offset = item[I_READS_OFFSET], count = item[I_READS_COUNT];
@@ -35,7 +39,7 @@ __device__ __forceinline__ void reduce_slice(const GemmParams& p) {
   pdl_wait();  // launched behind the main kernel: every slot stored and visible from here (the
                // item table is the host's, read while that kernel finished)
   const int per = (ML::ACC / V) / gridDim.y, j0 = blockIdx.y * per, tid = threadIdx.x;
-  Acc sum[MAXV][V], next[2][MAXV][V];
+  Acc sum[MAXV][V], next[FLIGHT][MAXV][V];
   const int rows = min(ML::BM, t.m - m0), cols = min(ML::BN, t.n - n0);
   const auto load = [&](int q, Acc (&v)[MAXV][V]) {  // vectors wholly outside the matrix: not read
     const Acc* s = slot_ptr<ML>(t, t.reads[offset + q]);
@@ -50,16 +54,13 @@ __device__ __forceinline__ void reduce_slice(const GemmParams& p) {
       for (int e = 0; e < V; ++e) sum[i][e] += v[i][e];
   };
   load(0, sum);
-  int q = 1;
-  for (; q + 1 < count; q += 2) {  // two slots' loads in flight before their adds
-    load(q, next[0]);
-    load(q + 1, next[1]);
-    add(next[0]);
-    add(next[1]);
-  }
-  if (q < count) {
-    load(q, next[0]);
-    add(next[0]);
+  for (int q = 1; q < count; q += FLIGHT) {  // a round: FLIGHT slots' loads, then their adds in order
+#pragma unroll
+    for (int f = 0; f < FLIGHT; ++f)
+      if (q + f < count) load(q + f, next[f]);
+#pragma unroll
+    for (int f = 0; f < FLIGHT; ++f)
+      if (q + f < count) add(next[f]);
   }
   const OperandParams& o = p.ops;
   const Acc alpha = static_cast<Acc>(o.alpha), beta = static_cast<Acc>(o.beta);
