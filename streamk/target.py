@@ -85,6 +85,7 @@ WIDE_TILE = TileShape(128, 256, 32)
 SM90_TILE = TileShape(128, 128, 64)
 SM90_WIDE_TILE = TileShape(128, 256, 64)
 DOT_TILE = TileShape(64, 8, 128)  # the tile of GEMMs of at most 8 columns (kernels/sm80/dot.cuh)
+DOT_T_TILE = TileShape(8, 128, 64)  # ... and of at most 8 rows (its transposed mainloop)
 LARGE_RUNGS = {"sm80": (PAPER_HALF_TILE, WIDE_TILE), "sm90": (SM90_TILE, SM90_WIDE_TILE)}
 
 
@@ -257,7 +258,7 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
                                   hybrid_busy_share=_SM90_HYBRID_BUSY_SHARE.get(tile) if measured else None,
                                   few_tiles_reduce=measured and tile in _SM90_FEW_TILES_REDUCE,
                                   decode_reduce=measured and tile in _SM90_DECODE_REDUCE,
-                                  spread_reduce=measured and tile == DOT_TILE))
+                                  spread_reduce=measured and tile in (DOT_TILE, DOT_T_TILE)))
     return tuple(out)
 
 
@@ -269,9 +270,10 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
 # under the A100's limits (64 K registers, 164 KB shared memory per SM, 1 KB per block reserved),
 # not measured: 128x128 tiles take 105 KB, so one CTA per SM, as in the paper's A100 evaluation.
 _SM80_RESIDENCY = {(128, 128, 32): 1, (64, 64, 32): 2, (128, 64, 32): 2, (64, 128, 32): 2, (32, 64, 32): 3,
-                   (32, 32, 32): 4, (128, 256, 32): 1, (64, 8, 128): 2}
+                   (32, 32, 32): 4, (128, 256, 32): 1, (64, 8, 128): 2, (8, 128, 64): 2}
 _SM90_RESIDENCY = {(128, 128, 32): 2, (64, 64, 32): 3, (128, 64, 32): 2, (64, 128, 32): 2, (32, 64, 32): 4,
-                   (32, 32, 32): 4, (128, 256, 32): 1, (128, 128, 64): 1, (128, 256, 64): 1, (64, 8, 128): 4}
+                   (32, 32, 32): 4, (128, 256, 32): 1, (128, 128, 64): 1, (128, 256, 64): 1, (64, 8, 128): 4,
+                   (8, 128, 64): 4}
 
 _H100_TILES = (*_half_tiles(_SM90_RESIDENCY, True), TargetTile("float64", F64_TILE, 2, _SM90_F64_OWNER, _SM90_F64_REDUCE))
 _A100_TILES = (*_half_tiles(_SM80_RESIDENCY, False), TargetTile("float64", F64_TILE, 2))

@@ -1,6 +1,7 @@
-"""On a GPU: the CUDA-core tile of at most 8 columns (kernels/sm80/dot.cuh) reads A in place at
-every row shift and stride, next to NaNs it must never let into C, with B of any row stride, under
-every decomposition and fixup policy, on edge shapes; auto takes it for GEMMs of at most 8 columns."""
+"""On a GPU: the tiles of at most 8 columns and of at most 8 rows (kernels/sm80/dot.cuh) read the
+streamed operand in place at every row shift and stride, next to NaNs they must never let into C,
+with the other of any row stride, under every decomposition and fixup policy, on edge shapes; auto
+takes them for such GEMMs."""
 
 from __future__ import annotations
 
@@ -10,25 +11,33 @@ import pytest
 
 from gpu_support import GPU, error_ratio, inputs, nan_padded_view, relaunched
 from streamk.schedule import FIXUP_POLICIES
-from streamk.target import DOT_TILE
+from streamk.target import DOT_T_TILE, DOT_TILE
 
 pytestmark = GPU
 
-TILE = str(DOT_TILE)
+TILES = [DOT_TILE, DOT_T_TILE]
+
+
+def oriented(tile, m, n, k):
+    """(m, n, k) for the 64x8 tile; the same GEMM transposed (n, m, k) for the 8x128 one."""
+    return (m, n, k) if tile == DOT_TILE else (n, m, k)
 DECOMPS = [("data-parallel", {}), ("stream-k", {}), ("fixed-split", {"splits": 3}), ("two-tile-sk-dp", {}),
            ("dp-one-tile-sk", {})]
 
 
+@pytest.mark.parametrize("tile", TILES, ids=str)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_rows_at_every_offset_and_stride_under_every_policy(dtype):
+def test_rows_at_every_offset_and_stride_under_every_policy(dtype, tile):
     import torch
 
     from streamk.gpu import prepare
 
     gen = torch.Generator(device="cuda").manual_seed(30)
     failures, ran = [], 0
-    cases = [(3, 1, 300), (131, 8, 1001), (64, 5, 129), (200, 2, 77), (1, 3, 9), (70, 7, 640), (129, 4, 1)]
-    for s, (m, n, k) in enumerate(cases):
+    cases = [(3, 1, 300), (131, 8, 1001), (64, 5, 129), (200, 2, 77), (1, 3, 9), (70, 7, 640), (129, 4, 1),
+             (257, 6, 200)]
+    for s, case in enumerate(cases):
+        m, n, k = oriented(tile, *case)
         for j in range(8):  # row strides of every residue mod 8, bases at every element offset mod 8
             lda, ldb = k + (j + s) % 8, n + (3 * j + 1) % 8
             A = nan_padded_view(m, k, lda, (j * 5 + s) % 8, dtype, gen)
@@ -40,8 +49,8 @@ def test_rows_at_every_offset_and_stride_under_every_policy(dtype):
             C = C0.clone() if beta else torch.full((m, n), math.nan, device="cuda")
             opts = dict(options)
             if "splits" in opts:
-                opts["splits"] = min(3, -(-k // DOT_TILE.bk))
-            p = prepare(A, B, C, alpha=alpha, beta=beta, schedule=decomp, fixup=policy, tile=TILE, **opts)
+                opts["splits"] = min(3, -(-k // tile.bk))
+            p = prepare(A, B, C, alpha=alpha, beta=beta, schedule=decomp, fixup=policy, tile=str(tile), **opts)
             p.run()
             torch.cuda.synchronize()
             ran += 1
@@ -52,50 +61,57 @@ def test_rows_at_every_offset_and_stride_under_every_policy(dtype):
     assert not failures, failures[:5]
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 8, 9, 17])
-def test_every_column_count_and_several_column_tiles(n):
-    """n past 8 runs several column tiles; each tile's column count picks its FMA width."""
+@pytest.mark.parametrize("tile", TILES, ids=str)
+@pytest.mark.parametrize("few", [1, 2, 3, 4, 5, 8, 9, 17])
+def test_every_column_or_row_count_and_several_tiles(few, tile):
+    """Past 8 columns (rows) a GEMM runs several tiles along them."""
     import torch
 
     from streamk.gpu import gemm
 
-    gen = torch.Generator(device="cuda").manual_seed(n)
-    for m, k in ((1000, 4099), (65, 128), (7, 3)):
+    gen = torch.Generator(device="cuda").manual_seed(few)
+    for many, k in ((1000, 4099), (65, 128), (7, 3)):
+        m, n, k = oriented(tile, many, few, k)
         A, B = inputs(m, n, k, "float16", gen)
-        C = gemm(A, B, schedule="stream-k", tile=TILE)
+        C = gemm(A, B, schedule="stream-k", tile=str(tile))
         torch.cuda.synchronize()
         assert error_ratio(C, A, B) <= 1, (m, n, k)
 
 
-def test_column_major_operands_are_packed_and_strided_c_is_written():
+@pytest.mark.parametrize("tile", TILES, ids=str)
+def test_column_major_operands_are_packed_and_strided_c_is_written(tile):
     import torch
 
     from streamk.gpu import prepare
 
     gen = torch.Generator(device="cuda").manual_seed(3)
+    m, n, k = oriented(tile, 300, 6, 515)
     for layout in ("CR", "RC", "CC"):
-        A, B = inputs(300, 6, 515, "bfloat16", gen, layout)
-        C = torch.full((6, 300), math.nan, device="cuda").t()  # column-major C
-        p = prepare(A, B, C, tile=TILE)
+        A, B = inputs(m, n, k, "bfloat16", gen, layout)
+        C = torch.full((n, m), math.nan, device="cuda").t()  # column-major C
+        p = prepare(A, B, C, tile=str(tile))
         p.run()
         torch.cuda.synchronize()
         assert error_ratio(C, A, B) <= 1, layout
         assert any("pack" in name for name in p.launch.names), (layout, p.launch.names)
 
 
-def test_auto_takes_the_dot_tile_for_deep_or_large_gemms_of_at_most_8_columns_and_relaunches_bitwise():
+def test_auto_takes_the_dot_tiles_for_deep_or_large_gemms_of_at_most_8_columns_or_rows_and_relaunches_bitwise():
     import torch
 
     from streamk.gpu import prepare
 
     gen = torch.Generator(device="cuda").manual_seed(5)
-    # (m, n, k, dot): at most 8 columns and more than 3 of its iterations (k > 384) or 4 MB of A
-    for m, n, k, dot in ((2024, 1, 1606, True), (16385, 3, 256, True), (147, 3, 1201, True), (1, 8, 16384, True),
-                         (1070, 2, 342, False), (5000, 9, 300, False), (2049, 9, 1024, False)):
+    # at most 8 columns and more than 3 of its iterations (k > 384) or 4 MB of A: 64x8; at most 8
+    # rows and 12 MB of B: 8x128
+    for m, n, k, tile in ((2024, 1, 1606, DOT_TILE), (16385, 3, 256, DOT_TILE), (147, 3, 1201, DOT_TILE),
+                          (1, 8, 16384, DOT_TILE), (1070, 2, 342, None), (5000, 9, 300, None),
+                          (2049, 9, 1024, None), (3, 13327, 1368, DOT_T_TILE), (1, 4097, 1537, DOT_T_TILE),
+                          (8, 4096, 1408, None)):
         A, B = inputs(m, n, k, "float16", gen)
         C = torch.empty(m, n, device="cuda")
         p = prepare(A, B, C, schedule="auto")
-        assert (p.schedule.tile == DOT_TILE) == dot, (m, n, k, p.schedule.tile)
+        assert p.schedule.tile == tile if tile else p.schedule.tile not in TILES, (m, n, k, p.schedule.tile)
         first, again = relaunched(p, C, 3)
         assert error_ratio(first, A, B) <= 1, (m, n, k)
         assert torch.equal(first, again), (m, n, k)

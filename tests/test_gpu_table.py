@@ -295,8 +295,9 @@ def test_small_tile_kernels_and_autos_tile_choice():
     assert list(tile_specs("float16")) == [TileShape(128, 128, 32), TileShape(64, 64, 32), TileShape(128, 64, 32),
                                            TileShape(64, 128, 32), TileShape(32, 64, 32), TileShape(32, 32, 32),
                                            TileShape(128, 256, 32), TileShape(128, 128, 64), TileShape(128, 256, 64),
-                                           TileShape(64, 8, 128)]
+                                           TileShape(64, 8, 128), TileShape(8, 128, 64)]
     assert spec_for_tile("float16", "64x8").main == "streamk_dot_f16" and spec_for_tile("float16", "64x8").any_rows
+    assert spec_for_tile("bfloat16", "8x128").main == "streamk_dot_t_bf16" and spec_for_tile("float16", "8x128").any_rows
     assert choose_tile(GemmShape(5000, 8, 4000), "float16", 132) == TileShape(64, 8, 128)  # at most 8 columns, 40 MB
     assert choose_tile(GemmShape(5000, 9, 4000), "float16", 132) != TileShape(64, 8, 128)
     assert choose_tile(GemmShape(500, 8, 4000), "float16", 132) == TileShape(64, 8, 128)  # 32 iterations deep
@@ -350,7 +351,7 @@ def test_small_tile_kernels_and_autos_tile_choice():
     assert choose_tile(GemmShape(356, 2458, 360), "float16", 132) == TileShape(128, 64, 32)  # 117: one per SM
     assert choose_tile(GemmShape(4047, 593, 64), "float16", 132) == TileShape(128, 128, 32)  # 160 128x128 tiles
     # decode-like (m or n <= 64) where a large operand would be packed: the tiles with shifted copies
-    assert choose_tile(GemmShape(3, 13327, 1368), "float16", 132) == TileShape(64, 128, 32)  # 209 tiles of 32x64
+    assert choose_tile(GemmShape(9, 13327, 1368), "float16", 132) == TileShape(64, 128, 32)  # 209 tiles of 32x64
     assert choose_tile(GemmShape(3, 4001, 1368), "float16", 132) == TileShape(32, 64, 32)    # 63, short k (10 MB)
     assert choose_tile(GemmShape(38, 2036, 135), "float16", 132) == TileShape(32, 32, 32)   # a small pack: as before
     assert choose_tile(GemmShape(16384, 17, 16383), "bfloat16", 132) == TileShape(128, 64, 32)  # not 128x128x64 + pack
@@ -361,9 +362,14 @@ def test_small_tile_kernels_and_autos_tile_choice():
     assert choose_tile(GemmShape(100, 9, 13854), "float16", 132) == TileShape(32, 32, 32)  # 4
     assert choose_tile(GemmShape(200, 6, 13854), "float16", 132) == TileShape(64, 8, 128)  # at most 8 columns, 5.3 MB
     assert choose_tile(GemmShape(38, 1000, 5984), "float16", 132) == TileShape(32, 64, 32)  # 32 (64 of 32x32)
-    assert choose_tile(GemmShape(3, 7128, 4556), "float16", 132) == TileShape(64, 128, 32)  # 56
+    assert choose_tile(GemmShape(9, 7128, 4556), "float16", 132) == TileShape(64, 128, 32)  # 56
     assert choose_tile(GemmShape(2088, 9, 6320), "float16", 132) == TileShape(128, 64, 32)  # 17
-    assert choose_tile(GemmShape(3, 7128, 2048), "float16", 132) == TileShape(32, 64, 32)  # short: a wave, as before
+    assert choose_tile(GemmShape(9, 7128, 2048), "float16", 132) == TileShape(32, 64, 32)  # short: a wave, as before
+    # at most 8 rows and 12 MB of B: the transposed dot tile
+    assert choose_tile(GemmShape(3, 13327, 1368), "float16", 132) == TileShape(8, 128, 64)  # 36 MB
+    assert choose_tile(GemmShape(8, 4096, 1536), "bfloat16", 132) == TileShape(8, 128, 64)  # 12.6 MB
+    assert choose_tile(GemmShape(8, 4096, 1408), "float16", 132) != TileShape(8, 128, 64)  # 11.5 MB
+    assert choose_tile(GemmShape(4, 6, 1 << 20), "float16", 132) == TileShape(64, 8, 128)  # 8 columns first
 
 
 def test_auto_takes_the_sm90_tiles_on_its_large_rungs_where_the_target_says_so():

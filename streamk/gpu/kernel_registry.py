@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..shapes import ITEMSIZE, TileShape
-from ..target import DOT_TILE
+from ..target import DOT_T_TILE, DOT_TILE
 
 ROLES = ("main", "reduce", "prescale", "pack", "test")
 SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64"}
@@ -53,9 +53,12 @@ MAINLOOPS = {m.name: m for m in (
              ("float16", "bfloat16"), "float32", TileShape(128, 128, 32)),
     Mainloop("sm80_f64", "sm80", "sm80/f64.cuh", "streamk::sm80::Double<{load_bytes}, {stages}>",
              ("float64",), "float64", TileShape(64, 64, 16)),
-    # at most 8 columns (GEMV-like decode GEMMs): A read in place at any row alignment
-    Mainloop("sm80_dot", "dot", "sm80/dot.cuh", "streamk::sm80::Dot<{bf16}>", ("float16", "bfloat16"), "float32",
-             DOT_TILE, pass_suffix="_dot", any_rows=True),
+    # at most 8 columns (GEMV-like decode GEMMs): A read in place at any row alignment; at most 8
+    # rows: the same on the transposed problem, B read in place
+    Mainloop("sm80_dot", "dot", "sm80/dot.cuh", "streamk::sm80::Dot<{bf16}, false>", ("float16", "bfloat16"),
+             "float32", DOT_TILE, pass_suffix="_dot", any_rows=True),
+    Mainloop("sm80_dot_t", "dot_t", "sm80/dot.cuh", "streamk::sm80::Dot<{bf16}, true>", ("float16", "bfloat16"),
+             "float32", DOT_T_TILE, pass_suffix="_dot_t", any_rows=True),
     Mainloop("ws_test", "ws_test", "testing/warp_specialized.cuh", "streamk::testing::WsKernel",
              ("float32",), "float32", TileShape(32, 32, 8)),
     # TMA + wgmma, a producer warp group and two consumer ones; the TMA maps ride in the
@@ -151,8 +154,8 @@ F64_STAGES = 4   # sm80/f64_config.cuh STAGES
 # in 227 KB beside the epilogue's 68 KB staging; 201,792 and 218,160 B of shared memory), one CTA per SM.
 SM90_TILES = ((TileShape(128, 128, 64), 4), (TileShape(128, 256, 64), 3))
 HALF_WIDTHS = (16, 8, 4)
-# The tile of at most 8 columns (sm80/dot.cuh): one width (it reads any row alignment itself),
-# launch bounds for 4 CTAs per SM (116 registers, no spills; 56,576 B of shared memory each).
+# The tiles of at most 8 columns or rows (sm80/dot.cuh): one width (they read any row alignment
+# themselves), launch bounds for 4 CTAs per SM (no spills; 56,576 and 54,528 B of shared memory).
 DOT_STAGES = 3  # sm80/dot.cuh STAGES
 DOT_BLOCKS_PER_SM = 4
 # Shifted 16-byte copies of rows only 2-byte aligned (sm80/pipeline.cuh SHIFTED), on the tiles auto
@@ -175,6 +178,7 @@ VARIANTS: tuple[KernelVariant, ...] = (
     KernelVariant("test", "ws_test", "float32", TileShape(32, 32, 8)),
     *(v for tile, stages in SM90_TILES for v in _family("sm90_tma", tile, (16,), stages, 1)),
     *_family("sm80_dot", DOT_TILE, (16,), DOT_STAGES, DOT_BLOCKS_PER_SM),
+    *_family("sm80_dot_t", DOT_T_TILE, (16,), DOT_STAGES, DOT_BLOCKS_PER_SM),
 )
 BY_NAME = {v.name: v for v in VARIANTS}
 assert len(BY_NAME) == len(VARIANTS), "entry names are unique"

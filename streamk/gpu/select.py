@@ -13,7 +13,7 @@ from ..errors import ScheduleError
 from ..schedule import Schedule
 from ..sched import make_schedule
 from ..shapes import ITEMSIZE, GemmShape, Machine, Problem, TileShape
-from ..target import DOT_TILE, LARGE_RUNGS, Target
+from ..target import DOT_T_TILE, DOT_TILE, LARGE_RUNGS, Target
 from .kernel_registry import SHIFTED_TILES
 from .operands import (RECT_TILES, SMALL_TILE, TINY_TILES, KernelSpec, Operand, copy_widths, decode_like,
                        spec_for_tile)
@@ -67,6 +67,10 @@ def reduce_slices(items: int, spec: KernelSpec, threads: int, sms: int) -> int:
 #   rules below ran them faster (H200, 96 decode shapes of two seeds: 0.948x cuBLAS raw under the 4 MB
 #   rule alone, 1.000x under this one; on every deeper shape 0.986x, every shape from 1 MB of A 0.981x;
 #   LOG.md v31);
+# * at most 8 rows and a B of DOT_T_MIN_B_BYTES or more: the 8x128x64 tile (the same mainloop on the
+#   transposed problem), which reads B in place at any alignment; below that the rules below ran
+#   them faster (H200, 206 decode shapes of at most 8 rows, four seeds: 0.988x cuBLAS raw before,
+#   1.046x with it from 12 MB of B, 1.024 / 1.037 / 1.040x from 4 / 8 / 16 MB; LOG.md v31);
 # * decode-like GEMMs (operands.decode_like) whose contiguous operands would be packed by the MB
 #   (operands.copy_widths): the tiles with shifted copies, which read them in place: 32x64 under the
 #   rule for 32-row tiles below, else the rectangle along the long side (128x64 on a tall GEMM,
@@ -103,6 +107,7 @@ def reduce_slices(items: int, spec: KernelSpec, threads: int, sms: int) -> int:
 SM90_PACK_FLOPS_PER_BYTE = 300
 DOT_MIN_A_BYTES = 4 << 20
 DOT_SHALLOW_ITERS = 3
+DOT_T_MIN_B_BYTES = 12 << 20
 DECODE_TINY_MOST = 33
 RECT_MAX_ITERS = 64
 WIDE_MIN_ITERS = 32
@@ -150,6 +155,8 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
     if shape.n <= DOT_TILE.bn and DOT_TILE in tiles and (
             shape.k > DOT_SHALLOW_ITERS * DOT_TILE.bk or shape.m * shape.k * ITEMSIZE[dtype] >= DOT_MIN_A_BYTES):
         return DOT_TILE
+    if shape.m <= DOT_T_TILE.bm and DOT_T_TILE in tiles and shape.k * shape.n * ITEMSIZE[dtype] >= DOT_T_MIN_B_BYTES:
+        return DOT_T_TILE
     iters = -(-shape.k // default.bk)  # MAC iterations of a tile
     short = iters <= RECT_MAX_ITERS
     along = RECT_TILES[0] if shape.m >= shape.n else RECT_TILES[1]  # 128x64 on a tall GEMM, 64x128 on a wide one

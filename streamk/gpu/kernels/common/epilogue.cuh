@@ -19,6 +19,17 @@
 
 namespace streamk {
 
+// Whether ML's fragment elements 2j and 2j+1 of a thread are column neighbours (r, c), (r, c+1)
+// (ML::PAIR_COLUMNS where it declares it, else true; the transposed dot tile's are row neighbours).
+template <class ML, class = void>
+struct PairColumns {
+  static constexpr bool value = true;
+};
+template <class ML>
+struct PairColumns<ML, decltype(void(ML::PAIR_COLUMNS))> {
+  static constexpr bool value = ML::PAIR_COLUMNS;
+};
+
 template <class ML>
 struct TileStage {
   using Acc = typename ML::Acc;
@@ -30,7 +41,7 @@ struct TileStage {
     Acc x, y;
   };
 
-  // Fragment elements 2j and 2j+1 of a thread are neighbours (r, c), (r, c+1): one pair store.
+  // Fragment elements 2j and 2j+1 of a thread that are column neighbours: one pair store.
   template <class G>
   static __device__ __forceinline__ void store(unsigned char* smem, const Acc (&acc)[ML::ACC], int tid) {
     Acc* s = reinterpret_cast<Acc*>(smem);
@@ -38,7 +49,14 @@ struct TileStage {
     for (int i = 0; i < ML::ACC; i += 2) {
       int r, c;
       ML::coord(i, tid, r, c);
-      *reinterpret_cast<Pair*>(s + r * LD + c) = Pair{acc[i], acc[i + 1]};
+      if constexpr (PairColumns<ML>::value) {
+        *reinterpret_cast<Pair*>(s + r * LD + c) = Pair{acc[i], acc[i + 1]};
+      } else {
+        int r1, c1;
+        ML::coord(i + 1, tid, r1, c1);
+        s[r * LD + c] = acc[i];
+        s[r1 * LD + c1] = acc[i + 1];
+      }
     }
     G::sync();
   }
