@@ -11,6 +11,7 @@ import pytest
 
 from gpu_support import GPU, error_ratio, inputs, nan_padded_view, relaunched
 from streamk.schedule import FIXUP_POLICIES
+from streamk.shapes import GemmShape
 from streamk.target import DOT_T_TILE, DOT_TILE
 
 pytestmark = GPU
@@ -115,3 +116,36 @@ def test_auto_takes_the_dot_tiles_for_deep_or_large_gemms_of_at_most_8_columns_o
         first, again = relaunched(p, C, 3)
         assert error_ratio(first, A, B) <= 1, (m, n, k)
         assert torch.equal(first, again), (m, n, k)
+
+
+def test_a_column_major_streamed_operand_runs_the_transposed_gemm_in_place():
+    """A GEMV whose large operand is column-major (torch's Linear: x @ W.t()) runs as C^T = B^T A^T
+    on a dot tile that reads it in place; C given (any beta) or allocated, relaunched bitwise."""
+    import torch
+
+    from streamk.gpu import gemm, prepare
+
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    # (m, n, k, which operand is column-major, the transposed problem's tile)
+    for m, n, k, wt, tile in ((1, 4097, 2049, "B", DOT_TILE), (3, 1000, 5000, "B", DOT_TILE),
+                              (6001, 5, 1203, "A", DOT_T_TILE), (8, 3000, 300, "B", None)):
+        A, B = inputs(m, n, k, "float16", gen)
+        if wt == "B":
+            B = torch.randn(n, k + 3, generator=gen, device="cuda").half()[:, 1:k + 1].t()  # W.t(), odd offset
+        else:
+            A = torch.randn(k, m, generator=gen, device="cuda").half().t()
+        C0 = torch.randn(m, n, generator=gen, device="cuda")
+        C = C0.clone()
+        p = prepare(A, B, C, alpha=0.5, beta=2.0)
+        assert p.transposed == (tile is not None), (m, n, k, p.schedule.tile)
+        if tile is not None:  # the streamed operand (A' = B^T on 64x8, B' = A^T on 8x128) is read in place
+            assert p.schedule.tile == tile and p.schedule.shape == GemmShape(n, m, k), (m, n, k, p.schedule.shape)
+            assert not (p._plan.packs_a if tile == DOT_TILE else p._plan.packs_b), (m, n, k, p.launch.names)
+        p.run()
+        torch.cuda.synchronize()
+        assert error_ratio(C, A, B, 0.5, 2.0, C0) <= 1, (m, n, k)
+        first, again = relaunched(prepare(A, B, C), C, 2)
+        assert torch.equal(first, again), (m, n, k)
+        out = gemm(A, B)  # C allocated
+        torch.cuda.synchronize()
+        assert out.shape == (m, n) and error_ratio(out, A, B) <= 1, (m, n, k)

@@ -417,3 +417,23 @@ def test_programmatic_dependent_launch_only_on_sm90_and_by_default_for_one_wave(
     assert use_pdl(None, 132, 132, "sm_90a") and not use_pdl(None, 133, 132, "sm_90a")
     assert use_pdl(True, 500, 132, "sm_90a") and not use_pdl(False, 10, 132, "sm_90a")
     assert not use_pdl(True, 10, 108, "sm_80") and use_pdl(None, 10, 148, "sm_100")
+
+
+def test_auto_runs_a_gemv_whose_streamed_operand_is_column_major_as_its_transpose():
+    """x @ W.t() (torch's Linear) streams a column-major B: auto runs C^T = W @ x^T on the 64x8 dot
+    tile, which reads W's rows in place; a row-major B, a tile asked or another schedule: as asked."""
+    from streamk.gpu.operands import Operand
+    from streamk.gpu.select import runs_transposed
+
+    def op(rows, cols, strides):
+        return Operand(None, "torch", 0, (rows, cols), strides, "float16")
+
+    x, wt = op(1, 4096, (4096, 1)), op(4096, 11008, (1, 4096))  # W: 11008 x 4096, row-major
+    h100 = preset("h100")
+    assert runs_transposed(x, wt, "auto", None, h100)
+    assert not runs_transposed(x, op(4096, 11008, (11008, 1)), "auto", None, h100)  # row-major: the 8x128 tile
+    assert not runs_transposed(x, wt, "auto", "64x8", h100)
+    assert not runs_transposed(x, wt, "stream-k", None, h100)
+    assert runs_transposed(op(6001, 1203, (1, 6001)), op(1203, 5, (5, 1)), "auto", None, h100)  # n <= 8, 14 MB of A
+    assert not runs_transposed(op(8, 300, (300, 1)), op(300, 3000, (1, 300)), "auto", None, h100)  # 1.8 MB, shallow
+    assert not runs_transposed(op(64, 300, (300, 1)), op(300, 3000, (1, 300)), "auto", None, h100)  # not a GEMV

@@ -130,6 +130,11 @@ class Operand:
     def on_host(self) -> bool:
         return self.kind == "numpy"
 
+    def transposed(self) -> Operand:
+        """The same memory read as the transpose (shape and strides swapped)."""
+        return Operand(self.obj, self.kind, self.ptr, (self.shape[1], self.shape[0]), (self.strides[1], self.strides[0]),
+                       self.dtype)
+
 
 def describe(x: object, name: str) -> Operand:
     """Read pointer, shape, element strides and dtype of ``x``; ScheduleError if unusable."""

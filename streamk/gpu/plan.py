@@ -28,7 +28,7 @@ from .device import Buffer, Device, driver
 from .lanes import Lane, Lanes, Needs
 from .launch import GemmParams, PackPair, PackParams, Step, TmaParams
 from .operands import KernelSpec, Operand, copy_widths, padded, spec_for_tile
-from .select import reduce_slices, schedule_for, use_pdl
+from .select import reduce_slices, runs_transposed, schedule_for, use_pdl
 from .table import STATE_WORDS, TABLE_VERSION, build_table
 
 PACK_THREADS = 256
@@ -70,8 +70,11 @@ class GemmPlan:
     def __init__(self, dev: Device, lanes: Lanes, shape: GemmShape, spec: KernelSpec, schedule: Schedule, plan: FixupPlan,
                  residency: int, steps: list[Step], tables: tuple[Buffer, ...], needs: Needs,
                  template: GemmParams, pack: PackPair | None, extents: tuple[int, int, int],
-                 coresident: bool, maps: tuple | None = None, pairs: int = 0) -> None:
+                 coresident: bool, maps: tuple | None = None, pairs: int = 0, transposed: bool = False) -> None:
+        # shape: the caller's GEMM; transposed: the kernels run C^T = B^T A^T (select.runs_transposed),
+        # so the schedule is that problem's and A's and B's pointers trade places at each launch
         self.dev, self.lanes, self.shape, self.spec, self.schedule, self.plan = dev, lanes, shape, spec, schedule, plan
+        self.transposed = transposed
         self.residency, self.steps, self.tables, self.needs = residency, steps, tables, needs
         self.template, self.pack, self.extents = template, pack, extents
         self.coresident = coresident  # waits upward: ordered against other such launches (lanes.py)
@@ -117,6 +120,8 @@ class GemmPlan:
                 capturing: bool = False, only: Step | None = None) -> None:
         """Launch this plan's steps (or ``only`` that one) on ``stream`` with the operands at
         ``a``, ``b``, ``c``."""
+        if self.transposed:
+            a, b = b, a
         with self.lock:
             bound = self._bound.get(lane)
             if bound is None or bound[0] != lane.generation:
@@ -203,6 +208,11 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
                schedule: str | Schedule, fixup: str | None, tile: TileShape | int | str | None,
                machine: Machine | None, options: dict[str, Any], tuning: Tuning = DEFAULT_TUNING) -> GemmPlan:
     """Check and build the plan of one signature (module doc); every refusal before any launch."""
+    asked_shape = GemmShape(a.shape[0], b.shape[1], a.shape[1])
+    extents_of = (a, b)
+    transposed = runs_transposed(a, b, schedule, tile, dev.target)
+    if transposed:  # the kernels see A' = B^T, B' = A^T, C' = C^T
+        a, b, c = b.transposed(), a.transposed(), c.transposed() if c is not None else None
     shape = GemmShape(a.shape[0], b.shape[1], a.shape[1])
     asked = _tile_asked(a.dtype, schedule, tile)
     archs = spec_for_tile(a.dtype, asked).archs if asked is not None else (dev.arch,)
@@ -270,7 +280,7 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
         if pack.a.rows == 0 and pack.b.rows == 0:
             pack = None
     host = a.on_host
-    c_strides = c.strides if c is not None and not host else (shape.n, 1)
+    c_strides = c.strides if c is not None and not host else (1, shape.m) if transposed else (shape.n, 1)
     template = GemmParams(
         lda=lda, ldb=ldb, c_rs=c_strides[0], c_cs=c_strides[1], cta_offsets=table_ptrs[0], units=table_ptrs[1],
         reads=table_ptrs[2], waits=table_ptrs[3], items=table_ptrs[4], state=1 if epoch else 0,
@@ -298,11 +308,11 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
         rsmem, rthreads = dev.smem_bytes(spec.reduce), dev.block_size(spec.reduce)
         steps.append(Step(spec.reduce, dev.function(spec.reduce, rsmem), items, rthreads, rsmem,
                           grid_y=reduce_slices(items, spec, rthreads, dev.sms), pdl=pdl))
-    extents = (extent_bytes(a, spec.itemsize), extent_bytes(b, spec.itemsize),
+    extents = (extent_bytes(extents_of[0], spec.itemsize), extent_bytes(extents_of[1], spec.itemsize),
                extent_bytes(c, acc_bytes) if c is not None else 0)
     maps = tma.maps_of(a.dtype, shape, lda, ldb, spec.tile) if spec.tma else None
-    return GemmPlan(dev, lanes, shape, spec, sched, plan, residency, steps, (table_buf,), needs, template, pack, extents,
-                    coresident, maps, table_ptrs[5] if cluster > 1 else 0)
+    return GemmPlan(dev, lanes, asked_shape, spec, sched, plan, residency, steps, (table_buf,), needs, template, pack,
+                    extents, coresident, maps, table_ptrs[5] if cluster > 1 else 0, transposed)
 
 
 def _upload_table(dev: Device, arrays: tuple[np.ndarray, ...]) -> tuple[Buffer, list[int]]:

@@ -137,7 +137,14 @@ class Prepared:
 
     @property
     def schedule(self) -> Schedule:
+        """What the kernels run: the transposed problem's schedule where ``transposed``."""
         return self._plan.schedule
+
+    @property
+    def transposed(self) -> bool:
+        """Whether the kernels run C^T = B^T @ A^T (auto, for a GEMV whose streamed operand is
+        column-major: select.runs_transposed)."""
+        return bool(getattr(self._plan, "transposed", False))
 
     @property
     def plan(self) -> FixupPlan:

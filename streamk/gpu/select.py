@@ -194,6 +194,20 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
     return square
 
 
+def runs_transposed(a: Operand, b: Operand, schedule: str | Schedule, tile: object, target: Target) -> bool:
+    """Whether auto runs C = A @ B as C^T = B^T @ A^T: where the operand a GEMV of at most 8 columns
+    (rows) streams, A (B), is column-major (a ``W.t()`` of a row-major weight, as torch's Linear
+    has it), the transposed problem's dot tile (kernels/sm80/dot.cuh) reads its transpose in place,
+    where the direct one would pack it whole. Only for ``auto`` with no tile asked."""
+    if a.on_host or tile is not None or not isinstance(schedule, str) or schedule != "auto":
+        return False
+    m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    streamed = a if n <= DOT_TILE.bn else b if m <= DOT_T_TILE.bm else None
+    if streamed is None or streamed.strides[1] == 1 or streamed.shape[1] == 1 or streamed.strides[0] != 1:
+        return False
+    return choose_tile(GemmShape(n, m, k), a.dtype, target) in (DOT_TILE, DOT_T_TILE)
+
+
 def sm90_rungs(shape: GemmShape, dtype: str, sm80_in_place: bool) -> bool:
     """Whether auto's large rungs take the sm90 tiles for contiguous operands of ``shape``: yes,
     unless the sm80 tiles would read operands in place (``sm80_in_place``) that TMA needs packed and
