@@ -56,8 +56,9 @@ class TargetTile:
     # auto's decode-like GEMMs on this tile: a DP grid of few deep tiles becomes Stream-K on every
     # resident slot under separate-reduce (streamk.sched.auto decode_reduce; the GPU backend asks)
     decode_reduce: bool = False
-    # auto on this memory-bound tile: every resident slot under separate-reduce below a tile per SM,
-    # else DP (streamk.sched.auto spread_reduce)
+    # auto on this memory-bound tile: deeper than two MAC iterations a tile, Stream-K under
+    # separate-reduce on every resident slot, else DP (streamk.sched.auto spread_reduce). Measured on
+    # H100 / H200 and set on the A100 too: a GEMV's DP grid there is as few lone CTAs streaming
     spread_reduce: bool = False
 
     def order_for(self, problem: Problem, slots: int) -> str | None:
@@ -258,7 +259,7 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
                                   hybrid_busy_share=_SM90_HYBRID_BUSY_SHARE.get(tile) if measured else None,
                                   few_tiles_reduce=measured and tile in _SM90_FEW_TILES_REDUCE,
                                   decode_reduce=measured and tile in _SM90_DECODE_REDUCE,
-                                  spread_reduce=measured and tile in (DOT_TILE, DOT_T_TILE)))
+                                  spread_reduce=tile in (DOT_TILE, DOT_T_TILE)))
     return tuple(out)
 
 

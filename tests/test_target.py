@@ -292,3 +292,19 @@ def test_auto_spreads_a_decode_gemm_of_few_deep_rectangles_over_every_slot():
     assert (kept.grid, kept.fixup) == (64, "owner-waits") and (asked.grid, asked.fixup) == (264, "separate-reduce")
     assert h100.kernel("float16", TileShape(128, 64, 32)).decode_reduce
     assert not preset("a100").kernel("float16", TileShape(128, 64, 32)).decode_reduce
+
+
+def test_auto_splits_a_gemv_on_the_dot_tiles_over_the_resident_slots_on_every_preset():
+    """The dot tiles' GEMVs: Stream-K under separate-reduce on every resident slot, at most 32 CTAs a
+    tile; DP at two MAC iterations a tile or fewer."""
+    from streamk.gpu.select import schedule_for
+
+    for name, slots in (("h100", 528), ("h200", 528), ("a100", 216)):
+        target = preset(name)
+        gemv = schedule_for("auto", GemmShape(1, 4096, 4096), "float16", target)  # 32 tiles of 64 iterations
+        assert gemv.tile == TileShape(8, 128, 64) and gemv.grid == min(slots, 32 * 32), name
+        assert gemv.fixup == "separate-reduce", name
+        few = schedule_for("auto", GemmShape(190, 1, 12419), "bfloat16", target)  # 3 tiles of 98
+        assert few.tile == TileShape(64, 8, 128) and (few.grid, few.fixup) == (96, "separate-reduce"), name
+        shallow = schedule_for("auto", GemmShape(20000, 3, 256), "float16", target)  # 2 iterations: DP
+        assert shallow.tile == TileShape(64, 8, 128) and (shallow.grid, shallow.fixup) == (313, "owner-waits"), name
