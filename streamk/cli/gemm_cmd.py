@@ -33,8 +33,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--grid", type=positive_int, help="stream-k grid")
     p.add_argument("--splits", type=positive_int, help="fixed-split factor")
     p.add_argument("--tile", default=None, metavar="TILE",
-                   help="CTA tile: 128, 64, 128x64, 64x128, 32x64, 32x32 or 128x256 (float16/bfloat16); default the "
-                        "paper's 128x128x32, or auto's choice by problem size for DECOMP auto")
+                   help="CTA tile (float16): 128, 64, 128x64, 64x128, 32x64, 32x32, 128x256, the GEMV tiles 64x8 "
+                        "(n <= 8) and 8x128 (m <= 8), or on sm_90 128x128x64 and 128x256x64; default the paper's "
+                        "128x128x32, or auto's choice by problem size for DECOMP auto")
     p.add_argument("--layout", choices=["RR", "RC", "CR", "CC"], default="RR",
                    help="A and B row- (R) or column-major (C) (default RR)")
     p.add_argument("--alpha", type=finite_float, default=1.0, help="scale of A@B (default 1)")
