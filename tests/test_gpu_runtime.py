@@ -17,20 +17,25 @@ from streamk.schedule import FIXUP_POLICIES
 
 pytestmark = GPU
 
-# (shape, schedule, fixup, options): owner-waits Stream-K waits upward (ordered device-wide
-# against other such launches), the others only backward or not at all
-MIX = [((700, 500, 3000), "stream-k", "owner-waits", {}),
-       ((700, 500, 3000), "stream-k", "turnstile", {"walk": "backward"}),
-       ((999, 1001, 2999), "stream-k", "last-arrival", {"grid": 40}),
-       ((300, 900, 4000), "fixed-split", "separate-reduce", {"splits": 4}),
-       ((1024, 1024, 1024), "auto", None, {}),
-       ((257, 131, 2000), "auto", None, {"tile": 64})]
+# (shape, schedule, fixup, options, layout): owner-waits Stream-K waits upward (ordered device-wide
+# against other such launches), the others only backward or not at all; the GEMVs as auto runs
+# them (the 64x8 dot tile split over CTAs with a reduce pass, the 8x128 one, and torch Linear's
+# x @ W.t() run as its transpose)
+MIX = [((700, 500, 3000), "stream-k", "owner-waits", {}, "RR"),
+       ((700, 500, 3000), "stream-k", "turnstile", {"walk": "backward"}, "RR"),
+       ((999, 1001, 2999), "stream-k", "last-arrival", {"grid": 40}, "RR"),
+       ((300, 900, 4000), "fixed-split", "separate-reduce", {"splits": 4}, "RR"),
+       ((1024, 1024, 1024), "auto", None, {}, "RR"),
+       ((257, 131, 2000), "auto", None, {"tile": 64}, "RR"),
+       ((2000, 3, 3001), "auto", None, {}, "RR"),
+       ((4, 3000, 2500), "auto", None, {}, "RR"),
+       ((1, 2048, 3001), "auto", None, {}, "RC")]
 
 
 def _mix(gen):
     out = []
-    for (m, n, k), schedule, fixup, options in MIX:
-        A, B = inputs(m, n, k, "float16", gen)
+    for (m, n, k), schedule, fixup, options, layout in MIX:
+        A, B = inputs(m, n, k, "float16", gen, layout)
         out.append((A, B, dict(schedule=schedule, fixup=fixup, **options)))
     return out
 
@@ -58,8 +63,13 @@ def test_gemms_on_four_streams_at_once_are_bitwise_their_lone_results():
 
     from streamk.gpu import gemm
 
+    from streamk.gpu import prepare
+
     gen = torch.Generator(device="cuda").manual_seed(2)
     cases = _mix(gen)
+    plans = [prepare(A, B, **kw) for A, B, kw in cases]
+    names = {name for p in plans for name in p.launch.names}
+    assert {"streamk_dot_f16", "streamk_dot_t_f16"} <= names and plans[-1].transposed, names  # the GEMV paths
     alone = [gemm(A, B, **kw) for A, B, kw in cases]
     torch.cuda.synchronize()
     for (A, B, kw), C in zip(cases, alone):
@@ -75,7 +85,7 @@ def test_gemms_on_four_streams_at_once_are_bitwise_their_lone_results():
                     gemm(cases[j][0], cases[j][1], outs[s][j], **cases[j][2])
                     launches += 1
     torch.cuda.synchronize()
-    assert launches == 2400
+    assert launches == 100 * len(streams) * len(cases)
     for s in range(len(streams)):
         for j, C in enumerate(alone):
             assert torch.equal(outs[s][j], C), (s, cases[j][2])
