@@ -119,28 +119,38 @@ def test_auto_takes_the_dot_tiles_for_deep_or_large_gemms_of_at_most_8_columns_o
 
 
 def test_a_column_major_streamed_operand_runs_the_transposed_gemm_in_place():
-    """A GEMV whose large operand is column-major (torch's Linear: x @ W.t()) runs as C^T = B^T A^T
-    on a dot tile that reads it in place; C given (any beta) or allocated, relaunched bitwise."""
+    """A decode-like GEMM whose large operand is column-major (torch's Linear: x @ W.t()) runs as
+    C^T = B^T A^T, reading that operand in place (on a dot tile for a GEMV) and packing only the
+    small one; C given (any beta) or allocated, relaunched bitwise."""
     import torch
 
     from streamk.gpu import gemm, prepare
 
     gen = torch.Generator(device="cuda").manual_seed(11)
-    # (m, n, k, which operand is column-major, the transposed problem's tile)
-    for m, n, k, wt, tile in ((1, 4097, 2049, "B", DOT_TILE), (3, 1000, 5000, "B", DOT_TILE),
-                              (6001, 5, 1203, "A", DOT_T_TILE), (8, 3000, 300, "B", None)):
+    # (m, n, k, the column-major operand, W's element offset in rows of k + 3 (None: W contiguous),
+    # the transposed problem's tile: a dot tile, None for auto's pick among the others, or "direct"
+    # where transposing saves nothing)
+    for m, n, k, wt, offset, tile in ((1, 4097, 2049, "B", 1, DOT_TILE), (3, 1000, 5000, "B", 1, DOT_TILE),
+                                      (6001, 5, 1203, "A", 0, DOT_T_TILE), (24, 3001, 1024, "B", None, None),
+                                      (64, 4096, 4096, "B", 1, None), (700, 40, 900, "A", 0, None),
+                                      (8, 3000, 300, "B", 1, "direct")):
         A, B = inputs(m, n, k, "float16", gen)
-        if wt == "B":
-            B = torch.randn(n, k + 3, generator=gen, device="cuda").half()[:, 1:k + 1].t()  # W.t(), odd offset
+        if wt == "B" and offset is None:
+            B = torch.randn(n, k, generator=gen, device="cuda").half().t()
+        elif wt == "B":  # W.t() of an n x k W at `offset` inside rows of k + 3
+            B = torch.randn(n, k + 3, generator=gen, device="cuda").half()[:, offset:k + offset].t()
         else:
             A = torch.randn(k, m, generator=gen, device="cuda").half().t()
         C0 = torch.randn(m, n, generator=gen, device="cuda")
         C = C0.clone()
         p = prepare(A, B, C, alpha=0.5, beta=2.0)
-        assert p.transposed == (tile is not None), (m, n, k, p.schedule.tile)
-        if tile is not None:  # the streamed operand (A' = B^T on 64x8, B' = A^T on 8x128) is read in place
-            assert p.schedule.tile == tile and p.schedule.shape == GemmShape(n, m, k), (m, n, k, p.schedule.shape)
-            assert not (p._plan.packs_a if tile == DOT_TILE else p._plan.packs_b), (m, n, k, p.launch.names)
+        if tile == "direct":  # W's rows 2-byte aligned and too shallow for the dot tile: packed either way
+            assert not p.transposed, (m, n, k, p.launch.names)
+        else:
+            assert p.transposed and p.schedule.shape == GemmShape(n, m, k), (m, n, k, p.schedule.shape)
+            assert tile is None or p.schedule.tile == tile, (m, n, k, p.schedule.tile)
+            # the large operand (A' = B^T, or B' = A^T) is read in place
+            assert not (p._plan.packs_a if wt == "B" else p._plan.packs_b), (m, n, k, p.launch.names)
         p.run()
         torch.cuda.synchronize()
         assert error_ratio(C, A, B, 0.5, 2.0, C0) <= 1, (m, n, k)

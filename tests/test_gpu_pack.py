@@ -1,7 +1,8 @@
 """On a GPU: the pack pass copies operands of every row alignment (2-, 4-, 8-byte rows at every
-source offset), of rows shorter than a 16-byte chunk, and column-major ones, into zero-padded
-rows, next to NaNs that must never reach C; FP16, BF16 (through the sm_90a TMA tiles where the
-GPU has them, else the sm80 tile told to pack) and FP64."""
+source offset), of rows shorter than a 16-byte chunk, column-major ones and ones of no unit stride
+(through its shared-memory tiles), into zero-padded rows, next to NaNs that must never reach C;
+FP16, BF16 (through the sm_90a TMA tiles where the GPU has them, else the sm80 tile told to pack)
+and FP64."""
 
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ def test_pack_copies_rows_of_every_alignment_and_column_major_sources(dtype):
             B = nan_padded_view(k, n, ldb, (j * 3 + 6) % 8, dtype, gen)
             if j % 4 == 3:  # a column-major A: a view of a NaN-padded k x m matrix, transposed
                 A = nan_padded_view(k, m, m + j % 3, j % 8, dtype, gen).t()
+            if j == 5:  # a B of no unit stride: every other row and third column of a NaN-padded matrix
+                B = nan_padded_view(2 * k, 3 * n, 3 * n + 1, 3, dtype, gen)[::2, ::3]
             C = torch.full((m, n), math.nan, device="cuda", dtype=torch.float64 if dtype == "float64" else None)
             p = prepare(A, B, C, schedule="data-parallel" if j % 2 else "stream-k", tile=_tile(dtype), _tuning=PACK_ALL)
             p.run()

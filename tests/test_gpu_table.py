@@ -419,21 +419,41 @@ def test_programmatic_dependent_launch_only_on_sm90_and_by_default_for_one_wave(
     assert not use_pdl(True, 10, 108, "sm_80") and use_pdl(None, 10, 148, "sm_100")
 
 
-def test_auto_runs_a_gemv_whose_streamed_operand_is_column_major_as_its_transpose():
-    """x @ W.t() (torch's Linear) streams a column-major B: auto runs C^T = W @ x^T on the 64x8 dot
-    tile, which reads W's rows in place; a row-major B, a tile asked or another schedule: as asked."""
+def test_auto_runs_decode_like_gemms_transposed_where_that_packs_less():
+    """x @ W.t() (torch's Linear) has a column-major B, which no kernel reads in place: auto runs
+    C^T = W @ x^T, which reads W's rows in place and packs only x; likewise wherever the transposed
+    problem packs fewer elements, in decode-like GEMMs only (one side of C at most 64). A tile
+    asked, another schedule, a GEMM of two large sides, or nothing to save: as asked."""
     from streamk.gpu.operands import Operand
     from streamk.gpu.select import runs_transposed
 
     def op(rows, cols, strides):
         return Operand(None, "torch", 0, (rows, cols), strides, "float16")
 
-    x, wt = op(1, 4096, (4096, 1)), op(4096, 11008, (1, 4096))  # W: 11008 x 4096, row-major
     h100 = preset("h100")
-    assert runs_transposed(x, wt, "auto", None, h100)
-    assert not runs_transposed(x, op(4096, 11008, (11008, 1)), "auto", None, h100)  # row-major: the 8x128 tile
-    assert not runs_transposed(x, wt, "auto", "64x8", h100)
-    assert not runs_transposed(x, wt, "stream-k", None, h100)
-    assert runs_transposed(op(6001, 1203, (1, 6001)), op(1203, 5, (5, 1)), "auto", None, h100)  # n <= 8, 14 MB of A
-    assert not runs_transposed(op(8, 300, (300, 1)), op(300, 3000, (1, 300)), "auto", None, h100)  # 1.8 MB, shallow
-    assert not runs_transposed(op(64, 300, (300, 1)), op(300, 3000, (1, 300)), "auto", None, h100)  # not a GEMV
+
+    def transposed(a, b, schedule="auto", tile=None):
+        return runs_transposed(a, b, schedule, tile, h100)
+
+    x, wt = op(1, 4096, (4096, 1)), op(4096, 11008, (1, 4096))  # W: 11008 x 4096, row-major
+    assert transposed(x, wt)
+    assert not transposed(x, op(4096, 11008, (11008, 1)))  # row-major: nothing to save
+    assert not transposed(x, wt, tile="64x8")
+    assert not transposed(x, wt, schedule="stream-k")
+    assert transposed(op(6001, 1203, (1, 6001)), op(1203, 5, (5, 1)))  # column-major A, n <= 8
+    assert transposed(op(8, 320, (320, 1)), op(320, 3000, (1, 320)))  # packs x, not W
+    assert transposed(op(64, 320, (320, 1)), op(320, 3000, (1, 320)))  # a batch of 64 rows
+    assert not transposed(op(65, 320, (320, 1)), op(320, 3000, (1, 320)))  # two sides > 64
+    assert transposed(op(64, 320, (1, 64)), op(320, 3000, (1, 320)))  # both column-major
+    assert transposed(op(3000, 320, (1, 3000)), op(320, 64, (64, 1)))  # column-major A, n = 64
+    assert not transposed(op(30, 320, (1, 30)), op(320, 3000, (3000, 1)))  # A's copy is the smaller
+    # W's rows only 2-byte aligned (stride 303): the transposed problem, too shallow for the dot
+    # tile, would pack W as well as x^T
+    assert not transposed(op(8, 300, (300, 1)), op(300, 3000, (1, 303)))
+
+
+def test_pack_kernel_block_size_mirrors_the_plan():
+    from streamk.gpu import plan
+
+    pack = (Path(tbl.__file__).parent / "kernels" / "common" / "pack.cuh").read_text()
+    assert int(re.search(r"constexpr int PACK_THREADS = (\d+);", pack).group(1)) == plan.PACK_THREADS

@@ -31,7 +31,7 @@ from .operands import KernelSpec, Operand, copy_widths, padded, spec_for_tile
 from .select import reduce_slices, runs_transposed, schedule_for, use_pdl
 from .table import STATE_WORDS, TABLE_VERSION, build_table
 
-PACK_THREADS = 256
+PACK_THREADS = 256  # kernels/common/pack.cuh PACK_THREADS (a test checks they agree)
 PACK_BLOCKS_PER_SM = 8  # grid-stride pack copies: enough blocks to fill the chip
 
 

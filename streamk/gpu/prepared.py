@@ -142,8 +142,8 @@ class Prepared:
 
     @property
     def transposed(self) -> bool:
-        """Whether the kernels run C^T = B^T @ A^T (auto, for a GEMV whose streamed operand is
-        column-major: select.runs_transposed)."""
+        """Whether the kernels run C^T = B^T @ A^T (auto, for a decode-like GEMM whose transposed
+        layout packs less, such as x @ W.t(): select.runs_transposed)."""
         return bool(getattr(self._plan, "transposed", False))
 
     @property

@@ -194,18 +194,27 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
     return square
 
 
+def _packed_elements(a: Operand, b: Operand, target: Target) -> int:
+    """Elements the pack pass would copy for C = A @ B on the tile auto picks for it."""
+    shape = GemmShape(a.shape[0], b.shape[1], a.shape[1])
+    widths = copy_widths(a, b, spec_for_tile(a.dtype, choose_tile(shape, a.dtype, target)))
+    return sum(op.shape[0] * op.shape[1] for op, width in zip((a, b), widths) if width == 0)
+
+
 def runs_transposed(a: Operand, b: Operand, schedule: str | Schedule, tile: object, target: Target) -> bool:
-    """Whether auto runs C = A @ B as C^T = B^T @ A^T: where the operand a GEMV of at most 8 columns
-    (rows) streams, A (B), is column-major (a ``W.t()`` of a row-major weight, as torch's Linear
-    has it), the transposed problem's dot tile (kernels/sm80/dot.cuh) reads its transpose in place,
-    where the direct one would pack it whole. Only for ``auto`` with no tile asked."""
+    """Whether auto runs C = A @ B as C^T = B^T @ A^T: in decode-like GEMMs (one side of C at most
+    SHIFTED_MAX_SIDE) where that packs fewer elements. Typically torch's Linear, x @ W.t() with W
+    row-major: the direct GEMM packs all of W (no kernel reads a column-major operand in place),
+    the transposed one reads W's rows in place (at any alignment on the dot tiles of a GEMV,
+    kernels/sm80/dot.cuh) and packs the few rows of x. C then has the transposed problem's
+    column-major layout, whose stores are scalar: cheap next to the operands only where C has few
+    rows or columns, hence decode-like GEMMs only. Only for ``auto`` with no tile asked (a tile or
+    a named decomposition is the caller's problem as given)."""
     if a.on_host or tile is not None or not isinstance(schedule, str) or schedule != "auto":
         return False
-    m, k, n = a.shape[0], a.shape[1], b.shape[1]
-    streamed = a if n <= DOT_TILE.bn else b if m <= DOT_T_TILE.bm else None
-    if streamed is None or streamed.strides[1] == 1 or streamed.shape[1] == 1 or streamed.strides[0] != 1:
+    if not decode_like(a.shape[0], b.shape[1]):
         return False
-    return choose_tile(GemmShape(n, m, k), a.dtype, target) in (DOT_TILE, DOT_T_TILE)
+    return _packed_elements(b.transposed(), a.transposed(), target) < _packed_elements(a, b, target)
 
 
 def sm90_rungs(shape: GemmShape, dtype: str, sm80_in_place: bool) -> bool:

@@ -1,16 +1,23 @@
 // pack.cuh: copy an operand of any strides into a row-major, zero-padded buffer whose rows are
-// 16-byte aligned, so the mainloops can use 16-byte cp.async on unaligned shapes and on
-// column-major inputs. Each thread writes one 16-byte chunk of the destination (coalesced); it
-// reads a row-major source by aligned 16-byte blocks, any other by elements (a transpose).
-// One launch packs A and B (PackPair; an operand with rows = 0 is skipped); grid-stride over
-// their rows x (ld / chunk). Arch: any. T: unsigned short (FP16/BF16 bits) or unsigned long long
-// (FP64 bits); the registry (streamk/gpu/kernel_registry.py) names one entry per element size.
+// 16-byte aligned, so the mainloops can use 16-byte cp.async (or TMA) on unaligned shapes and on
+// column-major inputs. One launch packs A and B (PackPair; an operand with rows = 0 is skipped):
+// its blocks walk one sequence of items over both, each item a whole block's work:
+//   row-major source (unit column stride, rows of any alignment): PACK_THREADS destination chunks
+//     of 16 bytes, a chunk per thread, read as aligned 16-byte blocks (pack_chunk_rows);
+//   any other strides (a column-major W.t(), a strided view): a TILE_ROWS x TILE_COLS block of the
+//     destination (one 128-byte line wide), read along the source's unit stride into shared memory
+//     and written out as whole 16-byte chunks: coalesced both ways (a per-chunk gather read 8 rows
+//     per chunk and ran at ~0.1 TB/s on a column-major source; LOG.md v32).
+// Arch: any. T: unsigned short (FP16/BF16 bits) or unsigned long long (FP64 bits); the registry
+// (streamk/gpu/kernel_registry.py) names one entry per element size.
 #pragma once
 
 #include "ptx.cuh"
 #include "schedule_table.cuh"
 
 namespace streamk {
+
+constexpr int PACK_THREADS = 256;  // threads per block: streamk/gpu/plan.py PACK_THREADS
 
 __device__ __forceinline__ void store16(unsigned short* out, const unsigned short (&v)[8]) {
   uint4 w;
@@ -28,23 +35,11 @@ __device__ __forceinline__ void store16(unsigned long long* out, const unsigned 
   *reinterpret_cast<ulonglong2*>(out) = w;
 }
 
-// One destination chunk from a source of any strides: an element at a time (column-major sources,
-// whose chunk gathers from CHUNK rows).
-template <class T, class Index>
-__device__ __forceinline__ void pack_chunk_gather(const PackParams& p, Index r, Index c0) {
-  constexpr int CHUNK = 16 / sizeof(T);
-  const T* src = static_cast<const T*>(p.src);
-  T v[CHUNK];
-#pragma unroll
-  for (int j = 0; j < CHUNK; ++j) v[j] = c0 + j < p.cols ? src[r * p.rs + (c0 + j) * p.cs] : T(0);
-  store16(static_cast<T*>(p.dst) + r * p.ld + c0, v);
-}
-
 // One destination chunk from a row-major source (cs = 1) whose rows may be only element-aligned:
 // the one or two aligned 16-byte blocks holding the chunk's valid elements, funnel-shifted into
-// place, elements past the row zeroed. Two vector loads per 16 bytes where the gather issues one
-// load per element. A block holding a valid element lies within that element's page, so the
-// aligned loads never fault (the sm80 shifted loaders read rows the same way).
+// place, elements past the row zeroed: two vector loads per 16 bytes, not one per element. A block
+// holding a valid element lies within that element's page, so the aligned loads never fault (the
+// sm80 shifted loaders read rows the same way).
 template <class T, class Index>
 __device__ __forceinline__ void pack_chunk_rows(const PackParams& p, Index r, Index c0) {
   constexpr int CHUNK = 16 / sizeof(T);
@@ -82,54 +77,85 @@ __device__ __forceinline__ void pack_chunk_rows(const PackParams& p, Index r, In
   *out = make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// One TILE_ROWS x TILE_COLS block of the destination from a source of any strides, through shared
+// memory: read with consecutive threads on consecutive rows (the unit stride of a column-major
+// source), written as whole 16-byte chunks of destination rows. TILE_COLS is a 128-byte line, which
+// divides the destination's row length (operands.py padded).
 template <class T>
-__device__ __forceinline__ long long chunks(const PackParams& p) {
-  return p.rows * (p.ld / (16 / static_cast<long long>(sizeof(T))));
-}
+struct PackTile {
+  static constexpr int CHUNK = 16 / sizeof(T), TILE_COLS = 128 / sizeof(T), TILE_ROWS = 64;
+  static constexpr int LD = TILE_ROWS + (sizeof(T) == 2 ? 2 : 1);  // odd words apart: conflict-free columns
+  static constexpr int READS = TILE_ROWS * TILE_COLS / PACK_THREADS, WRITES = TILE_ROWS * (TILE_COLS / CHUNK) / PACK_THREADS;
+  static_assert(READS * PACK_THREADS == TILE_ROWS * TILE_COLS && WRITES * PACK_THREADS == TILE_ROWS * TILE_COLS / CHUNK,
+                "whole tiles per block");
 
-// Grid-stride over one operand's chunks; Index is 32-bit wherever the chunk count fits (a 64-bit
-// division per chunk costs more than the copy's loads).
-template <class T, class Index>
-__device__ __forceinline__ void pack_operand(const PackParams& p, long long first, long long stride, long long count) {
-  constexpr int CHUNK = 16 / sizeof(T);
-  const Index per_row = static_cast<Index>(p.ld / CHUNK);
-  const bool rows = p.cs == 1;
-  for (Index q = static_cast<Index>(first); q < static_cast<Index>(count); q += static_cast<Index>(stride)) {
-    const Index r = q / per_row, c0 = (q - r * per_row) * CHUNK;
-    if (rows) {
-      pack_chunk_rows<T, Index>(p, r, c0);
-    } else {
-      pack_chunk_gather<T, Index>(p, r, c0);
+  static __device__ __forceinline__ long long count(const PackParams& p) {
+    return (p.rows + TILE_ROWS - 1) / TILE_ROWS * (p.ld / TILE_COLS);
+  }
+
+  static __device__ __forceinline__ void pack(const PackParams& p, long long item, T (*tile)[LD]) {
+    const long long per_row = p.ld / TILE_COLS;
+    const long long r0 = item / per_row * TILE_ROWS, c0 = item % per_row * TILE_COLS;
+    const T* src = static_cast<const T*>(p.src);
+    const int tid = threadIdx.x;
+#pragma unroll 4
+    for (int i = 0; i < READS; ++i) {  // 4 loads in flight a thread: registers for 8 blocks an SM
+      const int e = tid + i * PACK_THREADS, r = e % TILE_ROWS, c = e / TILE_ROWS;
+      tile[c][r] = r0 + r < p.rows && c0 + c < p.cols ? src[(r0 + r) * p.rs + (c0 + c) * p.cs] : T(0);
     }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < WRITES; ++i) {
+      const int e = tid + i * PACK_THREADS, r = e / (TILE_COLS / CHUNK), j = e % (TILE_COLS / CHUNK) * CHUNK;
+      if (r0 + r < p.rows) {
+        T v[CHUNK];
+#pragma unroll
+        for (int u = 0; u < CHUNK; ++u) v[u] = tile[j + u][r];
+        store16(static_cast<T*>(p.dst) + (r0 + r) * p.ld + c0 + j, v);
+      }
+    }
+    __syncthreads();  // the next item refills the tile
   }
+};
+
+template <class T>
+__device__ __forceinline__ long long pack_items(const PackParams& p) {
+  if (p.cs != 1) return PackTile<T>::count(p);
+  const long long chunks = p.rows * (p.ld / (16 / static_cast<long long>(sizeof(T))));
+  return (chunks + PACK_THREADS - 1) / PACK_THREADS;
 }
 
 template <class T>
-__device__ __forceinline__ void pack_one(const PackParams& p, long long first, long long stride) {
-  const long long count = chunks<T>(p);
-  if (count + stride < (1ll << 31)) {
-    pack_operand<T, unsigned>(p, first, stride, count);
+__device__ __forceinline__ void pack_item(const PackParams& p, long long item, T (*tile)[PackTile<T>::LD]) {
+  if (p.cs != 1) {
+    PackTile<T>::pack(p, item, tile);
+    return;
+  }
+  constexpr int CHUNK = 16 / sizeof(T);
+  const long long q = item * PACK_THREADS + threadIdx.x, per_row = p.ld / CHUNK;
+  if (q >= p.rows * per_row) return;
+  if (per_row < (1ll << 31) && q < (1ll << 32)) {  // 32-bit division wherever it fits
+    const unsigned r = static_cast<unsigned>(q) / static_cast<unsigned>(per_row);
+    pack_chunk_rows<T, unsigned>(p, r, (static_cast<unsigned>(q) - r * static_cast<unsigned>(per_row)) * CHUNK);
   } else {
-    pack_operand<T, long long>(p, first, stride, count);
+    const long long r = q / per_row;
+    pack_chunk_rows<T, long long>(p, r, (q - r * per_row) * CHUNK);
   }
 }
 
-// Both operands in one launch (one kernel fewer per GEMM): chunks of A first, then of B.
-template <class T>
-__device__ __forceinline__ void pack_pair(const PackPair& pp) {
-  pdl_trigger();  // the main kernel may start launching: it waits for this pass to finish
-  const long long stride = (long long)gridDim.x * blockDim.x;
-  const long long thread = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  const long long na = chunks<T>(pp.a);
-  pack_one<T>(pp.a, thread, stride);
-  long long q = thread;  // B's chunks continue the grid-stride walk where A's ended: one index space
-  if (q < na) q += (na - q + stride - 1) / stride * stride;
-  pack_one<T>(pp.b, q - na, stride);
-}
-
+// Both operands in one launch (one kernel fewer per GEMM): A's items, then B's, block-strided.
 template <class T>
 __device__ __forceinline__ void pack_kernel(const PackPair& pp) {
-  pack_pair<T>(pp);
+  __shared__ T tile[PackTile<T>::TILE_COLS][PackTile<T>::LD];
+  pdl_trigger();  // the main kernel may start launching: it waits for this pass to finish
+  const long long na = pack_items<T>(pp.a), total = na + pack_items<T>(pp.b);
+  for (long long item = blockIdx.x; item < total; item += gridDim.x) {
+    if (item < na) {
+      pack_item<T>(pp.a, item, tile);
+    } else {
+      pack_item<T>(pp.b, item - na, tile);
+    }
+  }
 }
 
 }  // namespace streamk
