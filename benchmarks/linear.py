@@ -5,7 +5,8 @@ output, as ours), FP16 in, FP32 out.
 Per shape: a float64 check, then CUDA-graph replays interleaved with cuBLAS's (streamk.gpu.bench's
 method, medians). Prints a table and the geomean of cuBLAS time / ours; --csv writes the rows.
 
-    PYTHONPATH=. python3 benchmarks/linear.py [--batches 1,2,4,8,16,32,64,512,2048] [--csv out.csv]
+    PYTHONPATH=. python3 benchmarks/linear.py [--batches 1,2,4,8,16,32,64,512,2048] [--layers 8192:8192,...]
+                                              [--csv out.csv]
 """
 
 from __future__ import annotations
@@ -26,14 +27,16 @@ LAYERS = [(4096, 4096), (11008, 4096), (4096, 11008), (14336, 4096), (4096, 1433
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--batches", default="1,2,4,8,16,32,64,512,2048", help="rows of x (comma-separated)")
+    ap.add_argument("--layers", help="OUT:IN,... (out_features:in_features) instead of the Llama layers")
     ap.add_argument("--csv", help="write the rows here")
     args = ap.parse_args()
     stream = torch.cuda.Stream()
     gen = torch.Generator(device="cuda").manual_seed(0)
     rows = []
     print(f"{'m x n x k':>18} {'cuBLAS us':>9} {'ours us':>8} {'cuBLAS/ours':>11} {'relerr':>8}  transposed tile   steps")
+    layers = [tuple(map(int, pair.split(":"))) for pair in args.layers.split(",")] if args.layers else LAYERS
     for m in (int(b) for b in args.batches.split(",")):
-        for n, k in LAYERS:
+        for n, k in layers:
             x = torch.randn(m, k, generator=gen, device="cuda").half()
             W = torch.randn(n, k, generator=gen, device="cuda").half()
             out = torch.empty(m, n, device="cuda")

@@ -419,11 +419,11 @@ def test_programmatic_dependent_launch_only_on_sm90_and_by_default_for_one_wave(
     assert not use_pdl(True, 10, 108, "sm_80") and use_pdl(None, 10, 148, "sm_100")
 
 
-def test_auto_runs_decode_like_gemms_transposed_where_that_packs_less():
+def test_auto_runs_gemms_transposed_where_that_copies_less():
     """x @ W.t() (torch's Linear) has a column-major B, which no kernel reads in place: auto runs
-    C^T = W @ x^T, which reads W's rows in place and packs only x; likewise wherever the transposed
-    problem packs fewer elements, in decode-like GEMMs only (one side of C at most 64). A tile
-    asked, another schedule, a GEMM of two large sides, or nothing to save: as asked."""
+    C^T = W @ x^T, which reads W's rows in place and packs only x, unless C (written down its
+    columns then, at half the price of a packed byte) outweighs what that saves. A tile asked,
+    another schedule, or nothing to save: as asked."""
     from streamk.gpu.operands import Operand
     from streamk.gpu.select import runs_transposed
 
@@ -432,8 +432,8 @@ def test_auto_runs_decode_like_gemms_transposed_where_that_packs_less():
 
     h100 = preset("h100")
 
-    def transposed(a, b, schedule="auto", tile=None):
-        return runs_transposed(a, b, schedule, tile, h100)
+    def transposed(a, b, c=None, schedule="auto", tile=None):
+        return runs_transposed(a, b, c, schedule, tile, h100)
 
     x, wt = op(1, 4096, (4096, 1)), op(4096, 11008, (1, 4096))  # W: 11008 x 4096, row-major
     assert transposed(x, wt)
@@ -442,11 +442,16 @@ def test_auto_runs_decode_like_gemms_transposed_where_that_packs_less():
     assert not transposed(x, wt, schedule="stream-k")
     assert transposed(op(6001, 1203, (1, 6001)), op(1203, 5, (5, 1)))  # column-major A, n <= 8
     assert transposed(op(8, 320, (320, 1)), op(320, 3000, (1, 320)))  # packs x, not W
-    assert transposed(op(64, 320, (320, 1)), op(320, 3000, (1, 320)))  # a batch of 64 rows
-    assert not transposed(op(65, 320, (320, 1)), op(320, 3000, (1, 320)))  # two sides > 64
+    assert transposed(op(64, 320, (320, 1)), op(320, 3000, (1, 320)))
     assert transposed(op(64, 320, (1, 64)), op(320, 3000, (1, 320)))  # both column-major
     assert transposed(op(3000, 320, (1, 3000)), op(320, 64, (64, 1)))  # column-major A, n = 64
     assert not transposed(op(30, 320, (1, 30)), op(320, 3000, (3000, 1)))  # A's copy is the smaller
+    # prefill: x is 2048 x 4096 (16 MB), W 11008 x 4096 (90 MB), C 90 MB: 74 MB of pack saved > 45
+    assert transposed(op(2048, 4096, (4096, 1)), op(4096, 11008, (1, 4096)))
+    # 8192 rows: 23 MB of pack saved < half of C's 361 MB
+    assert not transposed(op(8192, 4096, (4096, 1)), op(4096, 11008, (1, 4096)))
+    # a column-major C given: the transposed problem writes it row-major, so it tips the other way
+    assert transposed(op(8192, 4096, (4096, 1)), op(4096, 11008, (1, 4096)), op(8192, 11008, (1, 8192)))
     # W's rows only 2-byte aligned (stride 303): the transposed problem, too shallow for the dot
     # tile, would pack W as well as x^T
     assert not transposed(op(8, 300, (300, 1)), op(300, 3000, (1, 303)))

@@ -210,7 +210,7 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
     """Check and build the plan of one signature (module doc); every refusal before any launch."""
     asked_shape = GemmShape(a.shape[0], b.shape[1], a.shape[1])
     extents_of = (a, b)
-    transposed = runs_transposed(a, b, schedule, tile, dev.target)
+    transposed = runs_transposed(a, b, c, schedule, tile, dev.target)
     if transposed:  # the kernels see A' = B^T, B' = A^T, C' = C^T
         a, b, c = b.transposed(), a.transposed(), c.transposed() if c is not None else None
     shape = GemmShape(a.shape[0], b.shape[1], a.shape[1])

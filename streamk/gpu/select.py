@@ -194,27 +194,37 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
     return square
 
 
-def _packed_elements(a: Operand, b: Operand, target: Target) -> int:
-    """Elements the pack pass would copy for C = A @ B on the tile auto picks for it."""
+# A C whose rows are not contiguous (the transposed problem's view of a row-major C) is written
+# with 4-byte stores instead of 16-byte ones: on the H100 each of its bytes cost about half of
+# what a byte the pack copies costs (benchmarks/linear.py, x @ W.t() at 128-8192 rows; LOG.md v32).
+STRIDED_C_PACK_RATIO = 0.5
+
+
+def _copy_cost(a: Operand, b: Operand, c: Operand, target: Target) -> float:
+    """Bytes the pack pass copies for C = A @ B on the tile auto picks, plus the price of writing C
+    where its rows are not contiguous, in the same bytes."""
     shape = GemmShape(a.shape[0], b.shape[1], a.shape[1])
-    widths = copy_widths(a, b, spec_for_tile(a.dtype, choose_tile(shape, a.dtype, target)))
-    return sum(op.shape[0] * op.shape[1] for op, width in zip((a, b), widths) if width == 0)
+    spec = spec_for_tile(a.dtype, choose_tile(shape, a.dtype, target))
+    widths = copy_widths(a, b, spec)
+    packed = sum(op.shape[0] * op.shape[1] for op, width in zip((a, b), widths) if width == 0) * spec.itemsize
+    strided_c = not (c.strides[1] == 1 or c.shape[1] == 1)
+    return packed + (STRIDED_C_PACK_RATIO * shape.m * shape.n * (4 if spec.out_dtype == "float32" else 8)
+                     if strided_c else 0.0)
 
 
-def runs_transposed(a: Operand, b: Operand, schedule: str | Schedule, tile: object, target: Target) -> bool:
-    """Whether auto runs C = A @ B as C^T = B^T @ A^T: in decode-like GEMMs (one side of C at most
-    SHIFTED_MAX_SIDE) where that packs fewer elements. Typically torch's Linear, x @ W.t() with W
-    row-major: the direct GEMM packs all of W (no kernel reads a column-major operand in place),
-    the transposed one reads W's rows in place (at any alignment on the dot tiles of a GEMV,
-    kernels/sm80/dot.cuh) and packs the few rows of x. C then has the transposed problem's
-    column-major layout, whose stores are scalar: cheap next to the operands only where C has few
-    rows or columns, hence decode-like GEMMs only. Only for ``auto`` with no tile asked (a tile or
-    a named decomposition is the caller's problem as given)."""
+def runs_transposed(a: Operand, b: Operand, c: Operand | None, schedule: str | Schedule, tile: object,
+                    target: Target) -> bool:
+    """Whether auto runs C = A @ B as C^T = B^T @ A^T: where that copies fewer bytes, C's strided
+    writes priced in (``c`` None: the row-major C auto allocates). Typically torch's Linear, x @
+    W.t() with W row-major: the direct GEMM packs all of W (no kernel reads a column-major operand
+    in place), the transposed one reads W's rows in place (at any alignment on the dot tiles of a
+    GEMV, kernels/sm80/dot.cuh) and packs x, writing C down its columns. Only for ``auto`` with no
+    tile asked (a tile or a named decomposition is the caller's problem as given)."""
     if a.on_host or tile is not None or not isinstance(schedule, str) or schedule != "auto":
         return False
-    if not decode_like(a.shape[0], b.shape[1]):
-        return False
-    return _packed_elements(b.transposed(), a.transposed(), target) < _packed_elements(a, b, target)
+    if c is None:
+        c = Operand(None, a.kind, 0, (a.shape[0], b.shape[1]), (b.shape[1], 1), a.dtype)
+    return _copy_cost(b.transposed(), a.transposed(), c.transposed(), target) < _copy_cost(a, b, c, target)
 
 
 def sm90_rungs(shape: GemmShape, dtype: str, sm80_in_place: bool) -> bool:
