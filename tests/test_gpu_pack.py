@@ -40,8 +40,10 @@ def test_pack_copies_rows_of_every_alignment_and_column_major_sources(dtype):
             lda, ldb = k + (j + s) % 8, n + (3 * j + 1) % 8
             A = nan_padded_view(m, k, lda, (j * 5 + 1 + s) % 8, dtype, gen)
             B = nan_padded_view(k, n, ldb, (j * 3 + 6) % 8, dtype, gen)
-            if j % 4 == 3:  # a column-major A: a view of a NaN-padded k x m matrix, transposed
-                A = nan_padded_view(k, m, m + j % 3, j % 8, dtype, gen).t()
+            if j == 3:  # a column-major A: a view of a NaN-padded k x m matrix, transposed
+                A = nan_padded_view(k, m, m + 2, 3, dtype, gen).t()
+            if j == 7:  # the same with 16-byte aligned columns (the pack's vector loads)
+                A = nan_padded_view(k, m, -(-m // 8) * 8 + 8, 0, dtype, gen).t()
             if j == 5:  # a B of no unit stride: every other row and third column of a NaN-padded matrix
                 B = nan_padded_view(2 * k, 3 * n, 3 * n + 1, 3, dtype, gen)[::2, ::3]
             C = torch.full((m, n), math.nan, device="cuda", dtype=torch.float64 if dtype == "float64" else None)

@@ -35,6 +35,12 @@ __device__ __forceinline__ void store16(unsigned long long* out, const unsigned 
   *reinterpret_cast<ulonglong2*>(out) = w;
 }
 
+template <class T>
+__device__ __forceinline__ void load16(const T* in, T (&v)[16 / sizeof(T)]) {
+  const uint4 w = *reinterpret_cast<const uint4*>(in);
+  *reinterpret_cast<uint4*>(v) = w;
+}
+
 // One destination chunk from a row-major source (cs = 1) whose rows may be only element-aligned:
 // the one or two aligned 16-byte blocks holding the chunk's valid elements, funnel-shifted into
 // place, elements past the row zeroed: two vector loads per 16 bytes, not one per element. A block
@@ -79,7 +85,8 @@ __device__ __forceinline__ void pack_chunk_rows(const PackParams& p, Index r, In
 
 // One TILE_ROWS x TILE_COLS block of the destination from a source of any strides, through shared
 // memory: read with consecutive threads on consecutive rows (the unit stride of a column-major
-// source), written as whole 16-byte chunks of destination rows. TILE_COLS is a 128-byte line, which
+// source; 16-byte vectors where its columns are 16-byte aligned, else an element a load), written
+// as whole 16-byte chunks of destination rows. TILE_COLS is a 128-byte line, which
 // divides the destination's row length (operands.py padded).
 template <class T>
 struct PackTile {
@@ -98,10 +105,30 @@ struct PackTile {
     const long long r0 = item / per_row * TILE_ROWS, c0 = item % per_row * TILE_COLS;
     const T* src = static_cast<const T*>(p.src);
     const int tid = threadIdx.x;
+    if (p.rs == 1 && p.cs % CHUNK == 0 && (reinterpret_cast<unsigned long long>(src) & 15) == 0) {
+      // whole 16-byte vectors down each source column (CHUNK rows of the destination a load)
+#pragma unroll
+      for (int i = 0; i < TILE_ROWS * TILE_COLS / CHUNK / PACK_THREADS; ++i) {
+        const int e = tid + i * PACK_THREADS, r = e % (TILE_ROWS / CHUNK) * CHUNK, c = e / (TILE_ROWS / CHUNK);
+        T v[CHUNK];
+        if (c0 + c >= p.cols || r0 + r >= p.rows) {
+#pragma unroll
+          for (int u = 0; u < CHUNK; ++u) v[u] = T(0);
+        } else if (r0 + r + CHUNK <= p.rows) {
+          load16(src + (r0 + r) + (c0 + c) * p.cs, v);
+        } else {  // the operand's last rows
+#pragma unroll
+          for (int u = 0; u < CHUNK; ++u) v[u] = r0 + r + u < p.rows ? src[(r0 + r + u) + (c0 + c) * p.cs] : T(0);
+        }
+#pragma unroll
+        for (int u = 0; u < CHUNK; ++u) tile[c][r + u] = v[u];
+      }
+    } else {
 #pragma unroll 4
-    for (int i = 0; i < READS; ++i) {  // 4 loads in flight a thread: registers for 8 blocks an SM
-      const int e = tid + i * PACK_THREADS, r = e % TILE_ROWS, c = e / TILE_ROWS;
-      tile[c][r] = r0 + r < p.rows && c0 + c < p.cols ? src[(r0 + r) * p.rs + (c0 + c) * p.cs] : T(0);
+      for (int i = 0; i < READS; ++i) {  // 4 loads in flight a thread: registers for 8 blocks an SM
+        const int e = tid + i * PACK_THREADS, r = e % TILE_ROWS, c = e / TILE_ROWS;
+        tile[c][r] = r0 + r < p.rows && c0 + c < p.cols ? src[(r0 + r) * p.rs + (c0 + c) * p.cs] : T(0);
+      }
     }
     __syncthreads();
 #pragma unroll
