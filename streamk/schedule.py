@@ -25,6 +25,12 @@ triton-lang/triton python/tutorials/03-matrix-multiplication.py): CTAs running t
 share A rows and B columns in L2 instead of streaming all of B for every tile row."""
 
 
+def check_fixup(fixup: object) -> None:
+    """Raise ScheduleError unless ``fixup`` names a policy."""
+    if fixup not in FIXUP_POLICIES:
+        raise ScheduleError(f"fixup must be one of {FIXUP_POLICIES} (got {fixup!r})")
+
+
 def check_tile_order(order: str) -> str:
     if not isinstance(order, str):
         raise ScheduleError(f"tile order must be a string such as row-major (got {order!r})")
@@ -286,8 +292,7 @@ def _check_labels(s: Schedule) -> None:
     if s.machine is not None and not isinstance(s.machine, Machine):
         raise ScheduleError(f"machine must be a streamk.Machine or None (got {s.machine!r})")
     check_tile_order(s.tile_order)
-    if s.fixup not in FIXUP_POLICIES:
-        raise ScheduleError(f"fixup must be one of {FIXUP_POLICIES} (got {s.fixup!r})")
+    check_fixup(s.fixup)
 
 
 def _validate(s: Schedule) -> None:

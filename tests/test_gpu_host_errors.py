@@ -14,6 +14,11 @@ def test_operand_errors_come_before_any_cuda_call():
         prepare(np.ones((4, 4), np.float16), np.ones((5, 4), np.float16))
     with pytest.raises(ScheduleError, match="schedule must be"):
         gemm(np.ones((4, 4), np.float16), np.ones((4, 4), np.float16), schedule=3)
+    # unknown names, as the scheduler registry and the Schedule name them
+    with pytest.raises(ScheduleError, match="unknown decomposition 'streamk'; choose one of: data-parallel"):
+        gemm(np.ones((4, 4), np.float16), np.ones((4, 4), np.float16), schedule="streamk")
+    with pytest.raises(ScheduleError, match="fixup must be one of"):
+        prepare(np.ones((4, 4), np.float16), np.ones((4, 4), np.float16), schedule="stream-k", fixup="owner-wait")
 
 
 @pytest.mark.skipif(available()[0], reason="a GPU is present")

@@ -13,7 +13,8 @@ import numpy as np
 
 from ..errors import ScheduleError
 from ..fixup import FixupPlan
-from ..schedule import Schedule
+from ..sched.registry import get as scheduler
+from ..schedule import Schedule, check_fixup
 from ..shapes import Machine, TileShape
 from .device import driver
 from .operands import Operand, check_operands, describe, padded
@@ -54,10 +55,14 @@ def _options_key(schedule, fixup, tile, machine, options: dict, tuning: Tuning) 
 def _check_options(schedule, fixup, tile, machine) -> None:
     if not isinstance(schedule, (str, Schedule)):
         raise ScheduleError(f"schedule must be a scheduler's name or a Schedule (got {type(schedule).__name__})")
+    if isinstance(schedule, str):
+        scheduler(schedule)  # an unknown name is refused here, before any CUDA call
     if machine is not None and not isinstance(machine, Machine):
         raise ScheduleError(f"machine must be a streamk.Machine (got {type(machine).__name__})")
     if fixup is not None and not isinstance(fixup, str):
         raise ScheduleError(f"fixup must be a policy name (got {type(fixup).__name__})")
+    if fixup is not None:
+        check_fixup(fixup)
     if tile is not None and not isinstance(tile, (TileShape, int, str)):
         raise ScheduleError(f"tile must be a TileShape, an edge such as 64 or 'BMxBN' (got {type(tile).__name__})")
 
