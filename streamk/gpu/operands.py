@@ -191,7 +191,7 @@ def check_operands(a: Operand, b: Operand, c: Operand | None) -> KernelSpec:
             raise ScheduleError(f"C must be {spec.out_dtype} for {a.dtype} inputs (got {c.dtype})")
         if c.on_host != a.on_host:
             raise ScheduleError("C must live where A and B live (GPU tensors or NumPy arrays)")
-        if c.ptr % (4 if spec.out_dtype == "float32" else 8):
+        if c.ptr % ITEMSIZE[spec.out_dtype]:
             raise ScheduleError(f"C must be aligned to its element size (address {c.ptr:#x})")
     return spec
 
@@ -247,7 +247,7 @@ def intensity(a: Operand, b: Operand, spec: KernelSpec) -> float:
     """Flops per compulsory byte (A and B read once, C written once)."""
     m, k = a.shape
     n = b.shape[1]
-    out_bytes = 4 if spec.out_dtype == "float32" else 8
+    out_bytes = ITEMSIZE[spec.out_dtype]
     return 2.0 * m * n * k / ((m * k + k * n) * spec.itemsize + m * n * out_bytes)
 
 

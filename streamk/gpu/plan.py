@@ -20,7 +20,7 @@ from ..dispatch import dispatch_verdict, waits_only_backward
 from ..errors import CudaError, DeadlockError, ScheduleError
 from ..fixup import FixupPlan, needs_epoch, plan_fixup
 from ..schedule import FIXUP_POLICIES, Schedule
-from ..shapes import GemmShape, Machine, TileShape
+from ..shapes import ITEMSIZE, GemmShape, Machine, TileShape
 from ..target import Target
 from . import tma
 from .clusters import CLUSTER, launch_pairs
@@ -259,7 +259,7 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
         unit_rows = np.concatenate([unit_rows, np.zeros((main_grid - len(unit_rows), unit_rows.shape[1]), np.int32)])
     arrays = (cta_offsets, unit_rows, table.reads, table.waits, table.items) + ((pairs,) if cluster > 1 else ())
     table_buf, table_ptrs = _upload_table(dev, arrays)
-    acc_bytes = 4 if spec.out_dtype == "float32" else 8
+    acc_bytes = ITEMSIZE[spec.out_dtype]
     epoch = needs_epoch(plan)
     assert STATE_WORDS == 2
 

@@ -51,7 +51,7 @@ def reduce_slices(items: int, spec: KernelSpec, threads: int, sms: int) -> int:
     split tiles are few (one block per tile read its slots at ~1.3 us per 64 KB, LOG.md v10), a
     power of two dividing the tile's 16-byte vectors per thread, with at most REDUCE_MAX_VECS of
     them per block (fixup.cuh reduce_slice)."""
-    acc_bytes = 4 if spec.out_dtype == "float32" else 8
+    acc_bytes = ITEMSIZE[spec.out_dtype]
     vecs = spec.tile.bm * spec.tile.bn * acc_bytes // (16 * threads)
     slices = max(1, vecs // REDUCE_MAX_VECS)
     while slices < vecs and items * slices < 2 * sms:
@@ -208,7 +208,7 @@ def _copy_cost(a: Operand, b: Operand, c: Operand, target: Target) -> float:
     widths = copy_widths(a, b, spec)
     packed = sum(op.shape[0] * op.shape[1] for op, width in zip((a, b), widths) if width == 0) * spec.itemsize
     strided_c = not (c.strides[1] == 1 or c.shape[1] == 1)
-    return packed + (STRIDED_C_PACK_RATIO * shape.m * shape.n * (4 if spec.out_dtype == "float32" else 8)
+    return packed + (STRIDED_C_PACK_RATIO * shape.m * shape.n * ITEMSIZE[spec.out_dtype]
                      if strided_c else 0.0)
 
 
