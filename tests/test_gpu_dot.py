@@ -80,21 +80,34 @@ def test_every_column_or_row_count_and_several_tiles(few, tile):
 
 
 @pytest.mark.parametrize("tile", TILES, ids=str)
-def test_column_major_operands_are_packed_and_strided_c_is_written(tile):
+def test_a_column_major_streamed_operand_is_packed_the_small_one_read_in_place(tile):
+    """The streamed operand (A on the 64x8 tile, B on the 8x128 one) is packed when column-major;
+    the small one is read in place at any strides (x^T of torch's Linear, a view every other row and
+    column inside NaNs); C strided."""
     import torch
 
     from streamk.gpu import prepare
 
     gen = torch.Generator(device="cuda").manual_seed(3)
     m, n, k = oriented(tile, 300, 6, 515)
-    for layout in ("CR", "RC", "CC"):
-        A, B = inputs(m, n, k, "bfloat16", gen, layout)
+    streamed = 0 if tile == DOT_TILE else 1  # its letter's place in the layout
+    for layout in ("CR", "RC", "CC", "strided"):
+        if layout == "strided":  # the small operand: every 2nd row and 3rd column of a NaN buffer
+            A, B = inputs(m, n, k, "bfloat16", gen)
+            rows, cols = (k, n) if tile == DOT_TILE else (m, k)
+            buf = torch.full((2 * rows, 3 * cols), math.nan, device="cuda", dtype=torch.bfloat16)
+            small = buf[::2, ::3]
+            small.copy_(torch.randn(rows, cols, generator=gen, device="cuda"))
+            A, B = (A, small) if tile == DOT_TILE else (small, B)
+        else:
+            A, B = inputs(m, n, k, "bfloat16", gen, layout)
         C = torch.full((n, m), math.nan, device="cuda").t()  # column-major C
         p = prepare(A, B, C, tile=str(tile))
         p.run()
         torch.cuda.synchronize()
         assert error_ratio(C, A, B) <= 1, layout
-        assert any("pack" in name for name in p.launch.names), (layout, p.launch.names)
+        packed = layout != "strided" and layout[streamed] == "C"
+        assert any("pack" in name for name in p.launch.names) == packed, (layout, p.launch.names)
 
 
 def test_auto_takes_the_dot_tiles_for_deep_or_large_gemms_of_at_most_8_columns_or_rows_and_relaunches_bitwise():
@@ -120,8 +133,8 @@ def test_auto_takes_the_dot_tiles_for_deep_or_large_gemms_of_at_most_8_columns_o
 
 def test_a_column_major_streamed_operand_runs_the_transposed_gemm_in_place():
     """A decode-like GEMM whose large operand is column-major (torch's Linear: x @ W.t()) runs as
-    C^T = B^T A^T, reading that operand in place (on a dot tile for a GEMV) and packing only the
-    small one; C given (any beta) or allocated, relaunched bitwise."""
+    C^T = B^T A^T, reading that operand in place (on a dot tile for a GEMV the small one too, else
+    packing it); C given (any beta) or allocated, relaunched bitwise."""
     import torch
 
     from streamk.gpu import gemm, prepare
@@ -149,8 +162,9 @@ def test_a_column_major_streamed_operand_runs_the_transposed_gemm_in_place():
         else:
             assert p.transposed and p.schedule.shape == GemmShape(n, m, k), (m, n, k, p.schedule.shape)
             assert tile is None or p.schedule.tile == tile, (m, n, k, p.schedule.tile)
-            # the large operand (A' = B^T, or B' = A^T) is read in place
+            # the large operand (A' = B^T, or B' = A^T) is read in place; on a dot tile the small one too
             assert not (p._plan.packs_a if wt == "B" else p._plan.packs_b), (m, n, k, p.launch.names)
+            assert tile not in TILES or not any("pack" in name for name in p.launch.names), (m, n, k, p.launch.names)
         p.run()
         torch.cuda.synchronize()
         assert error_ratio(C, A, B, 0.5, 2.0, C0) <= 1, (m, n, k)

@@ -19,7 +19,7 @@ from streamk.gpu.operands import SMALL_SPECS, SPECS, Operand, check_operands, co
 from streamk.sched import make_schedule
 from streamk.schedule import FIXUP_POLICIES, Schedule
 from streamk.shapes import GemmShape, Machine, TileShape
-from streamk.target import Target, preset
+from streamk.target import DOT_T_TILE, DOT_TILE, Target, preset
 
 HEADER = (Path(tbl.__file__).parent / "kernels" / "common" / "schedule_table.cuh").read_text()
 TILE = TileShape(128, 128, 32)
@@ -76,12 +76,12 @@ def test_params_struct_matches_header_field_order():
         body = re.search(r"struct %s \{(.*?)\};" % cls.__name__, HEADER, re.S).group(1)
         names = re.findall(r"(\w+);", re.sub(r"//.*", "", body))
         assert names == [f[0] for f in cls._fields_]
-    # the operands, then the table: the bytes of the flat block of table version 1 (18 eight-byte
-    # fields, then m, n, k, table_version)
-    assert ctypes.sizeof(GemmParams) == 160 and GemmParams.table.offset == 72
-    assert GemmParams.table.offset + TableParams.table_version.offset == 8 * 18 + 12
+    # the operands, then the table: 20 eight-byte fields, then m, n, k, table_version
+    assert ctypes.sizeof(GemmParams) == 176 and GemmParams.table.offset == 88
+    assert GemmParams.table.offset + TableParams.table_version.offset == 8 * 20 + 12
     p = gemm_params(a=0x10, c_cs=1, beta=2.0, units=0x20, m=7, table_version=1)
     assert (p.ops.a, p.ops.c_cs, p.ops.beta, p.table.units, p.table.m, p.table.k) == (0x10, 1, 2.0, 0x20, 7, 0)
+    assert (p.ops.a_cs, p.ops.b_cs) == (1, 1)  # unit column strides unless a plan says otherwise
     assert bytes(GemmParams(a=0x10, c_cs=1, beta=2.0, units=0x20, m=7, table_version=1)) == bytes(p)
     with pytest.raises(TypeError, match="must be among"):
         gemm_params(lda=1, ldc=2)
@@ -211,6 +211,19 @@ def test_shifted_copies_read_decode_like_operands_in_place_where_the_pack_is_lar
     assert copy_widths(_host((3, 1368)), _host((1368, 13327)), small, "never") == (16, 0)
     assert copy_widths(_host((3, 1368)), _host((1368, 13327)), SPECS["float16"]) == (16, 0)  # no _w2 on 128x128
 
+
+
+def test_the_dot_tiles_read_their_small_operand_in_place_at_any_strides():
+    from streamk.gpu.operands import spec_for_tile
+
+    dot, dot_t = spec_for_tile("float16", DOT_TILE), spec_for_tile("float16", DOT_T_TILE)
+    # the 64x8 tile streams A (unit column stride, any row) and reads B an element at a time
+    assert copy_widths(_host((4096, 1001)), _host((1001, 3), strides=(1, 1001)), dot) == (16, 16)  # x^T
+    assert copy_widths(_host((4096, 1001)), _host((1001, 3), strides=(6, 9)), dot) == (16, 16)
+    assert copy_widths(_host((4096, 1001), strides=(1, 4096)), _host((1001, 3)), dot) == (0, 16)  # A packed
+    # the 8x128 tile streams B and reads A an element at a time
+    assert copy_widths(_host((3, 1001), strides=(1, 3)), _host((1001, 4096)), dot_t) == (16, 16)
+    assert copy_widths(_host((3, 1001)), _host((1001, 4096), strides=(1, 1001)), dot_t) == (16, 0)
 
 def test_schedule_for_another_shape_or_tile_is_refused():
     s = make_schedule("stream-k", GemmShape(256, 256, 256), TILE, Machine(4))

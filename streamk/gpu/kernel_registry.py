@@ -45,6 +45,9 @@ class Mainloop:
     # reads operands of unit column stride in place at any row stride and 2-byte alignment (no
     # copy widths; operands.copy_widths)
     any_rows: bool = False
+    # "A" or "B": the operand its kernels read an element at a time, in place at any strides
+    # (OperandParams a_cs / b_cs)
+    elementwise: str = ""
 
 
 MAINLOOPS = {m.name: m for m in (
@@ -56,9 +59,9 @@ MAINLOOPS = {m.name: m for m in (
     # at most 8 columns (GEMV-like decode GEMMs): A read in place at any row alignment; at most 8
     # rows: the same on the transposed problem, B read in place
     Mainloop("sm80_dot", "dot", "sm80/dot.cuh", "streamk::sm80::Dot<{bf16}, false>", ("float16", "bfloat16"),
-             "float32", DOT_TILE, pass_suffix="_dot", any_rows=True),
+             "float32", DOT_TILE, pass_suffix="_dot", any_rows=True, elementwise="B"),
     Mainloop("sm80_dot_t", "dot_t", "sm80/dot.cuh", "streamk::sm80::Dot<{bf16}, true>", ("float16", "bfloat16"),
-             "float32", DOT_T_TILE, pass_suffix="_dot_t", any_rows=True),
+             "float32", DOT_T_TILE, pass_suffix="_dot_t", any_rows=True, elementwise="A"),
     Mainloop("ws_test", "ws_test", "testing/warp_specialized.cuh", "streamk::testing::WsKernel",
              ("float32",), "float32", TileShape(32, 32, 8)),
     # TMA + wgmma, a producer warp group and two consumer ones; the TMA maps ride in the

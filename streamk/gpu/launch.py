@@ -18,8 +18,14 @@ _LL = ctypes.c_longlong
 
 
 class OperandParams(ctypes.Structure):
+    """A, B and C as the mainloops read them; the column strides of A and B default to 1 (the only
+    other value any kernel reads is the dot tiles' elementwise operand's)."""
+
     _fields_ = [("a", _P), ("b", _P), ("c", _P), ("lda", _LL), ("ldb", _LL), ("c_rs", _LL), ("c_cs", _LL),
-                ("alpha", ctypes.c_double), ("beta", ctypes.c_double)]
+                ("alpha", ctypes.c_double), ("beta", ctypes.c_double), ("a_cs", _LL), ("b_cs", _LL)]
+
+    def __init__(self, **fields) -> None:
+        super().__init__(**{"a_cs": 1, "b_cs": 1, **fields})
 
 
 class TableParams(ctypes.Structure):
@@ -29,8 +35,8 @@ class TableParams(ctypes.Structure):
 
 
 class GemmParams(ctypes.Structure):
-    """The operands' description, then the table's (the same 160 bytes as the flat block of table
-    version 1). Built from the flat field names: ``GemmParams(a=..., m=..., ...)`` or
+    """The operands' description, then the table's (176 bytes, kernels/common/schedule_table.cuh).
+    Built from the flat field names: ``GemmParams(a=..., m=..., ...)`` or
     ``gemm_params(...)``; ``ops=`` and ``table=`` take the two halves whole."""
 
     _fields_ = [("ops", OperandParams), ("table", TableParams)]
@@ -46,8 +52,8 @@ class GemmParams(ctypes.Structure):
 
 def gemm_params(**fields) -> GemmParams:
     """The kernels' parameter block from the flat field names (a, b, c, lda, ldb, c_rs, c_cs, alpha,
-    beta; cta_offsets, units, reads, waits, items, workspace, flags, counters, state, m, n, k,
-    table_version); unnamed fields are 0."""
+    beta, a_cs, b_cs; cta_offsets, units, reads, waits, items, workspace, flags, counters, state, m, n, k,
+    table_version); unnamed fields are 0 (a_cs and b_cs: 1)."""
     return GemmParams(**fields)
 
 
@@ -56,11 +62,11 @@ class TmaParams(ctypes.Structure):
     the clusters' pairing flags (clusters.multicast_pairs; null without clusters), then A's and B's
     TMA maps at 64-byte offsets (tma.encode writes them)."""
 
-    _fields_ = [("gemm", GemmParams), ("pairs", _P), ("_pad", ctypes.c_ubyte * 24), ("a", ctypes.c_ubyte * 128),
+    _fields_ = [("gemm", GemmParams), ("pairs", _P), ("_pad", ctypes.c_ubyte * 8), ("a", ctypes.c_ubyte * 128),
                 ("b", ctypes.c_ubyte * 128)]
 
 
-assert TmaParams.pairs.offset == 160 and TmaParams.a.offset == 192 and TmaParams.b.offset == 320
+assert TmaParams.pairs.offset == 176 and TmaParams.a.offset == 192 and TmaParams.b.offset == 320
 assert ctypes.sizeof(TmaParams) == 448
 
 

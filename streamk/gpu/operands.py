@@ -34,6 +34,7 @@ class KernelSpec:
     tma: bool = False  # the main kernel reads A and B through TMA maps (streamk/gpu/tma.py)
     archs: tuple[str, ...] = ("sm_80", "sm_90a")  # device archs its kernels are built for
     any_rows: bool = False  # reads unit-column-stride operands in place at any row stride (sm80/dot.cuh)
+    elementwise: str = ""  # "A" or "B": the operand its main kernel reads in place at any strides
 
     def entry(self, load_bytes: int) -> str:
         """The main entry point whose copies are ``load_bytes`` wide (16: ``main``)."""
@@ -57,7 +58,7 @@ def _spec(dtype: str, tile: TileShape) -> KernelSpec:
     return KernelSpec(next(v.name for v in main if v.load_bytes == 16), passes["reduce"], passes["prescale"], tile,
                       pack, ITEMSIZE[dtype], family.acc_dtype,
                       tuple((v.load_bytes, v.name) for v in main if v.load_bytes != 16), family.tma, family.archs,
-                      family.any_rows)
+                      family.any_rows, family.elementwise)
 
 
 @functools.lru_cache(maxsize=None)
@@ -262,9 +263,10 @@ def copy_widths(a: Operand, b: Operand, spec: KernelSpec, narrow: str = "auto") 
     """
     if narrow not in NARROW_MODES:
         raise ScheduleError(f"narrow must be one of {', '.join(NARROW_MODES)} (got {narrow!r})")
-    if spec.any_rows:  # such a kernel has one width: it reads any row of unit column stride in place
-        return tuple(0 if op.on_host or not (op.strides[1] == 1 or op.shape[1] == 1) else 16  # type: ignore[return-value]
-                     for op in (a, b))
+    if spec.any_rows:  # such a kernel has one width: it reads any row of unit column stride in place,
+        # and its elementwise operand at any strides
+        return tuple(0 if op.on_host or not (op.strides[1] == 1 or op.shape[1] == 1 or name == spec.elementwise)
+                     else 16 for name, op in (("A", a), ("B", b)))  # type: ignore[return-value]
     widths = tuple(load_bytes(op, spec, narrow=narrow != "never") for op in (a, b))
     if narrow != "auto":
         return widths

@@ -281,8 +281,12 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
             pack = None
     host = a.on_host
     c_strides = c.strides if c is not None and not host else (1, shape.m) if transposed else (shape.n, 1)
+    # column strides: the operand's own where it is read in place (only the dot tiles' elementwise
+    # operand may have one other than 1), else the packed copy's
+    a_cs, b_cs = (1 if packs[name] else op.strides[1] for name, op in (("A", a), ("B", b)))
     template = GemmParams(
-        lda=lda, ldb=ldb, c_rs=c_strides[0], c_cs=c_strides[1], cta_offsets=table_ptrs[0], units=table_ptrs[1],
+        lda=lda, ldb=ldb, c_rs=c_strides[0], c_cs=c_strides[1], a_cs=a_cs, b_cs=b_cs,
+        cta_offsets=table_ptrs[0], units=table_ptrs[1],
         reads=table_ptrs[2], waits=table_ptrs[3], items=table_ptrs[4], state=1 if epoch else 0,
         m=shape.m, n=shape.n, k=shape.k, table_version=TABLE_VERSION)
     needs = Needs(workspace=table.num_slots * spec.tile.bm * spec.tile.bn * acc_bytes,

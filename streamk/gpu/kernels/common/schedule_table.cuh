@@ -81,6 +81,10 @@ struct OperandParams {
   long long c_cs;
   double alpha;
   double beta;
+  // column strides (elements) of A and B: 1, except for the operand the dot tiles read an element
+  // at a time (sm80/dot.cuh V), which may have any strides
+  long long a_cs;
+  long long b_cs;
 };
 
 // The Schedule table, the fixup's device memory and the problem: what every outer loop reads.
@@ -101,7 +105,7 @@ struct TableParams {
 };
 
 // Kernel parameter block of the GEMM kernels and their passes: the operands first, so the bytes
-// are those of the flat block of table version 1 (160 B).
+// are those of the flat block of table version 1 (176 B).
 struct GemmParams {
   OperandParams ops;
   TableParams table;

@@ -24,8 +24,8 @@
 // B, read with ldmatrix), zero past k, past the matrix and past the unit, read two iterations ahead
 // into registers. Elements of A at k >= the unit's end are zeroed in the fragments (its chunks
 // hold the next unit's); B's k-rows past the unit are zero-filled whole.
-// Arch: sm_80 and later. Operands: A and B with unit column stride, any row stride and any 2-byte
-// aligned base; the host packs anything else. C stores are predicated per element with any strides.
+// Arch: sm_80 and later. Operands: S with unit column stride, any row stride and any 2-byte aligned
+// base (the host packs anything else); V with any strides (x^T of torch's x @ W.t() in place). C stores are predicated per element with any strides.
 #pragma once
 
 #include "../common/epilogue.cuh"
@@ -86,32 +86,38 @@ struct Dot {
   struct VSlice {
     unsigned short v[V_PER_THREAD];
   };
-  static __device__ __forceinline__ void v_at(int t, int tid, int& vec, int& kk) {
+  // Which of V's elements thread `tid` reads t-th: consecutive threads walk k where V's k-stride is
+  // 1 (`along_k`), else its 8 vectors (a row-major B: one 16-byte run of 8 columns per k).
+  static __device__ __forceinline__ void v_at(int t, int tid, bool along_k, int& vec, int& kk) {
     const int e = tid + t * THREADS;
-    vec = TRANS ? e / BK : e % 8;  // TRANS: a warp reads runs of one row of A
-    kk = TRANS ? e % BK : e / 8;
+    vec = along_k ? e / BK : e % 8;
+    kk = along_k ? e % BK : e / 8;
+  }
+  // V's element strides (elements): along k and from one vector to the next. V is B (k x n) on the
+  // dot tile, A (m x k) on the transposed one; any strides (OperandParams a_cs, b_cs).
+  static __device__ __forceinline__ void v_strides(const OperandParams& p, long long& sk, long long& sv) {
+    sk = TRANS ? p.a_cs : p.ldb;
+    sv = TRANS ? p.lda : p.b_cs;
   }
   static __device__ __forceinline__ void load_v(const OperandParams& p, const Problem& mnk, int m0, int n0, int k0,
-                                                int k_lim, int tid, VSlice& s) {
+                                                int k_lim, int tid, bool along_k, VSlice& s) {
+    const Elem* V = static_cast<const Elem*>(TRANS ? p.a : p.b);
+    long long sk, sv;
+    v_strides(p, sk, sv);
+    const int v0 = TRANS ? m0 : n0, v_lim = TRANS ? mnk.m : mnk.n;
 #pragma unroll
     for (int t = 0; t < V_PER_THREAD; ++t) {
       int vec, kk;
-      v_at(t, tid, vec, kk);
+      v_at(t, tid, along_k, vec, kk);
       const int k = k0 + kk;
-      if constexpr (TRANS) {
-        const Elem* A = static_cast<const Elem*>(p.a);
-        s.v[t] = (m0 + vec < mnk.m && k < k_lim) ? A[static_cast<long long>(m0 + vec) * p.lda + k] : Elem(0);
-      } else {
-        const Elem* B = static_cast<const Elem*>(p.b);
-        s.v[t] = (n0 + vec < mnk.n && k < k_lim) ? B[static_cast<long long>(k) * p.ldb + n0 + vec] : Elem(0);
-      }
+      s.v[t] = (v0 + vec < v_lim && k < k_lim) ? V[k * sk + (v0 + vec) * sv] : Elem(0);
     }
   }
-  static __device__ __forceinline__ void store_v(unsigned char* buf, int tid, const VSlice& s) {
+  static __device__ __forceinline__ void store_v(unsigned char* buf, int tid, bool along_k, const VSlice& s) {
 #pragma unroll
     for (int t = 0; t < V_PER_THREAD; ++t) {
       int vec, kk;
-      v_at(t, tid, vec, kk);
+      v_at(t, tid, along_k, vec, kk);
       reinterpret_cast<Elem*>(buf)[vec * V_LD + kk] = s.v[t];
     }
   }
@@ -203,16 +209,19 @@ struct Dot {
     // so neither is ever copied): a slice read at iteration j's start is stored at iteration j + 1's
     // end, so its L2 latency hides behind two iterations' math
     VSlice v_even, v_odd;
-    load_v(p, mnk, m0, n0, k_begin * BK, k_lim, tid, v_even);
-    store_v(v_smem, tid, v_even);
-    if (k_begin + 1 < k_end) load_v(p, mnk, m0, n0, (k_begin + 1) * BK, k_lim, tid, v_odd);
+    long long v_sk, v_sv;
+    v_strides(p, v_sk, v_sv);
+    const bool along_k = TRANS ? v_sk == 1 : v_sv != 1;
+    load_v(p, mnk, m0, n0, k_begin * BK, k_lim, tid, along_k, v_even);
+    store_v(v_smem, tid, along_k, v_even);
+    if (k_begin + 1 < k_end) load_v(p, mnk, m0, n0, (k_begin + 1) * BK, k_lim, tid, along_k, v_odd);
     const auto step = [&](int it, VSlice& fill, const VSlice& ready) {
       const int local = it - k_begin;
       cp_async_wait<STAGES - 2>();
       __syncthreads();  // iteration it's S and V are in place; iteration it - 1's stages are free
       if (it + STAGES - 1 < k_end) copy(it + STAGES - 1, s_stages + (local + STAGES - 1) % STAGES * S_STAGE_BYTES);
       cp_async_commit();
-      if (it + 2 < k_end) load_v(p, mnk, m0, n0, (it + 2) * BK, k_lim, tid, fill);
+      if (it + 2 < k_end) load_v(p, mnk, m0, n0, (it + 2) * BK, k_lim, tid, along_k, fill);
       const unsigned stage = s_stages + local % STAGES * S_STAGE_BYTES, vbuf = v_bufs + local % 2 * V_STAGE_BYTES;
       const int k0 = it * BK;
       const bool tail = k0 + BK > k_lim;
@@ -260,7 +269,7 @@ struct Dot {
           }
         }
       }
-      if (it + 1 < k_end) store_v(v_smem + (local + 1) % 2 * V_STAGE_BYTES, tid, ready);
+      if (it + 1 < k_end) store_v(v_smem + (local + 1) % 2 * V_STAGE_BYTES, tid, along_k, ready);
     };
     for (int it = k_begin; it < k_end; it += 2) {
       step(it, v_even, v_odd);

@@ -74,8 +74,8 @@ struct TmaParams {
   TensorMap a;  // A: dims (k, m), box (BK, BM)
   TensorMap b;  // B: dims (n, k), box (64, BK)
 };
-// (160 B, pairs at 160, then maps on 64-byte boundaries: a at 192, b at 320; NVRTC 13.0 has no offsetof)
-static_assert(sizeof(GemmParams) == 160 && alignof(TensorMap) == 64 && sizeof(TmaParams) == 448,
+// (176 B, pairs at 176, then maps on 64-byte boundaries: a at 192, b at 320; NVRTC 13.0 has no offsetof)
+static_assert(sizeof(GemmParams) == 176 && alignof(TensorMap) == 64 && sizeof(TmaParams) == 448,
               "launch.py TmaParams mirrors this layout");
 
 template <bool BF16, int BN_ = 128, int STAGES_ = TileConfig<BN_>::DEFAULT_STAGES>
