@@ -38,6 +38,7 @@ import numpy as np
 from ..errors import ScheduleError
 from ..schedule import Schedule
 from ..shapes import GemmShape, Machine, TileShape
+from ..target import DOT_T_TILE, DOT_TILE
 
 DP_ITERS = (1, 2, 4, 8, 16, 32, 64, 128)  # k iterations of dp-one-per-sm: memory-bound to compute-bound
 WAVE_ITERS = (8, 32, 128)                  # k iterations of dp-waves
@@ -66,7 +67,11 @@ class Probe:
 
 
 def _shape(tiles: int, iters: int, tile: TileShape) -> GemmShape:
-    """A GEMM of ``tiles`` whole tiles of ``iters`` iterations, as near square in tiles as divides."""
+    """A GEMM of ``tiles`` whole tiles of ``iters`` iterations, as near square in tiles as divides;
+    on the dot tiles one tile column (row), as the GEMVs they run: each tile streams its own rows."""
+    if tile in (DOT_TILE, DOT_T_TILE):
+        tm = tiles if tile == DOT_TILE else 1
+        return GemmShape(tile.bm * tm, tile.bn * (tiles // tm), tile.bk * iters)
     tm = max(d for d in range(1, math.isqrt(tiles) + 1) if tiles % d == 0)
     return GemmShape(tile.bm * tm, tile.bn * (tiles // tm), tile.bk * iters)
 

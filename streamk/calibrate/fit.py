@@ -20,7 +20,7 @@ from ..errors import StreamkError
 from ..schedule import Schedule
 from ..shapes import ITEMSIZE, TileShape
 from .design import Probe, probes
-from .model import MAX_PRICED_TERMS, TERM_DOC, Calibration, Term, term_names
+from .model import MAY_NOT_BIND, TERM_DOC, Calibration, Term, term_names
 from .predict import predict_from
 
 # a first guess of the H100's order of magnitude; the fit moves it
@@ -48,7 +48,7 @@ class Fit:
     measured_us: np.ndarray
     predicted_us: np.ndarray
     steps: int
-    held: tuple[str, ...] = ()  # terms no probe's time moved on this device: left out (they predict as 0)
+    held: tuple[str, ...] = ()  # terms no probe's time moved on this device: left out (model.MAY_NOT_BIND)
 
     @property
     def rel_residuals(self) -> np.ndarray:
@@ -60,7 +60,11 @@ class Fit:
 
     def calibration(self, dtype: str, tile: TileShape, ctas_per_sm: int, device: str, sms: int,
                     l2_bytes: int) -> Calibration:
-        terms = tuple(Term(n, float(v), float(e)) for n, v, e in zip(self.names, self.values, self.errors))
+        terms = [Term(n, float(v), float(e)) for n, v, e in zip(self.names, self.values, self.errors)]
+        if "c_shared" in self.held:  # no probe priced it (model.MAY_NOT_BIND): a shared CTA runs at c1
+            c1 = next(t for t in terms if t.name == "c1")
+            terms.insert(terms.index(c1) + 1, Term("c_shared", c1.us, c1.se))
+        terms = tuple(terms)
         return Calibration(dtype, tile, ctas_per_sm, terms, device, sms, len(self.measured_us),
                            self.rms_rel_residual, l2_bytes)
 
@@ -108,9 +112,35 @@ def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, c
         l2_bytes: float, element_bytes: int, held: tuple[str, ...] = ()) -> Fit:
     """The terms (``model.term_names(ctas_per_sm)`` but ``held``) that best predict ``measured_us``
     for ``schedules`` on ``sms`` SMs with an L2 of ``l2_bytes`` and operands of ``element_bytes``, in
-    relative least squares; FitError where they are not determined. A term that no probe's time
-    moves at the optimum (the DRAM stretch where the device's bandwidth keeps up with every probe:
-    its max() never binds) is refitted as held at 0 rather than refused."""
+    relative least squares; FitError where they are not determined. The descent starts twice, from
+    the first guess and from the optimum without c_free (then released from 0), and keeps the
+    better fit: c_free can push a lone CTA's MAC iteration below zero, a corner the descent from
+    the first guess fell into and did not leave on the dot tiles (LOG.md v33)."""
+    kw = dict(l2_bytes=l2_bytes, element_bytes=element_bytes)
+    fits, errors = [], []
+    try:
+        fits.append(_descend(schedules, measured_us, sms, ctas_per_sm, held=held, **kw))
+    except FitError as exc:
+        errors.append(exc)
+    if "c_free" not in held:
+        try:
+            base = _descend(schedules, measured_us, sms, ctas_per_sm, held=held + ("c_free",), **kw)
+            start = dict(zip(base.names, base.values.tolist()), c_free=0.0)
+            fits.append(_descend(schedules, measured_us, sms, ctas_per_sm, held=held, start=start, **kw))
+        except FitError as exc:
+            errors.append(exc)
+    if not fits:
+        raise errors[0]
+    return min(fits, key=lambda f: f.rms_rel_residual)
+
+
+def _descend(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, ctas_per_sm: int, *,
+             l2_bytes: float, element_bytes: int, held: tuple[str, ...] = (),
+             start: dict[str, float] | None = None) -> Fit:
+    """fit's descent from ``start`` (the first guess START_US where it names no term). A term that
+    no probe's time moves at the optimum (model.MAY_NOT_BIND: the DRAM stretch where the device's
+    bandwidth keeps up with every probe, whose max() never binds) is refitted as held rather than
+    refused."""
     memory = {"l2_bytes": l2_bytes, "element_bytes": element_bytes}
     y = np.asarray(measured_us, dtype=float)
     if len(y) != len(schedules) or not np.all(np.isfinite(y) & (y > 0)):
@@ -119,7 +149,7 @@ def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, c
     if len(y) <= len(names):
         raise FitError(f"{len(names)} terms need more than {len(names)} probes (got {len(y)})")
     w = 1.0 / y
-    theta = np.array([START_US[n] for n in names])
+    theta = np.array([(start or {}).get(n, START_US[n]) for n in names])
     pred = _predict(schedules, names, theta, sms, ctas_per_sm, memory)
     if not np.all(np.isfinite(pred)):
         raise FitError("a probe cannot finish on the simulated machine: the design does not fit this device")
@@ -149,10 +179,13 @@ def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, c
         jac = _jacobian(schedules, names, theta, pred, sms, ctas_per_sm, memory)  # the last step's theta
     jac = jac * w[:, None]
     scale = float(np.abs(jac).max())  # a column this far below the rest is finite-difference noise
-    idle = tuple(n for n, col in zip(names, np.abs(jac).T) if col.max() <= 1e-9 * scale and n in MAX_PRICED_TERMS)
+    # c_shared only where probes do run at shared residency (a design without any cannot price it)
+    shares = any(s.grid > sms for s in schedules)
+    idle = tuple(n for n, col in zip(names, np.abs(jac).T) if col.max() <= 1e-9 * scale and n in MAY_NOT_BIND
+                 and (n != "c_shared" or shares))
     if idle:
-        return fit(schedules, y, sms, ctas_per_sm, l2_bytes=l2_bytes, element_bytes=element_bytes,
-                   held=held + idle)
+        return _descend(schedules, y, sms, ctas_per_sm, l2_bytes=l2_bytes, element_bytes=element_bytes,
+                        held=held + idle, start=dict(zip(names, theta.tolist())))
     normal = jac.T @ jac
     if np.linalg.cond(normal) > MAX_CONDITION:
         _, sv, vt = np.linalg.svd(jac)
@@ -198,7 +231,8 @@ def table(result: Fit, labels: Sequence[str]) -> str:
         lines.append(f"{label:<36} {m:>12.3f} {p:>12.3f} {100 * r:>8.2f}%")
     rms = result.rms_rel_residual
     if result.held:
-        lines.append(f"held at 0 (no probe's time moved them on this device): {', '.join(result.held)}")
+        lines.append(f"held (no probe's time moved them on this device; c_shared prices as c1, any other as 0): "
+                     f"{', '.join(result.held)}")
     lines.append(f"rms relative residual {100 * rms:.2f}% over {len(labels)} probes"
                  f"{'' if math.isfinite(rms) else ' (not finite)'}; Gauss-Newton steps taken: {result.steps}")
     return "\n".join(lines)

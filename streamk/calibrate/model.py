@@ -45,6 +45,10 @@ EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic", "c_free", "c_l2", "l2_us_
 # Terms priced through a max() with the MAC iteration: a device whose bandwidth keeps up with every
 # probe never binds them, and a fit then holds them at 0 (fit.fit) instead of refusing the design.
 MAX_PRICED_TERMS = ("dram_us_per_mb", "l2_us_per_mb")
+# Terms a fit may leave out where no probe's time moves with them: the max-priced ones (then 0), and
+# c_shared where the L2 floor binds every probe run at shared residency (a streaming kernel's CTAs
+# share the L2's bandwidth, whatever their own rate: the dot tiles'); a shared CTA then predicts at c1.
+MAY_NOT_BIND = MAX_PRICED_TERMS + ("c_shared",)
 
 
 def term_names(ctas_per_sm: int) -> tuple[str, ...]:

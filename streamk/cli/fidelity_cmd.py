@@ -18,7 +18,7 @@ from ..calibrate import fidelity
 from ..errors import StreamkError
 from ..gpu.bench_args import SEED, seconds_arg, variants_arg
 from ..shapes import TileShape
-from ..target import F64_TILE, PAPER_HALF_TILE, preset
+from ..target import DOT_T_TILE, DOT_TILE, F64_TILE, PAPER_HALF_TILE, preset
 from .common import DTYPES, _typed, add_seed_arg, positive_int, seed
 from .paths import input_file, output_file
 
@@ -51,6 +51,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--first", type=seed, default=0, metavar="I", help="skip the sample's first I shapes (to "
                                                                     "split a run over several commands)")
     add_seed_arg(p, SEED, "corpus seed (that of the GPU sample in benchmarks/LOG.md)")
+    p.add_argument("--corpus", choices=("paper", "decode"), default="paper",
+                   help="paper: m, n, k log-uniform in [128, 8192]; decode: m or n in [1, 64], the other and k "
+                        "in [128, 16384] (on a tile of at most 8 columns or rows: the shapes whose small side "
+                        "fits it, along it) (default paper)")
     p.add_argument("--seconds", type=seconds_arg, default=SECONDS, metavar="S",
                    help=f"stop timing new shapes after S seconds (default {SECONDS})")
     p.add_argument("--out", type=output_file(".csv"), default=Path("fidelity.csv"), metavar="FILE.csv",
@@ -59,13 +63,33 @@ def add_parser(sub) -> argparse.ArgumentParser:
     return p
 
 
-def sample(count: int, first: int, seed: int) -> list[tuple[int, int, int]]:
-    """Corpus shapes [first, first + count) of ``seed``, k and n rounded up to multiples of 8 (so no
-    operand is packed: the packing pass is not part of the calibrated model)."""
-    from ..sim.corpus import corpus
+def sample(count: int, first: int, seed: int, kind: str = "paper", tile: TileShape | None = None
+           ) -> list[tuple[int, int, int]]:
+    """Corpus shapes [first, first + count) of ``seed``: the paper's corpus or decode-like shapes
+    (``kind``), k and n rounded up to multiples of 8 (so no operand is packed: the packing pass is
+    not part of the calibrated model). On the dot tiles (at most 8 columns or rows; they read every
+    row alignment in place) the decode shapes whose small side fits the tile, turned to lie along
+    it, unrounded."""
+    from ..sim.corpus import corpus, decode_corpus
 
-    rows = corpus(first + count, seed)[first:]
-    return [(int(m), int(-(-n // 8) * 8), int(-(-k // 8) * 8)) for m, n, k in rows]
+    if kind == "paper":
+        rows = corpus(first + count, seed)[first:]
+        return [(int(m), int(-(-n // 8) * 8), int(-(-k // 8) * 8)) for m, n, k in rows]
+    narrow = tile in (DOT_TILE, DOT_T_TILE)
+    out: list[tuple[int, int, int]] = []
+    draw = first + count
+    while len(out) < first + count:  # about half the decode shapes have a small side of at most 8
+        out = []
+        for m, n, k in decode_corpus(3 * draw, seed):
+            small, large = int(min(m, n)), int(max(m, n))
+            if not narrow:
+                out.append((int(m), int(-(-n // 8) * 8), int(-(-k // 8) * 8)))
+            elif tile == DOT_TILE and small <= DOT_TILE.bn:
+                out.append((large, small, int(k)))
+            elif tile == DOT_T_TILE and small <= DOT_T_TILE.bm:
+                out.append((small, large, int(k)))
+        draw *= 2
+    return out[first:first + count]
 
 
 def _measure(args: argparse.Namespace, tile: TileShape):
@@ -76,7 +100,7 @@ def _measure(args: argparse.Namespace, tile: TileShape):
 
     dev = current()
     texts = fidelity.pin(args.variants.split(";"), tile) if args.variants else fidelity.default_variants(tile)
-    shapes = sample(args.count, args.first, args.seed)
+    shapes = sample(args.count, args.first, args.seed, args.corpus, tile)
     print(f"fidelity on {dev.name}: {len(shapes)} shapes x {len(texts)} variants", file=sys.stderr, flush=True)
     rows = measure_fidelity(shapes, texts, args.dtype, args.seconds, lambda i, r: print(
         f"{i + 1}/{len(shapes)} {r[0]['m']}x{r[0]['n']}x{r[0]['k']}", file=sys.stderr, flush=True))
