@@ -147,3 +147,18 @@ def test_given_variants_run_on_the_tile_asked_for_unless_they_name_their_own():
     for text in pinned[:2]:
         s = fidelity.resolve(text, GemmShape(1000, 1000, 1000), "float16", TARGET)
         assert s.tile == TileShape(128, 128, 64)
+
+
+def test_fidelity_from_csv_that_nothing_can_predict_is_an_error_naming_why(tmp_path, capsys):
+    """A Target without the runs' kernel predicts none of them: one line and exit 2, the reason
+    whole enough to read (cut at a word), the CSV still written for a later --from-csv."""
+    src = tmp_path / "runs.csv"
+    fidelity.write_csv(_gpu_rows(), src)
+    out = tmp_path / "f.csv"
+    with pytest.raises(SystemExit) as exit_:
+        main(["fidelity", "--from-csv", str(src), "--target", "a100", "--tile", "128x128x32", "--out", str(out)])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "none of the" in err and "could be predicted" in err and "--from-csv" in err
+    assert out.is_file()
+    assert fidelity._gist("word " * 40).endswith(" ...") and len(fidelity._gist("word " * 40)) <= 104

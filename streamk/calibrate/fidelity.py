@@ -124,6 +124,17 @@ def _errors(measured: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
             "p90_abs_rel_err": float(np.percentile(err, 90)) if len(err) else math.nan}
 
 
+GIST_CHARS = 100  # why runs were left out, grouped by this much of the reason
+
+
+def _gist(reason: str) -> str:
+    """``reason`` cut at a word boundary to about GIST_CHARS (so reasons that differ only in their
+    details count together), with an ellipsis where cut."""
+    if len(reason) <= GIST_CHARS:
+        return reason
+    return reason[:GIST_CHARS].rsplit(" ", 1)[0] + " ..."
+
+
 def summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The fidelity numbers of rows with a measured and a predicted time."""
     good = [r for r in rows if not r.get("error") and math.isfinite(float(r["predicted_us"]))
@@ -135,7 +146,8 @@ def summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for r in rows:
         reason = r.get("error") or r.get("unpredicted")
         if reason:
-            why[reason[:80]] = why.get(reason[:80], 0) + 1
+            gist = _gist(reason)
+            why[gist] = why.get(gist, 0) + 1
     out["left_out_why"] = why
     shapes: dict[tuple, list[int]] = {}
     for i, r in enumerate(good):

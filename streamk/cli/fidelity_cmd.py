@@ -125,12 +125,15 @@ def run(args: argparse.Namespace) -> int:
     cal = target.kernel(args.dtype, tile).calibration
     stats.update(target=target.name, dtype=args.dtype, tile=str(tile), calibration=cal.to_json_dict() if cal else None)
     print(fidelity.report(stats), file=sys.stderr if args.json else sys.stdout)
-    if stats["runs"]:
-        from ..plot.fidelity import plot_fidelity
+    if not stats["runs"]:
+        top = max(stats["left_out_why"].items(), key=lambda x: x[1])[0] if stats["left_out_why"] else "no rows"
+        raise StreamkError(f"none of the {stats['left_out']} runs could be predicted ({top}); {args.out} keeps them: "
+                           f"predict it again with --from-csv {args.out} --target GPU")
+    from ..plot.fidelity import plot_fidelity
 
-        png = plot_fidelity(rows, args.out.with_suffix(".png"),
-                            f"{where}, {args.dtype} {tile}: calibrated simulator vs GPU ({stats['shapes']} shapes)")
-        print(f"wrote {args.out} and {png}", file=sys.stderr)
+    png = plot_fidelity(rows, args.out.with_suffix(".png"),
+                        f"{where}, {args.dtype} {tile}: calibrated simulator vs GPU ({stats['shapes']} shapes)")
+    print(f"wrote {args.out} and {png}", file=sys.stderr)
     if args.json:
         json.dump(_plain(stats), sys.stdout, allow_nan=False)
         sys.stdout.write("\n")
