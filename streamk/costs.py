@@ -7,7 +7,6 @@ time the simulator reports speak the same units.
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -15,6 +14,16 @@ import numpy as np
 
 from .errors import ScheduleError
 from .shapes import Problem
+
+# The most any cost term may be: a simulated time sums fewer than 2**96 priced steps (iterations,
+# units, reads; sides < 2**31), so it stays below 1e130, far from float overflow (1.8e308);
+# generous, as the calibration fit's trial steps price terms at up to ~1e11.
+MAX_COST = 1e100
+
+
+def is_cost(value: object) -> bool:
+    """Whether ``value`` is a number a cost term can be: finite, >= 0 and <= MAX_COST."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= MAX_COST
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,8 +37,9 @@ class Costs:
 
     def __post_init__(self) -> None:
         values = (self.a, self.b, self.c, self.d)
-        if not all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for v in values):
-            raise ScheduleError(f"costs must be finite and >= 0 (got a,b,c,d = {values})")
+        if not all(is_cost(v) for v in values):
+            raise ScheduleError(f"costs must be finite and >= 0, at most {MAX_COST:g} each "
+                                f"(got a,b,c,d = {values})")
         if self.c <= 0:
             raise ScheduleError(f"cost c per MAC iteration must be > 0 (got {self.c})")
 

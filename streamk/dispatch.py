@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .fixup import FixupPlan
+from .fixup import FixupPlan, plan_fixup
+from .schedule import FIXUP_POLICIES
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,15 +85,17 @@ def dispatch_verdict(plan: FixupPlan, slots: int) -> DispatchVerdict:
                 finished += 1
     if finished == grid:
         return DispatchVerdict(True, slots)
-    return DispatchVerdict(False, slots, _reason(blocked_on, unit_cta, next_cta, slots))
+    return DispatchVerdict(False, slots, wait_reason(blocked_on, unit_cta, next_cta, slots))
 
 
-def _reason(blocked_on: dict[int, int], unit_cta: list[int], dispatched: int, slots: int) -> str:
-    """Follow the wait chain from the lowest waiting CTA to a CTA never dispatched or a cycle."""
+def wait_reason(blocked_on: dict[int, int], unit_cta, dispatched: int, slots: int) -> str:
+    """Why CTAs ``blocked_on`` (CTA -> a unit it waits for) never finish, with ``dispatched`` CTAs
+    on ``slots`` slots: the wait chain from the lowest waiting CTA to a CTA never dispatched or a
+    cycle (the simulator's verdict says the same)."""
     cta = min(blocked_on)
     seen = [cta]
     while True:
-        target = unit_cta[blocked_on[cta]]
+        target = int(unit_cta[blocked_on[cta]])
         if target >= dispatched:
             held = sorted(blocked_on)
             more = "..." if len(held) > 8 else ""
@@ -105,3 +108,15 @@ def _reason(blocked_on: dict[int, int], unit_cta: list[int], dispatched: int, sl
             return f"wait cycle: {chain} (each waits on the next); the schedule can never finish"
         seen.append(target)
         cta = target
+
+
+def deadlock_advice(plan: FixupPlan, slots: int) -> str:
+    """What lets ``plan``'s schedule finish on ``slots`` slots: the other fixup policies checked to
+    finish there, and more slots only where every CTA resident at once finishes (not a cycle)."""
+    s = plan.schedule
+    safe = [p for p in FIXUP_POLICIES if p != plan.policy and dispatch_verdict(plan_fixup(s, p), slots).finishes]
+    more = dispatch_verdict(plan, s.grid).finishes
+    if not safe:  # (the policies without waits always finish; kept for a policy list that lacks them)
+        return "use a larger --ctas-per-sm" if more else "no fixup policy lets it finish on this machine"
+    policies = f"the {', '.join(safe[:-1])} or {safe[-1]}" if len(safe) > 1 else f"the {safe[0]}"
+    return f"use {'a larger --ctas-per-sm or ' if more else ''}{policies} fixup"

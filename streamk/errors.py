@@ -24,3 +24,9 @@ class DeadlockError(StreamkError):
 
 class CudaError(StreamkError, RuntimeError):
     """A CUDA driver or NVRTC call failed; the message carries the error name and any log."""
+
+
+def check_type(what: str, value: object, kind: type) -> None:
+    """Refuse ``value`` unless it is a ``kind`` (a ScheduleError naming the class to pass)."""
+    if not isinstance(value, kind):
+        raise ScheduleError(f"{what} must be a streamk.{kind.__name__} (got {type(value).__name__} {value!r})")

@@ -31,7 +31,7 @@ from enum import IntEnum
 
 import numpy as np
 
-from .errors import ScheduleError
+from .errors import ScheduleError, check_type
 from .schedule import FIXUP_POLICIES, Schedule
 
 
@@ -226,6 +226,7 @@ def plan_fixup(schedule: Schedule, policy: str | None = None) -> FixupPlan:
     and the contributor count decide its action; reads and waits are built as (reader, index,
     value) entries and scattered into CSR arrays indexed by unit row.
     """
+    check_type("schedule", schedule, Schedule)
     policy = schedule.fixup if policy is None else policy
     if policy not in FIXUP_POLICIES:
         raise ScheduleError(f"fixup policy must be one of {', '.join(FIXUP_POLICIES)} (got {policy!r})")

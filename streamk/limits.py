@@ -7,6 +7,7 @@ one Schedule) and ``STREAMK_MAX_SECONDS`` (estimated seconds of one CPU execute 
 
 from __future__ import annotations
 
+import math
 import os
 
 from .errors import LimitError
@@ -25,8 +26,8 @@ def _env_number(name: str, default: float) -> float:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not value > 0:
-        raise LimitError(f"{name} must be a number > 0 (got {text!r})")
+    if not (value > 0 and math.isfinite(value)):  # inf is no limit, and int(inf) would raise
+        raise LimitError(f"{name} must be a finite number > 0 (got {text!r})")
     return value
 
 

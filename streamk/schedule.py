@@ -103,10 +103,14 @@ def _unit_row(unit: Any, cta: int, index: int) -> tuple[int, int, int]:
     try:
         if any(isinstance(v, (bool, np.bool_)) for v in values):
             raise TypeError
-        return tuple(operator.index(v) for v in values)  # type: ignore[return-value]
+        row = tuple(operator.index(v) for v in values)
     except TypeError:
         raise ScheduleError(f"CTA {cta} unit {index} must hold integers (tile, k_begin, k_end) "
                             f"(got {tuple(values)!r})") from None
+    if any(abs(v) >= 2**62 for v in row):  # beyond any tile or MAC iteration, and near int64's end
+        raise ScheduleError(f"CTA {cta} unit {index} holds a number too large for a tile or MAC iteration "
+                            f"(got {row!r})")
+    return row  # type: ignore[return-value]
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:

@@ -67,6 +67,9 @@ def walk_table(f: dict[str, str]) -> list[tuple[list[str], str]]:
         (["simulate", "stream-k", *P, "--costs", "1,2"], "four numbers"),
         (["simulate", "stream-k", *P, "--costs", "nan,0,1,0"], "finite and >= 0"),
         (["simulate", "stream-k", *P, "--costs", "0,0,0,0"], "must be > 0"),
+        (["simulate", "stream-k", *P, "--costs", "0,0,1e307,0"], "at most 1e+100 each"),
+        (["schedule", "auto", *P, "--grid", "5"], "auto does not take --grid (it takes --model-costs, --reduce-costs "
+                                                  "here, and in Python also sk_backward, persistent_upto"),
         (["simulate", "nope", *P], "unknown decomposition"),
         (["execute", "stream-k", *P, "--seed", "-1"], "must be >= 0"),
         (["execute", "stream-k", *P, "--seed", "1.5"], "must be an integer >= 0"),
@@ -87,6 +90,7 @@ def walk_table(f: dict[str, str]) -> list[tuple[list[str], str]]:
         ([*sweep, "--decomp", ","], "at least one name"),
         ([*sweep[:2], "1000000000", *sweep[3:]], "over the limit of 600 s"),
         ([*sweep, "--fixup", "magic"], "invalid choice"),
+        ([*sweep, "--costs", "0,0,1,1e200"], "at most 1e+100 each"),
         # plot schedule / landscape / bench
         ([*plot_s, "--out", f["missing_dir"] + "/x.png"], "does not exist"),
         ([*plot_s, "--out", f["dir"]], "not the folder"),
@@ -94,6 +98,7 @@ def walk_table(f: dict[str, str]) -> list[tuple[list[str], str]]:
         ([*plot_s, "--out", "/dev/null"], "special file"),
         ([*plot_s, "--out", f["dir"] + "/x.txt"], "must end in .png"),
         ([*plot_s], "--out"),
+        ([*plot_s, "--costs", "0,0,1e307,0", "--out", f["png"]], "at most 1e+100 each"),
         ([*land, f["dir"] + "/missing.csv"], "does not exist"),
         ([*land, f["empty"]], "is empty"),
         ([*land, f["header"]], "no rows"),
@@ -347,9 +352,10 @@ def test_limits_can_be_raised_by_the_user(monkeypatch):
         sk.make_schedule("data-parallel", shape, tile, machine)
     monkeypatch.setenv("STREAMK_MAX_UNITS", "100000")
     assert sk.make_schedule("data-parallel", shape, tile, machine).grid == 65_536
-    monkeypatch.setenv("STREAMK_MAX_UNITS", "lots")
-    with pytest.raises(LimitError, match="STREAMK_MAX_UNITS must be a number > 0 \\(got 'lots'\\)"):
-        sk.make_schedule("data-parallel", shape, tile, machine)
+    for bad in ("lots", "inf", "nan"):
+        monkeypatch.setenv("STREAMK_MAX_UNITS", bad)
+        with pytest.raises(LimitError, match=f"STREAMK_MAX_UNITS must be a finite number > 0 \\(got '{bad}'\\)"):
+            sk.make_schedule("data-parallel", shape, tile, machine)
 
 
 def test_sweep_json_is_json_and_its_csv_names_the_setup(tmp_path, capsys):
@@ -359,3 +365,70 @@ def test_sweep_json_is_json_and_its_csv_names_the_setup(tmp_path, capsys):
     assert summary["shapes"] == 3
     header, first = out.read_text().splitlines()[:2]
     assert header.endswith("sms,ctas_per_sm,tile,costs") and first.endswith(',4,1,128x128x32,"0,0,1,0"')
+
+
+# ---- which command an error names; limits of simulate and plot ---------------------------------
+
+@pytest.mark.parametrize("argv, head", [
+    (["schedule", "stream-k", *P, "--foo"], "streamk schedule: error: unrecognized arguments: --foo"),
+    (["plot", "schedule", "stream-k", *P, "--out", "x.png", "--foo", "3"],
+     "streamk plot schedule: error: unrecognized arguments: --foo 3"),
+    (["sweep", "--count", "3", "--sms", "4", "--bar"], "streamk sweep: error: unrecognized arguments: --bar"),
+])
+def test_an_unknown_flag_is_named_by_its_subcommand(argv, head, capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    verb = head.split(":")[0]
+    assert info.value.code == 2 and capsys.readouterr().err == f"{head} (see {verb} --help)\n"
+
+
+def test_an_infinite_limit_is_one_line_from_the_cli(monkeypatch, capsys):
+    monkeypatch.setenv("STREAMK_MAX_UNITS", "inf")
+    with pytest.raises(SystemExit) as info:
+        main(["schedule", "stream-k", *P])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.startswith("streamk schedule: error: STREAMK_MAX_UNITS must be a finite number")
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["simulate", "stream-k", "--shape", "4096x4096x4096", "--tile", "16x16x16", "--sms", "1000", "--grid", "100000"],
+     "simulate of stream-k on 4096x4096x4096 (163,034 work units, grid 100,000) would take about 5 s, over the "
+     "limit of 1 s (STREAMK_MAX_SECONDS)"),
+    (["plot", "schedule", "stream-k", "--shape", "4096x4096x4096", "--tile", "64x64x32", "--sms", "108",
+      "--out", "x.png"],
+     "plot schedule of stream-k on 4096x4096x4096 (4,203 work units, grid 108) would take about 4 s"),
+])
+def test_simulate_and_plot_schedule_refuse_work_over_the_time_limit(argv, fragment, monkeypatch, capsys, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("STREAMK_MAX_SECONDS", "1")
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and fragment in err and len(err.splitlines()) == 1, err
+    monkeypatch.setenv("STREAMK_MAX_SECONDS", "600")
+    from streamk.cli.simulate_cmd import check_simulate_size
+
+    check_simulate_size(sk.make_schedule("stream-k", sk.GemmShape(4096, 4096, 4096), sk.TileShape(16, 16, 16),
+                                         sk.Machine(1000), grid=100_000))  # within the default limit
+
+
+def test_simulate_and_plan_fixup_refuse_what_is_not_a_schedule_or_costs():
+    from streamk.sim import simulate
+
+    s = sk.make_schedule("stream-k", sk.GemmShape(384, 384, 128), sk.TileShape(128, 128, 4), sk.Machine(4))
+    with pytest.raises(ScheduleError, match=r"costs must be a streamk.Costs \(got tuple \(0, 0, 1, 0\)\)"):
+        simulate(s, (0, 0, 1, 0))
+    for call in (lambda: simulate("x"), lambda: sk.plan_fixup("x")):
+        with pytest.raises(ScheduleError, match="schedule must be a streamk.Schedule \\(got str 'x'\\)"):
+            call()
+    for option, bad in (("unit_cost", -5), ("unit_cost", float("nan")), ("atomic_cost", float("inf"))):
+        with pytest.raises(ScheduleError, match=f"{option} must be a finite number >= 0, at most 1e\\+100"):
+            simulate(s, **{option: bad})
+    assert simulate(s, unit_cost=2).makespan == 72 + 2 * 2  # CTA 0 restarts on two more tiles
+
+
+def test_from_ctas_refuses_numbers_too_large_for_a_unit():
+    with pytest.raises(ScheduleError, match="CTA 1 unit 0 holds a number too large for a tile or MAC iteration"):
+        sk.Schedule.from_ctas("x", sk.GemmShape(128, 128, 128), sk.TileShape(128, 128, 32),
+                              [[(0, 0, 2)], [(0, 2, 2**70)]])

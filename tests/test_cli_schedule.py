@@ -131,3 +131,21 @@ def test_auto_takes_model_and_separate_reduce_constants(capsys):
         main(["schedule", "stream-k", "--shape", "384x384x128", "--tile", "128x128x4", "--sms", "4",
               "--reduce-costs", "1,2,3,4"])
     assert info.value.code == 2 and "stream-k does not take --reduce-costs" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("verb", ["schedule", "simulate", "execute"])
+def test_fixed_split_default_splits_clamp_to_the_iterations_per_tile(verb, capsys):
+    # one iteration per tile: the default of 2 splits would be refused; it is clamped to 1, as sweep does
+    code, out, err = run_cli(capsys, verb, "fixed-split", "--shape", "100x100x10", "--tile", "1000x1000x1000",
+                             "--sms", "4", "--json")
+    assert code == 0 and json.loads(out)["grid"] == 1, err
+    code, out, _ = run_cli(capsys, verb, "fixed-split", "--shape", "384x384x128", "--tile", "128x128x64",
+                           "--sms", "4", "--json")
+    assert code == 0 and json.loads(out)["grid"] == 18  # 9 tiles of 2 iterations: still 2 splits each
+
+
+def test_every_gemm_flag_has_help(capsys):
+    with pytest.raises(SystemExit):
+        main(["gemm", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--shape MxNxK GEMM problem size: A is MxK, B is KxN, C is MxN" in help_text

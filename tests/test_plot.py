@@ -246,3 +246,71 @@ def test_a_panel_cap_shrinks_the_rows_of_a_many_sm_schedule(tmp_path):
     capped = png_size(plot_schedules([t, t], tmp_path / "b.png", time_label="time (us)", max_panel_in=2.0))
     # 2 panels x 2.0 in + gap 0.45 + title 0.35 + axis and legend 1.0 = 5.8 in at 110 dpi (default: 8 in panels)
     assert capped == (1210, 638) and default[1] > 2 * capped[1]
+
+
+# ---- rows, legend and files of the CLI ------------------------------------------------------
+
+def test_idle_slots_get_no_row_and_rows_keep_their_slot_names(tmp_path):
+    # 288 one-iteration CTAs: on 100,000 SMs (or 10^8 slots of 4 SMs) only 288 slots ever run one
+    wide = timeline("stream-k", "128x128x4", sms=100_000)
+    assert png_size(plot_schedule(wide, tmp_path / "wide.png")) == \
+        png_size(plot_schedule(timeline("stream-k", "128x128x4", sms=288), tmp_path / "288.png"))
+    import matplotlib.pyplot as plt
+    from streamk.plot.gantt import draw_timeline
+
+    deep = simulate(make_schedule("stream-k", PAPER, TileShape(128, 128, 4), Machine(4, 10**8)))
+    fig, ax = plt.subplots(figsize=(11, 20))
+    draw_timeline(ax, deep)
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    plt.close(fig)
+    assert tuple(ax.get_ylim()) == (287.5, -0.5)  # 288 rows, not 4 * 10^8
+    assert len(labels) > 10 and labels == [f"SM 0.{int(r)}" for r in ax.get_yticks()]  # SM 0, slot r
+
+
+def test_a_schedule_on_more_slots_than_a_chart_shows_is_refused(tmp_path, monkeypatch):
+    from streamk.errors import ScheduleError
+    from streamk.plot import gantt
+
+    monkeypatch.setattr(gantt, "MAX_ROWS", 10)
+    with pytest.raises(ScheduleError, match="runs CTAs on 16 SM slots, more rows than a chart can show \\(10\\)"):
+        plot_schedule(timeline("stream-k", "128x128x4", sms=16), tmp_path / "x.png")
+
+
+@pytest.mark.parametrize("sms, height_in, named", [(72, 4.0, False), (36, 30.0, True)])
+def test_the_legend_says_labels_name_tiles_only_where_they_do(sms, height_in, named):
+    import matplotlib.pyplot as plt
+    from streamk.plot.gantt import _legend, draw_timeline
+
+    t = timeline("data-parallel", "128x128x4", sms=sms, shape=GemmShape(128 * 9, 128 * 8, 128))  # 72 tiles
+    fig, ax = plt.subplots(figsize=(11, height_in))
+    assert draw_timeline(ax, t) is named  # rows of 4 in / 72 are too thin for a label
+    _legend(fig, [t], named)
+    mac = fig.legends[0].get_texts()[0].get_text()
+    plt.close(fig)
+    assert "colours repeat every 60 tiles" in mac and ("labels name the tile" in mac) is named
+
+
+def test_cli_plot_landscape_never_overwrites_a_csv_it_was_not_given(tmp_path, capsys):
+    out, beside = tmp_path / "mine.png", tmp_path / "mine.csv"
+    beside.write_text("precious\n")
+    with pytest.raises(SystemExit) as exc:
+        main(["plot", "landscape", "--out", str(out), "--count", "5", "--sms", "108"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and beside.read_text() == "precious\n" and not out.exists()
+    assert err.startswith("streamk plot landscape: error: ") and f"pass --csv {beside}" in err
+    beside.unlink()  # absent: the sweep's rows are kept there, as --help says
+    assert main(["plot", "landscape", "--out", str(out), "--count", "5", "--sms", "108"]) == 0
+    assert beside.read_text().startswith("m,n,k,decomposition") and png_size(out)[0] > 0
+    main_help = pytest.raises(SystemExit, main, ["plot", "landscape", "--help"])
+    assert main_help.value.code == 0 and "kept beside it as FILE.csv" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("argv, head", [
+    (["plot", "landscape", "--count", "1000000000", "--sms", "108"], "streamk plot landscape: error: a sweep of"),
+    (["plot", "schedule", "stream-k", "--shape", "384x384x128"], "streamk plot schedule: error: give the machine"),
+])
+def test_cli_plot_errors_name_the_plot_command(argv, head, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--out", str(tmp_path / "x.png")])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.startswith(head) and err.rstrip().endswith(f"(see {head.split(':')[0]} --help)")

@@ -134,3 +134,61 @@ def test_timeline_invariants(case):
     assert sum(g.end - g.start for g in t.segments if g.kind == "wait") == pytest.approx(t.total_wait)
     # Dispatch is in blockIdx order.
     assert np.all(np.diff(t.cta_start) >= 0)
+
+
+# ---- deadlock advice, JSON numbers, many slots ------------------------------------------------
+
+CROSSED = [[(0, 0, 2), (1, 2, 4)], [(1, 0, 2), (0, 2, 4)], [(2, 0, 4), (3, 0, 4)]]  # CTAs 0, 1 each own a tile
+
+
+def crossed(machine: Machine, fixup: str = "owner-waits"):
+    from streamk import Schedule
+
+    return Schedule.from_ctas("crossed", GemmShape(256, 256, 64), TileShape(128, 128, 16), CROSSED,
+                              machine=machine, fixup=fixup)
+
+
+@pytest.mark.parametrize("machine, fixup, advice, advised", [
+    # turnstile: CTA 0's tail of tile 1 waits on CTA 1, never resident on one slot; three slots fix it
+    (Machine(1), "turnstile", "; use a larger --ctas-per-sm or the last-arrival, atomic or separate-reduce fixup",
+     ["last-arrival", "atomic", "separate-reduce"]),
+    # owner-waits: CTA 0 and CTA 1 wait on each other; no number of slots helps, turnstile's waits do
+    (Machine(4), "owner-waits", "wait cycle: CTA 0 -> CTA 1 -> CTA 0 (each waits on the next); the schedule can "
+     "never finish; use the turnstile, last-arrival, atomic or separate-reduce fixup",
+     ["turnstile", "last-arrival", "atomic", "separate-reduce"]),
+])
+def test_deadlock_advice_fits_the_case_and_never_names_the_policy_in_use(machine, fixup, advice, advised):
+    t = simulate(crossed(machine, fixup))
+    assert t.deadlock and t.deadlock_reason.endswith(advice), t.deadlock_reason
+    assert all(not simulate(crossed(machine, other)).deadlock for other in advised)  # each finishes here
+    assert simulate(crossed(Machine(1, 3), fixup)).deadlock is (fixup == "owner-waits")  # more slots: a cycle stays
+
+
+def test_timeline_json_has_null_where_a_number_is_not_finite():
+    import dataclasses
+
+    t = simulate(make_schedule("stream-k", PAPER, TileShape(128, 128, 4), Machine(4)))
+    odd = dataclasses.replace(t, utilization=math.nan, total_wait=math.inf)
+    obj = json.loads(json.dumps(odd.to_json_dict(), allow_nan=False))
+    assert obj["utilization"] is None and obj["total_wait"] is None and obj["makespan"] == 72.0
+
+
+def test_costs_too_large_for_a_simulation_are_refused():
+    from streamk.costs import MAX_COST
+    from streamk.errors import ScheduleError
+
+    with pytest.raises(ScheduleError, match="at most 1e\\+100 each"):
+        Costs(0, 0, 1e307, 0)
+    s = make_schedule("stream-k", PAPER, TileShape(128, 128, 4), Machine(4))
+    t = simulate(s, Costs(MAX_COST, MAX_COST, MAX_COST, MAX_COST))  # the largest costs still time, no overflow
+    assert t.makespan == pytest.approx(MAX_COST * simulate(s, Costs(1, 1, 1, 1)).makespan, rel=1e-12)
+    assert not t.deadlock and json.loads(json.dumps(t.to_json_dict(), allow_nan=False))["makespan"] == t.makespan
+
+
+def test_many_slots_cost_only_the_slots_the_grid_uses():
+    # 10^8 slots a SM: a free list of every slot would need gigabytes; 288 CTAs use the first 288
+    t = simulate(make_schedule("stream-k", PAPER, TileShape(128, 128, 4), Machine(4, 10**8)))
+    assert t.makespan == 1.0 and t.cta_slot.tolist() == list(range(288)) and set(t.cta_sm.tolist()) == {0}
+    s = make_schedule("fixed-split", PAPER, TileShape(128, 128, 64), Machine(1, 10**8), splits=2)
+    reduces = [g for g in simulate(s, Costs(0, 0, 1, 2), fixup="separate-reduce").segments if g.cta >= s.grid]
+    assert sorted({g.slot for g in reduces}) == list(range(9))  # one reduce task per split tile, lowest slots

@@ -143,3 +143,32 @@ def test_decode_corpus_has_one_short_side_and_is_seeded():
     assert (k >= 128).all() and (k <= DECODE_HIGH).all() and k.max() > 8192  # beyond the paper's corpus
     assert 150 < (m <= DECODE_SMALL).sum() < 350  # either side is the short one
     assert np.array_equal(shapes, decode_corpus(500, seed=3)) and not np.array_equal(shapes, decode_corpus(500, seed=4))
+
+
+def test_sweep_runs_each_decomposition_once_however_often_named(tmp_path, capsys):
+    out = tmp_path / "d.csv"
+    assert main(["sweep", "--count", "5", "--sms", "108", "--decomp", "stream-k,data-parallel,stream-k",
+                 "--out", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["decompositions"] == ["stream-k", "data-parallel"]
+    with open(out) as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["decomposition"] for r in rows[:2]] == ["stream-k", "data-parallel"] and len(rows) == 5 * 2
+
+
+def test_sweep_out_help_names_every_column_the_csv_has(tmp_path, capsys):
+    from streamk.sim.sweep import CSV_COLUMNS
+
+    with pytest.raises(SystemExit):
+        main(["sweep", "--help"])
+    assert ", ".join(CSV_COLUMNS) in " ".join(capsys.readouterr().out.split())
+    out = tmp_path / "s.csv"
+    assert main(["sweep", "--count", "2", "--sms", "4", "--decomp", "stream-k", "--out", str(out)]) == 0
+    assert out.read_text().splitlines()[0] == ",".join(CSV_COLUMNS) and len(CSV_COLUMNS) == 13
+
+
+def test_sweep_summary_json_has_null_where_a_number_is_not_finite():
+    result = sweep(corpus(3, seed=0), TILE, Machine(4), ["data-parallel", "stream-k"], workers=1)
+    result.makespan[1, 0] = np.nan  # a shape no path could time
+    summary = json.loads(json.dumps(result.summary(), allow_nan=False))
+    assert summary["mean_utilization"]["stream-k"] is None and summary["speedup_vs_dp"]["stream-k"] is None
+    assert summary["mean_utilization"]["data-parallel"] > 0

@@ -23,13 +23,21 @@ VERBS = ["schedule", "execute", "simulate", "sweep", "plot", "kernels", "gemm", 
 
 
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line on stderr (exit 2), with a pointer to --help."""
+    """An ArgumentParser whose errors are one line on stderr (exit 2), with a pointer to --help.
+    Parsing records in ``args._parser`` the innermost (sub)command's parser, which then reports
+    that command's errors ("streamk plot schedule: error: ...")."""
 
     def error(self, message: str):  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        namespace, extras = super().parse_known_args(args, namespace)
+        if not hasattr(namespace, "_parser"):  # a subcommand's parser, parsed inside this one, set it first
+            namespace._parser = self
+        return namespace, extras
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+
+def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="streamk",
         description="Stream-K GEMM work decompositions: build schedules, execute them, simulate "
@@ -39,7 +47,6 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     parser.add_argument("--version", action="version", version=f"streamk {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True
-    parsers = {}
     for verb in VERBS:
         try:
             module = importlib.import_module(f"{__name__}.{verb}_cmd")
@@ -47,10 +54,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
             if exc.name == f"{__name__}.{verb}_cmd":
                 continue  # verb not built yet
             raise
-        p = module.add_parser(sub)
-        p.set_defaults(_run=module.run)
-        parsers[verb] = p
-    return parser, parsers
+        module.add_parser(sub).set_defaults(_run=module.run)
+    return parser
 
 
 PLUGINS_ENV = "STREAMK_PLUGINS"
@@ -97,14 +102,15 @@ def _import_plugin(item: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     load_plugins()
-    parser, parsers = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = build_parser().parse_known_args(argv)
+    if extras:  # named by the subcommand that was given them, not by the top level
+        args._parser.error(f"unrecognized arguments: {' '.join(extras)}")
     try:
         return int(args._run(args) or 0)
     except StreamkError as exc:
-        parsers[args.verb].error(" ".join(str(exc).split()) or type(exc).__name__)  # one line, exit 2
+        args._parser.error(" ".join(str(exc).split()) or type(exc).__name__)  # one line, exit 2
     except MemoryError:  # a limit in streamk.limits should have said so first; never a traceback
-        parsers[args.verb].error("out of memory; try a smaller shape, tile count or --count")
+        args._parser.error("out of memory; try a smaller shape, tile count or --count")
     except BrokenPipeError:
         return 0
     return 0

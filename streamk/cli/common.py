@@ -11,6 +11,8 @@ from ..costs import AUTO_COSTS, IDEAL, Costs
 from ..errors import ScheduleError, StreamkError
 from ..schedule import FIXUP_POLICIES, Schedule, check_tile_order
 from ..sched import make_schedule, names
+from ..sched.basic import FIXED_SPLITS
+from ..sched.registry import check_options
 from ..shapes import GemmShape, Machine, TileShape
 from ..target import PRESETS, Target, preset
 
@@ -106,7 +108,8 @@ def add_decomposition_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grid", type=positive_int, metavar="G",
                    help="stream-k grid size (default sms x ctas-per-sm); data-parallel and dp-one-tile-sk: "
                         "run the tiles (the full waves) on G persistent CTAs")
-    p.add_argument("--splits", type=positive_int, metavar="S", help="fixed-split splitting factor (default 2)")
+    p.add_argument("--splits", type=positive_int, metavar="S",
+                   help=f"fixed-split splitting factor (default min({FIXED_SPLITS}, iterations per tile))")
     p.add_argument("--fixup", choices=FIXUP_POLICIES, default=None,
                    help="how split tiles are consolidated (default owner-waits, the paper's)")
     p.add_argument("--tile-order", type=_typed(check_tile_order), default=None, metavar="ORDER",
@@ -142,8 +145,9 @@ def costs_from(args: argparse.Namespace) -> Costs:
 
 
 def schedule_from(args: argparse.Namespace) -> Schedule:
-    options = dict(fixup=args.fixup, tile_order=args.tile_order, walk=args.walk, grid=args.grid, splits=args.splits,
-                   model_costs=args.model_costs, reduce_costs=args.reduce_costs)
+    flags = dict(grid=args.grid, splits=args.splits, model_costs=args.model_costs, reduce_costs=args.reduce_costs)
+    check_options(args.decomposition, flags, flags)  # a refusal names only the flags above
+    options = dict(fixup=args.fixup, tile_order=args.tile_order, walk=args.walk, **flags)
     if options["tile_order"] is None:  # the scheduler's own default, or with --target the kernel's
         del options["tile_order"]
     machine = machine_from(args)
@@ -155,5 +159,4 @@ def schedule_from(args: argparse.Namespace) -> Schedule:
 
 
 def print_json(obj: Any) -> None:
-    json.dump(obj, sys.stdout)
-    sys.stdout.write("\n")
+    sys.stdout.write(json.dumps(obj) + "\n")  # dumps encodes in C; dump to a stream in Python, ~10x slower

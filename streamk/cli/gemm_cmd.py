@@ -26,7 +26,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                    "(CUDA events). Needs an NVIDIA GPU and pip install -e \".[gpu]\".")
     p.add_argument("decomposition", metavar="DECOMP", nargs="?", default="auto",
                    help="a registered scheduler (default auto)")
-    p.add_argument("--shape", required=True, type=_typed(GemmShape.parse), metavar="MxNxK")
+    p.add_argument("--shape", required=True, type=_typed(GemmShape.parse), metavar="MxNxK",
+                   help="GEMM problem size: A is MxK, B is KxN, C is MxN (e.g. 4096x4096x4096)")
     p.add_argument("--dtype", choices=["float16", "float64"], default="float16",
                    help="inputs (float16 -> float32 C, float64 -> float64 C; bfloat16 via the Python API)")
     p.add_argument("--fixup", choices=FIXUP_POLICIES, default=None, help="fixup policy (default the schedule's)")
@@ -64,7 +65,8 @@ def check_arguments(args: argparse.Namespace) -> None:
     from ..gpu.operands import spec_for_tile
 
     get(args.decomposition)  # unknown decomposition: named as such
-    check_options(args.decomposition, {"grid": args.grid, "splits": args.splits})
+    flags = {"grid": args.grid, "splits": args.splits}
+    check_options(args.decomposition, flags, flags)
     tile = int(args.tile) if args.tile and args.tile.isdigit() else args.tile
     if tile is not None:
         spec_for_tile(args.dtype, tile)  # no kernel runs this tile for this dtype: the tiles that exist

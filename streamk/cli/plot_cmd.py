@@ -8,31 +8,33 @@ import sys
 from pathlib import Path
 
 from ..costs import IDEAL, Costs
-from ..errors import StreamkError
+from ..errors import InputError, StreamkError
 from ..plot import METRICS, load_bench_csv, load_sweep_csv, plot_bench, plot_landscape, plot_schedule
 from ..shapes import TileShape
 from ..sim import simulate
 from .common import (add_decomposition_args, add_problem_args, add_seed_arg, costs_from, machine_from, positive_int,
                      schedule_from)
 from .paths import PLOT_SUFFIXES, check_output_file, input_file, make_folder, output_file, writing
-from .simulate_cmd import add_costs_arg
+from .simulate_cmd import add_costs_arg, check_simulate_size
+
+DRAW_UNIT_S = 1e-3  # seconds matplotlib takes to draw one work unit's bars (measured 0.1-0.8 ms)
 
 
 def run_sweep(csv_path: Path, count: int, seed: int, tile: TileShape, sms: int, ctas_per_sm: int = 1,
               decomp: str | None = None, costs: Costs = IDEAL) -> Path:
     """Sweep a seeded corpus sample into ``csv_path`` through the ``streamk sweep`` verb (its
-    CLI contract, so the rows are the ones a user's sweep writes); its table goes to stderr."""
-    from . import main  # noqa: PLC0415 (the package imports this module)
+    CLI contract, so the rows are the ones a user's sweep writes); its table goes to stderr, and
+    its errors to the caller, which names its own verb."""
+    from . import build_parser  # noqa: PLC0415 (the package imports this module)
 
     make_folder(csv_path.parent)
     argv = ["sweep", "--count", str(count), "--seed", str(seed), "--tile", str(tile), "--sms", str(sms),
             "--ctas-per-sm", str(ctas_per_sm), "--costs", str(costs), "--out", str(csv_path)]
     if decomp:
         argv += ["--decomp", decomp]
+    args = build_parser().parse_args(argv)  # values already checked: they parse
     with contextlib.redirect_stdout(sys.stderr):
-        code = main(argv)
-    if code:
-        raise StreamkError(f"streamk {' '.join(argv)} failed with exit code {code}")
+        args._run(args)
     return csv_path
 
 
@@ -44,8 +46,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     what.required = True
 
     s = what.add_parser("schedule", help="the wave schedule of one decomposition",
-                        description="Simulate one decomposition and draw one row per SM slot, MAC segments "
-                                    "coloured by tile; partial stores, waits and fixups hatched.",
+                        description="Simulate one decomposition and draw one row per SM slot that runs a CTA, "
+                                    "MAC segments coloured by tile; partial stores, waits and fixups hatched.",
                         epilog="Example: streamk plot schedule stream-k --shape 384x384x128 --tile 128x128x4 "
                                "--sms 4 --out sk.png")
     add_decomposition_args(s)
@@ -64,7 +66,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     land.add_argument("--csv", type=input_file, metavar="FILE.csv", help="rows written by `streamk sweep --out FILE.csv`")
     land.add_argument("--metric", choices=METRICS, default="utilization", help="what to plot (default utilization)")
     land.add_argument("--out", required=True, type=output_file(*PLOT_SUFFIXES), metavar="FILE.png",
-                   help="where to write the plot (.png, .pdf or .svg)")
+                      help="where to write the plot (.png, .pdf or .svg); without --csv the sweep's rows are "
+                           "kept beside it as FILE.csv, which must not exist yet")
     corpus = land.add_argument_group("sweep options (without --csv)")
     corpus.add_argument("--count", type=positive_int, default=500, metavar="N", help="corpus shapes (default 500)")
     add_seed_arg(corpus, what="corpus seed")
@@ -86,6 +89,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     if args.what == "schedule":
         schedule = schedule_from(args)
+        check_simulate_size(schedule, "plot schedule", DRAW_UNIT_S)
         timeline = simulate(schedule, costs_from(args))
         with writing(args.out):
             path = plot_schedule(timeline, args.out, args.title)
@@ -105,6 +109,9 @@ def run(args: argparse.Namespace) -> int:
             raise StreamkError("plot landscape needs --csv FILE.csv, or --sms P (or --target GPU) to run a sweep itself")
         machine, costs = machine_from(args), costs_from(args)
         csv_path = args.out.with_suffix(".csv")
+        if csv_path.exists():  # the user named only the plot: never overwrite a file they did not name
+            raise InputError(f"{str(csv_path)!r} exists and the sweep would overwrite it with its rows; pass "
+                             f"--csv {csv_path} to plot the rows in it, or move it away")
         check_output_file(str(csv_path))  # the sweep's rows go beside the plot: writable too
         run_sweep(csv_path, args.count, args.seed, args.tile, machine.sms, machine.ctas_per_sm, args.decomp, costs)
         rows = load_sweep_csv(csv_path)

@@ -12,7 +12,8 @@ from ..sched.registry import WALKS
 from ..sim.corpus import CORPUS_SIZE, corpus
 from ..limits import PROGRESS_AFTER_S, check_seconds
 from ..sched.registry import get_batch
-from ..sim.sweep import SWEEP_SPLITS, _workers, sweep
+from ..sched.basic import FIXED_SPLITS
+from ..sim.sweep import CSV_COLUMNS, _workers, sweep
 from .common import add_problem_args, add_seed_arg, costs_from, machine_from, positive_int, print_json
 from .paths import output_file, writing
 from .simulate_cmd import add_costs_arg
@@ -28,7 +29,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        description="Simulate each decomposition on N shapes with m, n, k log-uniform in "
                                    "[128, 8192] (seeded), the corpus of the paper's section 6. Writes one CSV "
                                    f"row per shape and decomposition; fixed-split uses --splits "
-                                   f"min({SWEEP_SPLITS}, iterations per tile), stream-k its default grid.",
+                                   f"min({FIXED_SPLITS}, iterations per tile), stream-k its default grid.",
                        epilog="Example: streamk sweep --tile 128x128x32 --sms 108 --out sweep.csv --json")
     p.add_argument("--count", type=positive_int, default=CORPUS_SIZE, metavar="N",
                    help=f"number of shapes (default {CORPUS_SIZE}, the paper's corpus)")
@@ -42,8 +43,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "timed from real schedules, so slower than the default")
     p.add_argument("--walk", choices=WALKS, default="forward",
                    help="order of each CTA's units (backward pairs with --fixup turnstile) (default forward)")
-    p.add_argument("--out", metavar="FILE.csv", type=output_file(), help="write one row per shape and decomposition "
-                   "(m,n,k,decomposition,grid,makespan,utilization,deadlock,fast)")
+    p.add_argument("--out", metavar="FILE.csv", type=output_file(),
+                   help=f"write one row per shape and decomposition ({', '.join(CSV_COLUMNS)})")
     p.add_argument("--json", action="store_true",
                    help="print a summary object: shapes, mean_utilization, speedup_vs_dp, wins, ...")
     return p
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
 
     decomps = names()
     if args.decomp is not None:
-        decomps = [d.strip() for d in args.decomp.split(",") if d.strip()]
+        decomps = list(dict.fromkeys(d.strip() for d in args.decomp.split(",") if d.strip()))  # once each, in order
         if not decomps:
             raise ScheduleError(f"--decomp needs at least one name (got {args.decomp!r})")
         unknown = [d for d in decomps if d not in names()]

@@ -1,9 +1,10 @@
 """Wave-schedule (Gantt) charts of a simulated Timeline, like the paper's Figures 1-4.
 
-One row per SM slot (SM 0 on top), time along x in the cost model's unit (one MAC iteration
-under the paper's models; microseconds under a calibration: ``time_label``). A CTA's MAC
-segments are coloured by the output tile they compute (a qualitative colormap, so neighbouring
-tiles differ) and labelled "CTA i / t j" where the bar is wide enough; the other
+One row per SM slot that runs a CTA (SM 0 on top; an idle slot's row would be empty, so it is
+left out, and rows keep their real SM and slot labels), time along x in the cost model's unit
+(one MAC iteration under the paper's models; microseconds under a calibration: ``time_label``).
+A CTA's MAC segments are coloured by the output tile they compute (a qualitative colormap, so
+neighbouring tiles differ) and labelled "CTA i / t j" where the bar is wide enough; the other
 segment kinds (CTA overhead, partial store, wait, fixup, tile store) each get their own fill and
 hatch, named in a legend of only the kinds the figure shows. Makespan and utilization are in the
 panel title.
@@ -23,11 +24,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.collections import PatchCollection  # noqa: E402
 from matplotlib.patches import Patch, Rectangle  # noqa: E402
 
+from ..errors import ScheduleError  # noqa: E402
 from ..sim.timeline import Segment, Timeline  # noqa: E402
 
 ROW_HEIGHT_IN = 0.42  # inches of figure height per SM-slot row (at most)
 MIN_ROW_IN = 0.06  # inches per row at the least, however many SMs
 MAX_PANEL_IN = 8.0  # inches a panel of many SMs shrinks its rows to fit
+MAX_ROWS = 1024  # busy slots a panel draws at most: at MIN_ROW_IN that is a PNG ~6,800 px tall
 LABEL_MIN_ROW_PX = 11  # pixels a bar needs in height for a label (and per y tick label)
 TITLE_IN = 0.35  # inches above the top panel for its title
 SUPTITLE_IN = 0.3  # inches more for a figure title
@@ -102,6 +105,17 @@ def _label(seg: Segment, px_width: float, two_lines: bool) -> str | None:
     return None
 
 
+def busy_slots(timeline: Timeline) -> list[int]:
+    """The global slot ids that run a CTA or reduce task, in order: the rows of its chart."""
+    dispatched = {int(slot) for slot in timeline.cta_slot if slot >= 0}
+    return sorted(dispatched | {seg.slot for seg in timeline.segments})
+
+
+def slot_name(slot: int, slots_per_sm: int) -> str:
+    """"SM 3", or with several slots per SM "SM 3.1" (SM 3's second slot)."""
+    return f"SM {slot}" if slots_per_sm == 1 else f"SM {slot // slots_per_sm}.{slot % slots_per_sm}"
+
+
 def row_height_in(rows: int, max_panel_in: float = MAX_PANEL_IN) -> float:
     """Inches per SM-slot row: ROW_HEIGHT_IN for a few SMs, shrinking so that a panel of many
     SMs (an A100's 108) stays under ``max_panel_in``: MIN_ROW_IN at the least, unless a cap below
@@ -110,22 +124,25 @@ def row_height_in(rows: int, max_panel_in: float = MAX_PANEL_IN) -> float:
     return min(ROW_HEIGHT_IN, max(floor, max_panel_in / rows))
 
 
-def draw_timeline(ax: plt.Axes, timeline: Timeline, *, xmax: float | None = None, title: str | None = None) -> None:
-    """Draw one Timeline on ``ax``: rows are SM slots, bars are segments."""
-    machine = timeline.schedule.machine
-    slots_per_sm = machine.ctas_per_sm
-    rows = machine.slots
+def draw_timeline(ax: plt.Axes, timeline: Timeline, *, xmax: float | None = None, title: str | None = None) -> bool:
+    """Draw one Timeline on ``ax``: rows are the busy SM slots, bars are segments. Returns whether
+    any bar's label names its tile (bars too narrow for one carry none)."""
+    slots_per_sm = timeline.schedule.machine.ctas_per_sm
+    busy = busy_slots(timeline)
+    row_of = {slot: row for row, slot in enumerate(busy)}
+    rows = max(len(busy), 1)
     xmax = xmax or time_extent(timeline)
     box = ax.get_position()
     px_per_unit = ax.figure.get_figwidth() * ax.figure.dpi * box.width / xmax
     row_px = ax.figure.get_figheight() * ax.figure.dpi * box.height / rows
     edge = 0.6 if row_px >= LABEL_MIN_ROW_PX else 0.2
     groups: dict[tuple, list[Rectangle]] = {}  # one collection per look: thousands of bars stay fast
+    named_tiles = False
     for seg in timeline.segments:
         width = float(seg.end - seg.start)
         if width <= 0:
             continue
-        row = seg.slot  # the global slot id, sm * ctas_per_sm + j
+        row = row_of[seg.slot]
         if seg.kind == "mac":
             face, hatch = tile_color(seg.tile), ""
         else:
@@ -137,26 +154,25 @@ def draw_timeline(ax: plt.Axes, timeline: Timeline, *, xmax: float | None = None
         if text:
             ax.text(float(seg.start) + width / 2, row, text, ha="center", va="center", fontsize=8,
                     color="white" if _dark(face) else "black")
+            named_tiles |= text.endswith(f"t{seg.tile}")  # the longer labels end with the tile
     for (face, hatch), rects in groups.items():
         ax.add_collection(PatchCollection(rects, facecolor=face, hatch=hatch or None, edgecolor="black",
                                           linewidth=edge))
     if timeline.deadlock:
-        _draw_stuck(ax, timeline, xmax, px_per_unit)
+        _draw_stuck(ax, timeline, xmax, px_per_unit, row_of)
     ax.set_ylim(rows - 0.5, -0.5)  # SM 0 on top
-    ticks = range(0, rows, max(1, math.ceil(LABEL_MIN_ROW_PX / row_px)))
+    ticks = range(0, len(busy), max(1, math.ceil(LABEL_MIN_ROW_PX / row_px)))
     ax.set_yticks(list(ticks))
-    if slots_per_sm == 1:
-        ax.set_yticklabels([f"SM {r}" for r in ticks])
-    else:
-        ax.set_yticklabels([f"SM {r // slots_per_sm}.{r % slots_per_sm}" for r in ticks])
+    ax.set_yticklabels([slot_name(busy[r], slots_per_sm) for r in ticks])
     ax.set_xlim(0, xmax * 1.01)
     ax.grid(axis="x", linestyle=":", linewidth=0.6, alpha=0.7)
     ax.set_axisbelow(True)
     ax.set_title(title or timeline_title(timeline), fontsize=10, loc="left",
                  color="firebrick" if timeline.deadlock else "black")
+    return named_tiles
 
 
-def _draw_stuck(ax: plt.Axes, timeline: Timeline, xmax: float, px_per_unit: float) -> None:
+def _draw_stuck(ax: plt.Axes, timeline: Timeline, xmax: float, px_per_unit: float, row_of: dict[int, int]) -> None:
     """Under a deadlock, a red bar from where each resident, unfinished CTA stopped to the edge."""
     last_end: dict[int, float] = {}
     for seg in timeline.segments:
@@ -165,21 +181,23 @@ def _draw_stuck(ax: plt.Axes, timeline: Timeline, xmax: float, px_per_unit: floa
         if timeline.cta_slot[cta] < 0 or math.isfinite(timeline.cta_end[cta]):
             continue
         start = last_end.get(cta, float(timeline.cta_start[cta]))
-        ax.barh(int(timeline.cta_slot[cta]), max(xmax * 1.01 - start, 0), left=start, height=BAR_HEIGHT,
+        row = row_of[int(timeline.cta_slot[cta])]
+        ax.barh(row, max(xmax * 1.01 - start, 0), left=start, height=BAR_HEIGHT,
                 color=STUCK_COLOR, hatch="xx", edgecolor="firebrick", linewidth=0.6)
         text = f"CTA {cta} waits forever"
         if len(text) * LABEL_CHAR_PX < (xmax * 1.01 - start) * px_per_unit:
-            ax.text(start + (xmax * 1.01 - start) / 2, int(timeline.cta_slot[cta]), text,
+            ax.text(start + (xmax * 1.01 - start) / 2, row, text,
                     ha="center", va="center", fontsize=8, color="firebrick",
                     bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
 
 
-def _legend(fig: plt.Figure, timelines: Sequence[Timeline]) -> None:
-    """The kinds of segment the figure shows, and nothing else."""
+def _legend(fig: plt.Figure, timelines: Sequence[Timeline], named_tiles: bool) -> None:
+    """The kinds of segment the figure shows, and nothing else; ``named_tiles``: some bar's label
+    names its tile."""
     kinds = {seg.kind for t in timelines for seg in t.segments if seg.end > seg.start}
     tiles = max(t.schedule.problem.tiles for t in timelines)
-    mac = "MAC iterations (colour = tile" + (f"; colours repeat every {len(TILE_COLORS)} tiles, labels name "
-                                             f"the tile)" if tiles > len(TILE_COLORS) else ")")
+    repeat = f"; colours repeat every {len(TILE_COLORS)} tiles" + (", labels name the tile" if named_tiles else "")
+    mac = "MAC iterations (colour = tile" + (repeat if tiles > len(TILE_COLORS) else "") + ")"
     handles = [Patch(facecolor=tile_color(0), edgecolor="black", label=mac)] if "mac" in kinds else []
     for kind, (face, hatch, label) in KIND_STYLE.items():
         if kind in kinds:
@@ -201,7 +219,10 @@ def plot_schedules(timelines: Sequence[Timeline], path: str | Path, titles: Sequ
     titles = list(titles) if titles is not None else [None] * len(timelines)
     if len(titles) != len(timelines):
         raise ValueError(f"need one title per timeline (got {len(titles)} for {len(timelines)})")
-    heights = [t.schedule.machine.slots for t in timelines]
+    heights = [len(busy_slots(t)) or 1 for t in timelines]
+    if max(heights) > MAX_ROWS:
+        raise ScheduleError(f"the schedule runs CTAs on {max(heights):,} SM slots, more rows than a chart can "
+                            f"show ({MAX_ROWS:,}); plot a smaller grid or machine")
     axes_in = [h * row_height_in(h, max_panel_in) for h in heights]
     top_in = TITLE_IN + (SUPTITLE_IN if suptitle else 0.0)
     bottom_in = XAXIS_IN + LEGEND_IN
@@ -211,12 +232,13 @@ def plot_schedules(timelines: Sequence[Timeline], path: str | Path, titles: Sequ
     xmax = max(time_extent(t) for t in timelines)
     fig.subplots_adjust(left=0.08, right=0.98, bottom=bottom_in / fig_h, top=1 - top_in / fig_h,
                         hspace=GAP_IN / (sum(axes_in) / len(axes_in)))
+    named_tiles = False
     for ax, timeline, title in zip(axes[:, 0], timelines, titles):
-        draw_timeline(ax, timeline, xmax=xmax, title=title)
+        named_tiles |= draw_timeline(ax, timeline, xmax=xmax, title=title)
     axes[-1, 0].set_xlabel(time_label)
     if suptitle:
         fig.suptitle(suptitle, fontsize=11, y=1 - 0.08 / fig_h, va="top")
-    _legend(fig, timelines)
+    _legend(fig, timelines, named_tiles)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=dpi)

@@ -14,6 +14,13 @@ from ..shapes import GemmShape, Machine, Problem, TileShape
 from .ranges import Ranges, check_range, from_regions, one_shape, ramp, tile_counts
 from .registry import register
 
+FIXED_SPLITS = 2  # fixed-split's default splitting factor (the paper's), clamped to the iterations per tile
+
+
+def default_splits(iters_per_tile: int | np.ndarray) -> int | np.ndarray:
+    """fixed-split's splits where none are given: FIXED_SPLITS, or fewer where a tile has fewer iterations."""
+    return np.minimum(FIXED_SPLITS, iters_per_tile)
+
 
 def data_parallel_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine) -> Ranges:
     """One CTA per tile, all of its iterations: [0, total) split over as many CTAs as tiles."""
@@ -23,11 +30,12 @@ def data_parallel_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine) 
 
 
 def fixed_split_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *,
-                       splits: int | np.ndarray = 2) -> Ranges:
-    """Every tile split into ``splits`` (per shape or for all) k-ranges within one, held by
-    adjacent CTAs."""
+                       splits: int | np.ndarray | None = None) -> Ranges:
+    """Every tile split into ``splits`` (per shape or for all; default ``default_splits``)
+    k-ranges within one, held by adjacent CTAs."""
     tiles_m, tiles_n, ipt = tile_counts(shapes, tile)
     tiles = tiles_m * tiles_n
+    splits = default_splits(ipt) if splits is None else splits
     splits = np.broadcast_to(np.asarray(splits, dtype=np.int64), tiles.shape)
     check_range("splits", splits, 1, ipt, shapes, tile, "iterations per tile")
     shape_of, t = ramp(tiles)
@@ -72,9 +80,9 @@ def persistent_tiles(name: str, shape: GemmShape, tile: TileShape, machine: Mach
 
 
 @register("fixed-split", batch=fixed_split_ranges)
-def fixed_split(shape: GemmShape, tile: TileShape, machine: Machine, *, splits: int = 2) -> Schedule:
-    """Algorithm 4: every tile split into ``splits`` k-ranges (within one of each other) held by
-    adjacent CTAs, so a tile's owner only waits on the next few CTAs."""
+def fixed_split(shape: GemmShape, tile: TileShape, machine: Machine, *, splits: int | None = None) -> Schedule:
+    """Algorithm 4: every tile split into ``splits`` k-ranges (within one of each other; default
+    ``default_splits``) held by adjacent CTAs, so a tile's owner only waits on the next few CTAs."""
     return one_shape("fixed-split", fixed_split_ranges, shape, tile, machine, splits=splits)
 
 

@@ -6,9 +6,9 @@ import functools
 import inspect
 import operator
 import typing
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Collection, Protocol
 
-from ..errors import ScheduleError, StreamkError
+from ..errors import ScheduleError, StreamkError, check_type
 from ..limits import check_units
 from ..schedule import DEFAULT_FIXUP, FIXUP_POLICIES, Schedule, check_tile_order
 from ..shapes import GemmShape, Machine, Problem, TileShape
@@ -116,17 +116,32 @@ def _check_int_options(name: str, fn: Callable, given: dict[str, Any]) -> dict[s
     return checked
 
 
-def check_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
+def _flag(option: str) -> str:
+    return "--" + option.replace("_", "-")  # as the CLI spells it
+
+
+def _takes(allowed: list[str], flags: Collection[str] | None) -> str:
+    """The options a scheduler takes: as flags, or where ``flags`` names those a command line
+    has, those flags and the rest as the Python keywords they only are."""
+    if not allowed:
+        return "no options"
+    if flags is None:
+        return ", ".join(map(_flag, allowed))
+    here = ", ".join(_flag(a) for a in allowed if a in flags) or "none of these flags"
+    python = [a for a in allowed if a not in flags]
+    return f"{here} here" + (f", and in Python also {', '.join(python)}" if python else "")
+
+
+def check_options(name: str, options: dict[str, Any], flags: Collection[str] | None = None) -> dict[str, Any]:
     """The options scheduler ``name`` is given (None ones dropped), refused where it does not take
-    one or an integer option is not an integer, before anything is built."""
+    one or an integer option is not an integer, before anything is built. A command line passes
+    the ``flags`` it has, so that a refusal names only those as flags."""
     fn = get(name)
     allowed = accepted_options(name)
     given = {k: v for k, v in options.items() if v is not None}
     extra = sorted(set(given) - set(allowed))
     if extra:
-        flag = lambda option: "--" + option.replace("_", "-")  # noqa: E731 (as the CLI spells it)
-        takes = ", ".join(flag(a) for a in allowed) or "no options"
-        raise ScheduleError(f"{name} does not take {flag(extra[0])} (it takes {takes})")
+        raise ScheduleError(f"{name} does not take {_flag(extra[0])} (it takes {_takes(allowed, flags)})")
     return _check_int_options(name, fn, given)
 
 
@@ -174,8 +189,7 @@ def make_schedule(
     """
     fn = get(name)
     for what, value, kind in (("shape", shape, GemmShape), ("tile", tile, TileShape), ("machine", machine, Machine)):
-        if not isinstance(value, kind):
-            raise ScheduleError(f"{what} must be a streamk.{kind.__name__} (got {type(value).__name__} {value!r})")
+        check_type(what, value, kind)
     given = check_options(name, options)
     if fixup is not None and fixup not in FIXUP_POLICIES:
         raise ScheduleError(f"fixup policy must be one of {', '.join(FIXUP_POLICIES)} (got {fixup!r})")

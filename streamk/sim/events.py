@@ -33,8 +33,9 @@ from typing import Generator
 
 import numpy as np
 
-from ..costs import IDEAL, Costs
-from ..errors import ScheduleError
+from ..costs import IDEAL, MAX_COST, Costs, is_cost
+from ..dispatch import deadlock_advice, wait_reason
+from ..errors import ScheduleError, check_type
 from ..fixup import TRAITS, Action, FixupPlan, plan_fixup
 from ..schedule import Schedule
 from .timeline import Segment, Timeline
@@ -98,7 +99,8 @@ class _Run:
         self.contributors = np.diff(self.plan.tile_offsets)
         self.segments: list[Segment] = []
         self.events: list[tuple[float, int, int]] = []  # (time, seq, cta) resumes a CTA
-        self.free: list[tuple[float, int]] = [(0.0, slot) for slot in range(self.slots)]
+        # CTAs take the lowest idle slot first, so no more than `grid` slots are ever used
+        self.free: list[tuple[float, int]] = [(0.0, slot) for slot in range(min(self.slots, grid))]
         self.ready: deque[tuple[int, float, bool | None]] = deque()
         self.next_cta = 0
         self.seq = 0
@@ -176,10 +178,11 @@ class _Run:
 
     def reduce_pass(self, start: float) -> float:
         """separate-reduce: one task per split tile, d per partial read, after the grid."""
-        free = [(start, slot) for slot in range(self.slots)]
+        tiles = self.plan.split_tiles.tolist()
+        free = [(start, slot) for slot in range(min(self.slots, len(tiles)))]
         end = start
         grid = self.s.grid
-        for i, tile in enumerate(self.plan.split_tiles.tolist()):
+        for i, tile in enumerate(tiles):
             t, slot = heapq.heappop(free)
             first = int(self.plan.contributors(tile)[0])
             cost = self.costs.d * len(self.plan.reads(first))
@@ -193,22 +196,9 @@ class _Run:
     def deadlock_reason(self) -> str:
         if not self.blocked:
             return "CTAs remain but none can run and none is waiting (internal error)"
-        cta = min(self.blocked)
-        seen = [cta]
-        while True:
-            _, unit, pending = self.blocked[cta]
-            target = int(self.plan.unit_cta[min(pending)])
-            if target >= self.next_cta:
-                held = sorted(self.blocked)
-                return (f"CTA {seen[-1]} waits on CTA {target}, which can never become resident: "
-                        f"all {self.slots} slots are held by waiting CTAs {held[:8]}"
-                        f"{'...' if len(held) > 8 else ''}; use a larger --ctas-per-sm or the "
-                        f"turnstile, last-arrival or separate-reduce fixup")
-            if target in seen or target not in self.blocked:
-                chain = " -> ".join(f"CTA {c}" for c in seen + [target])
-                return f"wait cycle: {chain} (each waits on the next); the schedule can never finish"
-            seen.append(target)
-            cta = target
+        blocked_on = {cta: min(pending) for cta, (_, _, pending) in self.blocked.items()}
+        reason = wait_reason(blocked_on, self.plan.unit_cta, self.next_cta, self.slots)
+        return f"{reason}; {deadlock_advice(self.plan, self.slots)}"
 
 
 def simulate_events(schedule: Schedule, costs: Costs = IDEAL, fixup: str | None = None,
@@ -217,6 +207,11 @@ def simulate_events(schedule: Schedule, costs: Costs = IDEAL, fixup: str | None 
     (default: the schedule's own), ``unit_cost`` before each unit after a CTA's first,
     ``atomic_cost`` per atomic add of a partial tile into C; see the
     module docstring for the model."""
+    check_type("schedule", schedule, Schedule)
+    check_type("costs", costs, Costs)
+    for name, value in (("unit_cost", unit_cost), ("atomic_cost", atomic_cost)):
+        if not is_cost(value):
+            raise ScheduleError(f"{name} must be a finite number >= 0, at most {MAX_COST:g} (got {value!r})")
     run = _Run(schedule, costs, schedule.fixup if fixup is None else fixup, unit_cost, atomic_cost)
     run.run()
     deadlock = run.next_cta < schedule.grid or bool(run.blocked) or bool(np.isinf(run.cta_end).any())

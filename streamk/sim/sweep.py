@@ -14,8 +14,9 @@ Per decomposition and chunk of shapes:
    event simulator (the reference), which also rules on deadlocks.
 
 Chunks run in worker processes (``STREAMK_SWEEP_WORKERS``, default: every core; forked, so a
-scheduler registered before the sweep is seen by the workers). fixed-split takes
-``splits = min(2, iters_per_tile)`` (``SWEEP_SPLITS``); stream-k its default grid (every slot).
+scheduler registered before the sweep is seen by the workers). fixed-split, and any scheduler
+that takes ``splits``, gets fixed-split's default (``default_splits``: 2, clamped to the
+iterations per tile); stream-k its default grid (every slot).
 """
 
 from __future__ import annotations
@@ -31,19 +32,22 @@ import numpy as np
 from ..costs import IDEAL, Costs
 from ..errors import ScheduleError
 from ..sched import accepted_options, make_schedule, names
+from ..sched.basic import default_splits
 from ..sched.registry import get_batch
 from ..shapes import GemmShape, Machine, TileShape
 from .events import simulate_events
 from .fast import Programs, programs_from_schedule, ranges_makespans, wave_makespans
+from .timeline import json_number
 
-SWEEP_SPLITS = 2  # fixed-split's splitting factor in a sweep (clamped to iters_per_tile)
+CSV_COLUMNS = ("m", "n", "k", "decomposition", "grid", "makespan", "utilization", "deadlock", "fast", "sms",
+               "ctas_per_sm", "tile", "costs")  # write_csv's columns, in order
 CHUNK_SHAPES = 2048  # shapes per worker task: enough to amortize the NumPy calls of each wave
 
 
 def sweep_options(name: str, ipt: int | np.ndarray) -> dict[str, int | np.ndarray]:
     """Options a sweep gives scheduler ``name`` for shapes of ``ipt`` iterations per tile (one
     number or an array): ``splits`` where it takes one, else none."""
-    return {"splits": np.minimum(SWEEP_SPLITS, ipt)} if "splits" in accepted_options(name) else {}
+    return {"splits": default_splits(ipt)} if "splits" in accepted_options(name) else {}
 
 
 def _schedule(name: str, row: np.ndarray, tile: TileShape, machine: Machine, fixup: str | None = None,
@@ -131,7 +135,7 @@ class SweepResult:
         dead, fast = self.deadlock.T.tolist(), self.fast.T.tolist()
         flag = {False: "false", True: "true"}
         setup = f"{self.machine.sms},{self.machine.ctas_per_sm},{self.tile},\"{self.costs}\""
-        lines = ["m,n,k,decomposition,grid,makespan,utilization,deadlock,fast,sms,ctas_per_sm,tile,costs"]
+        lines = [",".join(CSV_COLUMNS)]
         for j, (m, n, k) in enumerate(self.shapes.tolist()):
             for d, name in enumerate(self.decompositions):
                 lines.append(f"{m},{n},{k},{name},{grid[j][d]},{makespan[j][d]:.10g},{util[j][d]:.6f},"
@@ -152,7 +156,7 @@ class SweepResult:
             "ctas_per_sm": self.machine.ctas_per_sm,
             "costs": [self.costs.a, self.costs.b, self.costs.c, self.costs.d],
             "decompositions": list(names_),
-            "mean_utilization": {d: float(util[i].mean()) for i, d in enumerate(names_)},
+            "mean_utilization": {d: json_number(util[i].mean()) for i, d in enumerate(names_)},
             "wins": {d: int(np.sum(~self.deadlock[i] & (self.makespan[i] <= best * (1 + 1e-12))))
                      for i, d in enumerate(names_)},
             "deadlocks": {d: int(self.deadlock[i].sum()) for i, d in enumerate(names_)},
@@ -164,7 +168,7 @@ class SweepResult:
             for i, d in enumerate(names_):
                 live = ~self.deadlock[i]
                 ratio = dp[live] / self.makespan[i, live]
-                out["speedup_vs_dp"][d] = float(np.exp(np.log(ratio).mean())) if live.any() else None
+                out["speedup_vs_dp"][d] = json_number(np.exp(np.log(ratio).mean())) if live.any() else None
         return out
 
 

@@ -17,6 +17,11 @@ from ..schedule import Schedule
 SEGMENT_KINDS = ("overhead", "mac", "store_partial", "wait", "fixup", "store_tile")
 
 
+def json_number(x: float) -> float | None:
+    """``x`` for a JSON document: null where it is not finite (NaN and Infinity are not JSON)."""
+    return float(x) if math.isfinite(x) else None
+
+
 @dataclass(frozen=True, slots=True)
 class Segment:
     """One phase of one CTA on one slot, [start, end) in cost-model time units.
@@ -75,10 +80,7 @@ class Timeline:
         """The CLI contract's ``simulate --json`` keys (makespan, utilization, grid, deadlock) and more."""
         s = self.schedule
         machine = s.machine
-
-        def num(x: float) -> float | None:
-            return float(x) if math.isfinite(x) else None
-
+        num = json_number
         return {
             "decomposition": s.decomposition,
             "shape": [s.shape.m, s.shape.n, s.shape.k],
@@ -90,8 +92,8 @@ class Timeline:
             "costs": [self.costs.a, self.costs.b, self.costs.c, self.costs.d],
             "total_iters": s.problem.total_iters,
             "makespan": num(self.makespan),
-            "utilization": float(self.utilization),
-            "total_wait": float(self.total_wait),
+            "utilization": num(self.utilization),
+            "total_wait": num(self.total_wait),
             "deadlock": bool(self.deadlock),
             "deadlock_reason": self.deadlock_reason,
             "ctas": [
@@ -100,8 +102,8 @@ class Timeline:
                 for c in range(s.grid)
             ],
             "segments": [
-                {"cta": g.cta, "sm": g.sm, "slot": g.slot, "kind": g.kind, "start": g.start,
-                 "end": g.end, "tile": g.tile, "unit": g.unit}
+                {"cta": g.cta, "sm": g.sm, "slot": g.slot, "kind": g.kind, "start": num(g.start),
+                 "end": num(g.end), "tile": g.tile, "unit": g.unit}
                 for g in self.segments
             ],
         }
