@@ -141,12 +141,12 @@ def test_a_column_major_streamed_operand_runs_the_transposed_gemm_in_place():
 
     gen = torch.Generator(device="cuda").manual_seed(11)
     # (m, n, k, the column-major operand, W's element offset in rows of k + 3 (None: W contiguous),
-    # the transposed problem's tile: a dot tile, None for auto's pick among the others, or "direct"
-    # where transposing saves nothing)
+    # the transposed problem's tile: a dot tile, None for auto's pick among the others, or "rows"
+    # where it packs W as well, as rows)
     for m, n, k, wt, offset, tile in ((1, 4097, 2049, "B", 1, DOT_TILE), (3, 1000, 5000, "B", 1, DOT_TILE),
                                       (6001, 5, 1203, "A", 0, DOT_T_TILE), (24, 3001, 1024, "B", None, None),
                                       (64, 4096, 4096, "B", 1, None), (700, 40, 900, "A", 0, None),
-                                      (8, 3000, 300, "B", 1, "direct")):
+                                      (8, 3000, 300, "B", 1, "rows")):
         A, B = inputs(m, n, k, "float16", gen)
         if wt == "B" and offset is None:
             B = torch.randn(n, k, generator=gen, device="cuda").half().t()
@@ -157,8 +157,9 @@ def test_a_column_major_streamed_operand_runs_the_transposed_gemm_in_place():
         C0 = torch.randn(m, n, generator=gen, device="cuda")
         C = C0.clone()
         p = prepare(A, B, C, alpha=0.5, beta=2.0)
-        if tile == "direct":  # W's rows 2-byte aligned and too shallow for the dot tile: packed either way
-            assert not p.transposed, (m, n, k, p.launch.names)
+        if tile == "rows":  # W's rows 2-byte aligned and too shallow for the dot tile: packed either
+            # way, so as rows, which costs half of transposing them
+            assert p.transposed and p._plan.packs_a, (m, n, k, p.launch.names)
         else:
             assert p.transposed and p.schedule.shape == GemmShape(n, m, k), (m, n, k, p.schedule.shape)
             assert tile is None or p.schedule.tile == tile, (m, n, k, p.schedule.tile)

@@ -194,22 +194,29 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
     return square
 
 
-# A C whose rows are not contiguous (the transposed problem's view of a row-major C) is written
-# with 4-byte stores instead of 16-byte ones: on the H100 each of its bytes cost about half of
-# what a byte the pack copies costs (benchmarks/linear.py, x @ W.t() at 128-8192 rows; LOG.md v32).
-STRIDED_C_PACK_RATIO = 0.5
+# What auto's orientation rule prices, in the time the pack takes per byte of a row-major source
+# (H100, LOG.md v32-v33: ~0.77 us/MB): a source the pack transposes (a column-major operand, read
+# down its columns) ~2x that (~1.5 us/MB); a C whose rows are not contiguous (the transposed
+# problem's view of a row-major C), written with 4-byte stores, ~0.85x per byte of C
+# (benchmarks/linear.py, x @ W.t() at 128-8192 rows: 0.655 us/MB).
+TRANSPOSING_PACK_RATIO = 2.0
+STRIDED_C_PACK_RATIO = 1.0
+
+
+def _unit_rows(op: Operand) -> bool:
+    return op.strides[1] == 1 or op.shape[1] == 1
 
 
 def _copy_cost(a: Operand, b: Operand, c: Operand, target: Target) -> float:
-    """Bytes the pack pass copies for C = A @ B on the tile auto picks, plus the price of writing C
-    where its rows are not contiguous, in the same bytes."""
+    """The bytes the pack pass copies for C = A @ B on the tile auto picks (a transposed source's at
+    TRANSPOSING_PACK_RATIO), plus the price of writing C where its rows are not contiguous, in
+    row-major pack bytes."""
     shape = GemmShape(a.shape[0], b.shape[1], a.shape[1])
     spec = spec_for_tile(a.dtype, choose_tile(shape, a.dtype, target))
     widths = copy_widths(a, b, spec)
-    packed = sum(op.shape[0] * op.shape[1] for op, width in zip((a, b), widths) if width == 0) * spec.itemsize
-    strided_c = not (c.strides[1] == 1 or c.shape[1] == 1)
-    return packed + (STRIDED_C_PACK_RATIO * shape.m * shape.n * ITEMSIZE[spec.out_dtype]
-                     if strided_c else 0.0)
+    packed = sum(op.shape[0] * op.shape[1] * (1.0 if _unit_rows(op) else TRANSPOSING_PACK_RATIO)
+                 for op, width in zip((a, b), widths) if width == 0) * spec.itemsize
+    return packed + (0.0 if _unit_rows(c) else STRIDED_C_PACK_RATIO * shape.m * shape.n * ITEMSIZE[spec.out_dtype])
 
 
 def runs_transposed(a: Operand, b: Operand, c: Operand | None, schedule: str | Schedule, tile: object,
