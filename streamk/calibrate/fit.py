@@ -115,7 +115,7 @@ def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, c
     relative least squares; FitError where they are not determined. The descent starts twice, from
     the first guess and from the optimum without c_free (then released from 0), and keeps the
     better fit: c_free can push a lone CTA's MAC iteration below zero, a corner the descent from
-    the first guess fell into and did not leave on the dot tiles (LOG.md v33)."""
+    the first guess fell into and did not leave on the dot tiles (LOG.md v33b)."""
     kw = dict(l2_bytes=l2_bytes, element_bytes=element_bytes)
     fits, errors = [], []
     try:

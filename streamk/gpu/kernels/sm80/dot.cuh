@@ -25,7 +25,8 @@
 // into registers. Elements of A at k >= the unit's end are zeroed in the fragments (its chunks
 // hold the next unit's); B's k-rows past the unit are zero-filled whole.
 // Arch: sm_80 and later. Operands: S with unit column stride, any row stride and any 2-byte aligned
-// base (the host packs anything else); V with any strides (x^T of torch's x @ W.t() in place). C stores are predicated per element with any strides.
+// base (the host packs anything else); V with any strides (x^T of torch's x @ W.t() in place). C
+// stores are predicated per element with any strides.
 #pragma once
 
 #include "../common/epilogue.cuh"
