@@ -301,6 +301,10 @@ def test_cli_plot_landscape_never_overwrites_a_csv_it_was_not_given(tmp_path, ca
     beside.unlink()  # absent: the sweep's rows are kept there, as --help says
     assert main(["plot", "landscape", "--out", str(out), "--count", "5", "--sms", "108"]) == 0
     assert beside.read_text().startswith("m,n,k,decomposition") and png_size(out)[0] > 0
+    five = len(beside.read_text().splitlines())
+    # the command again (3 shapes): the CSV there is a sweep's, so it is written afresh
+    assert main(["plot", "landscape", "--out", str(out), "--count", "3", "--sms", "108"]) == 0
+    assert len(beside.read_text().splitlines()) - 1 == (five - 1) * 3 // 5
     main_help = pytest.raises(SystemExit, main, ["plot", "landscape", "--help"])
     assert main_help.value.code == 0 and "kept beside it as FILE.csv" in " ".join(capsys.readouterr().out.split())
 

@@ -12,12 +12,19 @@ from ..errors import InputError, StreamkError
 from ..plot import METRICS, load_bench_csv, load_sweep_csv, plot_bench, plot_landscape, plot_schedule
 from ..shapes import TileShape
 from ..sim import simulate
+from ..sim.sweep import CSV_COLUMNS
 from .common import (add_decomposition_args, add_problem_args, add_seed_arg, costs_from, machine_from, positive_int,
                      schedule_from)
 from .paths import PLOT_SUFFIXES, check_output_file, input_file, make_folder, output_file, writing
 from .simulate_cmd import add_costs_arg, check_simulate_size
 
 DRAW_UNIT_S = 1e-3  # seconds matplotlib takes to draw one work unit's bars (measured 0.1-0.8 ms)
+
+
+def _sweep_rows(path: Path) -> bool:
+    """Whether ``path`` starts with the header ``streamk sweep --out`` writes."""
+    with open(path, newline="", errors="replace") as f:
+        return f.readline().rstrip("\r\n") == ",".join(CSV_COLUMNS)
 
 
 def run_sweep(csv_path: Path, count: int, seed: int, tile: TileShape, sms: int, ctas_per_sm: int = 1,
@@ -67,7 +74,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     land.add_argument("--metric", choices=METRICS, default="utilization", help="what to plot (default utilization)")
     land.add_argument("--out", required=True, type=output_file(*PLOT_SUFFIXES), metavar="FILE.png",
                       help="where to write the plot (.png, .pdf or .svg); without --csv the sweep's rows are "
-                           "kept beside it as FILE.csv, which must not exist yet")
+                           "kept beside it as FILE.csv (an existing file there must be a sweep's CSV)")
     corpus = land.add_argument_group("sweep options (without --csv)")
     corpus.add_argument("--count", type=positive_int, default=500, metavar="N", help="corpus shapes (default 500)")
     add_seed_arg(corpus, what="corpus seed")
@@ -109,9 +116,10 @@ def run(args: argparse.Namespace) -> int:
             raise StreamkError("plot landscape needs --csv FILE.csv, or --sms P (or --target GPU) to run a sweep itself")
         machine, costs = machine_from(args), costs_from(args)
         csv_path = args.out.with_suffix(".csv")
-        if csv_path.exists():  # the user named only the plot: never overwrite a file they did not name
-            raise InputError(f"{str(csv_path)!r} exists and the sweep would overwrite it with its rows; pass "
-                             f"--csv {csv_path} to plot the rows in it, or move it away")
+        if csv_path.exists() and not _sweep_rows(csv_path):  # never overwrite a file the user did not name,
+            # unless it holds a sweep's rows (the same command run again)
+            raise InputError(f"{str(csv_path)!r} exists and is not a sweep's CSV, which the sweep would "
+                             f"overwrite; pass --csv {csv_path} to plot rows in it, or move it away")
         check_output_file(str(csv_path))  # the sweep's rows go beside the plot: writable too
         run_sweep(csv_path, args.count, args.seed, args.tile, machine.sms, machine.ctas_per_sm, args.decomp, costs)
         rows = load_sweep_csv(csv_path)
