@@ -131,6 +131,11 @@ class Operand:
     def on_host(self) -> bool:
         return self.kind == "numpy"
 
+    @property
+    def rows_contiguous(self) -> bool:
+        """Whether each row's elements are adjacent (unit column stride, or one column)."""
+        return self.strides[1] == 1 or self.shape[1] == 1
+
     def transposed(self) -> Operand:
         """The same memory read as the transpose (shape and strides swapped)."""
         return Operand(self.obj, self.kind, self.ptr, (self.shape[1], self.shape[0]), (self.strides[1], self.strides[0]),
@@ -200,8 +205,8 @@ def check_operands(a: Operand, b: Operand, c: Operand | None) -> KernelSpec:
 def needs_pack(op: Operand, spec: KernelSpec) -> bool:
     """Whether the kernel can read ``op`` in place: row-major, 16-byte rows, a whole last chunk."""
     rows, cols = op.shape
-    row_stride, col_stride = op.strides
-    aligned = (col_stride == 1 or cols == 1) and row_stride % spec.chunk == 0 and cols % spec.chunk == 0 \
+    row_stride = op.strides[0]
+    aligned = op.rows_contiguous and row_stride % spec.chunk == 0 and cols % spec.chunk == 0 \
         and row_stride >= cols and op.ptr % 16 == 0
     return op.on_host or not aligned
 
@@ -213,8 +218,8 @@ def load_bytes(op: Operand, spec: KernelSpec, *, narrow: bool = True) -> int:
     if not needs_pack(op, spec):
         return 16
     rows, cols = op.shape
-    row_stride, col_stride = op.strides
-    if not narrow or op.on_host or not (col_stride == 1 or cols == 1) or row_stride < cols:
+    row_stride = op.strides[0]
+    if not narrow or op.on_host or not op.rows_contiguous or row_stride < cols:
         return 0
     for width, _ in spec.narrow:
         per = width // spec.itemsize
@@ -265,7 +270,7 @@ def copy_widths(a: Operand, b: Operand, spec: KernelSpec, narrow: str = "auto") 
         raise ScheduleError(f"narrow must be one of {', '.join(NARROW_MODES)} (got {narrow!r})")
     if spec.any_rows:  # such a kernel has one width: it reads any row of unit column stride in place,
         # and its elementwise operand at any strides
-        return tuple(0 if op.on_host or not (op.strides[1] == 1 or op.shape[1] == 1 or name == spec.elementwise)
+        return tuple(0 if op.on_host or not (op.rows_contiguous or name == spec.elementwise)
                      else 16 for name, op in (("A", a), ("B", b)))  # type: ignore[return-value]
     widths = tuple(load_bytes(op, spec, narrow=narrow != "never") for op in (a, b))
     if narrow != "auto":

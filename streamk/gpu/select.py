@@ -195,16 +195,12 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
 
 
 # What auto's orientation rule prices, in the time the pack takes per byte of a row-major source
-# (H100, LOG.md v32-v33: ~0.77 us/MB): a source the pack transposes (a column-major operand, read
+# (H100, LOG.md v32-v33c: ~0.77 us/MB): a source the pack transposes (a column-major operand, read
 # down its columns) ~2x that (~1.5 us/MB); a C whose rows are not contiguous (the transposed
-# problem's view of a row-major C), written with 4-byte stores, ~0.85x per byte of C
-# (benchmarks/linear.py, x @ W.t() at 128-8192 rows: 0.655 us/MB).
+# problem's view of a row-major C), written with 4-byte stores, about one per byte of C (v32b's fit
+# on x @ W.t() at 128-8192 rows: 0.47 of a transposing pack byte).
 TRANSPOSING_PACK_RATIO = 2.0
 STRIDED_C_PACK_RATIO = 1.0
-
-
-def _unit_rows(op: Operand) -> bool:
-    return op.strides[1] == 1 or op.shape[1] == 1
 
 
 def _copy_cost(a: Operand, b: Operand, c: Operand, target: Target) -> float:
@@ -214,9 +210,9 @@ def _copy_cost(a: Operand, b: Operand, c: Operand, target: Target) -> float:
     shape = GemmShape(a.shape[0], b.shape[1], a.shape[1])
     spec = spec_for_tile(a.dtype, choose_tile(shape, a.dtype, target))
     widths = copy_widths(a, b, spec)
-    packed = sum(op.shape[0] * op.shape[1] * (1.0 if _unit_rows(op) else TRANSPOSING_PACK_RATIO)
+    packed = sum(op.shape[0] * op.shape[1] * (1.0 if op.rows_contiguous else TRANSPOSING_PACK_RATIO)
                  for op, width in zip((a, b), widths) if width == 0) * spec.itemsize
-    return packed + (0.0 if _unit_rows(c) else STRIDED_C_PACK_RATIO * shape.m * shape.n * ITEMSIZE[spec.out_dtype])
+    return packed + (0.0 if c.rows_contiguous else STRIDED_C_PACK_RATIO * shape.m * shape.n * ITEMSIZE[spec.out_dtype])
 
 
 def runs_transposed(a: Operand, b: Operand, c: Operand | None, schedule: str | Schedule, tile: object,
