@@ -55,6 +55,7 @@ struct Dot {
   static constexpr int SMEM_ALIGN = 16;
   static constexpr int V_PER_THREAD = BK * 8 / THREADS;
   static_assert(ACC * THREADS == BM * BN && THREADS == 32 * S_ROWS / 16, "a warp per 16 rows of S");
+  static_assert(V_LD * 2 % 16 == 0 && (TRANS || BK == THREADS), "V's rows are whole 16-byte chunks (zero_v); along k a thread reads one element of each vector");
 
   // fragment element i of thread tid -> (row, col) inside the tile: the m16n8 D layout (of the
   // warp's fragment i / 4), transposed when TRANS
@@ -100,26 +101,48 @@ struct Dot {
     sk = TRANS ? p.a_cs : p.ldb;
     sv = TRANS ? p.lda : p.b_cs;
   }
-  static __device__ __forceinline__ void load_v(const OperandParams& p, const Problem& mnk, int m0, int n0, int k0,
-                                                int k_lim, int tid, bool along_k, VSlice& s) {
+  // Only the tile's `nvec` vectors inside the matrix are read and stored; the other vectors' rows of
+  // both buffers are zeroed once a unit (zero_v), so a GEMV reads and stores one vector, not eight.
+  // Along k on the tile of at most 8 columns a thread's element t is vector t's (BK == THREADS), so
+  // whole vectors are skipped by branches uniform over the CTA, no per-element address or test.
+  static __device__ __forceinline__ void load_v(const OperandParams& p, int v0, int v_lim, int nvec, int k0, int k_lim,
+                                                int tid, bool along_k, VSlice& s) {
     const Elem* V = static_cast<const Elem*>(TRANS ? p.a : p.b);
     long long sk, sv;
     v_strides(p, sk, sv);
-    const int v0 = TRANS ? m0 : n0, v_lim = TRANS ? mnk.m : mnk.n;
+    if (!TRANS && along_k) {
+      const int k = k0 + tid;
+#pragma unroll
+      for (int t = 0; t < V_PER_THREAD; ++t)
+        if (t < nvec) s.v[t] = k < k_lim ? V[k * sk + (v0 + t) * sv] : Elem(0);
+      return;
+    }
 #pragma unroll
     for (int t = 0; t < V_PER_THREAD; ++t) {
       int vec, kk;
       v_at(t, tid, along_k, vec, kk);
       const int k = k0 + kk;
-      s.v[t] = (v0 + vec < v_lim && k < k_lim) ? V[k * sk + (v0 + vec) * sv] : Elem(0);
+      s.v[t] = vec < nvec && v0 + vec < v_lim && k < k_lim ? V[k * sk + (v0 + vec) * sv] : Elem(0);
     }
   }
-  static __device__ __forceinline__ void store_v(unsigned char* buf, int tid, bool along_k, const VSlice& s) {
+  static __device__ __forceinline__ void store_v(unsigned char* buf, int nvec, int tid, bool along_k, const VSlice& s) {
+    if (!TRANS && along_k) {
+#pragma unroll
+      for (int t = 0; t < V_PER_THREAD; ++t)
+        if (t < nvec) reinterpret_cast<Elem*>(buf)[t * V_LD + tid] = s.v[t];
+      return;
+    }
 #pragma unroll
     for (int t = 0; t < V_PER_THREAD; ++t) {
       int vec, kk;
       v_at(t, tid, along_k, vec, kk);
-      reinterpret_cast<Elem*>(buf)[vec * V_LD + kk] = s.v[t];
+      if (vec < nvec) reinterpret_cast<Elem*>(buf)[vec * V_LD + kk] = s.v[t];
+    }
+  }
+  static __device__ __forceinline__ void zero_v(unsigned char* bufs, int nvec, int tid) {
+    constexpr int ROW_CHUNKS_V = V_LD * 2 / 16;  // a vector's row, 16-byte chunks
+    for (int e = tid; e < 2 * 8 * ROW_CHUNKS_V; e += THREADS) {
+      if (e / ROW_CHUNKS_V % 8 >= nvec) reinterpret_cast<uint4*>(bufs)[e] = make_uint4(0u, 0u, 0u, 0u);
     }
   }
 
@@ -206,23 +229,30 @@ struct Dot {
       if (k_begin + s < k_end) copy(k_begin + s, s_stages + s * S_STAGE_BYTES);
       cp_async_commit();
     }
-    // V's slices two iterations ahead in two register sets that take turns (a loop unrolled by two,
-    // so neither is ever copied): a slice read at iteration j's start is stored at iteration j + 1's
-    // end, so its L2 latency hides behind two iterations' math
-    VSlice v_even, v_odd;
+    // V's slices in one register set: iteration j first stores slice j + 1 (read during iteration
+    // j - 1) into the V buffer no warp reads any more, then reads slice j + 2 into the set, so each
+    // read's latency hides behind an iteration. Two sets that took turns, each stored an iteration
+    // after its read, left a lone CTA at 1.36 us per iteration against 0.93 (LOG.md v34).
+    VSlice v;
     long long v_sk, v_sv;
     v_strides(p, v_sk, v_sv);
     const bool along_k = TRANS ? v_sk == 1 : v_sv != 1;
-    load_v(p, mnk, m0, n0, k_begin * BK, k_lim, tid, along_k, v_even);
-    store_v(v_smem, tid, along_k, v_even);
-    if (k_begin + 1 < k_end) load_v(p, mnk, m0, n0, (k_begin + 1) * BK, k_lim, tid, along_k, v_odd);
-    const auto step = [&](int it, VSlice& fill, const VSlice& ready) {
+    // V's vectors inside the matrix; the transposed tile reads all 8 (its registers are at the limit)
+    const int v0 = TRANS ? m0 : n0, v_lim = TRANS ? mnk.m : mnk.n, nvec = TRANS ? 8 : min(8, v_lim - v0);
+    if constexpr (!TRANS) zero_v(v_smem, nvec, tid);
+    load_v(p, v0, v_lim, nvec, k_begin * BK, k_lim, tid, along_k, v);
+    store_v(v_smem, nvec, tid, along_k, v);
+    if (k_begin + 1 < k_end) load_v(p, v0, v_lim, nvec, (k_begin + 1) * BK, k_lim, tid, along_k, v);
+    for (int it = k_begin; it < k_end; ++it) {
       const int local = it - k_begin;
       cp_async_wait<STAGES - 2>();
-      __syncthreads();  // iteration it's S and V are in place; iteration it - 1's stages are free
+      __syncthreads();  // iteration it's S and V are in place; iteration it - 1's stages and V are free
       if (it + STAGES - 1 < k_end) copy(it + STAGES - 1, s_stages + (local + STAGES - 1) % STAGES * S_STAGE_BYTES);
       cp_async_commit();
-      if (it + 2 < k_end) load_v(p, mnk, m0, n0, (it + 2) * BK, k_lim, tid, along_k, fill);
+      if (it + 1 < k_end) {
+        store_v(v_smem + (local + 1) % 2 * V_STAGE_BYTES, nvec, tid, along_k, v);
+        if (it + 2 < k_end) load_v(p, v0, v_lim, nvec, (it + 2) * BK, k_lim, tid, along_k, v);
+      }
       const unsigned stage = s_stages + local % STAGES * S_STAGE_BYTES, vbuf = v_bufs + local % 2 * V_STAGE_BYTES;
       const int k0 = it * BK;
       const bool tail = k0 + BK > k_lim;
@@ -270,11 +300,6 @@ struct Dot {
           }
         }
       }
-      if (it + 1 < k_end) store_v(v_smem + (local + 1) % 2 * V_STAGE_BYTES, tid, along_k, ready);
-    };
-    for (int it = k_begin; it < k_end; it += 2) {
-      step(it, v_even, v_odd);
-      if (it + 1 < k_end) step(it + 1, v_odd, v_even);
     }
     if constexpr (!TRANS) {
 #pragma unroll
