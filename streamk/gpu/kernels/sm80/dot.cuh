@@ -231,8 +231,7 @@ struct Dot {
     }
     // V's slices in one register set: iteration j first stores slice j + 1 (read during iteration
     // j - 1) into the V buffer no warp reads any more, then reads slice j + 2 into the set, so each
-    // read's latency hides behind an iteration. Two sets that took turns, each stored an iteration
-    // after its read, left a lone CTA at 1.36 us per iteration against 0.93 (LOG.md v34).
+    // read's latency hides behind an iteration (two sets taking turns exposed it: LOG.md v34).
     VSlice v;
     long long v_sk, v_sv;
     v_strides(p, v_sk, v_sv);
