@@ -122,7 +122,7 @@ struct Dot {
       int vec, kk;
       v_at(t, tid, along_k, vec, kk);
       const int k = k0 + kk;
-      s.v[t] = vec < nvec && v0 + vec < v_lim && k < k_lim ? V[k * sk + (v0 + vec) * sv] : Elem(0);
+      s.v[t] = v0 + vec < v_lim && k < k_lim ? V[k * sk + (v0 + vec) * sv] : Elem(0);
     }
   }
   static __device__ __forceinline__ void store_v(unsigned char* buf, int nvec, int tid, bool along_k, const VSlice& s) {
