@@ -14,6 +14,11 @@ and worst) and how many shapes it could be scored on. Selectors:
   calibration);
 * the CUTLASS heuristics and data-parallel rows, as run.
 
+``--deterministic`` leaves the atomic policy's runs out of the oracle and the simulator's choice:
+auto picks only deterministic policies (bitwise-identical C from run to run), and on the dot
+tiles, whose 2 KB output tiles make a tile's atomic add cheap, atomic Stream-K is the fastest
+candidate on most shapes (LOG.md v35).
+
     python benchmarks/selection.py benchmarks/data/oracle_h100_f16_v19.csv --target h100
 """
 
@@ -46,10 +51,14 @@ def main() -> None:
     ap.add_argument("csv", nargs="+", help="fidelity CSVs of one tile's candidate sweep")
     ap.add_argument("--target", default="h100", help="the preset whose constants and calibration select")
     ap.add_argument("--dtype", default="float16")
+    ap.add_argument("--deterministic", action="store_true",
+                    help="leave the atomic policy's runs out (auto picks only deterministic policies)")
     args = ap.parse_args()
     target = preset(args.target)
     rows = [r for path in args.csv for r in read_csv(path)]
     rows = [r for r in rows if not r.get("error") and r["measured_us"] and float(r["measured_us"]) > 0]
+    if args.deterministic:
+        rows = [r for r in rows if r.get("fixup") != "atomic"]
     rows = predict_rows(rows, target, args.dtype)
     shapes: dict[tuple[int, int, int], list[dict]] = defaultdict(list)
     for r in rows:

@@ -17,7 +17,7 @@ from .calibrate import files as calibration_files
 from .calibrate.model import Calibration
 from .costs import Costs
 from .errors import ScheduleError
-from .shapes import Machine, Problem, TileShape
+from .shapes import GemmShape, Machine, Problem, TileShape
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +87,18 @@ SM90_TILE = TileShape(128, 128, 64)
 SM90_WIDE_TILE = TileShape(128, 256, 64)
 DOT_TILE = TileShape(64, 8, 128)  # the tile of GEMMs of at most 8 columns (kernels/sm80/dot.cuh)
 DOT_T_TILE = TileShape(8, 128, 64)  # ... and of at most 8 rows (its transposed mainloop)
+
+
+def streams_unaligned(shape: GemmShape, tile: TileShape, element_bytes: int) -> bool:
+    """Whether ``tile``'s kernel streams rows that are not 16-byte aligned in place, for contiguous
+    row-major operands of ``shape`` (A m x k, B k x n, as auto and the calibration assume): the dot
+    tiles read their large operand at any alignment (A's rows of k; B's rows of n, transposed) and
+    take a funnel-shifted fragment path there; every other kernel reads such rows packed."""
+    if tile == DOT_TILE:
+        return shape.k * element_bytes % 16 != 0
+    if tile == DOT_T_TILE:
+        return shape.n * element_bytes % 16 != 0
+    return False
 LARGE_RUNGS = {"sm80": (PAPER_HALF_TILE, WIDE_TILE), "sm90": (SM90_TILE, SM90_WIDE_TILE)}
 
 

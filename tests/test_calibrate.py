@@ -33,7 +33,8 @@ SMS = 32  # the design's times do not depend on the SM count (every probe is who
 # dram_us_per_mb: a quarter of an H100's DRAM bandwidth for a quarter of its SMs (~0.35 us/MB there).
 TRUE = {"launch": 4.0, "a": 1.5, "c1": 0.47, "c_shared": 0.92, "b": 1.2, "d": 1.3, "pass_launch": 3.0,
         "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 1.5, "atomic": 9.0, "c_free": 0.06, "c_l2": 0.08,
-        "l2_us_per_mb": 0.05}
+        "l2_us_per_mb": 0.05, "c_shifted": 0.35}
+# c_shifted: priced on the dot tiles only (the 128x128 kernel packs unaligned rows), so not fitted here.
 # l2_us_per_mb: an L2 that keeps up with every probe here (32 CTAs' boxes of 16 KB: 0.03 us an
 # iteration against c1's 0.47), so a fit leaves that max() out
 L2 = 12e6  # bytes: the L2 of that 32-SM device
@@ -54,7 +55,7 @@ def test_fit_recovers_known_terms_within_their_reported_errors():
     design, result = calibrate_with(simulated_device(TRUE, NOISE, seed=1), "float16", TILE, SMS, 2, L2)
     z = (result.values - [TRUE[n] for n in result.names]) / result.errors
     report = {n: (TRUE[n], round(v, 4), round(e, 4)) for n, v, e in zip(result.names, result.values, result.errors)}
-    assert len(design) == 41 and result.names == tuple(n for n in term_names(2) if n != "l2_us_per_mb")
+    assert len(design) == 41 and result.names == tuple(n for n in term_names(2) if n not in ("l2_us_per_mb", "c_shifted"))
     assert np.all(np.abs(z) < 3), report
     assert 0.5 * NOISE < result.rms_rel_residual < 1.5 * NOISE, result.rms_rel_residual
     rel_se = dict(zip(result.names, result.errors / result.values))
@@ -91,7 +92,7 @@ def test_reported_errors_cover_the_truth_as_often_as_they_should():
 def test_fit_is_exact_without_noise_on_a_kernel_of_one_cta_per_sm():
     truth = {k: v for k, v in TRUE.items() if k != "c_shared"}
     _, result = calibrate_with(simulated_device(truth, 0.0, 0, 1), "float16", TILE, SMS, 1, L2, quick=True)
-    assert result.names == tuple(n for n in term_names(1) if n != "l2_us_per_mb") and "c_shared" not in result.names
+    assert result.names == tuple(n for n in term_names(1) if n not in ("l2_us_per_mb", "c_shifted")) and "c_shared" not in result.names
     assert np.allclose(result.values, [truth[n] for n in result.names], rtol=1e-6, atol=1e-6)
 
 
@@ -340,9 +341,44 @@ def test_the_fit_of_measured_dot_probes_holds_c_shared_and_does_not_end_in_the_c
     ends where a lone CTA is latency-bound (rms ~9%), and fit keeps it."""
     from streamk.target import DOT_TILE
 
-    design = probes(DOT_TILE, 132, 4, 52428800, 2)
+    design = [p for p in probes(DOT_TILE, 132, 4, 52428800, 2) if p.family != "dp-shifted"]  # measured before it
     result = fit([p.schedule for p in design], DOT_PROBES_H100, 132, 4, l2_bytes=52428800, element_bytes=2)
     values = dict(zip(result.names, result.values))
     assert "c_shared" in result.held and all(p.schedule.shape.n == DOT_TILE.bn for p in design[:8])
     assert result.rms_rel_residual < 0.12, result.rms_rel_residual
     assert values["c_free"] < 0.5 and 1.0 < values["c1"] < 1.3, values
+
+
+def test_the_shifted_term_prices_unaligned_streamed_rows_on_the_dot_tiles_only_and_is_fitted_there():
+    """The dot tiles read their large operand in place at any alignment, and rows that are not
+    16-byte aligned take the funnel-shifted fragment path (LOG.md v35): A's rows of k on 64x8x128,
+    B's rows of n on 8x128x64. Every other kernel packs such rows, so c_shifted never prices them."""
+    from streamk.target import DOT_T_TILE, DOT_TILE, streams_unaligned
+
+    assert streams_unaligned(GemmShape(4096, 1, 4095), DOT_TILE, 2)
+    assert not streams_unaligned(GemmShape(4095, 3, 4096), DOT_TILE, 2)  # m and n never shift A's rows
+    assert streams_unaligned(GemmShape(1, 4095, 4096), DOT_T_TILE, 2)
+    assert not streams_unaligned(GemmShape(3, 4096, 4095), DOT_T_TILE, 2)
+    assert not streams_unaligned(GemmShape(4095, 4095, 4095), TILE, 2)
+    assert not streams_unaligned(GemmShape(64, 8, 4094), DOT_TILE, 8)  # FP64 rows of 4094 are 16-byte aligned
+
+    def dp(shape, tile):
+        return make_schedule("data-parallel", shape, tile, Machine(SMS, 4))
+
+    values = {**TRUE, "c_shared": TRUE["c1"]}
+    for tile, aligned, shifted in ((DOT_TILE, GemmShape(640, 8, 4096), GemmShape(640, 8, 4095)),
+                                   (DOT_T_TILE, GemmShape(8, 1280, 4096), GemmShape(8, 1279, 4096))):
+        gap = predict_from(dp(shifted, tile), values, SMS, 4) - predict_from(dp(aligned, tile), values, SMS, 4)
+        iters = -(-4096 // tile.bk)
+        assert gap == pytest.approx(iters * TRUE["c_shifted"]), tile
+    packed = GemmShape(640, 640, 4095)
+    assert predict_from(dp(packed, TILE), TRUE, SMS, 4) == predict_from(dp(packed, TILE), {**TRUE, "c_shifted": 0}, SMS, 4)
+
+    # the dot design has shifted probes, and the fit recovers c_shifted from them
+    design = probes(DOT_TILE, SMS, 4, L2, 2)
+    shifted_probes = [p for p in design if p.family == "dp-shifted"]
+    assert len(shifted_probes) == 4 and all(streams_unaligned(p.schedule.shape, DOT_TILE, 2) for p in shifted_probes)
+    assert not any(streams_unaligned(p.schedule.shape, DOT_TILE, 2) for p in design if p.family != "dp-shifted")
+    _, result = calibrate_with(simulated_device(values, 0.0, 0, 4), "float16", DOT_TILE, SMS, 4, L2)
+    fitted = dict(zip(result.names, result.values))
+    assert fitted["c_shifted"] == pytest.approx(TRUE["c_shifted"], rel=1e-4), fitted

@@ -17,6 +17,9 @@ so its calibrated-simulator time is linear in the terms (``predict.predict_from`
 * multi-unit: one CTA per SM running u whole tiles of k iterations: launch + a + u k c1 + (u-1) unit
 * atomic: tiles split p ways evenly under the atomic policy (the prescale pass first, no waits):
   launch + pass_launch + a + (k/p) c1 + atomic
+* dp-shifted (the dot tiles only): dp-one-per-sm and dp-partial on operands whose streamed rows are
+  not 16-byte aligned (k, or n on the transposed tile, one short of whole iterations): each MAC
+  iteration costs c_shifted more (``target.streams_unaligned``)
 * dram-scattered: S x S whole tiles (S = sms x ctas_per_sm, one wave) in a Latin-square order, so
   no two tiles of a wave share a row or column of tiles, on operands twice the L2: every slice
   read comes from DRAM, and each step takes its misses' bytes x dram_us_per_mb where that
@@ -25,7 +28,8 @@ so its calibrated-simulator time is linear in the terms (``predict.predict_from`
 Short k (1-4 iterations) in dp-one-per-sm are the memory-bound units (the output tile's store
 dominates); together the families pin every term, which ``fit`` checks (a rank-deficient design
 is an error, not a silent guess). Every probe with waits fits the device at once, so no wait can
-point at a CTA that is not resident.
+point at a CTA that is not resident. Every probe but dp-shifted reads 16-byte-aligned rows, so no
+operand is packed and c_shifted is not priced.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ import numpy as np
 from ..errors import ScheduleError
 from ..schedule import Schedule
 from ..shapes import GemmShape, Machine, TileShape
-from ..target import DOT_T_TILE, DOT_TILE
+from ..target import DOT_T_TILE, DOT_TILE, streams_unaligned
 
 DP_ITERS = (1, 2, 4, 8, 16, 32, 64, 128)  # k iterations of dp-one-per-sm: memory-bound to compute-bound
 WAVE_ITERS = (8, 32, 128)                  # k iterations of dp-waves
@@ -50,11 +54,12 @@ UNITS = ((2, 8), (4, 8), (8, 8), (2, 32), (4, 32))  # (tiles per CTA, k iteratio
 ATOMIC_SPLITS = (2, 4, 8)                  # ways an atomic tile is split (k = 128)
 PARTIAL_SHARES = (8, 4, 2)                 # dp-partial: 1/s of the SMs busy (k = 128)
 WIDE_ROWS = (4, 2)                         # dp-wide: one wave of whole tiles in this many tile rows (k = 128)
+SHIFTED_ITERS = (8, 32, 128)               # k iterations of dp-shifted one CTA per SM (and sms/4 at LONG_K)
 LONG_K = 128
 QUICK = {"DP_ITERS": (1, 8, 64), "WAVE_ITERS": (8, 32), "SPLIT_ITERS": (64,), "SPLITS": (2, 4), "PEERS": (1, 4),
          "REDUCE_SPLITS": (2, 4, 8), "UNITS": ((4, 8), (2, 32)),
          "ATOMIC_SPLITS": (2, 8), "PARTIAL_SHARES": (4,),
-         "WIDE_ROWS": (2,)}  # the GPU test's reduced design: every term, 21 probes
+         "WIDE_ROWS": (2,), "SHIFTED_ITERS": (32,)}  # the GPU test's reduced design: every term, 21 probes
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,12 +71,15 @@ class Probe:
     schedule: Schedule
 
 
-def _shape(tiles: int, iters: int, tile: TileShape) -> GemmShape:
+def _shape(tiles: int, iters: int, tile: TileShape, shifted: bool = False) -> GemmShape:
     """A GEMM of ``tiles`` whole tiles of ``iters`` iterations, as near square in tiles as divides;
-    on the dot tiles one tile column (row), as the GEMVs they run: each tile streams its own rows."""
+    on the dot tiles one tile column (row), as the GEMVs they run: each tile streams its own rows,
+    which ``shifted`` makes one element short of whole iterations (A's k; B's n, transposed), so
+    they are not 16-byte aligned."""
     if tile in (DOT_TILE, DOT_T_TILE):
         tm = tiles if tile == DOT_TILE else 1
-        return GemmShape(tile.bm * tm, tile.bn * (tiles // tm), tile.bk * iters)
+        k_short, n_short = (int(shifted and tile == DOT_TILE), int(shifted and tile == DOT_T_TILE))
+        return GemmShape(tile.bm * tm, tile.bn * (tiles // tm) - n_short, tile.bk * iters - k_short)
     tm = max(d for d in range(1, math.isqrt(tiles) + 1) if tiles % d == 0)
     return GemmShape(tile.bm * tm, tile.bn * (tiles // tm), tile.bk * iters)
 
@@ -82,8 +90,8 @@ def _split(tile: int, bounds: list[int]) -> list[list[tuple[int, int, int]]]:
 
 
 def _schedule(label: str, tiles: int, iters: int, tile: TileShape, ctas: list, machine: Machine,
-              fixup: str = "owner-waits") -> Schedule:
-    return Schedule.from_ctas(f"calibrate:{label}", _shape(tiles, iters, tile), tile, ctas, machine=machine,
+              fixup: str = "owner-waits", shifted: bool = False) -> Schedule:
+    return Schedule.from_ctas(f"calibrate:{label}", _shape(tiles, iters, tile, shifted), tile, ctas, machine=machine,
                               fixup=fixup)
 
 
@@ -159,6 +167,14 @@ def probes(tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float, element
         tiles = sms // p
         ctas = [cta for t in range(tiles) for cta in _split(t, [i * LONG_K // p for i in range(p + 1)])]
         out.append(Probe("atomic", f"p={p}", _schedule(f"atomic-p{p}", tiles, LONG_K, tile, ctas, one, "atomic")))
+    if streams_unaligned(_shape(1, 1, tile, shifted=True), tile, element_bytes):
+        for k in q.get("SHIFTED_ITERS", SHIFTED_ITERS):
+            ctas = [[(t, 0, k)] for t in range(sms)]
+            out.append(Probe("dp-shifted", f"k={k}", _schedule(f"shifted-k{k}", sms, k, tile, ctas, one,
+                                                                shifted=True)))
+        ctas = [[(t, 0, LONG_K)] for t in range(sms // 4)]
+        out.append(Probe("dp-shifted", f"sms/4 k={LONG_K}", _schedule("shifted-partial-4", sms // 4, LONG_K, tile, ctas,
+                                                                       one, shifted=True)))
     scattered = _scattered(tile, sms, ctas_per_sm, l2_bytes, element_bytes)
     out.append(Probe("dram-scattered", f"k={scattered.problem.iters_per_tile}", scattered))
     return tuple(out)

@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import StreamkError
 from ..schedule import Schedule
 from ..shapes import ITEMSIZE, TileShape
+from ..target import streams_unaligned
 from .design import Probe, probes
 from .model import MAY_NOT_BIND, TERM_DOC, Calibration, Term, term_names
 from .predict import predict_from
@@ -26,7 +27,7 @@ from .predict import predict_from
 # a first guess of the H100's order of magnitude; the fit moves it
 START_US = {"launch": 2.0, "a": 2.0, "c1": 0.5, "c_shared": 1.0, "b": 1.0, "d": 1.0, "pass_launch": 2.0,
             "d_reduce": 0.5, "unit": 1.0, "dram_us_per_mb": 5.0, "atomic": 1.0, "c_free": 0.05, "c_l2": 0.05,
-            "l2_us_per_mb": 0.1}
+            "l2_us_per_mb": 0.1, "c_shifted": 0.3}
 STEP = 1e-3        # finite-difference step, in us: far below any term, inside one linear piece
 MAX_ITERATIONS = 30
 TOLERANCE = 1e-10  # stop once no term moves more than this (us)
@@ -145,7 +146,9 @@ def _descend(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: i
     y = np.asarray(measured_us, dtype=float)
     if len(y) != len(schedules) or not np.all(np.isfinite(y) & (y > 0)):
         raise FitError(f"need one finite time > 0 per schedule (got {len(y)} times for {len(schedules)} schedules)")
-    names = tuple(n for n in term_names(ctas_per_sm) if n not in held)
+    # c_shifted only where a probe streams unaligned rows (a kernel that packs them never does)
+    shifted = any(streams_unaligned(s.shape, s.tile, element_bytes) for s in schedules)
+    names = tuple(n for n in term_names(ctas_per_sm) if n not in held and (n != "c_shifted" or shifted))
     if len(y) <= len(names):
         raise FitError(f"{len(names)} terms need more than {len(names)} probes (got {len(y)})")
     w = 1.0 / y

@@ -34,12 +34,14 @@ TERM_DOC: dict[str, str] = {
             "(the fuller the L2, the more shared slices an L2-bound mainloop refills between their reads)",
     "l2_us_per_mb": "per MB of A and B boxes that the busy CTAs read from L2 in one MAC iteration: the iteration "
                     "takes at least that (every SM's reads share the L2's bandwidth)",
+    "c_shifted": "per MAC iteration, what it costs more where the kernel streams rows that are not 16-byte aligned "
+                 "in place (the dot tiles' funnel-shifted fragments; target.streams_unaligned)",
 }
 
 
-# Terms added to the first model (LOG.md v19, v21, v22, v26); an entry fitted without some of them
-# predicts as if they were 0.
-EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic", "c_free", "c_l2", "l2_us_per_mb")
+# Terms added to the first model (LOG.md v19, v21, v22, v26, v28, v35); an entry fitted without some
+# of them predicts as if they were 0.
+EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic", "c_free", "c_l2", "l2_us_per_mb", "c_shifted")
 
 
 # Terms priced through a max() with the MAC iteration: a device whose bandwidth keeps up with every

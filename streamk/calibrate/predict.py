@@ -10,6 +10,9 @@ machine and which constants it runs with, mirroring how the GPU backend launches
 * ``launch`` is paid once, ``pass_launch`` once more for a reduce or prescale pass;
 * ``unit`` before each work unit after a CTA's first (the mainloop restarts on a new tile);
 * ``atomic`` for each unit that adds its partial tile into C under the atomic policy;
+* ``c_shifted``: on a kernel that streams rows of any alignment in place (the dot tiles), each MAC
+  iteration over rows that are not 16-byte aligned costs that more (``target.streams_unaligned``;
+  LOG.md v35);
 * ``c_free``: a grid of fewer CTAs than SMs runs each MAC iteration faster, c1 - (1 - grid / sms)
   c_free (the idle SMs' L2 and DRAM bandwidth serves the busy ones; LOG.md v22);
 * ``c_l2``: each MAC iteration costs c_l2 more per L2's worth of A and B bytes (an L2-bound
@@ -33,6 +36,7 @@ from ..fixup import plan_fixup
 from ..schedule import Schedule
 from ..shapes import ITEMSIZE, Machine
 from ..sim import Timeline, simulate
+from ..target import streams_unaligned
 from .model import Calibration
 from .traffic import dram_slowdown, operand_bytes
 
@@ -56,6 +60,8 @@ def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_
     c = values["c1"] if r == 1 else values.get("c_shared", values["c1"])
     if r == 1:
         c -= values.get("c_free", 0.0) * (1.0 - min(schedule.grid, sms) / sms)
+    if streams_unaligned(schedule.shape, schedule.tile, element_bytes):
+        c += values.get("c_shifted", 0.0)
     if l2_bytes > 0:
         c += values.get("c_l2", 0.0) * operand_bytes(schedule.shape, element_bytes) / l2_bytes
     if values.get("l2_us_per_mb", 0.0) > 0:
