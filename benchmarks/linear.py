@@ -6,7 +6,7 @@ Per shape: a float64 check, then CUDA-graph replays interleaved with cuBLAS's (s
 method, medians). Prints a table and the geomean of cuBLAS time / ours; --csv writes the rows.
 
     PYTHONPATH=. python3 benchmarks/linear.py [--batches 1,2,4,8,16,32,64,512,2048] [--layers 8192:8192,...]
-                                              [--csv out.csv]
+                                              [--fixup atomic] [--csv out.csv]
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--batches", default="1,2,4,8,16,32,64,512,2048", help="rows of x (comma-separated)")
     ap.add_argument("--layers", help="OUT:IN,... (out_features:in_features) instead of the Llama layers")
+    ap.add_argument("--fixup", help="run auto's Schedules under this fixup policy (e.g. atomic: not deterministic)")
     ap.add_argument("--csv", help="write the rows here")
     args = ap.parse_args()
     stream = torch.cuda.Stream()
@@ -40,7 +41,7 @@ def main() -> None:
             x = torch.randn(m, k, generator=gen, device="cuda").half()
             W = torch.randn(n, k, generator=gen, device="cuda").half()
             out = torch.empty(m, n, device="cuda")
-            p = prepare(x, W.t(), out)
+            p = prepare(x, W.t(), out, fixup=args.fixup)
             p.run()
             torch.cuda.synchronize()
             ref = x.double() @ W.double().t()

@@ -308,3 +308,8 @@ def test_auto_splits_a_gemv_on_the_dot_tiles_over_the_resident_slots_on_every_pr
         assert few.tile == TileShape(64, 8, 128) and (few.grid, few.fixup) == (96, "separate-reduce"), name
         shallow = schedule_for("auto", GemmShape(20000, 3, 256), "float16", target)  # 2 iterations: DP
         assert shallow.tile == TileShape(64, 8, 128) and (shallow.grid, shallow.fixup) == (313, "owner-waits"), name
+        # a forced atomic policy keeps the spread (its 2 KB tile adds are cheap); owner-waits the model's grid
+        atomic = schedule_for("auto", GemmShape(1, 4096, 4096), "float16", target, fixup="atomic")
+        assert (atomic.grid, atomic.fixup) == (gemv.grid, "atomic"), name
+        owner = schedule_for("auto", GemmShape(1, 4096, 4096), "float16", target, fixup="owner-waits")
+        assert owner.fixup == "owner-waits" and owner.grid < gemv.grid, name

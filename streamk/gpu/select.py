@@ -285,7 +285,10 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
             options["few_tiles_reduce"] = True
         if "decode_reduce" not in options and fixup is None and kernel.decode_reduce and decode_like(shape.m, shape.n):
             options["decode_reduce"] = True
-        if "spread_reduce" not in options and fixup is None and kernel.spread_reduce:
+        # the dot tiles' spread also under a forced atomic policy: a 2 KB output tile's atomic add
+        # is cheap and no pass trails the main kernel (1.05-1.19x faster than the reduce pass on
+        # fresh decode shapes, not deterministic; benchmarks/LOG.md v35)
+        if "spread_reduce" not in options and fixup in (None, "atomic") and kernel.spread_reduce:
             options["spread_reduce"] = True
         # a wave or more of tiles at one CTA per SM (the 128x256 tile): the SK CTAs of the two-tile
         # hybrid walk backwards under turnstile (streamk.sched.auto), unless a policy is given
