@@ -166,13 +166,16 @@ struct Dot {
       const unsigned long long src = inside ? (at & ~15ull) + 16ull * q : a;
       cp_async16(stage + r * ROW_BYTES + chunk * 16, reinterpret_cast<const void*>(src), inside ? 16 : 0);
     }
-    if (lane < 16) {  // a row that starts on 16 bytes needs no 17th chunk: it is the next stage's first
+    if (lane < 16) {  // only a row that does not start on 16 bytes reads its 17th chunk (a shift of 0
+                      // discards it: __funnelshift_r's upper word), so no other row copies or zeroes it
       const int r = first + lane, q = q0 + 16;
       const unsigned long long row = a + static_cast<unsigned long long>(row0 + r) * pitch;
       const int shift = static_cast<int>((row >> 1) & 7);
-      const bool inside = row0 + r < row_lim && shift != 0 && 8 * q < shift + col_lim;
-      const unsigned long long src = inside ? (row & ~15ull) + 16ull * q : a;
-      cp_async16(stage + r * ROW_BYTES + 16 * 16, reinterpret_cast<const void*>(src), inside ? 16 : 0);
+      if (shift != 0) {
+        const bool inside = row0 + r < row_lim && 8 * q < shift + col_lim;
+        const unsigned long long src = inside ? (row & ~15ull) + 16ull * q : a;
+        cp_async16(stage + r * ROW_BYTES + 16 * 16, reinterpret_cast<const void*>(src), inside ? 16 : 0);
+      }
     }
   }
 
