@@ -424,12 +424,16 @@ def test_auto_takes_the_sm90_tiles_on_its_large_rungs_where_the_target_says_so()
         H100.with_large_rungs("sm100")
 
 
-def test_programmatic_dependent_launch_only_on_sm90_and_by_default_for_one_wave():
+def test_programmatic_dependent_launch_only_on_sm90_and_behind_a_pack_by_default_for_one_wave():
     from streamk.gpu.select import use_pdl
 
     assert use_pdl(None, 132, 132, "sm_90a") and not use_pdl(None, 133, 132, "sm_90a")
     assert use_pdl(True, 500, 132, "sm_90a") and not use_pdl(False, 10, 132, "sm_90a")
     assert not use_pdl(True, 10, 108, "sm_80") and use_pdl(None, 10, 148, "sm_100")
+    # behind the main kernel or the one-wave prescale (not a pack pass): every grid, unless told not to
+    assert use_pdl(None, 528, 132, "sm_90a", behind_pack=False) and not use_pdl(False, 528, 132, "sm_90a",
+                                                                                behind_pack=False)
+    assert not use_pdl(None, 528, 132, "sm_80", behind_pack=False)
 
 
 def test_auto_runs_gemms_transposed_where_that_copies_less():

@@ -305,9 +305,11 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
     # consumer warp groups (their own __launch_bounds__)
     if plan.policy == "atomic" and items:
         steps.append(Step(spec.prescale, dev.function(spec.prescale), items, dev.block_size(spec.prescale), 0))
-    pdl = use_pdl(tuning.pdl, sched.grid, dev.sms, dev.arch)
+    pdl = use_pdl(tuning.pdl, sched.grid, dev.sms, dev.arch, behind_pack=False)
+    # the main kernel waits (griddepcontrol) for the one pass before it: the pack or the prescale
+    main_pdl = len(steps) == 1 and use_pdl(tuning.pdl, sched.grid, dev.sms, dev.arch, behind_pack=pack is not None)
     steps.append(Step(main, dev.function(main, launch_smem), main_grid, threads, launch_smem,
-                      pdl=pdl and pack is not None and len(steps) == 1, tma=spec.tma, cluster=cluster))
+                      pdl=main_pdl, tma=spec.tma, cluster=cluster))
     if plan.policy == "separate-reduce" and items:
         rsmem, rthreads = dev.smem_bytes(spec.reduce), dev.block_size(spec.reduce)
         steps.append(Step(spec.reduce, dev.function(spec.reduce, rsmem), items, rthreads, rsmem,

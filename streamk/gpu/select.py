@@ -23,11 +23,16 @@ from .operands import (RECT_TILES, SMALL_TILE, TINY_TILES, KernelSpec, Operand, 
 # v13): such launches 1.046x faster geomean with it (208 shapes; worst 0.962x), larger grids
 # 1.006-1.009x but down to 0.87x on some big packed GEMMs (main-kernel CTAs placed while the pack
 # pass still ran).
-def use_pdl(pdl: bool | None, main_grid: int, sms: int, arch: str) -> bool:
-    """Whether this launch's kernels after the first use programmatic dependent launch."""
+def use_pdl(pdl: bool | None, main_grid: int, sms: int, arch: str, *, behind_pack: bool = True) -> bool:
+    """Whether a kernel of this launch after the first uses programmatic dependent launch. Behind
+    the pack pass, by default only where the main grid fits one CTA per SM: main-kernel CTAs placed
+    while a large multi-wave pack still ran cost up to 1.15x (LOG.md v13). Behind the main kernel
+    (the reduce pass) or the one-wave atomic prescale, every grid: nothing waits to be placed."""
     if int("".join(ch for ch in arch if ch.isdigit())) < 90:
         return False  # griddepcontrol is sm_90's
-    return main_grid <= sms if pdl is None else pdl
+    if pdl is not None:
+        return pdl
+    return main_grid <= sms or not behind_pack
 
 
 # sm90 clusters of two CTAs sharing B by TMA multicast (clusters.py) on the tile whose mainloop asks the

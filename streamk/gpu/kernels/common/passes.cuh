@@ -4,7 +4,7 @@
 //                    tile in k order and writes C; grid (split tiles, slices), no shared memory
 //   prescale_kernel  the atomic policy's prologue: C = beta*C on the split tiles
 // Both read the table's items (split tiles); launched with programmatic dependent launch behind or
-// ahead of the main kernel (ptx.cuh pdl_wait).
+// ahead of the main kernel (ptx.cuh pdl_wait, pdl_trigger).
 #pragma once
 
 #include "fixup.cuh"
@@ -85,6 +85,7 @@ __device__ __forceinline__ void reduce_slice(const GemmParams& p) {
 template <class ML>
 __device__ __forceinline__ void prescale_items(const GemmParams& p) {
   using Acc = typename ML::Acc;
+  pdl_trigger();  // the main kernel may start launching: it waits for this pass before touching C
   const int* item = p.table.items + blockIdx.x * ITEM_FIELDS;
   const int m0 = item[I_TILE_M] * ML::BM, n0 = item[I_TILE_N] * ML::BN;
   Acc* C = static_cast<Acc*>(p.ops.c);
