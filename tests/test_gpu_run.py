@@ -106,3 +106,29 @@ def test_auto_takes_the_small_tile_for_few_tiles_and_a_schedule_brings_its_own()
     with pytest.raises(ScheduleError, match="no float16 kernel runs 96x96x32"):
         prepare(A, B, schedule=make_schedule("data-parallel", GemmShape(200, 256, 96), TileShape(96, 96, 32),
                                              Machine(132)))
+
+
+def test_passes_behind_the_main_kernel_and_the_atomic_prescale_launch_by_pdl_at_any_grid_on_sm90():
+    """sm_90's programmatic dependent launch: the reduce pass behind a main grid of more than one CTA
+    per SM (a GEMV's spread over every resident slot) and the main kernel behind the atomic prescale
+    start while the kernel before them runs and wait for it (LOG.md v35d); the sums stay right."""
+    from streamk.gpu import prepare
+    from streamk.gpu.device import current
+
+    dev = current()
+    if int("".join(ch for ch in dev.arch if ch.isdigit())) < 90:
+        pytest.skip(f"programmatic dependent launch is sm_90's ({dev.arch} here)")
+    rng = np.random.default_rng(17)
+    A = rng.standard_normal((4096, 2048)).astype(np.float16)  # a GEMV of 64 tiles of 16 iterations
+    B = rng.standard_normal((2048, 1)).astype(np.float16)
+    spread = prepare(A, B)
+    assert spread.schedule.grid > dev.sms and spread.schedule.fixup == "separate-reduce"
+    assert spread.launch.steps[-1].name.startswith("streamk_reduce") and spread.launch.steps[-1].pdl
+    atomic = prepare(A, B, fixup="atomic")
+    assert atomic.schedule.grid == spread.schedule.grid
+    assert atomic.launch.steps[0].name.startswith("streamk_prescale") and atomic.launch.steps[1].pdl
+    for prepared in (spread, atomic):
+        for _ in range(3):  # relaunches: each waits for its own prescale
+            C = prepared.run()
+        err, bound = _bound(A, B, C)
+        assert np.all(err <= bound), float((err / bound).max())
