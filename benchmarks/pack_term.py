@@ -1,14 +1,16 @@
-"""What the pack pass adds to a GEMM's time, against the calibrated simulator (issue 18 item 1).
+"""The calibrated model's pack terms, fitted on corpus runs (issue 18 item 1; LOG.md v35e).
 
-The calibrated model has no pack term: its fidelity runs round k and n up to multiples of 8 so that
-nothing is packed. A ``streamk bench`` CSV of the corpus times auto with every overhead inside,
-packs included, and records the pack pass alone (``pack_ms``). For each shape whose auto Schedule
-rebuilds today as it ran (tile and grid) on a calibrated kernel, this predicts the main kernel
-(``predict_us``), takes the MB of A and B the GPU's own rule packs for contiguous operands
-(``select.contiguous_widths``), fits ``total = main + pack + MB x pack_us_per_mb`` by relative least
-squares on every other packed shape and scores it on the rest (LOG.md v35d).
+No calibration probe packs an operand (they read 16-byte rows), so the pack pass's terms, ``pack``
+(once per launch that packs) and ``pack_us_per_mb`` (per MB of A and B it copies), are fitted on a
+``streamk bench`` CSV of the corpus, which times auto with every overhead inside, packs included.
+For each shape whose auto Schedule rebuilds today as it ran (tile and grid) on a calibrated kernel,
+the main kernel's time is the calibrated simulator's (``predict_us`` without a pack) and the MB are
+what the GPU's own rule packs for contiguous operands (``select.packed_bytes``); ``total = main +
+pack + MB x pack_us_per_mb`` is fitted by relative least squares, first on every other packed shape
+(scored on the rest), then on all of them. ``--write DIR`` puts the latter into DIR/<target>.json's
+FP16 and BF16 entries of the kernels seen (one pack kernel, ``streamk_pack_b16``, serves both).
 
-    python benchmarks/pack_term.py benchmarks/data/bench_h100_f16_v32.csv --target h100
+    python benchmarks/pack_term.py benchmarks/data/bench_h100_f16_v32.csv --target h100 [--write DIR]
 """
 
 from __future__ import annotations
@@ -16,17 +18,21 @@ from __future__ import annotations
 import argparse
 import csv
 from collections import Counter
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
+from streamk.calibrate import files
+from streamk.calibrate.model import CORPUS_TERMS, Term
 from streamk.calibrate.predict import predict_us
-from streamk.gpu.select import contiguous_widths, schedule_for
-from streamk.shapes import ITEMSIZE, GemmShape
+from streamk.gpu.select import packed_bytes, schedule_for
+from streamk.shapes import GemmShape
 from streamk.target import preset
 
 
 def rows_of(path: str, target_name: str, dtype: str) -> list[tuple[str, float, float, float, float]]:
-    """(tile, predicted main us, measured total us, pack pass us, packed MB) per rebuilt shape."""
+    """(tile, main kernel us as predicted, the pack as shipped predicts it, measured total us, packed MB)."""
     target = preset(target_name)
     out = []
     for r in csv.DictReader(open(path)):
@@ -39,46 +45,65 @@ def rows_of(path: str, target_name: str, dtype: str) -> list[tuple[str, float, f
         cal = target.kernel(dtype, schedule.tile).calibration
         if cal is None:
             continue
-        wa, wb = contiguous_widths(shape, dtype, schedule.tile)
-        packed = (shape.m * shape.k if wa == 0 else 0) + (shape.k * shape.n if wb == 0 else 0)
-        out.append((str(schedule.tile), predict_us(schedule, cal, target.sms), float(r["auto"]) * 1e3,
-                    float(r["pack_ms"] or 0) * 1e3, packed * ITEMSIZE[dtype] / 1e6))
+        mb = packed_bytes(shape, dtype, schedule.tile) / 1e6
+        main = predict_us(schedule, cal, target.sms)
+        out.append((str(schedule.tile), main, predict_us(schedule, cal, target.sms, packed_mb=mb),
+                    float(r["auto"]) * 1e3, mb))
     return out
+
+
+def fit_pack(main: np.ndarray, total: np.ndarray, mb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(pack, pack_us_per_mb) and their standard errors, relative least squares."""
+    w = 1.0 / total
+    design = np.stack([np.ones(len(mb)), mb], axis=1) * w[:, None]
+    y = (total - main) * w
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    resid = y - design @ coef
+    sigma2 = float(resid @ resid) / max(1, len(y) - 2)
+    return coef, np.sqrt(np.diag(np.linalg.inv(design.T @ design)) * sigma2)
 
 
 def _score(name: str, predicted: np.ndarray, measured: np.ndarray) -> str:
     e = predicted / measured - 1
-    return (f"{name:<34} {len(e):4d} shapes: median |error| {np.median(np.abs(e)):6.1%}, p90 "
+    return (f"{name:<36} {len(e):4d} shapes: median |error| {np.median(np.abs(e)):6.1%}, p90 "
             f"{np.percentile(np.abs(e), 90):6.1%}, signed median {np.median(e):+6.1%}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("csv", help="a streamk bench CSV with an auto column and pack_ms")
+    ap.add_argument("csv", help="a streamk bench CSV with auto, auto_tile, auto_grid columns")
     ap.add_argument("--target", default="h100", help="the preset whose calibration predicts (default h100)")
     ap.add_argument("--dtype", default="float16")
+    ap.add_argument("--write", type=Path, metavar="DIR", help="write the terms fitted on every packed shape here")
     args = ap.parse_args()
     rows = rows_of(args.csv, args.target, args.dtype)
     tiles = np.array([r[0] for r in rows])
-    main_us, total, pack_us, mb = (np.array([r[i] for r in rows]) for i in range(1, 5))
+    main_us, shipped, total, mb = (np.array([r[i] for r in rows]) for i in range(1, 5))
     packed = mb > 0
     counts = ", ".join(f"{n} on {t}" for t, n in Counter(str(t) for t in tiles[packed]).most_common())
     print(f"{len(rows)} shapes rebuilt on calibrated kernels; packed: {counts}")
-    print(_score("unpacked, the model as shipped", main_us[~packed], total[~packed]))
-    print(_score("packed, the model as shipped", main_us[packed], total[packed]))
+    print(_score("unpacked", main_us[~packed], total[~packed]))
+    print(_score("packed, without a pack term", main_us[packed], total[packed]))
+    print(_score("packed, the calibration as shipped", shipped[packed], total[packed]))
     idx = np.flatnonzero(packed)
-    fit, held = idx[::2], idx[1::2]
-    w = 1.0 / total[fit]
-    design = np.stack([np.ones(len(fit)), mb[fit]], axis=1) * w[:, None]
-    (fixed, per_mb), *_ = np.linalg.lstsq(design, (total[fit] - main_us[fit]) * w, rcond=None)
-    alone = np.linalg.lstsq(np.stack([np.ones(packed.sum()), mb[packed]], axis=1), pack_us[packed], rcond=None)[0]
-    print(f"pack term fitted on {len(fit)} packed shapes: {fixed:.2f} us + {per_mb:.3f} us/MB "
-          f"(the pack pass alone, timed: {alone[0]:.2f} us + {alone[1]:.3f} us/MB)")
-    print(_score("packed, + the term: fit half", main_us[fit] + fixed + per_mb * mb[fit], total[fit]))
-    print(_score("packed, + the term: held-out half", main_us[held] + fixed + per_mb * mb[held], total[held]))
+    half, held = idx[::2], idx[1::2]
+    (p, q), _ = fit_pack(main_us[half], total[half], mb[half])
+    print(f"fitted on {len(half)} packed shapes: {p:.2f} us + {q:.3f} us/MB")
+    print(_score("  the other half (held out)", main_us[held] + p + q * mb[held], total[held]))
     for tile in sorted(set(tiles[held])):
         sel = held[tiles[held] == tile]
-        print(_score(f"  held out on {tile}", main_us[sel] + fixed + per_mb * mb[sel], total[sel]))
+        print(_score(f"    on {tile}", main_us[sel] + p + q * mb[sel], total[sel]))
+    (p, q), (sp, sq) = fit_pack(main_us[idx], total[idx], mb[idx])
+    print(f"fitted on all {len(idx)}: pack {p:.3f} +- {sp:.3f} us, pack_us_per_mb {q:.4f} +- {sq:.4f}")
+    if args.write:
+        target = preset(args.target)
+        for kernel in target.tiles:
+            if str(kernel.tile) in set(tiles[packed]) and kernel.dtype in ("float16", "bfloat16") and kernel.calibration:
+                cal = kernel.calibration
+                terms = tuple(t for t in cal.terms if t.name not in CORPUS_TERMS) + (
+                    Term("pack", float(max(p, 0.0)), float(sp)), Term("pack_us_per_mb", float(max(q, 0.0)), float(sq)))
+                path = files.write(replace(cal, terms=terms), target.name, target.arch, args.write)
+                print(f"wrote {path} ({kernel.dtype} {kernel.tile})")
 
 
 if __name__ == "__main__":

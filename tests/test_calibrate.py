@@ -16,7 +16,7 @@ import pytest
 from streamk.calibrate import files
 from streamk.calibrate.design import probes
 from streamk.calibrate.fit import FitError, calibrate_with, fit
-from streamk.calibrate.model import Calibration, Term, term_names
+from streamk.calibrate.model import CORPUS_TERMS, TERM_DOC, Calibration, Term, term_names
 from streamk.calibrate.predict import predict_from, predict_us
 from streamk.cli import main
 from streamk.dispatch import dispatch_verdict
@@ -33,8 +33,9 @@ SMS = 32  # the design's times do not depend on the SM count (every probe is who
 # dram_us_per_mb: a quarter of an H100's DRAM bandwidth for a quarter of its SMs (~0.35 us/MB there).
 TRUE = {"launch": 4.0, "a": 1.5, "c1": 0.47, "c_shared": 0.92, "b": 1.2, "d": 1.3, "pass_launch": 3.0,
         "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 1.5, "atomic": 9.0, "c_free": 0.06, "c_l2": 0.08,
-        "l2_us_per_mb": 0.05, "c_shifted": 0.35}
-# c_shifted: priced on the dot tiles only (the 128x128 kernel packs unaligned rows), so not fitted here.
+        "l2_us_per_mb": 0.05, "c_shifted": 0.35, "pack": 1.0, "pack_us_per_mb": 0.7}
+# c_shifted: priced on the dot tiles only (the 128x128 kernel packs unaligned rows), so not fitted here;
+# pack and pack_us_per_mb: fitted on corpus runs, no probe prices them (model.CORPUS_TERMS).
 # l2_us_per_mb: an L2 that keeps up with every probe here (32 CTAs' boxes of 16 KB: 0.03 us an
 # iteration against c1's 0.47), so a fit leaves that max() out
 L2 = 12e6  # bytes: the L2 of that 32-SM device
@@ -55,7 +56,7 @@ def test_fit_recovers_known_terms_within_their_reported_errors():
     design, result = calibrate_with(simulated_device(TRUE, NOISE, seed=1), "float16", TILE, SMS, 2, L2)
     z = (result.values - [TRUE[n] for n in result.names]) / result.errors
     report = {n: (TRUE[n], round(v, 4), round(e, 4)) for n, v, e in zip(result.names, result.values, result.errors)}
-    assert len(design) == 41 and result.names == tuple(n for n in term_names(2) if n not in ("l2_us_per_mb", "c_shifted"))
+    assert len(design) == 41 and result.names == tuple(n for n in term_names(2) if n not in ("l2_us_per_mb", "c_shifted", *CORPUS_TERMS))
     assert np.all(np.abs(z) < 3), report
     assert 0.5 * NOISE < result.rms_rel_residual < 1.5 * NOISE, result.rms_rel_residual
     rel_se = dict(zip(result.names, result.errors / result.values))
@@ -92,7 +93,7 @@ def test_reported_errors_cover_the_truth_as_often_as_they_should():
 def test_fit_is_exact_without_noise_on_a_kernel_of_one_cta_per_sm():
     truth = {k: v for k, v in TRUE.items() if k != "c_shared"}
     _, result = calibrate_with(simulated_device(truth, 0.0, 0, 1), "float16", TILE, SMS, 1, L2, quick=True)
-    assert result.names == tuple(n for n in term_names(1) if n not in ("l2_us_per_mb", "c_shifted")) and "c_shared" not in result.names
+    assert result.names == tuple(n for n in term_names(1) if n not in ("l2_us_per_mb", "c_shifted", *CORPUS_TERMS)) and "c_shared" not in result.names
     assert np.allclose(result.values, [truth[n] for n in result.names], rtol=1e-6, atol=1e-6)
 
 
@@ -269,7 +270,8 @@ def test_the_l2_term_charges_each_iteration_by_the_operands_share_of_the_l2_and_
     shipped = preset("h100").kernel("bfloat16", TileShape(128, 128, 64)).calibration
     older = Calibration.from_json_dict({**shipped.to_json_dict(), "terms_us": {
         n: v for n, v in shipped.to_json_dict()["terms_us"].items() if n not in ("c_l2", "l2_us_per_mb")}})
-    newer = dataclasses.replace(older, terms=older.terms + (Term("c_l2", 0.2, 0.01),))
+    newer = dataclasses.replace(older, terms=tuple(sorted(older.terms + (Term("c_l2", 0.2, 0.01),),
+                                                          key=lambda t: list(TERM_DOC).index(t.name))))
     assert older.us("c_l2") == 0.0 and newer.model_costs() == older.model_costs()
     values = {t.name: t.us for t in older.terms}
     for s in (square, wide):
@@ -382,3 +384,34 @@ def test_the_shifted_term_prices_unaligned_streamed_rows_on_the_dot_tiles_only_a
     _, result = calibrate_with(simulated_device(values, 0.0, 0, 4), "float16", DOT_TILE, SMS, 4, L2)
     fitted = dict(zip(result.names, result.values))
     assert fitted["c_shifted"] == pytest.approx(TRUE["c_shifted"], rel=1e-4), fitted
+
+
+def test_the_pack_pass_is_priced_where_the_gpu_packs_and_a_recalibration_keeps_its_corpus_fitted_terms(
+        capsys, monkeypatch, tmp_path):
+    """No probe packs, so `pack` and `pack_us_per_mb` are fitted on corpus runs
+    (benchmarks/pack_term.py): the simulator adds them for the MB the GPU's rule packs for contiguous
+    operands (select.packed_bytes), and a new entry from `streamk calibrate` keeps them."""
+    from streamk.gpu.select import packed_bytes, schedule_for
+
+    cal = _calibration()
+    shape = GemmShape(3000, 5000, 701)  # odd k: A's rows are 2-byte aligned, so A is packed
+    s = schedule_for("stream-k", shape, "float16", preset("h100"))
+    mb = packed_bytes(shape, "float16", s.tile) / 1e6
+    assert mb == pytest.approx(3000 * 701 * 2 / 1e6) and packed_bytes(GemmShape(3000, 5000, 704), "float16", s.tile) == 0
+    assert predict_us(s, cal, 132, packed_mb=mb) == pytest.approx(
+        predict_us(s, cal, 132) + TRUE["pack"] + mb * TRUE["pack_us_per_mb"])
+    monkeypatch.setitem(PRESETS, "h100", with_calibration(preset("h100"), (cal,)))
+    assert main(["simulate", "stream-k", "--shape", "3000x5000x701", "--target", "h100", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["packed_mb"] == pytest.approx(mb)
+    assert out["predicted_us"] == pytest.approx(predict_us(s, cal, 132, packed_mb=mb))
+
+    path = files.write(cal, "h100", "sm_90a", tmp_path)
+    probed = dataclasses.replace(cal, terms=tuple(t for t in cal.terms if t.name not in CORPUS_TERMS))
+    files.write(probed, "h100", "sm_90a", tmp_path)  # what a fit of the probes writes
+    (entry,) = json.loads(path.read_text())["kernels"]
+    assert entry["terms_us"]["pack"]["us"] == TRUE["pack"] and Calibration.from_json_dict(entry) == cal
+    newer = dataclasses.replace(cal, terms=tuple(Term(t.name, 2 * t.us if t.name == "pack" else t.us, t.se)
+                                                 for t in cal.terms))
+    files.write(newer, "h100", "sm_90a", tmp_path)  # an entry that has them replaces them
+    assert json.loads(path.read_text())["kernels"][0]["terms_us"]["pack"]["us"] == 2 * TRUE["pack"]

@@ -73,6 +73,8 @@ def predict_rows(rows: Sequence[dict[str, Any]], target: Target, dtype: str) -> 
     """``rows`` with ``predicted_us`` from ``target``'s calibration; NaN where the GPU run failed
     (its ``error``), or ``unpredicted`` says why: its kernel has no calibration, or the rebuilt
     Schedule is not the one the GPU ran."""
+    from ..gpu.select import packed_bytes
+
     out = []
     for row in rows:
         row = dict(row, predicted_us=math.nan, unpredicted="")
@@ -89,7 +91,8 @@ def predict_rows(rows: Sequence[dict[str, Any]], target: Target, dtype: str) -> 
                 elif cal is None:
                     row["unpredicted"] = f"{target.name} has no calibration of the {dtype} {schedule.tile} kernel"
                 else:
-                    row["predicted_us"] = predict_us(schedule, cal, target.sms)
+                    packed_mb = packed_bytes(shape, dtype, schedule.tile) / 1e6  # the runs' operands are contiguous
+                    row["predicted_us"] = predict_us(schedule, cal, target.sms, packed_mb=packed_mb)
         out.append(row)
     return out
 

@@ -21,7 +21,7 @@ from ..schedule import Schedule
 from ..shapes import ITEMSIZE, TileShape
 from ..target import streams_unaligned
 from .design import Probe, probes
-from .model import MAY_NOT_BIND, TERM_DOC, Calibration, Term, term_names
+from .model import CORPUS_TERMS, MAY_NOT_BIND, TERM_DOC, Calibration, Term, term_names
 from .predict import predict_from
 
 # a first guess of the H100's order of magnitude; the fit moves it
@@ -148,7 +148,8 @@ def _descend(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: i
         raise FitError(f"need one finite time > 0 per schedule (got {len(y)} times for {len(schedules)} schedules)")
     # c_shifted only where a probe streams unaligned rows (a kernel that packs them never does)
     shifted = any(streams_unaligned(s.shape, s.tile, element_bytes) for s in schedules)
-    names = tuple(n for n in term_names(ctas_per_sm) if n not in held and (n != "c_shifted" or shifted))
+    names = tuple(n for n in term_names(ctas_per_sm)
+                  if n not in held and n not in CORPUS_TERMS and (n != "c_shifted" or shifted))
     if len(y) <= len(names):
         raise FitError(f"{len(names)} terms need more than {len(names)} probes (got {len(y)})")
     w = 1.0 / y

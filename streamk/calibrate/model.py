@@ -36,12 +36,19 @@ TERM_DOC: dict[str, str] = {
                     "takes at least that (every SM's reads share the L2's bandwidth)",
     "c_shifted": "per MAC iteration, what it costs more where the kernel streams rows that are not 16-byte aligned "
                  "in place (the dot tiles' funnel-shifted fragments; target.streams_unaligned)",
+    "pack": "once per launch whose operands the pack pass copies first (its launch and drain, less what the main "
+            "kernel's programmatic launch overlaps)",
+    "pack_us_per_mb": "per MB of A and B the pack pass copies (operands whose rows the kernel cannot read in place)",
 }
 
 
-# Terms added to the first model (LOG.md v19, v21, v22, v26, v28, v35); an entry fitted without some
+# Terms added to the first model (LOG.md v19, v21, v22, v26, v28, v35, v35e); an entry fitted without some
 # of them predicts as if they were 0.
-EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic", "c_free", "c_l2", "l2_us_per_mb", "c_shifted")
+EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic", "c_free", "c_l2", "l2_us_per_mb", "c_shifted", "pack",
+                   "pack_us_per_mb")
+# Terms no probe prices yet: fitted on corpus runs (benchmarks/pack_term.py, LOG.md v35e), so a fit of
+# the probes leaves them out and a new entry written by `streamk calibrate` has none of them.
+CORPUS_TERMS = ("pack", "pack_us_per_mb")
 
 
 # Terms priced through a max() with the MAC iteration: a device whose bandwidth keeps up with every

@@ -19,6 +19,9 @@ machine and which constants it runs with, mirroring how the GPU backend launches
   mainloop refills more of its shared slices the fuller the L2; LOG.md v26);
 * ``l2_us_per_mb``: a MAC iteration lasts at least the time the L2 takes to serve every busy CTA
   its A and B boxes (past about half the SMs an H100's 128x128x64 mainloop is L2-bound; LOG.md v28);
+* ``pack`` and ``pack_us_per_mb``: where the GPU packs operands first (the caller says how many MB),
+  that pass's launch and drain and its copy, in series before the main kernel (fitted on corpus runs;
+  LOG.md v35e);
 * ``dram_us_per_mb``: the MAC iteration stretched where the schedule's operand reads miss the L2
   faster than DRAM delivers them (``traffic.dram_slowdown``: scattered Stream-K units on operands
   larger than the L2).
@@ -78,31 +81,36 @@ def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_
 
 
 def predict_from(schedule: Schedule, values: dict[str, float], sms: int, ctas_per_sm: int,
-                 fixup: str | None = None, *, l2_bytes: float = 0.0, element_bytes: int = 2) -> float:
+                 fixup: str | None = None, *, l2_bytes: float = 0.0, element_bytes: int = 2,
+                 packed_mb: float = 0.0) -> float:
     """Predicted microseconds of ``schedule`` under term ``values`` (a fit's current guess or a
-    Calibration's) on ``element_bytes`` operands and an L2 of ``l2_bytes`` (0: no traffic model);
-    inf where the schedule cannot finish on that machine."""
+    Calibration's) on ``element_bytes`` operands and an L2 of ``l2_bytes`` (0: no traffic model),
+    the pack pass first where it copies ``packed_mb`` MB of A and B; inf where the schedule cannot
+    finish on that machine."""
     placed, costs, policy = calibrated_run(schedule, values, sms, ctas_per_sm, fixup, l2_bytes=l2_bytes,
                                            element_bytes=element_bytes)
+    pack = values.get("pack", 0.0) + packed_mb * values.get("pack_us_per_mb", 0.0) if packed_mb > 0 else 0.0
     ipt = schedule.problem.iters_per_tile
     units = schedule.units
     if len(units) == schedule.grid and np.all(units[:, 1] == 0) and np.all(units[:, 2] == ipt):
         # whole tiles, one per CTA: identical CTAs in waves (what the event simulator gives, faster)
-        return values["launch"] + math.ceil(schedule.grid / placed.machine.slots) * (costs.a + costs.c * ipt)
+        return pack + values["launch"] + math.ceil(schedule.grid / placed.machine.slots) * (costs.a + costs.c * ipt)
     timeline = simulate(placed, costs, policy, values.get("unit", 0.0), values.get("atomic", 0.0))
     if timeline.deadlock:
         return math.inf
     extra = 0.0
     if policy in EXTRA_PASS_POLICIES and len(plan_fixup(placed, policy).split_tiles):
         extra = values["pass_launch"]
-    return values["launch"] + timeline.makespan + extra
+    return pack + values["launch"] + timeline.makespan + extra
 
 
-def predict_us(schedule: Schedule, calibration: Calibration, sms: int, fixup: str | None = None) -> float:
-    """Predicted microseconds of ``schedule`` on ``sms`` SMs of the calibrated device family."""
+def predict_us(schedule: Schedule, calibration: Calibration, sms: int, fixup: str | None = None, *,
+               packed_mb: float = 0.0) -> float:
+    """Predicted microseconds of ``schedule`` on ``sms`` SMs of the calibrated device family, with a
+    pack pass of ``packed_mb`` MB first (``gpu.select.packed_bytes`` says how much the GPU packs)."""
     values = {t.name: t.us for t in calibration.terms}
     return predict_from(schedule, values, sms, calibration.ctas_per_sm, fixup, l2_bytes=calibration.l2_bytes,
-                        element_bytes=ITEMSIZE[calibration.dtype])
+                        element_bytes=ITEMSIZE[calibration.dtype], packed_mb=packed_mb)
 
 
 def calibrated_timeline(schedule: Schedule, calibration: Calibration, sms: int) -> tuple[Timeline, float]:

@@ -134,6 +134,13 @@ def contiguous_shifted(shape: GemmShape, dtype: str, tile: TileShape) -> bool:
     return 2 in contiguous_widths(shape, dtype, tile)
 
 
+def packed_bytes(shape: GemmShape, dtype: str, tile: TileShape) -> int:
+    """Bytes of contiguous row-major A and B (as contiguous_narrow) that ``tile``'s kernel packs
+    before its main kernel: what the calibrated simulator prices the pack pass by."""
+    wa, wb = contiguous_widths(shape, dtype, tile)
+    return ((shape.m * shape.k if wa == 0 else 0) + (shape.k * shape.n if wb == 0 else 0)) * ITEMSIZE[dtype]
+
+
 def contiguous_widths(shape: GemmShape, dtype: str, tile: TileShape) -> tuple[int, int]:
     """The copy widths ``tile``'s kernel reads contiguous row-major operands of ``shape`` with."""
     a = Operand(None, "cuda", 0, (shape.m, shape.k), (shape.k, 1), dtype)
