@@ -89,8 +89,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"deadlock: {timeline.deadlock_reason}")
     if predicted:
         us = predicted["predicted_us"]
+        packs = f", the pack pass of {predicted['packed_mb']:.3g} MB included" if predicted.get("packed_mb") else ""
         print(predicted.get("calibration_note") or f"predicted {_fmt(us if us is not None else math.inf)} us on "
-              f"{args.target.name} (calibrated on {predicted['calibration']['device']})")
+              f"{args.target.name} (calibrated on {predicted['calibration']['device']}{packs})")
     print(f"{'CTA':>5} {'SM':>4} {'slot':>4} {'start':>10} {'end':>10}")
     for c in range(schedule.grid):
         print(f"{c:>5} {int(timeline.cta_sm[c]):>4} {int(timeline.cta_slot[c]):>4} "
