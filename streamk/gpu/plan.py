@@ -305,7 +305,6 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
     # consumer warp groups (their own __launch_bounds__)
     if plan.policy == "atomic" and items:
         steps.append(Step(spec.prescale, dev.function(spec.prescale), items, dev.block_size(spec.prescale), 0))
-    pdl = use_pdl(tuning.pdl, sched.grid, dev.sms, dev.arch, behind_pack=False)
     # the main kernel waits (griddepcontrol) for the one pass before it: the pack or the prescale
     main_pdl = len(steps) == 1 and use_pdl(tuning.pdl, sched.grid, dev.sms, dev.arch, behind_pack=pack is not None)
     steps.append(Step(main, dev.function(main, launch_smem), main_grid, threads, launch_smem,
@@ -313,7 +312,8 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
     if plan.policy == "separate-reduce" and items:
         rsmem, rthreads = dev.smem_bytes(spec.reduce), dev.block_size(spec.reduce)
         steps.append(Step(spec.reduce, dev.function(spec.reduce, rsmem), items, rthreads, rsmem,
-                          grid_y=reduce_slices(items, spec, rthreads, dev.sms), pdl=pdl))
+                          grid_y=reduce_slices(items, spec, rthreads, dev.sms),
+                          pdl=use_pdl(tuning.pdl, sched.grid, dev.sms, dev.arch, behind_pack=False)))
     extents = (extent_bytes(extents_of[0], spec.itemsize), extent_bytes(extents_of[1], spec.itemsize),
                extent_bytes(c, acc_bytes) if c is not None else 0)
     maps = tma.maps_of(a.dtype, shape, lda, ldb, spec.tile) if spec.tma else None
