@@ -1,16 +1,15 @@
-"""The calibrated model's pack terms, fitted on corpus runs (issue 18 item 1; LOG.md v35e).
+"""The calibrated model's pack terms checked on corpus runs (issue 18 item 1; LOG.md v35e, v36).
 
-No calibration probe packs an operand (they read 16-byte rows), so the pack pass's terms, ``pack``
-(once per launch that packs) and ``pack_us_per_mb`` (per MB of A and B it copies), are fitted on a
-``streamk bench`` CSV of the corpus, which times auto with every overhead inside, packs included.
-For each shape whose auto Schedule rebuilds today as it ran (tile and grid) on a calibrated kernel,
+``streamk calibrate`` fits the pack pass's terms, ``pack`` (once per launch that packs) and
+``pack_us_per_mb`` (per MB of A and B it copies), on its dp-packed probes. This script fits the same
+two terms independently on a ``streamk bench`` CSV of the corpus, which times auto with every
+overhead inside, packs included, and scores the shipped ones there. For each shape whose auto Schedule rebuilds today as it ran (tile and grid) on a calibrated kernel,
 the main kernel's time is the calibrated simulator's (``predict_us`` without a pack) and the MB are
 what the GPU's own rule packs for contiguous operands (``select.packed_bytes``); ``total = main +
 pack + MB x pack_us_per_mb`` is fitted by relative least squares, first on every other packed shape
-(scored on the rest), then on all of them. ``--write DIR`` puts the latter into DIR/<target>.json's
-FP16 and BF16 entries of the kernels seen (one pack kernel, ``streamk_pack_b16``, serves both).
+(scored on the rest), then on all of them.
 
-    python benchmarks/pack_term.py benchmarks/data/bench_h100_f16_v32.csv --target h100 [--write DIR]
+    python benchmarks/pack_term.py benchmarks/data/bench_h100_f16_v32.csv --target h100
 """
 
 from __future__ import annotations
@@ -18,13 +17,9 @@ from __future__ import annotations
 import argparse
 import csv
 from collections import Counter
-from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 
-from streamk.calibrate import files
-from streamk.calibrate.model import CORPUS_TERMS, Term
 from streamk.calibrate.predict import predict_us
 from streamk.gpu.select import packed_bytes, schedule_for
 from streamk.shapes import GemmShape
@@ -74,7 +69,6 @@ def main() -> None:
     ap.add_argument("csv", help="a streamk bench CSV with auto, auto_tile, auto_grid columns")
     ap.add_argument("--target", default="h100", help="the preset whose calibration predicts (default h100)")
     ap.add_argument("--dtype", default="float16")
-    ap.add_argument("--write", type=Path, metavar="DIR", help="write the terms fitted on every packed shape here")
     args = ap.parse_args()
     rows = rows_of(args.csv, args.target, args.dtype)
     tiles = np.array([r[0] for r in rows])
@@ -95,15 +89,6 @@ def main() -> None:
         print(_score(f"    on {tile}", main_us[sel] + p + q * mb[sel], total[sel]))
     (p, q), (sp, sq) = fit_pack(main_us[idx], total[idx], mb[idx])
     print(f"fitted on all {len(idx)}: pack {p:.3f} +- {sp:.3f} us, pack_us_per_mb {q:.4f} +- {sq:.4f}")
-    if args.write:
-        target = preset(args.target)
-        for kernel in target.tiles:
-            if str(kernel.tile) in set(tiles[packed]) and kernel.dtype in ("float16", "bfloat16") and kernel.calibration:
-                cal = kernel.calibration
-                terms = tuple(t for t in cal.terms if t.name not in CORPUS_TERMS) + (
-                    Term("pack", float(max(p, 0.0)), float(sp)), Term("pack_us_per_mb", float(max(q, 0.0)), float(sq)))
-                path = files.write(replace(cal, terms=terms), target.name, target.arch, args.write)
-                print(f"wrote {path} ({kernel.dtype} {kernel.tile})")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import pytest
 from streamk.calibrate import files
 from streamk.calibrate.design import probes
 from streamk.calibrate.fit import FitError, calibrate_with, fit
-from streamk.calibrate.model import CORPUS_TERMS, TERM_DOC, Calibration, Term, term_names
+from streamk.calibrate.model import PACK_TERMS, TERM_DOC, Calibration, Term, term_names
 from streamk.calibrate.predict import predict_from, predict_us
 from streamk.cli import main
 from streamk.dispatch import dispatch_verdict
@@ -24,7 +24,7 @@ from streamk.errors import InputError
 from streamk.fixup import plan_fixup
 from streamk.sched import make_schedule
 from streamk.shapes import GemmShape, Machine, TileShape
-from streamk.target import PRESETS, preset, with_calibration
+from streamk.target import DOT_T_TILE, DOT_TILE, PRESETS, preset, with_calibration
 
 TILE = TileShape(128, 128, 32)
 SMS = 32  # the design's times do not depend on the SM count (every probe is whole waves); 32 is fast
@@ -35,28 +35,39 @@ TRUE = {"launch": 4.0, "a": 1.5, "c1": 0.47, "c_shared": 0.92, "b": 1.2, "d": 1.
         "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 1.5, "atomic": 9.0, "c_free": 0.06, "c_l2": 0.08,
         "l2_us_per_mb": 0.05, "c_shifted": 0.35, "pack": 1.0, "pack_us_per_mb": 0.7}
 # c_shifted: priced on the dot tiles only (the 128x128 kernel packs unaligned rows), so not fitted here;
-# pack and pack_us_per_mb: fitted on corpus runs, no probe prices them (model.CORPUS_TERMS).
+# pack and pack_us_per_mb: fitted where the design is told what the kernel packs (the dp-packed probes).
 # l2_us_per_mb: an L2 that keeps up with every probe here (32 CTAs' boxes of 16 KB: 0.03 us an
 # iteration against c1's 0.47), so a fit leaves that max() out
 L2 = 12e6  # bytes: the L2 of that 32-SM device
 NOISE = 0.01  # relative, Gaussian: CUDA-event medians of short launches wander about this much
 
 
+def packs(dtype: str, tile: TileShape):
+    """The MB of contiguous A and B the GPU packs for a shape on ``tile`` (its own rule)."""
+    from streamk.gpu.select import packed_bytes
+
+    return lambda shape: packed_bytes(shape, dtype, tile) / 1e6
+
+
 def simulated_device(truth: dict, noise: float, seed: int, ctas_per_sm: int = 2):
-    """A timer that answers with the calibrated simulator under ``truth``, times (1 + noise N(0,1))."""
+    """A timer that answers with the calibrated simulator under ``truth``, times (1 + noise N(0,1)),
+    the pack pass first wherever the GPU would pack the schedule's contiguous operands."""
     rng = np.random.default_rng(seed)
 
     def timer(schedules, dtype):
-        exact = np.array([predict_from(s, truth, SMS, ctas_per_sm, l2_bytes=L2) for s in schedules])
+        exact = np.array([predict_from(s, truth, SMS, ctas_per_sm, l2_bytes=L2, packed_mb=packs(dtype, s.tile)(s.shape))
+                          for s in schedules])
         return exact * (1 + noise * rng.standard_normal(len(exact)))
     return timer
 
 
 def test_fit_recovers_known_terms_within_their_reported_errors():
-    design, result = calibrate_with(simulated_device(TRUE, NOISE, seed=1), "float16", TILE, SMS, 2, L2)
+    design, result = calibrate_with(simulated_device(TRUE, NOISE, seed=1), "float16", TILE, SMS, 2, L2,
+                                    packed_mb=packs("float16", TILE))
     z = (result.values - [TRUE[n] for n in result.names]) / result.errors
     report = {n: (TRUE[n], round(v, 4), round(e, 4)) for n, v, e in zip(result.names, result.values, result.errors)}
-    assert len(design) == 41 and result.names == tuple(n for n in term_names(2) if n not in ("l2_us_per_mb", "c_shifted", *CORPUS_TERMS))
+    assert len(design) == 44 and result.names == tuple(n for n in term_names(2) if n not in ("l2_us_per_mb", "c_shifted"))
+    assert [p.family for p in design].count("dp-packed") == 3
     assert np.all(np.abs(z) < 3), report
     assert 0.5 * NOISE < result.rms_rel_residual < 1.5 * NOISE, result.rms_rel_residual
     rel_se = dict(zip(result.names, result.errors / result.values))
@@ -93,7 +104,8 @@ def test_reported_errors_cover_the_truth_as_often_as_they_should():
 def test_fit_is_exact_without_noise_on_a_kernel_of_one_cta_per_sm():
     truth = {k: v for k, v in TRUE.items() if k != "c_shared"}
     _, result = calibrate_with(simulated_device(truth, 0.0, 0, 1), "float16", TILE, SMS, 1, L2, quick=True)
-    assert result.names == tuple(n for n in term_names(1) if n not in ("l2_us_per_mb", "c_shifted", *CORPUS_TERMS)) and "c_shared" not in result.names
+    # told nothing of what the kernel packs, the design has no dp-packed probe and the fit no pack terms
+    assert result.names == tuple(n for n in term_names(1) if n not in ("l2_us_per_mb", "c_shifted", *PACK_TERMS)) and "c_shared" not in result.names
     assert np.allclose(result.values, [truth[n] for n in result.names], rtol=1e-6, atol=1e-6)
 
 
@@ -228,8 +240,10 @@ def test_calibrate_cli_end_to_end_against_a_stand_in_gpu(tmp_path, capsys, monke
     assert "rms relative residual" in err and "wrote" in err and entry["device"] == dev.name
     monkeypatch.setenv(files.ENV, str(tmp_path))
     (cal,) = files.load("h100")  # the family's file, which the h100 preset loads
-    assert (cal.dtype, cal.tile, cal.ctas_per_sm, cal.probes, cal.l2_bytes) == ("float16", TILE, 2, 21, L2)
+    # the quick design's 21 probes and two dp-packed ones: the 128x128x32 kernel packs 2-byte-aligned rows
+    assert (cal.dtype, cal.tile, cal.ctas_per_sm, cal.probes, cal.l2_bytes) == ("float16", TILE, 2, 23, L2)
     assert all(abs(t.us - TRUE[t.name]) < 4 * t.se for t in cal.terms), cal.terms
+    assert {"pack", "pack_us_per_mb"} <= {t.name for t in cal.terms}
 
 
 def test_the_atomic_term_prices_atomic_adds_only_and_older_entries_still_load():
@@ -386,11 +400,10 @@ def test_the_shifted_term_prices_unaligned_streamed_rows_on_the_dot_tiles_only_a
     assert fitted["c_shifted"] == pytest.approx(TRUE["c_shifted"], rel=1e-4), fitted
 
 
-def test_the_pack_pass_is_priced_where_the_gpu_packs_and_a_recalibration_keeps_its_corpus_fitted_terms(
-        capsys, monkeypatch, tmp_path):
-    """No probe packs, so `pack` and `pack_us_per_mb` are fitted on corpus runs
-    (benchmarks/pack_term.py): the simulator adds them for the MB the GPU's rule packs for contiguous
-    operands (select.packed_bytes), and a new entry from `streamk calibrate` keeps them."""
+def test_the_pack_pass_is_priced_where_the_gpu_packs_and_probed_only_on_kernels_that_pack(capsys, monkeypatch):
+    """The simulator adds `pack` and `pack_us_per_mb` for the MB the GPU's rule packs for contiguous
+    operands (select.packed_bytes); the dp-packed probes are dp-one-per-sm with A's rows 2-byte
+    aligned, on the kernels that pack them (not the dot tiles or FP64, which read them in place)."""
     from streamk.gpu.select import packed_bytes, schedule_for
 
     cal = _calibration()
@@ -406,12 +419,14 @@ def test_the_pack_pass_is_priced_where_the_gpu_packs_and_a_recalibration_keeps_i
     assert out["packed_mb"] == pytest.approx(mb)
     assert out["predicted_us"] == pytest.approx(predict_us(s, cal, 132, packed_mb=mb))
 
-    path = files.write(cal, "h100", "sm_90a", tmp_path)
-    probed = dataclasses.replace(cal, terms=tuple(t for t in cal.terms if t.name not in CORPUS_TERMS))
-    files.write(probed, "h100", "sm_90a", tmp_path)  # what a fit of the probes writes
-    (entry,) = json.loads(path.read_text())["kernels"]
-    assert entry["terms_us"]["pack"]["us"] == TRUE["pack"] and Calibration.from_json_dict(entry) == cal
-    newer = dataclasses.replace(cal, terms=tuple(Term(t.name, 2 * t.us if t.name == "pack" else t.us, t.se)
-                                                 for t in cal.terms))
-    files.write(newer, "h100", "sm_90a", tmp_path)  # an entry that has them replaces them
-    assert json.loads(path.read_text())["kernels"][0]["terms_us"]["pack"]["us"] == 2 * TRUE["pack"]
+    for tile in (TILE, TileShape(128, 128, 64), TileShape(128, 256, 64)):
+        design = probes(tile, 132, 1, 50e6, 2, packed_mb=packs("float16", tile))
+        plain = {p.label: p.schedule for p in design if p.family == "dp-one-per-sm"}
+        packed = [p for p in design if p.family == "dp-packed"]
+        assert len(packed) == 3 and max(p.packed_mb for p in packed) > 10 * min(p.packed_mb for p in packed)
+        for p in packed:  # the dp-one-per-sm probe of its k, A one element short: only A is packed
+            twin = plain[p.label].shape
+            assert p.schedule.shape == GemmShape(twin.m, twin.n, twin.k - 1) and p.schedule.grid == 132
+            assert p.packed_mb == pytest.approx(twin.m * (twin.k - 1) * 2 / 1e6)
+    for dtype, tile, ctas in (("float16", DOT_TILE, 4), ("float16", DOT_T_TILE, 4), ("float64", TileShape(64, 64, 16), 2)):
+        assert not any(p.family == "dp-packed" for p in probes(tile, 132, ctas, 50e6, 2, packed_mb=packs(dtype, tile)))

@@ -20,6 +20,10 @@ so its calibrated-simulator time is linear in the terms (``predict.predict_from`
 * dp-shifted (the dot tiles only): dp-one-per-sm and dp-partial on operands whose streamed rows are
   not 16-byte aligned (k, or n on the transposed tile, one short of whole iterations): each MAC
   iteration costs c_shifted more (``target.streams_unaligned``)
+* dp-packed (kernels that pack 2-byte-aligned rows first): dp-one-per-sm with A's k one short of
+  whole iterations, so the GPU packs A before the main kernel: dp-one-per-sm's time + pack +
+  (A's MB) pack_us_per_mb; k of 8 to 128 iterations moves the MB 16-fold at a main kernel the
+  dp-one-per-sm probes already pin
 * dram-scattered: S x S whole tiles (S = sms x ctas_per_sm, one wave) in a Latin-square order, so
   no two tiles of a wave share a row or column of tiles, on operands twice the L2: every slice
   read comes from DRAM, and each step takes its misses' bytes x dram_us_per_mb where that
@@ -28,14 +32,15 @@ so its calibrated-simulator time is linear in the terms (``predict.predict_from`
 Short k (1-4 iterations) in dp-one-per-sm are the memory-bound units (the output tile's store
 dominates); together the families pin every term, which ``fit`` checks (a rank-deficient design
 is an error, not a silent guess). Every probe with waits fits the device at once, so no wait can
-point at a CTA that is not resident. Every probe but dp-shifted reads 16-byte-aligned rows, so no
-operand is packed and c_shifted is not priced.
+point at a CTA that is not resident. Every probe but dp-shifted and dp-packed reads 16-byte-aligned
+rows, so neither c_shifted nor the pack is priced by the others.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Callable
 
 import numpy as np
 
@@ -55,20 +60,23 @@ ATOMIC_SPLITS = (2, 4, 8)                  # ways an atomic tile is split (k = 1
 PARTIAL_SHARES = (8, 4, 2)                 # dp-partial: 1/s of the SMs busy (k = 128)
 WIDE_ROWS = (4, 2)                         # dp-wide: one wave of whole tiles in this many tile rows (k = 128)
 SHIFTED_ITERS = (8, 32, 128)               # k iterations of dp-shifted one CTA per SM (and sms/4 at LONG_K)
+PACKED_ITERS = (8, 32, 128)                # k iterations of dp-packed
 LONG_K = 128
 QUICK = {"DP_ITERS": (1, 8, 64), "WAVE_ITERS": (8, 32), "SPLIT_ITERS": (64,), "SPLITS": (2, 4), "PEERS": (1, 4),
          "REDUCE_SPLITS": (2, 4, 8), "UNITS": ((4, 8), (2, 32)),
          "ATOMIC_SPLITS": (2, 8), "PARTIAL_SHARES": (4,),
-         "WIDE_ROWS": (2,), "SHIFTED_ITERS": (32,)}  # the GPU test's reduced design: every term, 21 probes
+         "WIDE_ROWS": (2,), "SHIFTED_ITERS": (32,), "PACKED_ITERS": (8, 128)}  # the GPU test's reduced design: every term
 
 
 @dataclass(frozen=True, slots=True)
 class Probe:
-    """One timed Schedule of the design: its family, a label, and the Schedule itself."""
+    """One timed Schedule of the design: its family, a label, the Schedule itself, and the MB of A
+    and B the GPU packs before it (contiguous operands)."""
 
     family: str
     label: str
     schedule: Schedule
+    packed_mb: float = 0.0
 
 
 def _shape(tiles: int, iters: int, tile: TileShape, shifted: bool = False) -> GemmShape:
@@ -109,9 +117,11 @@ def _scattered(tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float, ele
 
 
 def probes(tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float, element_bytes: int,
-           quick: bool = False) -> tuple[Probe, ...]:
+           quick: bool = False, packed_mb: Callable[[GemmShape], float] | None = None) -> tuple[Probe, ...]:
     """The design for a kernel on ``tile`` of ``ctas_per_sm`` resident CTAs on ``sms`` SMs with an
-    L2 of ``l2_bytes``, operands of ``element_bytes`` (``quick``: the reduced design of the GPU test)."""
+    L2 of ``l2_bytes``, operands of ``element_bytes`` (``quick``: the reduced design of the GPU test);
+    ``packed_mb``: the MB of contiguous A and B the kernel packs for a shape (``gpu.select.packed_bytes``),
+    where it packs any: then the dp-packed probes price the pack pass."""
     if sms < 2 * max(REDUCE_SPLITS):
         raise ScheduleError(f"calibration needs at least {2 * max(REDUCE_SPLITS)} SMs (got {sms})")
     q = QUICK if quick else {}
@@ -175,6 +185,13 @@ def probes(tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float, element
         ctas = [[(t, 0, LONG_K)] for t in range(sms // 4)]
         out.append(Probe("dp-shifted", f"sms/4 k={LONG_K}", _schedule("shifted-partial-4", sms // 4, LONG_K, tile, ctas,
                                                                        one, shifted=True)))
+    if packed_mb is not None:
+        for k in q.get("PACKED_ITERS", PACKED_ITERS):
+            ctas = [[(t, 0, k)] for t in range(sms)]
+            s = Schedule.from_ctas(f"calibrate:packed-k{k}", replace(_shape(sms, k, tile), k=k * tile.bk - 1), tile,
+                                   ctas, machine=one)
+            if packed_mb(s.shape) > 0:
+                out.append(Probe("dp-packed", f"k={k}", s, packed_mb(s.shape)))
     scattered = _scattered(tile, sms, ctas_per_sm, l2_bytes, element_bytes)
     out.append(Probe("dram-scattered", f"k={scattered.problem.iters_per_tile}", scattered))
     return tuple(out)

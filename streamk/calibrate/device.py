@@ -88,13 +88,15 @@ def calibrate(dtype: str, tile: TileShape, quick: bool = False) -> tuple[tuple[P
     """Probe, time and fit one kernel on the current GPU: the probes, the fit, its Calibration and
     the device family whose file it belongs in."""
     from ..gpu.device import current
+    from ..gpu.select import packed_bytes
 
     dev = current()
     family = family_for(dev.arch, dev.name)
     if family is None:
         raise CudaError(f"{dev.name} ({dev.arch}) is no preset's GPU; calibration files are kept per preset")
     ctas = dev.target.kernel(dtype, tile).ctas_per_sm
-    design, result = calibrate_with(time_schedules, dtype, tile, dev.sms, ctas, dev.l2_bytes, quick)
+    design, result = calibrate_with(time_schedules, dtype, tile, dev.sms, ctas, dev.l2_bytes, quick,
+                                    packed_mb=lambda shape: packed_bytes(shape, dtype, tile) / 1e6)
     return design, result, result.calibration(dtype, tile, ctas, dev.name, dev.sms, dev.l2_bytes), family
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .model import CORPUS_TERMS, Calibration
+from .model import Calibration
 
 FORMAT = 1
 DATA = Path(__file__).parent / "data"
@@ -47,15 +47,11 @@ def load(family: str) -> tuple[Calibration, ...]:
 
 
 def write(calibration: Calibration, family: str, arch: str, folder: Path = DATA) -> Path:
-    """Put ``calibration`` into ``folder/<family>.json``, replacing the same dtype and tile's entry;
-    the terms no probe prices (model.CORPUS_TERMS) that ``calibration`` lacks are kept from it."""
+    """Put ``calibration`` into ``folder/<family>.json``, replacing the same dtype and tile's entry."""
     path = Path(folder) / f"{family}.json"
     obj = read(path) if path.is_file() else {"format": FORMAT, "family": family, "arch": arch, "kernels": []}
     key = (calibration.dtype, [calibration.tile.bm, calibration.tile.bn, calibration.tile.bk])
     entry = calibration.to_json_dict()
-    for old in (k for k in obj["kernels"] if (k.get("dtype"), k.get("tile")) == key):
-        kept = {n: v for n, v in old.get("terms_us", {}).items() if n in CORPUS_TERMS and n not in entry["terms_us"]}
-        entry["terms_us"].update(kept)  # CORPUS_TERMS come last in the model's order
     obj["kernels"] = [k for k in obj["kernels"] if (k.get("dtype"), k.get("tile")) != key]
     obj["kernels"].append(entry)
     obj["kernels"].sort(key=lambda k: (k["dtype"], k["tile"]))

@@ -18,16 +18,16 @@ import numpy as np
 
 from ..errors import StreamkError
 from ..schedule import Schedule
-from ..shapes import ITEMSIZE, TileShape
+from ..shapes import ITEMSIZE, GemmShape, TileShape
 from ..target import streams_unaligned
 from .design import Probe, probes
-from .model import CORPUS_TERMS, MAY_NOT_BIND, TERM_DOC, Calibration, Term, term_names
+from .model import MAY_NOT_BIND, PACK_TERMS, TERM_DOC, Calibration, Term, term_names
 from .predict import predict_from
 
 # a first guess of the H100's order of magnitude; the fit moves it
 START_US = {"launch": 2.0, "a": 2.0, "c1": 0.5, "c_shared": 1.0, "b": 1.0, "d": 1.0, "pass_launch": 2.0,
             "d_reduce": 0.5, "unit": 1.0, "dram_us_per_mb": 5.0, "atomic": 1.0, "c_free": 0.05, "c_l2": 0.05,
-            "l2_us_per_mb": 0.1, "c_shifted": 0.3}
+            "l2_us_per_mb": 0.1, "c_shifted": 0.3, "pack": 1.0, "pack_us_per_mb": 0.5}
 STEP = 1e-3        # finite-difference step, in us: far below any term, inside one linear piece
 MAX_ITERATIONS = 30
 TOLERANCE = 1e-10  # stop once no term moves more than this (us)
@@ -73,7 +73,10 @@ class Fit:
 def _predict(schedules: Sequence[Schedule], names: tuple[str, ...], theta: np.ndarray, sms: int,
              ctas_per_sm: int, memory: dict) -> np.ndarray:
     values = dict(zip(names, theta.tolist()))
-    return np.array([predict_from(s, values, sms, ctas_per_sm, **memory) for s in schedules])
+    packed = memory["packed_mb"]
+    return np.array([predict_from(s, values, sms, ctas_per_sm, l2_bytes=memory["l2_bytes"],
+                                  element_bytes=memory["element_bytes"], packed_mb=mb)
+                     for s, mb in zip(schedules, packed)])
 
 
 def _jacobian(schedules, names, theta, base, sms, ctas_per_sm, memory) -> np.ndarray:
@@ -110,14 +113,17 @@ def _nonnegative_lstsq(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, ctas_per_sm: int, *,
-        l2_bytes: float, element_bytes: int, held: tuple[str, ...] = ()) -> Fit:
+        l2_bytes: float, element_bytes: int, held: tuple[str, ...] = (),
+        packed_mb: Sequence[float] | None = None) -> Fit:
     """The terms (``model.term_names(ctas_per_sm)`` but ``held``) that best predict ``measured_us``
-    for ``schedules`` on ``sms`` SMs with an L2 of ``l2_bytes`` and operands of ``element_bytes``, in
+    for ``schedules`` on ``sms`` SMs with an L2 of ``l2_bytes`` and operands of ``element_bytes``
+    (the GPU packing ``packed_mb`` MB of them before each schedule; none where not given), in
     relative least squares; FitError where they are not determined. The descent starts twice, from
     the first guess and from the optimum without c_free (then released from 0), and keeps the
     better fit: c_free can push a lone CTA's MAC iteration below zero, a corner the descent from
     the first guess fell into and did not leave on the dot tiles (LOG.md v33b)."""
-    kw = dict(l2_bytes=l2_bytes, element_bytes=element_bytes)
+    kw = dict(l2_bytes=l2_bytes, element_bytes=element_bytes,
+              packed_mb=tuple(packed_mb) if packed_mb is not None else (0.0,) * len(schedules))
     fits, errors = [], []
     try:
         fits.append(_descend(schedules, measured_us, sms, ctas_per_sm, held=held, **kw))
@@ -136,20 +142,24 @@ def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, c
 
 
 def _descend(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, ctas_per_sm: int, *,
-             l2_bytes: float, element_bytes: int, held: tuple[str, ...] = (),
+             l2_bytes: float, element_bytes: int, packed_mb: tuple[float, ...], held: tuple[str, ...] = (),
              start: dict[str, float] | None = None) -> Fit:
     """fit's descent from ``start`` (the first guess START_US where it names no term). A term that
     no probe's time moves at the optimum (model.MAY_NOT_BIND: the DRAM stretch where the device's
     bandwidth keeps up with every probe, whose max() never binds) is refitted as held rather than
     refused."""
-    memory = {"l2_bytes": l2_bytes, "element_bytes": element_bytes}
+    memory = {"l2_bytes": l2_bytes, "element_bytes": element_bytes, "packed_mb": packed_mb}
     y = np.asarray(measured_us, dtype=float)
     if len(y) != len(schedules) or not np.all(np.isfinite(y) & (y > 0)):
         raise FitError(f"need one finite time > 0 per schedule (got {len(y)} times for {len(schedules)} schedules)")
-    # c_shifted only where a probe streams unaligned rows (a kernel that packs them never does)
+    if len(packed_mb) != len(schedules):
+        raise FitError(f"need one packed MB per schedule (got {len(packed_mb)} for {len(schedules)} schedules)")
+    # c_shifted only where a probe streams unaligned rows (a kernel that packs them never does), the
+    # pack's terms only where a probe packs (a kernel that reads every row in place never does)
     shifted = any(streams_unaligned(s.shape, s.tile, element_bytes) for s in schedules)
-    names = tuple(n for n in term_names(ctas_per_sm)
-                  if n not in held and n not in CORPUS_TERMS and (n != "c_shifted" or shifted))
+    packs = any(mb > 0 for mb in packed_mb)
+    names = tuple(n for n in term_names(ctas_per_sm) if n not in held and (n != "c_shifted" or shifted)
+                  and (n not in PACK_TERMS or packs))
     if len(y) <= len(names):
         raise FitError(f"{len(names)} terms need more than {len(names)} probes (got {len(y)})")
     w = 1.0 / y
@@ -189,7 +199,7 @@ def _descend(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: i
                  and (n != "c_shared" or shares))
     if idle:
         return _descend(schedules, y, sms, ctas_per_sm, l2_bytes=l2_bytes, element_bytes=element_bytes,
-                        held=held + idle, start=dict(zip(names, theta.tolist())))
+                        packed_mb=packed_mb, held=held + idle, start=dict(zip(names, theta.tolist())))
     normal = jac.T @ jac
     if np.linalg.cond(normal) > MAX_CONDITION:
         _, sv, vt = np.linalg.svd(jac)
@@ -207,14 +217,17 @@ Timer = Callable[[Sequence[Schedule], str], np.ndarray]  # (schedules, dtype) ->
 
 
 def calibrate_with(timer: Timer, dtype: str, tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float,
-                   quick: bool = False) -> tuple[tuple[Probe, ...], Fit]:
+                   quick: bool = False, packed_mb: Callable[[GemmShape], float] | None = None
+                   ) -> tuple[tuple[Probe, ...], Fit]:
     """The whole calibration against any ``timer``: the GPU's (``device.time_schedules``) or, in
-    the tests, the calibrated simulator under known terms; ``l2_bytes``: the device's L2."""
+    the tests, the calibrated simulator under known terms; ``l2_bytes``: the device's L2;
+    ``packed_mb``: the MB of contiguous A and B the kernel packs for a shape (``design.probes``)."""
     element_bytes = ITEMSIZE[dtype]
-    design = probes(tile, sms, ctas_per_sm, l2_bytes, element_bytes, quick)
+    design = probes(tile, sms, ctas_per_sm, l2_bytes, element_bytes, quick, packed_mb)
     schedules = [p.schedule for p in design]
     measured = np.asarray(timer(schedules, dtype), dtype=float)
-    result = fit(schedules, measured, sms, ctas_per_sm, l2_bytes=l2_bytes, element_bytes=element_bytes)
+    kw = dict(l2_bytes=l2_bytes, element_bytes=element_bytes, packed_mb=[p.packed_mb for p in design])
+    result = fit(schedules, measured, sms, ctas_per_sm, **kw)
     outliers = np.flatnonzero(np.abs(result.rel_residuals) > RETIME_RESIDUAL)
     if outliers.size == 0:
         return design, result
@@ -222,7 +235,7 @@ def calibrate_with(timer: Timer, dtype: str, tile: TileShape, sms: int, ctas_per
     # process): time it once more and keep the faster run, since interference only adds time.
     again = np.asarray(timer([schedules[i] for i in outliers], dtype), dtype=float)
     measured[outliers] = np.minimum(measured[outliers], again)
-    return design, fit(schedules, measured, sms, ctas_per_sm, l2_bytes=l2_bytes, element_bytes=element_bytes)
+    return design, fit(schedules, measured, sms, ctas_per_sm, **kw)
 
 
 def table(result: Fit, labels: Sequence[str]) -> str:

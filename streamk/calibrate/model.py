@@ -46,9 +46,8 @@ TERM_DOC: dict[str, str] = {
 # of them predicts as if they were 0.
 EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic", "c_free", "c_l2", "l2_us_per_mb", "c_shifted", "pack",
                    "pack_us_per_mb")
-# Terms no probe prices yet: fitted on corpus runs (benchmarks/pack_term.py, LOG.md v35e), so a fit of
-# the probes leaves them out and a new entry written by `streamk calibrate` has none of them.
-CORPUS_TERMS = ("pack", "pack_us_per_mb")
+# The pack pass's terms: fitted only on a kernel that packs (the dp-packed probes); any other predicts no pack.
+PACK_TERMS = ("pack", "pack_us_per_mb")
 
 
 # Terms priced through a max() with the MAC iteration: a device whose bandwidth keeps up with every

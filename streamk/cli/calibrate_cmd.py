@@ -21,8 +21,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        description="Time controlled Schedules that isolate each term of the cost model (launch, "
                                    "per CTA, per MAC iteration alone on an SM and sharing it, partial store, "
                                    "partial read, the separate reduce pass, a mainloop restart, DRAM misses, an "
-                                   "atomic tile add, and on the dot tiles rows read in place at less than 16-byte "
-                                   "alignment) with CUDA events, fit the terms by "
+                                   "atomic tile add, on the dot tiles rows read in place at less than 16-byte "
+                                   "alignment, and on the kernels that pack 2-byte-aligned rows the pack pass "
+                                   "per launch and per MB) with CUDA events, fit the terms by "
                                    "least squares on the simulator's time with standard errors, print them with "
                                    "every probe's residual, and write the kernel's entry of "
                                    "<out>/<family>.json, which the Target of that GPU family loads "
@@ -32,7 +33,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--tile", type=_typed(TileShape.parse), metavar="BMxBNxBK",
                    help=f"the kernel's tile (default the paper's: {PAPER_HALF_TILE} for float16/bfloat16, "
                         f"{F64_TILE} for float64)")
-    p.add_argument("--quick", action="store_true", help="the reduced design of the GPU test (21 probes, not 41; on the dot tiles 23, not 45)")
+    p.add_argument("--quick", action="store_true", help="the reduced design of the GPU test (21 probes, not 41; 23, not 44, on kernels that pack; "
+                        "on the dot tiles 23, not 45)")
     p.add_argument("--out", type=output_folder, default=None, metavar="DIR",
                    help="folder of the calibration files (default: the package's streamk/calibrate/data, which "
                         "ships; set STREAMK_CALIBRATION=DIR to use another folder's files)")
