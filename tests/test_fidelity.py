@@ -163,3 +163,30 @@ def test_fidelity_from_csv_that_nothing_can_predict_is_an_error_naming_why(tmp_p
     assert "none of the" in err and "could be predicted" in err and "--from-csv" in err
     assert out.is_file()
     assert fidelity._gist("word " * 40).endswith(" ...") and len(fidelity._gist("word " * 40)) <= 104
+
+
+def test_a_fidelity_run_cut_short_keeps_every_timed_shape_in_its_csv(tmp_path, monkeypatch):
+    # the CSV is rewritten as each shape is timed: a run killed mid-way (a device call's time limit)
+    # leaves the shapes it timed, which --from-csv predicts later
+    import types
+
+    import streamk.calibrate.device as device
+    import streamk.gpu.device as gpu_device
+
+    dev = types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", arch="sm_90a", sms=132, target=TARGET)
+    timed = _gpu_rows()
+
+    def measure(shapes, texts, dtype, seconds, on_shape):
+        on_shape(0, timed[: len(texts)])
+        raise KeyboardInterrupt  # killed while timing the second shape
+
+    monkeypatch.setattr(device, "require_gpu", lambda: None)
+    monkeypatch.setattr(gpu_device, "current", lambda: dev)
+    monkeypatch.setattr(device, "measure_fidelity", measure)
+    out = tmp_path / "cut.csv"
+    with pytest.raises(KeyboardInterrupt):
+        main(["fidelity", "--count", "3", "--out", str(out)])
+    kept = fidelity.read_csv(out)
+    assert [(r["m"], r["variant"], float(r["measured_us"])) for r in kept] == [
+        (str(r["m"]), r["variant"], r["measured_us"]) for r in timed[: len(fidelity.default_variants(TILE))]]
+    assert main(["fidelity", "--from-csv", str(out), "--target", "h100", "--out", str(tmp_path / "again.csv")]) == 0

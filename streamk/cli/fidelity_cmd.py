@@ -58,7 +58,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--seconds", type=seconds_arg, default=SECONDS, metavar="S",
                    help=f"stop timing new shapes after S seconds (default {SECONDS})")
     p.add_argument("--out", type=output_file(".csv"), default=Path("fidelity.csv"), metavar="FILE.csv",
-                   help="the CSV to write; the plot goes beside it as .png (default fidelity.csv)")
+                   help="the CSV to write, rewritten as each shape is timed (a run cut short keeps its timed shapes: "
+                        "predict them with --from-csv); the plot goes beside it as .png (default fidelity.csv)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     return p
 
@@ -102,8 +103,14 @@ def _measure(args: argparse.Namespace, tile: TileShape):
     texts = fidelity.pin(args.variants.split(";"), tile) if args.variants else fidelity.default_variants(tile)
     shapes = sample(args.count, args.first, args.seed, args.corpus, tile)
     print(f"fidelity on {dev.name}: {len(shapes)} shapes x {len(texts)} variants", file=sys.stderr, flush=True)
-    rows = measure_fidelity(shapes, texts, args.dtype, args.seconds, lambda i, r: print(
-        f"{i + 1}/{len(shapes)} {r[0]['m']}x{r[0]['n']}x{r[0]['k']}", file=sys.stderr, flush=True))
+    timed: list[dict] = []
+
+    def on_shape(i: int, shape_rows: list[dict]) -> None:  # the CSV keeps every timed shape if the run is cut short
+        timed.extend(shape_rows)
+        fidelity.write_csv(timed, args.out)
+        print(f"{i + 1}/{len(shapes)} {shape_rows[0]['m']}x{shape_rows[0]['n']}x{shape_rows[0]['k']}", file=sys.stderr,
+              flush=True)
+    rows = measure_fidelity(shapes, texts, args.dtype, args.seconds, on_shape)
     if len(rows) < len(shapes) * len(texts):
         print(f"time budget of {args.seconds:g} s reached: {len(rows) // len(texts)} shapes timed; go on with "
               f"--first {args.first + len(rows) // len(texts)}", file=sys.stderr)
@@ -119,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
         target, where = args.target, args.target.name
     else:
         rows, target, where = _measure(args, tile)
+        print(f"predicting {len(rows)} runs with the calibrated simulator", file=sys.stderr, flush=True)
     rows = fidelity.predict_rows(rows, target, args.dtype)
     fidelity.write_csv(rows, args.out)
     stats = fidelity.summary(rows)
