@@ -66,8 +66,10 @@ def _trace_misses(schedule: Schedule, slots: int, l2_bytes: float, element_bytes
     keys = np.concatenate([tm * ipt + k, (problem.tiles_m + tn) * ipt + k])
     when = np.concatenate([step, step])
 
-    # one read per (slice, step): tiles sharing a slice in the same step fetch it once
-    pair = np.unique(keys * steps + when)
+    # one read per (slice, step): tiles sharing a slice in the same step fetch it once (a sort, then
+    # the runs' heads: np.unique's hash path took 1.2 s on the 16M reads of an 8192^2 FP64 GEMM)
+    pair = np.sort(keys * steps + when)
+    pair = pair[np.r_[True, pair[1:] != pair[:-1]]]
     keys, when = np.divmod(pair, steps)
     size = np.where(keys < problem.tiles_m * ipt, slice_a, slice_b)
     distinct_per_step = float(size.sum()) / steps
