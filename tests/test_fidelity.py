@@ -190,3 +190,16 @@ def test_a_fidelity_run_cut_short_keeps_every_timed_shape_in_its_csv(tmp_path, m
     assert [(r["m"], r["variant"], float(r["measured_us"])) for r in kept] == [
         (str(r["m"]), r["variant"], r["measured_us"]) for r in timed[: len(fidelity.default_variants(TILE))]]
     assert main(["fidelity", "--from-csv", str(out), "--target", "h100", "--out", str(tmp_path / "again.csv")]) == 0
+
+
+def test_predictions_spread_over_processes_are_the_ones_made_in_one_in_the_same_order(monkeypatch):
+    rows = _gpu_rows() * 12  # more than one task of fidelity.PARALLEL_ROWS
+    rows[5] = dict(rows[5], fingerprint="0" * 16)
+    monkeypatch.setattr(fidelity, "PARALLEL_ROWS", 64)
+    one = fidelity.predict_rows(rows, TARGET, "float16", workers=1)
+    two = fidelity.predict_rows(rows, TARGET, "float16", workers=2)
+    assert len(one) == len(rows) and len(rows) > 2 * fidelity.PARALLEL_ROWS
+    def key(r):  # NaN (a row not predicted) compares by what it says, not as a float
+        return r["variant"], None if math.isnan(r["predicted_us"]) else r["predicted_us"], r["unpredicted"]
+    assert [key(r) for r in two] == [key(r) for r in one]
+    assert one[5]["unpredicted"] and math.isnan(one[5]["predicted_us"])

@@ -69,10 +69,30 @@ def resolve(variant_text: str, shape: GemmShape, dtype: str, target: Target) -> 
     return schedule_for(name, shape, dtype, target, tile=tile, **args)
 
 
-def predict_rows(rows: Sequence[dict[str, Any]], target: Target, dtype: str) -> list[dict[str, Any]]:
+PARALLEL_ROWS = 256  # rows per process task; fewer rows than this are predicted in this process
+
+
+def predict_rows(rows: Sequence[dict[str, Any]], target: Target, dtype: str, workers: int | None = None
+                 ) -> list[dict[str, Any]]:
     """``rows`` with ``predicted_us`` from ``target``'s calibration; NaN where the GPU run failed
     (its ``error``), or ``unpredicted`` says why: its kernel has no calibration, or the rebuilt
-    Schedule is not the one the GPU ran."""
+    Schedule is not the one the GPU ran. Spread over ``workers`` processes (default: the sweep's,
+    ``STREAMK_SWEEP_WORKERS`` or every CPU): an FP64 run's 2400 rows take minutes in one."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    from ..sim.sweep import workers_available
+
+    workers = workers_available() if workers is None else workers
+    chunks = [list(rows[i:i + PARALLEL_ROWS]) for i in range(0, len(rows), PARALLEL_ROWS)]
+    if workers <= 1 or len(chunks) <= 1:
+        return _predict_chunk(rows, target, dtype)
+    with ProcessPoolExecutor(min(workers, len(chunks)), mp_context=get_context("fork")) as pool:
+        done = pool.map(_predict_chunk, chunks, [target] * len(chunks), [dtype] * len(chunks))
+        return [row for chunk in done for row in chunk]
+
+
+def _predict_chunk(rows: Sequence[dict[str, Any]], target: Target, dtype: str) -> list[dict[str, Any]]:
     from ..gpu.select import packed_bytes
 
     out = []

@@ -13,7 +13,7 @@ from ..sim.corpus import CORPUS_SIZE, corpus
 from ..limits import PROGRESS_AFTER_S, check_seconds
 from ..sched.registry import get_batch
 from ..sched.basic import FIXED_SPLITS
-from ..sim.sweep import CSV_COLUMNS, _workers, sweep
+from ..sim.sweep import CSV_COLUMNS, sweep, workers_available
 from .common import add_problem_args, add_seed_arg, costs_from, machine_from, positive_int, print_json
 from .paths import output_file, writing
 from .simulate_cmd import add_costs_arg
@@ -57,7 +57,7 @@ def estimate_seconds(decomps: list[str], count: int, args: argparse.Namespace) -
     for name in decomps:
         closed = own_order and get_batch(name) is not None
         seconds += count / (CLOSED_FORM_RATE if closed else PER_SHAPE_RATE if own_order else EVENT_RATE)
-    return seconds / _workers()
+    return seconds / workers_available()
 
 
 def run(args: argparse.Namespace) -> int:

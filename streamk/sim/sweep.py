@@ -172,7 +172,8 @@ class SweepResult:
         return out
 
 
-def _workers() -> int:
+def workers_available() -> int:
+    """Processes for CPU-parallel work (sweeps, fidelity predictions): STREAMK_SWEEP_WORKERS or every CPU."""
     env = os.environ.get("STREAMK_SWEEP_WORKERS")
     if env is not None:
         if not env.isdigit() or int(env) < 1:
@@ -206,7 +207,7 @@ def sweep(shapes: np.ndarray, tile: TileShape, machine: Machine, decompositions:
         if progress:
             progress(hi - lo)
 
-    workers = _workers() if workers is None else workers
+    workers = workers_available() if workers is None else workers
     args = [(decomps[d], shapes[lo:lo + chunk], tile, machine, costs, fixup, walk) for d, lo in tasks]
     if workers <= 1 or len(tasks) == 1:
         for (d, lo), a in zip(tasks, args):
