@@ -20,8 +20,8 @@ machine and which constants it runs with, mirroring how the GPU backend launches
 * ``l2_us_per_mb``: a MAC iteration lasts at least the time the L2 takes to serve every busy CTA
   its A and B boxes (past about half the SMs an H100's 128x128x64 mainloop is L2-bound; LOG.md v28);
 * ``pack`` and ``pack_us_per_mb``: where the GPU packs operands first (the caller says how many MB),
-  that pass's launch and drain and its copy, in series before the main kernel (fitted on corpus runs;
-  LOG.md v35e);
+  that pass's launch and drain and its copy, in series before the main kernel (the dp-packed probes;
+  LOG.md v35e, v36);
 * ``dram_us_per_mb``: the MAC iteration stretched where the schedule's operand reads miss the L2
   faster than DRAM delivers them (``traffic.dram_slowdown``: scattered Stream-K units on operands
   larger than the L2).
