@@ -203,3 +203,21 @@ def test_predictions_spread_over_processes_are_the_ones_made_in_one_in_the_same_
         return r["variant"], None if math.isnan(r["predicted_us"]) else r["predicted_us"], r["unpredicted"]
     assert [key(r) for r in two] == [key(r) for r in one]
     assert one[5]["unpredicted"] and math.isnan(one[5]["predicted_us"])
+
+
+def test_from_csv_takes_the_dtype_its_runs_record_and_refuses_a_mix_or_a_contradiction(tmp_path, capsys):
+    rows = [dict(r, dtype="float16") for r in _gpu_rows()]
+    src = tmp_path / "runs.csv"
+    fidelity.write_csv(rows, src)
+    assert fidelity.read_csv(src)[0]["dtype"] == "float16"
+    out = tmp_path / "again.csv"
+    assert main(["fidelity", "--from-csv", str(src), "--target", "h100", "--out", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["dtype"] == "float16"
+    with pytest.raises(SystemExit) as exit_:
+        main(["fidelity", "--from-csv", str(src), "--target", "h100", "--out", str(out), "--dtype", "float64"])
+    assert exit_.value.code == 2 and "--dtype float64, but the CSVs' runs are float16" in capsys.readouterr().err
+    mixed = tmp_path / "mixed.csv"
+    fidelity.write_csv(rows[:3] + [dict(r, dtype="bfloat16") for r in rows[3:6]], mixed)
+    with pytest.raises(SystemExit) as exit_:
+        main(["fidelity", "--from-csv", str(mixed), "--target", "h100", "--out", str(out)])
+    assert exit_.value.code == 2 and "mix runs of bfloat16, float16" in capsys.readouterr().err

@@ -129,7 +129,7 @@ def measure_fidelity(shapes: Sequence[tuple[int, int, int]], variant_texts: Sequ
         ref = A.double() @ B.double()
         shape_rows, fns, first = [], {}, {}
         for text in variant_texts:
-            row = {"m": m, "n": n, "k": k, "variant": text, "error": "", "same_as": ""}
+            row = {"m": m, "n": n, "k": k, "dtype": dtype, "variant": text, "error": "", "same_as": ""}
             shape_rows.append(row)
             try:
                 p = prepare(A, B, C, **variant(text, lambda: dev.sms))

@@ -27,8 +27,8 @@ from .predict import predict_us
 VARIANTS = ("data-parallel", "fixed-split", "stream-k", "dp-one-tile-sk", "two-tile-sk-dp", "auto", "cutlass2-sk",
             "cutlass3-sk", "stream-k!turnstile+back", "stream-k!last-arrival", "stream-k!separate-reduce",
             "stream-k!atomic")
-FIELDS = ("m", "n", "k", "variant", "tile", "grid", "fixup", "fingerprint", "measured_us", "p20_us", "p80_us",
-          "relerr", "same_as", "error", "predicted_us", "unpredicted")
+FIELDS = ("m", "n", "k", "dtype", "variant", "tile", "grid", "fixup", "fingerprint", "measured_us", "p20_us",
+          "p80_us", "relerr", "same_as", "error", "predicted_us", "unpredicted")
 CSV_MADE_BY = "streamk fidelity (on a GPU)"
 
 

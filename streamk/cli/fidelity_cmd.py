@@ -40,7 +40,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="predict these fidelity CSVs again (no GPU; needs --target)")
     p.add_argument("--target", type=_typed(preset), metavar="GPU",
                    help="with --from-csv: the preset whose calibration predicts (default: the live GPU's)")
-    p.add_argument("--dtype", choices=DTYPES, default="float16", help="input dtype (default float16)")
+    p.add_argument("--dtype", choices=DTYPES, default=None,
+                   help="input dtype (default float16; with --from-csv, the dtype the CSV's runs record)")
     p.add_argument("--tile", type=_typed(TileShape.parse), metavar="BMxBNxBK",
                    help="the calibrated kernel's tile every variant runs on (default the paper's)")
     p.add_argument("--variants", type=variants_arg, metavar="V;V",
@@ -117,12 +118,26 @@ def _measure(args: argparse.Namespace, tile: TileShape):
     return rows, dev.target, dev.name
 
 
+def _csv_dtype(rows: list[dict], asked: str | None) -> str:
+    """The dtype the CSVs' runs record (older CSVs record none: ``asked``, else float16); a mix of
+    dtypes, or one other than ``asked``, is an error rather than 2400 runs that cannot be predicted."""
+    recorded = {r.get("dtype") for r in rows} - {None, ""}
+    if len(recorded) > 1:
+        raise StreamkError(f"the CSVs mix runs of {', '.join(sorted(recorded))}: predict each dtype on its own")
+    if recorded and asked is not None and asked not in recorded:
+        raise StreamkError(f"--dtype {asked}, but the CSVs' runs are {recorded.pop()}")
+    return recorded.pop() if recorded else asked or "float16"
+
+
 def run(args: argparse.Namespace) -> int:
-    tile = args.tile or (F64_TILE if args.dtype == "float64" else PAPER_HALF_TILE)
     if args.from_csv:
         if args.target is None:
             raise StreamkError("--from-csv needs --target GPU: the preset whose calibration predicts")
         rows = [r for path in args.from_csv for r in fidelity.read_csv(path)]
+        args.dtype = _csv_dtype(rows, args.dtype)
+    args.dtype = args.dtype or "float16"
+    tile = args.tile or (F64_TILE if args.dtype == "float64" else PAPER_HALF_TILE)
+    if args.from_csv:
         target, where = args.target, args.target.name
     else:
         rows, target, where = _measure(args, tile)
