@@ -84,9 +84,9 @@ def predict_rows(rows: Sequence[dict[str, Any]], target: Target, dtype: str, wor
     from ..sim.sweep import workers_available
 
     workers = workers_available() if workers is None else workers
-    chunks = [list(rows[i:i + PARALLEL_ROWS]) for i in range(0, len(rows), PARALLEL_ROWS)]
-    if workers <= 1 or len(chunks) <= 1:
+    if workers <= 1 or len(rows) <= PARALLEL_ROWS:
         return _predict_chunk(rows, target, dtype)
+    chunks = [list(rows[i:i + PARALLEL_ROWS]) for i in range(0, len(rows), PARALLEL_ROWS)]
     with ProcessPoolExecutor(min(workers, len(chunks)), mp_context=get_context("fork")) as pool:
         done = pool.map(_predict_chunk, chunks, [target] * len(chunks), [dtype] * len(chunks))
         return [row for chunk in done for row in chunk]

@@ -130,12 +130,12 @@ def _csv_dtype(rows: list[dict], asked: str | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    rows: list[dict] = []
     if args.from_csv:
         if args.target is None:
             raise StreamkError("--from-csv needs --target GPU: the preset whose calibration predicts")
         rows = [r for path in args.from_csv for r in fidelity.read_csv(path)]
-        args.dtype = _csv_dtype(rows, args.dtype)
-    args.dtype = args.dtype or "float16"
+    args.dtype = _csv_dtype(rows, args.dtype)  # no rows (a device run): --dtype, else float16
     tile = args.tile or (F64_TILE if args.dtype == "float64" else PAPER_HALF_TILE)
     if args.from_csv:
         target, where = args.target, args.target.name
