@@ -463,9 +463,8 @@ def test_auto_runs_gemms_transposed_where_that_copies_less():
     assert transposed(op(64, 320, (1, 64)), op(320, 3000, (1, 320)))  # both column-major
     assert transposed(op(3000, 320, (1, 3000)), op(320, 64, (64, 1)))  # column-major A, n = 64
     assert not transposed(op(30, 320, (1, 30)), op(320, 3000, (3000, 1)))  # A's copy is the smaller
-    # prefill: x is 2048 x 4096 (16 MB), W 11008 x 4096 (90 MB), C 90 MB: 74 MB of pack saved > 45
-    assert transposed(op(2048, 4096, (4096, 1)), op(4096, 11008, (1, 4096)))
-    # 8192 rows: 23 MB of pack saved < half of C's 361 MB
+    # prefill on the sm90 tiles: W.t() is read in place as a column-major B, nothing to save
+    assert not transposed(op(2048, 4096, (4096, 1)), op(4096, 11008, (1, 4096)))
     assert not transposed(op(8192, 4096, (4096, 1)), op(4096, 11008, (1, 4096)))
     # a column-major C given: the transposed problem writes it row-major, so it tips the other way
     assert transposed(op(8192, 4096, (4096, 1)), op(4096, 11008, (1, 4096)), op(8192, 11008, (1, 8192)))
@@ -483,3 +482,30 @@ def test_pack_kernel_block_size_mirrors_the_plan():
 
     pack = (Path(tbl.__file__).parent / "kernels" / "common" / "pack.cuh").read_text()
     assert int(re.search(r"constexpr int PACK_THREADS = (\d+);", pack).group(1)) == plan.PACK_THREADS
+
+
+def test_the_sm90_kernels_read_aligned_column_major_operands_in_place():
+    from streamk.gpu.operands import Operand, copy_widths, layout_of, spec_for_tile
+
+    def op(rows, cols, strides, ptr=0):
+        return Operand(None, "torch", ptr, (rows, cols), strides, "float16")
+
+    sm90, sm80 = spec_for_tile("float16", "128x128x64"), spec_for_tile("float16", "128x128x32")
+    x, wt = op(512, 4096, (4096, 1)), op(4096, 11008, (1, 4096))  # torch's x @ W.t()
+    assert copy_widths(x, wt, sm90) == (16, 16) and layout_of(x, wt, sm90) == "bcm"
+    assert copy_widths(x, wt, sm80) == (16, 0) and layout_of(x, wt, sm80) == ""  # sm80 packs W.t()
+    at = op(512, 4096, (1, 512))  # a column-major A
+    assert copy_widths(at, wt, sm90) == (16, 16) and layout_of(at, wt, sm90) == "acm_bcm"
+    assert layout_of(at, op(4096, 300, (300, 1)), sm90) == "acm"  # B row-major but 2-byte rows: packed
+    assert copy_widths(at, op(4096, 300, (300, 1)), sm90) == (16, 0)
+    # column strides a multiple of 16 bytes, from a 16-byte-aligned base, or the operand is packed
+    assert copy_widths(x, op(4096, 11008, (1, 4100)), sm90) == (16, 0)
+    assert copy_widths(x, op(4096, 11008, (1, 4096), ptr=2), sm90) == (16, 0)
+    assert layout_of(x, op(4096, 11008, (1, 4100)), sm90) == ""
+    # neither row- nor column-major (a strided view): packed
+    assert copy_widths(x, op(4096, 11008, (2, 8192)), sm90) == (16, 0)
+    # rows ending mid-chunk with 16-byte strides: TMA reads them in place, cp.async kernels cannot
+    assert copy_widths(x, op(4096, 130, (160, 1)), sm90) == (16, 16)
+    assert copy_widths(x, op(4096, 130, (160, 1)), sm80, "never") == (16, 0)
+    host = Operand(None, "numpy", 0, (4096, 11008), (1, 4096), "float16")
+    assert copy_widths(x, host, sm90) == (16, 0)  # host data is copied in row-major

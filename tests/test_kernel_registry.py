@@ -90,8 +90,27 @@ def test_the_wide_sm90_tile_is_a_second_tile_of_the_family_with_three_stages_and
     assert spec_for_tile("float16", "128x256").main == "streamk_sm80_f16_t128x256"  # two sides: the first, sm80's
     main = reg.variant("streamk_sm90_bf16_t128x256")
     assert (main.stages, main.blocks_per_sm, main.unit) == (3, 1, "sm90_tma_128x256_w16")
-    assert main.cxx_type == "streamk::sm90::TmaWgmma<true, 256, 3>"
-    assert reg.variant("streamk_sm90_f16").cxx_type == "streamk::sm90::TmaWgmma<false, 128, 4>"
+    assert main.cxx_type == "streamk::sm90::TmaWgmma<true, 256, 3, false, false>"
+    assert reg.variant("streamk_sm90_f16").cxx_type == "streamk::sm90::TmaWgmma<false, 128, 4, false, false>"
     assert "sm90_tma_128x256_w16" in units_for("sm_90a") and "sm90_tma_128x256_w16" not in units_for("sm_80")
     source = reg.unit_source("sm90_tma_128x256_w16")
     assert "__launch_bounds__(streamk_sm90_f16_t128x256_t::BLOCK_THREADS, 1) streamk_sm90_f16_t128x256(" in source
+
+
+def test_the_sm90_kernels_read_column_major_operands_each_layout_its_own_unit():
+    from streamk.gpu.operands import spec_for_tile
+
+    spec = spec_for_tile("bfloat16", "128x256x64")
+    assert spec.layouts == (("acm", "streamk_sm90_bf16_t128x256_acm"), ("bcm", "streamk_sm90_bf16_t128x256_bcm"),
+                            ("acm_bcm", "streamk_sm90_bf16_t128x256_acm_bcm"))
+    assert spec.entry(16, "bcm") == "streamk_sm90_bf16_t128x256_bcm" and spec.entry(16) == spec.main
+    assert spec.reads_column_major("A") and spec.reads_column_major("B")
+    assert not spec_for_tile("float16", "128x128x32").reads_column_major("B")  # sm80: packed
+    both = reg.variant("streamk_sm90_f16_acm_bcm")
+    assert both.cxx_type == "streamk::sm90::TmaWgmma<false, 128, 4, true, true>"
+    assert reg.variant("streamk_sm90_f16_bcm").cxx_type == "streamk::sm90::TmaWgmma<false, 128, 4, false, true>"
+    # a GEMM compiles only what it launches: a layout's unit holds its main kernels, the passes
+    # stay in the row-major unit
+    assert [v.name for v in reg.units()["sm90_tma_128x128_w16_bcm"]] == ["streamk_sm90_f16_bcm", "streamk_sm90_bf16_bcm"]
+    with pytest.raises(ValueError, match="layout 'bcm' is not one of sm80_half"):
+        reg.KernelVariant("main", "sm80_half", "float16", TileShape(128, 128, 32), layout="bcm")

@@ -52,3 +52,12 @@ def test_unaligned_operands_are_refused_before_the_driver():
         tma.encode(0, "float16", 4096, 10, 10, 12, 64)
     with pytest.raises(ValueError, match="sm90 tiles are 64 deep"):
         tma.maps_of("float16", GemmShape(300, 77, 130), 136, 128, TileShape(128, 128, 32))
+
+
+def test_column_major_operands_are_mapped_as_their_stored_transposes():
+    shape, tile = GemmShape(300, 77, 130), TileShape(128, 256, 64)
+    dtype, map_a, map_b = tma.maps_of("float16", shape, 304, 136, tile, "acm_bcm")
+    assert map_a == (130, 300, 304, 64)  # A stored as k x m (ld 304): boxes of 64 m x 64 k
+    assert map_b == (77, 130, 136, 64)   # B stored as n x k (ld 136): boxes of 64 k x 64 n
+    assert tma.maps_of("float16", shape, 304, 128, tile, "acm")[2] == (130, 77, 128, 64)  # B row-major
+    assert tma.maps_of("float16", shape, 136, 136, tile, "bcm")[1] == (300, 130, 136, 128)  # A row-major

@@ -6,8 +6,9 @@ kernels from (``operands.SPECS`` and friends) are derived from ``VARIANTS``; no 
 written anywhere else. A compile unit is one mainloop on one tile with one copy width (with the
 tile's reduce and prescale passes in the 16-byte unit), so a GEMM compiles only what it launches.
 
-Names: ``streamk_<arch prefix>_<dtype>[_<tile tag>][_w<copy bytes>]`` for a main kernel (no tag
-on the mainloop's paper tile, no width suffix for 16-byte copies), ``streamk_<reduce|prescale>_
+Names: ``streamk_<arch prefix>_<dtype>[_<tile tag>][_<layout>][_w<copy bytes>]`` for a main kernel
+(no tag on the mainloop's paper tile, no layout for row-major A and B, no width suffix for 16-byte
+copies), ``streamk_<reduce|prescale>_
 <accumulator dtype>[_<tile tag>]`` for its passes, ``streamk_pack_b<bits>`` for the pack pass.
 """
 
@@ -25,8 +26,8 @@ SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64
 @dataclass(frozen=True, slots=True)
 class Mainloop:
     """A mainloop family: its header, the C++ type of one instantiation (``cxx`` with the fields
-    ``bf16``, ``load_bytes``, ``bm``, ``bn``, ``stages``), the input dtypes it reads, its
-    accumulator (and C) dtype and the paper's tile, which its entry names leave untagged."""
+    ``bf16``, ``load_bytes``, ``bm``, ``bn``, ``stages``, ``a_mn``, ``b_k``), the input dtypes it
+    reads, its accumulator (and C) dtype and the paper's tile, which its entry names leave untagged."""
 
     name: str
     prefix: str
@@ -48,6 +49,14 @@ class Mainloop:
     # "A" or "B": the operand its kernels read an element at a time, in place at any strides
     # (OperandParams a_cs / b_cs)
     elementwise: str = ""
+    # the operand layouts it has main kernels for (LAYOUTS): "" reads row-major A and B only
+    layouts: tuple[str, ...] = ("",)
+
+
+# Operand layouts a main kernel reads in place, by name suffix: "" row-major A and B; "acm" a
+# column-major A, "bcm" a column-major B (torch's W.t()), "acm_bcm" both. The sm90 kernels have all
+# four (wgmma reads 16-bit A M-major and B K-major from shared memory as TMA writes them).
+LAYOUTS = ("", "acm", "bcm", "acm_bcm")
 
 
 MAINLOOPS = {m.name: m for m in (
@@ -66,10 +75,10 @@ MAINLOOPS = {m.name: m for m in (
              ("float32",), "float32", TileShape(32, 32, 8)),
     # TMA + wgmma, a producer warp group and two consumer ones; the TMA maps ride in the
     # __grid_constant__ parameter block (streamk/gpu/tma.py builds them)
-    Mainloop("sm90_tma", "sm90", "sm90/tma_wgmma.cuh", "streamk::sm90::TmaWgmma<{bf16}, {bn}, {stages}>",
+    Mainloop("sm90_tma", "sm90", "sm90/tma_wgmma.cuh", "streamk::sm90::TmaWgmma<{bf16}, {bn}, {stages}, {a_mn}, {b_k}>",
              ("float16", "bfloat16"), "float32", TileShape(128, 128, 64), archs=("sm_90a",),
              body="streamk::sm90::tma_wgmma_kernel<{t}>(p);", params="const __grid_constant__ streamk::sm90::TmaParams",
-             block="BLOCK_THREADS", pass_suffix="_sm90", tma=True),
+             block="BLOCK_THREADS", pass_suffix="_sm90", tma=True, layouts=LAYOUTS),
 )}
 
 
@@ -78,8 +87,9 @@ class KernelVariant:
     """One entry point: ``role`` (main kernel, reduce pass, prescale pass, pack pass, or a test
     kernel), its mainloop family, ``dtype`` (inputs of a main kernel, the accumulators a pass
     sums or scales, the elements a pack pass copies), the CTA tile, the global->shared copy width
-    in bytes, the pipeline stages, ``blocks_per_sm`` for ``__launch_bounds__`` (0: not given) and
-    ``tag``, the tile's part of the name."""
+    in bytes, the pipeline stages, ``blocks_per_sm`` for ``__launch_bounds__`` (0: not given),
+    ``tag``, the tile's part of the name, and ``layout``, the operand layout a main kernel reads
+    (LAYOUTS)."""
 
     role: str
     mainloop: str
@@ -89,6 +99,7 @@ class KernelVariant:
     stages: int = 0
     blocks_per_sm: int = 0
     tag: str = ""
+    layout: str = ""
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -101,6 +112,9 @@ class KernelVariant:
             raise ValueError(f"only main kernels have narrow copies (got a {self.role} with {self.load_bytes})")
         if (self.tile is None) != (self.role == "pack"):
             raise ValueError(f"a {self.role} kernel {'has no' if self.role == 'pack' else 'needs a'} tile")
+        if self.layout and (self.role != "main" or self.layout not in MAINLOOPS[self.mainloop].layouts):
+            raise ValueError(f"layout {self.layout!r} is not one of {self.mainloop}'s main kernels' "
+                             f"{MAINLOOPS[self.mainloop].layouts}")
 
     @property
     def name(self) -> str:
@@ -111,14 +125,16 @@ class KernelVariant:
         if self.role in ("reduce", "prescale"):
             return f"streamk_{self.role}_{SHORT[self.dtype]}{tag}{family.pass_suffix}"
         width = "" if self.load_bytes == 16 else f"_w{self.load_bytes}"
-        return f"streamk_{family.prefix}_{SHORT[self.dtype]}{tag}{width}"
+        layout = f"_{self.layout}" if self.layout else ""
+        return f"streamk_{family.prefix}_{SHORT[self.dtype]}{tag}{layout}{width}"
 
     @property
     def unit(self) -> str:
         """The compile unit (one NVRTC program, one cached cubin, one module) it belongs to."""
         if self.tile is None:
             return self.role
-        return f"{self.mainloop}_{self.tile.bm}x{self.tile.bn}_w{self.load_bytes}"
+        layout = f"_{self.layout}" if self.layout else ""
+        return f"{self.mainloop}_{self.tile.bm}x{self.tile.bn}_w{self.load_bytes}{layout}"
 
     @property
     def cxx_type(self) -> str:
@@ -128,7 +144,8 @@ class KernelVariant:
             return {2: "unsigned short", 8: "unsigned long long"}[ITEMSIZE[self.dtype]]
         return MAINLOOPS[self.mainloop].cxx.format(
             bf16=str(self.dtype == "bfloat16").lower(), load_bytes=self.load_bytes,
-            bm=self.tile.bm, bn=self.tile.bn, stages=self.stages)
+            bm=self.tile.bm, bn=self.tile.bn, stages=self.stages, a_mn=str("acm" in self.layout).lower(),
+            b_k=str("bcm" in self.layout).lower())
 
 
 
@@ -141,11 +158,11 @@ def _tile_tag(mainloop: str, tile: TileShape) -> str:
 
 def _family(mainloop: str, tile: TileShape, widths: tuple[int, ...], stages: int,
             blocks_per_sm: int) -> tuple[KernelVariant, ...]:
-    """A tile's main kernels for every input dtype and copy width, then its reduce and prescale
-    passes (whose launch bounds give the block only)."""
+    """A tile's main kernels for every input dtype, copy width and operand layout (each layout its
+    own compile unit), then its reduce and prescale passes (whose launch bounds give the block only)."""
     family, tag = MAINLOOPS[mainloop], _tile_tag(mainloop, tile)
-    main = tuple(KernelVariant("main", mainloop, dtype, tile, width, stages, blocks_per_sm, tag)
-                 for width in widths for dtype in family.dtypes)
+    main = tuple(KernelVariant("main", mainloop, dtype, tile, width, stages, blocks_per_sm, tag, layout)
+                 for width in widths for layout in family.layouts for dtype in family.dtypes)
     passes = tuple(KernelVariant(role, mainloop, family.acc_dtype, tile, 16, stages, 0, tag)
                    for role in ("reduce", "prescale"))
     return main + passes
@@ -195,10 +212,12 @@ def variant(name: str) -> KernelVariant:
     return BY_NAME[name]
 
 
-def find(role: str, mainloop: str, dtype: str, tile: TileShape | None, load_bytes: int = 16) -> KernelVariant | None:
+def find(role: str, mainloop: str, dtype: str, tile: TileShape | None, load_bytes: int = 16,
+         layout: str = "") -> KernelVariant | None:
     """The variant with these fields (any stages and launch bounds), or None."""
     for v in VARIANTS:
-        if (v.role, v.mainloop, v.dtype, v.tile, v.load_bytes) == (role, mainloop, dtype, tile, load_bytes):
+        if (v.role, v.mainloop, v.dtype, v.tile, v.load_bytes, v.layout) == (role, mainloop, dtype, tile, load_bytes,
+                                                                               layout):
             return v
     return None
 

@@ -35,12 +35,21 @@ class KernelSpec:
     archs: tuple[str, ...] = ("sm_80", "sm_90a")  # device archs its kernels are built for
     any_rows: bool = False  # reads unit-column-stride operands in place at any row stride (sm80/dot.cuh)
     elementwise: str = ""  # "A" or "B": the operand its main kernel reads in place at any strides
+    # (layout, entry) of the main kernels reading column-major operands (kernel_registry.LAYOUTS)
+    layouts: tuple[tuple[str, str], ...] = ()
 
-    def entry(self, load_bytes: int) -> str:
-        """The main entry point whose copies are ``load_bytes`` wide (16: ``main``)."""
+    def entry(self, load_bytes: int, layout: str = "") -> str:
+        """The main entry point whose copies are ``load_bytes`` wide (16: ``main``) and that reads
+        operands of ``layout`` (kernel_registry.LAYOUTS; "": row-major A and B)."""
+        if layout:
+            return dict(self.layouts)[layout]
         if load_bytes == 16:
             return self.main
         return dict(self.narrow)[load_bytes]
+
+    def reads_column_major(self, name: str) -> bool:
+        """Whether a main kernel of this spec reads operand ``name`` ("A" or "B") column-major in place."""
+        return any(name.lower() + "cm" in layout for layout, _ in self.layouts)
 
     @property
     def chunk(self) -> int:
@@ -50,7 +59,8 @@ class KernelSpec:
 
 def _spec(dtype: str, tile: TileShape) -> KernelSpec:
     """The registry's kernels for ``dtype`` inputs on ``tile``: main (every copy width), passes, pack."""
-    main = [v for v in VARIANTS if v.role == "main" and v.dtype == dtype and v.tile == tile]
+    tiled = [v for v in VARIANTS if v.role == "main" and v.dtype == dtype and v.tile == tile]
+    main = [v for v in tiled if not v.layout]
     family = MAINLOOPS[main[0].mainloop]
     passes = {v.role: v.name for v in VARIANTS if v.role in ("reduce", "prescale") and v.mainloop == family.name
               and v.tile == tile}
@@ -58,7 +68,7 @@ def _spec(dtype: str, tile: TileShape) -> KernelSpec:
     return KernelSpec(next(v.name for v in main if v.load_bytes == 16), passes["reduce"], passes["prescale"], tile,
                       pack, ITEMSIZE[dtype], family.acc_dtype,
                       tuple((v.load_bytes, v.name) for v in main if v.load_bytes != 16), family.tma, family.archs,
-                      family.any_rows, family.elementwise)
+                      family.any_rows, family.elementwise, tuple((v.layout, v.name) for v in tiled if v.layout))
 
 
 @functools.lru_cache(maxsize=None)
@@ -203,12 +213,25 @@ def check_operands(a: Operand, b: Operand, c: Operand | None) -> KernelSpec:
 
 
 def needs_pack(op: Operand, spec: KernelSpec) -> bool:
-    """Whether the kernel can read ``op`` in place: row-major, 16-byte rows, a whole last chunk."""
+    """Whether the kernel can read ``op`` in place: row-major, 16-byte rows, a whole last chunk (TMA
+    reads a row's partial last chunk itself: its map stops at the row's end)."""
     rows, cols = op.shape
     row_stride = op.strides[0]
-    aligned = op.rows_contiguous and row_stride % spec.chunk == 0 and cols % spec.chunk == 0 \
+    aligned = op.rows_contiguous and row_stride % spec.chunk == 0 and (spec.tma or cols % spec.chunk == 0) \
         and row_stride >= cols and op.ptr % 16 == 0
     return op.on_host or not aligned
+
+
+def column_major_in_place(op: Operand, name: str, spec: KernelSpec) -> bool:
+    """Whether ``spec``'s kernels read operand ``name`` ("A" or "B") in place as a column-major
+    matrix: a kernel with that layout, unit row stride, and its columns as aligned as rows must be."""
+    return spec.reads_column_major(name) and not op.rows_contiguous and not needs_pack(op.transposed(), spec)
+
+
+def layout_of(a: Operand, b: Operand, spec: KernelSpec) -> str:
+    """The layout (kernel_registry.LAYOUTS) of the main kernel that reads ``a`` and ``b`` where each
+    is read in place: column-major where ``column_major_in_place`` (a packed copy is row-major)."""
+    return "_".join(name.lower() + "cm" for name, op in (("A", a), ("B", b)) if column_major_in_place(op, name, spec))
 
 
 def load_bytes(op: Operand, spec: KernelSpec, *, narrow: bool = True) -> int:
@@ -272,6 +295,9 @@ def copy_widths(a: Operand, b: Operand, spec: KernelSpec, narrow: str = "auto") 
         # and its elementwise operand at any strides
         return tuple(0 if op.on_host or not (op.rows_contiguous or name == spec.elementwise)
                      else 16 for name, op in (("A", a), ("B", b)))  # type: ignore[return-value]
+    if spec.layouts:  # one width; a column-major operand in place where a kernel has its layout
+        return tuple(16 if column_major_in_place(op, name, spec) else load_bytes(op, spec, narrow=False)
+                     for name, op in (("A", a), ("B", b)))  # type: ignore[return-value]
     widths = tuple(load_bytes(op, spec, narrow=narrow != "never") for op in (a, b))
     if narrow != "auto":
         return widths

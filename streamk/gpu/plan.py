@@ -27,7 +27,7 @@ from .clusters import CLUSTER, launch_pairs
 from .device import Buffer, Device, driver
 from .lanes import Lane, Lanes, Needs
 from .launch import GemmParams, PackPair, PackParams, Step, TmaParams
-from .operands import KernelSpec, Operand, copy_widths, padded, spec_for_tile
+from .operands import KernelSpec, Operand, copy_widths, layout_of, padded, spec_for_tile
 from .select import reduce_slices, runs_transposed, schedule_for, use_pdl
 from .table import STATE_WORDS, TABLE_VERSION, build_table
 
@@ -225,7 +225,8 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
         check_output_layout(c)
     # an operand no copy width reads in place is packed, and the packed copy is read 16 bytes wide
     widths = dict(zip("AB", copy_widths(a, b, spec, tuning.narrow)))
-    main = spec.entry(min(w or 16 for w in widths.values()))
+    layout = layout_of(a, b, spec)  # column-major operands the sm90 kernels read in place
+    main = spec.entry(min(w or 16 for w in widths.values()), layout)
     threads, smem = dev.block_size(main), dev.smem_bytes(main)
     plan = plan_fixup(sched)
     # A grid of at most one block per SM is launched asking for half an SM's shared memory, so
@@ -263,7 +264,9 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
     epoch = needs_epoch(plan)
     assert STATE_WORDS == 2
 
-    pack, lda, ldb = None, a.strides[0], b.strides[0]
+    # leading dimensions: a row-major operand's row stride, a column-major one's column stride
+    lda, ldb = (op.strides[1] if name.lower() + "cm" in layout else op.strides[0] for name, op in (("A", a), ("B", b)))
+    pack = None
     packs = {name: op.on_host or widths[name] == 0 for name, op in (("A", a), ("B", b))}
     sizes = {}
     if packs["A"] or packs["B"]:
@@ -316,7 +319,7 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
                           pdl=use_pdl(tuning.pdl, sched.grid, dev.sms, dev.arch, behind_pack=False)))
     extents = (extent_bytes(extents_of[0], spec.itemsize), extent_bytes(extents_of[1], spec.itemsize),
                extent_bytes(c, acc_bytes) if c is not None else 0)
-    maps = tma.maps_of(a.dtype, shape, lda, ldb, spec.tile) if spec.tma else None
+    maps = tma.maps_of(a.dtype, shape, lda, ldb, spec.tile, layout) if spec.tma else None
     return GemmPlan(dev, lanes, asked_shape, spec, sched, plan, residency, steps, (table_buf,), needs, template, pack,
                     extents, coresident, maps, table_ptrs[5] if cluster > 1 else 0, transposed)
 

@@ -3,8 +3,10 @@
 
 A row-major ``rows x cols`` operand with row stride ``ld`` (elements) is the 2-D tensor (cols,
 rows), innermost first; a box is ``BOX_INNER`` elements (128 bytes: the 128-byte swizzle's width)
-by ``box_rows`` rows. A is read in (k, m) boxes of 64 x BM, B in (n, k) boxes of 64 x BK (both sm90
-tiles, 128x128x64 and 128x256x64: 64 x 128 and 64 x 64; a 128x256 stage takes four B boxes). TMA
+by ``box_rows`` rows. A row-major A is read in (k, m) boxes of 64 x BM, a row-major B in (n, k)
+boxes of 64 x BK (both sm90 tiles, 128x128x64 and 128x256x64: 64 x 128 and 64 x 64; a 128x256
+stage takes four B boxes). A column-major operand is its transpose stored row-major: A in (m, k)
+boxes of 64 x BK (two a stage), B in (k, n) boxes of 64 x 64 (kernel_registry.LAYOUTS). TMA
 needs a 16-byte-aligned base and row stride (the host packs other operands first); elements past
 the tensor's edge arrive as zeros.
 """
@@ -42,12 +44,16 @@ def encode(dst: int, dtype: str, ptr: int, rows: int, cols: int, ld: int, box_ro
     ctypes.memmove(dst, int(tmap.getPtr()), MAP_BYTES)
 
 
-def maps_of(dtype: str, shape: GemmShape, lda: int, ldb: int, tile: TileShape) -> tuple:
+def maps_of(dtype: str, shape: GemmShape, lda: int, ldb: int, tile: TileShape, layout: str = "") -> tuple:
     """What the maps of one GEMM signature on ``tile`` describe: the dtype, then (rows, cols, ld,
-    box rows) of A (m x k, boxes of BM rows) and of B (k x n, boxes of BK rows)."""
+    box rows) of A and of B as stored: A m x k (boxes of BM rows) or, column-major ("acm" in
+    ``layout``), k x m (boxes of BK rows); B k x n (boxes of BK rows) or, column-major ("bcm"),
+    n x k (boxes of 64 rows). ``lda`` / ``ldb``: each one's leading dimension (elements)."""
     if tile.bk != BOX_INNER:
         raise ValueError(f"the sm90 tiles are {BOX_INNER} deep: one 128-byte swizzled row (got {tile})")
-    return dtype, (shape.m, shape.k, lda, tile.bm), (shape.k, shape.n, ldb, tile.bk)
+    map_a = (shape.k, shape.m, lda, tile.bk) if "acm" in layout else (shape.m, shape.k, lda, tile.bm)
+    map_b = (shape.n, shape.k, ldb, BOX_INNER) if "bcm" in layout else (shape.k, shape.n, ldb, tile.bk)
+    return dtype, map_a, map_b
 
 
 def fill(params: TmaParams, maps: tuple, a: int, b: int) -> None:

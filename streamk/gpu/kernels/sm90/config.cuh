@@ -29,6 +29,7 @@ constexpr int SWIZZLE_BYTES = 128;  // TMA / wgmma 128-byte swizzle: a box's inn
 constexpr int BOX_INNER = SWIZZLE_BYTES / ELEM_BYTES;  // 64 elements
 constexpr int A_STAGE_BYTES = BM * BK * ELEM_BYTES;    // one box: 128 rows x 64 k
 constexpr int B_BOX_BYTES = BK * BOX_INNER * ELEM_BYTES;  // a B box: 64 k rows x 64 n
+constexpr int A_MN_BOX_BYTES = BK * BOX_INNER * ELEM_BYTES;  // an M-major A box: 64 k rows x 64 m
 constexpr int ATOM_BYTES = 8 * SWIZZLE_BYTES;  // 8 rows of 128 B: the swizzle pattern's period
 constexpr int SMEM_LIMIT = 227 * 1024;         // a block's dynamic shared memory on sm_90
 // Registers per thread after reallocation (setmaxnreg): the producer needs few, the consumers hold

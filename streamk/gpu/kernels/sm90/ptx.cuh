@@ -109,26 +109,27 @@ __device__ __forceinline__ unsigned long long smem_desc(unsigned addr, unsigned 
          (1ull << 62);
 }
 
-// D(64x128, FP32) += A(64x16, K-major) * B(16x128, N-major: imm-trans-b 1); scale_d 0: D = A*B.
+// D(64x128, FP32) += A(64x16) * B(16x128); A K-major (imm-trans-a 0) or M-major (1), B K-major
+// (imm-trans-b 0) or N-major (1): TA and TB, each "0" or "1"; scale_d 0: D = A*B.
 // Accumulator d[i] of thread t of the warp group: row (t/32)*16 + (t%32)/4 + 8*((i/2)%2), column
 // 8*(i/4) + 2*(t%4) + i%2 (PTX ISA, wgmma .m64nNk16 D fragment).
 // One asm statement per input type (the type is part of the instruction's name, and asm takes
 // a string literal): WGMMA_M64N128K16(f16) and (bf16), used by wgmma_k16 below and undefined after it.
-#define WGMMA_M64N128K16(TYPE)                                                                   \
+#define WGMMA_M64N128K16(TYPE, TA, TB)                                                                 \
   asm volatile(                                                                                  \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                              \
       "wgmma.mma_async.sync.aligned.m64n128k16.f32." #TYPE "." #TYPE " "                          \
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1;\n}\n"                                                 \
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, " TA ", " TB ";\n}\n"                                               \
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])                                                                                   \
       : "l"(desc_a), "l"(desc_b), "r"(scale_d))
 
-// D(64x256, FP32) += A(64x16, K-major) * B(16x256, N-major): the same instruction on twice the
+// D(64x256, FP32) += A(64x16) * B(16x256), layouts as above: the same instruction on twice the
 // columns (the fragment formula above with i up to 127: columns 0-127 are d[0..63], 128-255
 // d[64..127]). Its 128 outputs are spelled through WGMMA_D8 / WGMMA_D32 below.
 #define WGMMA_D8(i) \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 #define WGMMA_D32(i) WGMMA_D8(i), WGMMA_D8(i + 8), WGMMA_D8(i + 16), WGMMA_D8(i + 24)
-#define WGMMA_M64N256K16(TYPE)                                                                   \
+#define WGMMA_M64N256K16(TYPE, TA, TB)                                                                 \
   asm volatile(                                                                                  \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                             \
       "wgmma.mma_async.sync.aligned.m64n256k16.f32." #TYPE "." #TYPE " {"                        \
@@ -140,25 +141,40 @@ __device__ __forceinline__ unsigned long long smem_desc(unsigned addr, unsigned 
       "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
       "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
       "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" \
-      "}, %128, %129, p, 1, 1, 0, 1;\n}\n"                                                       \
+      "}, %128, %129, p, 1, 1, " TA ", " TB ";\n}\n"                                                     \
       : WGMMA_D32(0), WGMMA_D32(32), WGMMA_D32(64), WGMMA_D32(96)                               \
       : "l"(desc_a), "l"(desc_b), "r"(scale_d))
 
-// One k16 step of a consumer warp group's 64 x BN accumulators (BN 128 or 256), D += A * B.
-template <int BN, bool BF16>
+// The instruction of one shape and type for each operand layout: A M-major (imm-trans-a 1) or
+// K-major, B K-major (imm-trans-b 0) or N-major.
+#define WGMMA_LAYOUTS(SHAPE, TYPE)         \
+  if constexpr (A_MN && B_K) {             \
+    SHAPE(TYPE, "1", "0");                 \
+  } else if constexpr (A_MN) {             \
+    SHAPE(TYPE, "1", "1");                 \
+  } else if constexpr (B_K) {              \
+    SHAPE(TYPE, "0", "0");                 \
+  } else {                                 \
+    SHAPE(TYPE, "0", "1");                 \
+  }
+
+// One k16 step of a consumer warp group's 64 x BN accumulators (BN 128 or 256), D += A * B, with A
+// M-major where A_MN and B K-major where B_K (the layouts TMA wrote them in shared memory).
+template <int BN, bool BF16, bool A_MN, bool B_K>
 __device__ __forceinline__ void wgmma_k16(float (&d)[BN / 2], unsigned long long desc_a, unsigned long long desc_b) {
   const int scale_d = 1;
   static_assert(BN == 128 || BN == 256, "wgmma n128 or n256");
   if constexpr (BN == 128 && BF16) {
-    WGMMA_M64N128K16(bf16);
+    WGMMA_LAYOUTS(WGMMA_M64N128K16, bf16)
   } else if constexpr (BN == 128) {
-    WGMMA_M64N128K16(f16);
+    WGMMA_LAYOUTS(WGMMA_M64N128K16, f16)
   } else if constexpr (BF16) {
-    WGMMA_M64N256K16(bf16);
+    WGMMA_LAYOUTS(WGMMA_M64N256K16, bf16)
   } else {
-    WGMMA_M64N256K16(f16);
+    WGMMA_LAYOUTS(WGMMA_M64N256K16, f16)
   }
 }
+#undef WGMMA_LAYOUTS
 #undef WGMMA_M64N128K16
 #undef WGMMA_M64N256K16
 #undef WGMMA_D32

@@ -24,9 +24,12 @@
 // loads go on during epilogues; BN 256 stages and writes C in two column halves, epilogue.cuh
 // EPILOGUE_PARTS), 2 x STAGES mbarriers: 201,792 B on 128x128, 218,160 B on 128x256 (config.cuh).
 // Arch: sm_90a.
-// Operands (TMA descriptors built by the host, streamk/gpu/tma.py): A m x k row-major and B k x n
-// row-major, 16-byte-aligned base and row strides (the host packs others: common/pack.cuh); A is
-// read K-major (swizzled rows of 64 k), B N-major (imm-trans-b: rows of 64 n per box). Elements
+// Operands (TMA descriptors built by the host, streamk/gpu/tma.py): A m x k and B k x n, each
+// row-major or column-major with a 16-byte-aligned base and stride (the host packs others:
+// common/pack.cuh). A row-major A is read K-major (swizzled rows of 64 k), a column-major one
+// M-major (A_MN: two boxes of 64 k rows of 64 m, imm-trans-a); a row-major B N-major (imm-trans-b:
+// rows of 64 n per box), a column-major one K-major (B_K: rows of 64 k, one per n). wgmma reads
+// either layout of 16-bit inputs, so torch's x @ W.t() needs no copy (the Linear layout). Elements
 // outside the matrices arrive as zeros from TMA, so edge tiles in m, n and k need no predication;
 // C is written by the shared epilogue with any strides.
 // Ideas from public code (written here, not copied): the producer / two-consumer split with
@@ -78,12 +81,17 @@ struct TmaParams {
 static_assert(sizeof(GemmParams) == 176 && alignof(TensorMap) == 64 && sizeof(TmaParams) == 448,
               "launch.py TmaParams mirrors this layout");
 
-template <bool BF16, int BN_ = 128, int STAGES_ = TileConfig<BN_>::DEFAULT_STAGES>
+template <bool BF16, int BN_ = 128, int STAGES_ = TileConfig<BN_>::DEFAULT_STAGES, bool A_MN_ = false,
+          bool B_K_ = false>
 struct TmaWgmma {
   using Acc = float;
   using Elem = unsigned short;  // raw FP16 / BF16 bits
   using Config = TileConfig<BN_>;
   static constexpr bool IS_BF16 = BF16;
+  // operand layouts in global and shared memory: A M-major (a column-major A, read in two 64-row
+  // boxes of 64 k) instead of K-major; B K-major (a column-major B: boxes of 64 n rows of 64 k)
+  // instead of N-major
+  static constexpr bool A_MN = A_MN_, B_K = B_K_;
   static constexpr int BM = sm90::BM, BN = BN_, BK = sm90::BK, STAGES = STAGES_;
   static constexpr int THREADS = CONSUMERS * WG_THREADS;  // the accumulators' group: fixup, epilogue, passes
   static constexpr int BLOCK_THREADS = sm90::THREADS;     // the block: producer + consumers
@@ -142,6 +150,13 @@ struct Ring {
   }
 };
 
+// A B box's coordinates in its map, innermost first: (n, k) on an N-major B, (k, n) on a K-major one;
+// either way a box is 64 n x 64 k (8 KB) and a stage's BN/64 boxes lie in n order.
+template <class ML>
+__device__ __forceinline__ int b_inner(int n, int kt) { return ML::B_K ? kt * ML::BK : n; }
+template <class ML>
+__device__ __forceinline__ int b_outer(int n, int kt) { return ML::B_K ? n : kt * ML::BK; }
+
 // A paired cluster's two CTAs run units of the same k ranges on tiles of one tile column (the host
 // checks it), so each loads half of every stage's B boxes and multicasts them to both; its A is its
 // own. A stage is refilled once the consumers of both CTAs have freed it (empty counts both).
@@ -163,17 +178,25 @@ __device__ __forceinline__ void produce(const TmaParams& p, const Smem<ML>& s, b
     for (int kt = w.k_begin; kt < w.k_end; ++kt, ring.next()) {
       mbar_wait(s.empty(ring.stage), ring.phase ^ 1u);
       mbar_arrive_expect_tx(s.full(ring.stage), ML::Config::STAGE_BYTES);
-      tma_load_2d(s.a(ring.stage), &p.a, s.full(ring.stage), kt * ML::BK, m0);
+      if constexpr (ML::A_MN) {
+#pragma unroll
+        for (int half = 0; half < BM / BOX_INNER; ++half)
+          tma_load_2d(s.a(ring.stage) + half * A_MN_BOX_BYTES, &p.a, s.full(ring.stage), m0 + half * BOX_INNER,
+                      kt * ML::BK);
+      } else {
+        tma_load_2d(s.a(ring.stage), &p.a, s.full(ring.stage), kt * ML::BK, m0);
+      }
       if (paired) {
 #pragma unroll
         for (int box = own; box < own + HALF; ++box)
-          tma_load_2d_multicast(s.b(ring.stage) + box * B_BOX_BYTES, &p.b, s.full(ring.stage), n0 + box * BOX_INNER,
-                                kt * ML::BK, CLUSTER_MASK);
+          tma_load_2d_multicast(s.b(ring.stage) + box * B_BOX_BYTES, &p.b, s.full(ring.stage),
+                                b_inner<ML>(n0 + box * BOX_INNER, kt), b_outer<ML>(n0 + box * BOX_INNER, kt),
+                                CLUSTER_MASK);
       } else {
 #pragma unroll
         for (int box = 0; box < ML::Config::B_BOXES; ++box)
-          tma_load_2d(s.b(ring.stage) + box * B_BOX_BYTES, &p.b, s.full(ring.stage), n0 + box * BOX_INNER,
-                      kt * ML::BK);
+          tma_load_2d(s.b(ring.stage) + box * B_BOX_BYTES, &p.b, s.full(ring.stage),
+                      b_inner<ML>(n0 + box * BOX_INNER, kt), b_outer<ML>(n0 + box * BOX_INNER, kt));
       }
     }
   }
@@ -201,14 +224,18 @@ __device__ __forceinline__ void consume(const Smem<ML>& s, Ring<ML>& ring, int w
   for (int kt = k_begin; kt < k_end; ++kt, ring.next()) {
     mbar_wait(s.full(ring.stage), ring.phase);
     wgmma_fence();
-    const unsigned a = s.a(ring.stage) + wg * WG_M * SWIZZLE_BYTES, b = s.b(ring.stage);
+    // this warp group's 64 rows of A: rows 64 wg on of the K-major box, or the M-major box wg
+    const unsigned a = s.a(ring.stage) + wg * (ML::A_MN ? A_MN_BOX_BYTES : WG_M * SWIZZLE_BYTES), b = s.b(ring.stage);
 #pragma unroll
     for (int kk = 0; kk < ML::BK / MMA_K; ++kk) {
-      // A K-major: k-step kk starts 32 bytes into each swizzled row (LBO unused, SBO: 8 rows);
-      // B N-major: k-step kk starts 16 rows down; LBO: the next 64 columns' box, SBO: 8 rows
-      const unsigned long long da = smem_desc(a + kk * MMA_K * ELEM_BYTES, 16, ATOM_BYTES);
-      const unsigned long long db = smem_desc(b + kk * MMA_K * SWIZZLE_BYTES, B_BOX_BYTES, ATOM_BYTES);
-      wgmma_k16<ML::BN, ML::IS_BF16>(acc, da, db);
+      // K-major (A, or B where B_K): k-step kk starts 32 bytes into each swizzled row (LBO unused,
+      // SBO: 8 rows); M-/N-major: k-step kk starts 16 rows down (LBO: the next 64 columns' box,
+      // SBO: 8 rows)
+      const unsigned long long da = ML::A_MN ? smem_desc(a + kk * MMA_K * SWIZZLE_BYTES, A_MN_BOX_BYTES, ATOM_BYTES)
+                                             : smem_desc(a + kk * MMA_K * ELEM_BYTES, 16, ATOM_BYTES);
+      const unsigned long long db = ML::B_K ? smem_desc(b + kk * MMA_K * ELEM_BYTES, 16, ATOM_BYTES)
+                                            : smem_desc(b + kk * MMA_K * SWIZZLE_BYTES, B_BOX_BYTES, ATOM_BYTES);
+      wgmma_k16<ML::BN, ML::IS_BF16, ML::A_MN, ML::B_K>(acc, da, db);
     }
     wgmma_commit();
     wgmma_wait<1>();
