@@ -51,6 +51,8 @@ class TargetTile:
     # ... and decided under the calibrated constants, MAC iterations priced as for the splits but
     # with this share (streamk.costs.two_tile_beats_dp); None: the appendix model's constants
     hybrid_busy_share: float | None = None
+    # ... and only where DP's partial wave fills at most this share of the SMs; None: any
+    hybrid_max_fill: float | None = None
     # few deep tiles: basic Stream-K on every SM under the separate-reduce fixup (streamk.sched.auto)
     few_tiles_reduce: bool = False
     # auto's decode-like GEMMs on this tile: a DP grid of few deep tiles becomes Stream-K on every
@@ -174,7 +176,7 @@ class Target:
                            "decode_reduce": t.decode_reduce, "spread_reduce": t.spread_reduce,
                            "split_costs": str(t.split_costs()) if t.aligned_splits and t.calibration else None,
                            "split_busy_share": t.split_busy_share, "hybrid_max_waves": t.hybrid_max_waves,
-                           "hybrid_busy_share": t.hybrid_busy_share}
+                           "hybrid_busy_share": t.hybrid_busy_share, "hybrid_max_fill": t.hybrid_max_fill}
                           for t in self.tiles]}
 
 
@@ -215,6 +217,13 @@ _SM90_HYBRID_MAX_WAVES = {SM90_TILE: 2.0}
 # cost 1.018x the better of hybrid and DP (the appendix constants' rule 1.028x), better or equal on
 # every run; shares 0.3 / 0.5 scored 1.019x / 1.023x (0.5 is the splits' share; LOG.md v29).
 _SM90_HYBRID_BUSY_SHARE = {SM90_TILE: 0.4}
+# 128x256x64's hybrid (the appendix model's constants) only where DP's partial wave fills at most 60%
+# of the SMs: on the 21 shapes of a wave or more it ran in three H100 fidelity runs it beat DP by
+# 1.03-1.28x up to fills of 0.3 and lost 0.91-0.95x at 0.64-0.73 (fills 0.5-0.6 scored best: 1.010 ->
+# 1.002x the better of the two); on an H200, the 12 corpus and x @ W.t() shapes this changes ran 1.018x
+# faster than the unlimited hybrid (4096x4096x14336, fill 0.88: 1.16x), while fills of 0.52-0.58
+# favoured the hybrid by 0.94-1.03x, hence 0.6 (LOG.md v37).
+_SM90_HYBRID_MAX_FILL = {SM90_WIDE_TILE: 0.6}
 
 # auto's constants on sm_90a (H100; in MAC iterations). Owner-waits b = 16, d = 8 on every FP16/BF16
 # tile: best of b in {32, 16, 8, 5} x d in {8, 9.5} on 400 corpus shapes (LOG.md v10b, v13); the
@@ -269,6 +278,7 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
                                   split_extra_us=_SM90_SPLIT_EXTRA_US.get(tile, 0.0) if measured else 0.0,
                                   hybrid_max_waves=_SM90_HYBRID_MAX_WAVES.get(tile) if measured else None,
                                   hybrid_busy_share=_SM90_HYBRID_BUSY_SHARE.get(tile) if measured else None,
+                                  hybrid_max_fill=_SM90_HYBRID_MAX_FILL.get(tile) if measured else None,
                                   few_tiles_reduce=measured and tile in _SM90_FEW_TILES_REDUCE,
                                   decode_reduce=measured and tile in _SM90_DECODE_REDUCE,
                                   spread_reduce=tile in (DOT_TILE, DOT_T_TILE)))

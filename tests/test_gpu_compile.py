@@ -34,8 +34,8 @@ def test_every_kernel_compiles_without_spills(arch, tmp_path):
     assert 128 < main["streamk_sm80_f16"] <= 255 and 64 < main["streamk_sm80_f64"] <= 255, main
     if arch == "sm_90a":  # the TMA + wgmma kernels keep their 64 (128x128) and 128 (128x256) accumulators
         sm90 = [n for n in main if n.startswith("streamk_sm90_")]  # per consumer thread without a spill
-        assert sorted(sm90) == ["streamk_sm90_bf16", "streamk_sm90_bf16_t128x256", "streamk_sm90_f16",
-                                "streamk_sm90_f16_t128x256"]
+        assert sorted(sm90) == sorted(f"streamk_sm90_{d}{t}{layout}" for d in ("f16", "bf16") for t in ("", "_t128x256")
+                                      for layout in ("", "_acm", "_bcm", "_acm_bcm"))  # every operand layout
         assert all(main[n] <= 168 and spills[n] == 0 for n in sm90), {n: (main[n], spills[n]) for n in sm90}
     assert len(list(tmp_path.glob("*.cubin"))) == len(units_for(arch))
 

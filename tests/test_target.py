@@ -275,6 +275,21 @@ def test_auto_on_the_sm90_square_tile_keeps_the_two_tile_hybrid_below_two_waves(
     assert h100.kernel("float16", TileShape(128, 256, 64)).hybrid_max_waves is None
 
 
+def test_auto_on_the_wide_sm90_tile_takes_the_hybrid_only_behind_a_partial_wave_of_at_most_60_percent():
+    from streamk.gpu.select import schedule_for
+
+    h100, wide = preset("h100"), TileShape(128, 256, 64)
+    assert h100.kernel("float16", wide).hybrid_max_fill == 0.6
+    # 512 tiles of 224 iterations (x @ W.t() at 4096x4096x14336): DP's fourth wave fills 116 SMs
+    full = schedule_for("auto", GemmShape(4096, 4096, 14336), "float16", h100, tile=wide)
+    assert full.grid == 512 and full.fixup == "owner-waits"  # DP
+    forced = schedule_for("auto", GemmShape(4096, 4096, 14336), "float16", h100, tile=wide, hybrid_max_fill=1.0)
+    assert forced.grid == 396 and forced.fixup == "turnstile"  # the appendix model's pick
+    # 399 tiles: a partial wave of 3 tiles, the hybrid as before; 200 tiles: 68 of 132 (0.52), too
+    assert schedule_for("auto", GemmShape(2420, 5328, 3280), "float16", h100, tile=wide).fixup == "turnstile"
+    assert schedule_for("auto", GemmShape(978, 6197, 6642), "float16", h100, tile=wide).fixup == "turnstile"
+
+
 def test_auto_spreads_a_decode_gemm_of_few_deep_rectangles_over_every_slot():
     from streamk.gpu.select import schedule_for
 

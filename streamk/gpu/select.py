@@ -291,6 +291,8 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
             options["hybrid_max_waves"] = kernel.hybrid_max_waves
         if options.get("hybrid_busy_share") is None and kernel.hybrid_busy_share is not None:
             options["hybrid_busy_share"] = kernel.hybrid_busy_share
+        if options.get("hybrid_max_fill") is None and kernel.hybrid_max_fill is not None:
+            options["hybrid_max_fill"] = kernel.hybrid_max_fill
         if options.get("reduce_costs") is None and fixup is None and kernel.reduce_costs is not None:
             options["reduce_costs"] = kernel.reduce_costs
         if "few_tiles_reduce" not in options and fixup is None and kernel.few_tiles_reduce:

@@ -34,6 +34,9 @@ SMs are busy, read A and B back from DRAM (sm90 128x128x64 on an H100: basic Str
 CTAs beyond that share of the SMs: past about half of them an H100's 128x128x64 mainloop is bound
 by the L2's bandwidth, so splitting tiles onto more SMs stops paying (LOG.md v28).
 
+Given ``hybrid_max_fill``, the two-tile hybrid is taken only where DP's partial wave fills at most
+that share of the SMs: a nearly full last wave leaves Stream-K little to recover, and on the
+one-CTA-per-SM 128x256x64 sm90 tile the SK wave then ran up to 1.27x slower than DP (LOG.md v37).
 Given ``hybrid_max_waves``, the two-tile hybrid is taken only below that many waves of tiles (sm90
 128x128x64 on an H100, from two waves on: the hybrid ran 1.03-1.10x the time of DP in grouped order
 on deep tiles, and persistent DP already takes the shallow ones; LOG.md v28). Given also
@@ -99,8 +102,8 @@ def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_
                 reduce_costs: Costs | None = None, sk_backward: bool = False,
                 split_costs: Costs | None = None, split_busy_share: float | None = None,
                 few_tiles_reduce: bool = False, hybrid_max_waves: float | None = None,
-                hybrid_busy_share: float | None = None, decode_reduce: bool = False,
-                spread_reduce: bool = False) -> Ranges:
+                hybrid_busy_share: float | None = None, hybrid_max_fill: float | None = None,
+                decode_reduce: bool = False, spread_reduce: bool = False) -> Ranges:
     """auto's choice for every shape (see the module docstring), as a batch."""
     tiles_m, tiles_n, ipt = tile_counts(shapes, tile)
     tiles = tiles_m * tiles_n
@@ -142,6 +145,8 @@ def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_
             hybrid = two_tile_beats_dp(tiles, ipt, machine.sms, costs)
         if hybrid_max_waves is not None:
             hybrid &= tiles < hybrid_max_waves * machine.sms
+        if hybrid_max_fill is not None:
+            hybrid &= tiles % machine.sms <= hybrid_max_fill * machine.sms
         h_split, h_first, h_second = hybrid_regions(tiles, ipt, machine.sms, sk_first=True)
         split, first, second = (np.where(hybrid, h, o) for h, o in
                                 ((h_split, split), (h_first, first), (h_second, second)))
@@ -170,12 +175,13 @@ def auto(shape: GemmShape, tile: TileShape, machine: Machine, *, model_costs: Co
          reduce_costs: Costs | None = None, sk_backward: bool = False, persistent_upto: int | None = None,
          split_costs: Costs | None = None, split_busy_share: float | None = None,
          few_tiles_reduce: bool = False, hybrid_max_waves: float | None = None,
-         hybrid_busy_share: float | None = None, decode_reduce: bool = False, spread_reduce: bool = False) -> Schedule:
+         hybrid_busy_share: float | None = None, hybrid_max_fill: float | None = None, decode_reduce: bool = False,
+         spread_reduce: bool = False) -> Schedule:
     ranges = auto_ranges(np.array([[shape.m, shape.n, shape.k]]), tile, machine, model_costs=model_costs,
                          reduce_costs=reduce_costs, sk_backward=sk_backward, split_costs=split_costs,
                          split_busy_share=split_busy_share, few_tiles_reduce=few_tiles_reduce,
                          hybrid_max_waves=hybrid_max_waves, hybrid_busy_share=hybrid_busy_share,
-                         decode_reduce=decode_reduce, spread_reduce=spread_reduce)
+                         hybrid_max_fill=hybrid_max_fill, decode_reduce=decode_reduce, spread_reduce=spread_reduce)
     tiles, ipt = int(ranges.tiles[0]), int(ranges.ipt[0])
     # auto's even splits of [0, total) over as many CTAs as tiles are a whole tile each: plain DP
     if persistent_upto is not None and machine.sms < tiles and ipt <= persistent_upto and ranges.grids[0] == tiles:
