@@ -117,17 +117,20 @@ def model_grid(problem: Problem, max_grid: int, costs: Costs = AUTO_COSTS) -> in
     return int(model_grids(problem.total_iters, problem.iters_per_tile, max_grid, costs)[0])
 
 
-def best_splits(tiles, iters_per_tile, sms: int, costs: Costs, busy_share: float | None = None) -> np.ndarray:
+def best_splits(tiles, iters_per_tile, sms: int, costs: Costs, busy_share=None) -> np.ndarray:
     """Per shape of fewer tiles than ``sms``, the s in [1, min(sms // tiles, iterations per tile)]
     of least modeled time for every tile split s ways at the same k offsets (fixed-split's ranges
     on s * tiles CTAs: ceil(ipt / s) iterations a CTA, s - 1 peers a tile); ties: the smaller s.
-    Given ``busy_share``, a grid of more than that share of ``sms`` CTAs runs each MAC iteration
-    slower in proportion to its CTAs (their reads share the L2's bandwidth)."""
+    Given ``busy_share`` (one share, or one per shape), a grid of more than that share of ``sms``
+    CTAs runs each MAC iteration slower in proportion to its CTAs (their reads share the L2's
+    bandwidth)."""
     tiles = np.asarray(tiles, dtype=np.int64).reshape(-1, 1)
     ipt = np.asarray(iters_per_tile, dtype=np.int64).reshape(-1, 1)
     s = np.arange(1, sms + 1)
     allowed = (s * tiles <= sms) & (s <= ipt)
     grid = np.minimum(s * tiles, tiles * ipt)
+    if busy_share is not None:
+        busy_share = np.asarray(busy_share, dtype=float).reshape(-1, 1)
     times = _times(tiles * ipt, ipt, grid, costs.a, costs.b, busy_price(costs.c, grid, sms, busy_share), costs.d)
     return s[np.where(allowed, times, np.inf).argmin(axis=1)]
 

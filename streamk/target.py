@@ -44,6 +44,8 @@ class TargetTile:
     # ... their MAC iterations priced slower in proportion to the CTAs beyond this share of the SMs
     # (the L2's bandwidth; streamk.sched.auto split_busy_share); None: never
     split_busy_share: float | None = None
+    # ... but this share on wide GEMMs of deep tiles (streamk.sched.auto split_wide_share); None: the same
+    split_wide_share: float | None = None
     # ... and each split tile's partial priced this much above the calibrated b (us)
     split_extra_us: float = 0.0
     # auto's two-tile hybrid only below this many waves of tiles (streamk.sched.auto); None: any
@@ -175,7 +177,8 @@ class Target:
                            "persistent_upto": t.persistent_upto, "few_tiles_reduce": t.few_tiles_reduce,
                            "decode_reduce": t.decode_reduce, "spread_reduce": t.spread_reduce,
                            "split_costs": str(t.split_costs()) if t.aligned_splits and t.calibration else None,
-                           "split_busy_share": t.split_busy_share, "hybrid_max_waves": t.hybrid_max_waves,
+                           "split_busy_share": t.split_busy_share, "split_wide_share": t.split_wide_share,
+                           "hybrid_max_waves": t.hybrid_max_waves,
                            "hybrid_busy_share": t.hybrid_busy_share, "hybrid_max_fill": t.hybrid_max_fill}
                           for t in self.tiles]}
 
@@ -201,6 +204,10 @@ ONE_WAVE_ITERS_PER_ROW = 4
 # runs), so a 2-way split of 56 deep tiles ran no faster than DP. Of shares 0.35-0.6 (and none),
 # 0.5 scored best: auto within 5% of the best 0.839 -> 0.878 over four oracle runs (LOG.md v28).
 _SM90_SPLIT_BUSY_SHARE = {SM90_TILE: 0.5}
+# ... and 0.6 on GEMMs at least 8x wider than tall with 64 iterations a tile or more: chosen on 48 deep
+# corpus shapes of seeds 100-129 (0.6 on every deep shape: 0.986x; on the wide ones 1.078x), then 50
+# such shapes of seeds 130-329 held out: 1.131x faster than with 0.5, min 0.977 (LOG.md v37).
+_SM90_SPLIT_WIDE_SHARE = {SM90_TILE: 0.6}
 # ... and a split tile's partial 1.5 us dearer than the calibration's b: fixed-split's own runs fit
 # b + d 0.54 us above the b + d that every variant's partials fit, most on shallow tiles (two-way
 # splits of 16-26 iterations ran 1.08-1.18x of DP, the model said 0.98-1.0x). Of 0 / 0.75 / 1.5 /
@@ -275,6 +282,7 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
                                   persistent_upto=_SM90_PERSISTENT_UPTO.get(tile) if measured else None,
                                   aligned_splits=measured and tile in SM90_TILES,
                                   split_busy_share=_SM90_SPLIT_BUSY_SHARE.get(tile) if measured else None,
+                                  split_wide_share=_SM90_SPLIT_WIDE_SHARE.get(tile) if measured else None,
                                   split_extra_us=_SM90_SPLIT_EXTRA_US.get(tile, 0.0) if measured else 0.0,
                                   hybrid_max_waves=_SM90_HYBRID_MAX_WAVES.get(tile) if measured else None,
                                   hybrid_busy_share=_SM90_HYBRID_BUSY_SHARE.get(tile) if measured else None,

@@ -328,3 +328,17 @@ def test_auto_splits_a_gemv_on_the_dot_tiles_over_the_resident_slots_on_every_pr
         assert (atomic.grid, atomic.fixup) == (gemv.grid, "atomic"), name
         owner = schedule_for("auto", GemmShape(1, 4096, 4096), "float16", target, fixup="owner-waits")
         assert owner.fixup == "owner-waits" and owner.grid < gemv.grid, name
+
+
+def test_auto_splits_wide_gemms_of_deep_tiles_where_the_l2_prices_a_split_as_cheaper():
+    from streamk.gpu.select import schedule_for
+
+    h100 = preset("h100")
+    assert h100.kernel("float16", TileShape(128, 128, 64)).split_wide_share == 0.6
+    # x @ W.t() at 256x4096x14336: 64 tiles of 224 iterations, two tile rows: split 2 ways
+    wide = schedule_for("auto", GemmShape(256, 4096, 14336), "float16", h100)
+    assert (wide.tile, wide.grid) == (TileShape(128, 128, 64), 128)
+    shipped = schedule_for("auto", GemmShape(256, 4096, 14336), "float16", h100, split_wide_share=0.5)
+    assert shipped.grid == 64  # the 0.5 share of every other shape: DP
+    # as deep but tall (2691 x 376): the 0.5 share, DP
+    assert schedule_for("auto", GemmShape(2691, 376, 7768), "float16", h100).grid == 66

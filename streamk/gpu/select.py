@@ -287,6 +287,8 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
             options["split_costs"] = split_costs
             if options.get("split_busy_share") is None and kernel.split_busy_share is not None:
                 options["split_busy_share"] = kernel.split_busy_share
+            if options.get("split_wide_share") is None and kernel.split_wide_share is not None:
+                options["split_wide_share"] = kernel.split_wide_share
         if options.get("hybrid_max_waves") is None and kernel.hybrid_max_waves is not None:
             options["hybrid_max_waves"] = kernel.hybrid_max_waves
         if options.get("hybrid_busy_share") is None and kernel.hybrid_busy_share is not None:

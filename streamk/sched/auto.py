@@ -32,7 +32,12 @@ SMs are busy, read A and B back from DRAM (sm90 128x128x64 on an H100: basic Str
 0.75-1.07x of DP on 57 corpus shapes, the splits up to 1.23x; LOG.md v24). Given also
 ``split_busy_share``, the model prices a split grid's MAC iterations slower in proportion to its
 CTAs beyond that share of the SMs: past about half of them an H100's 128x128x64 mainloop is bound
-by the L2's bandwidth, so splitting tiles onto more SMs stops paying (LOG.md v28).
+by the L2's bandwidth, so splitting tiles onto more SMs stops paying (LOG.md v28). Given also
+``split_wide_share``, a wide GEMM of deep tiles (n at least SPLIT_WIDE_RATIO times m, at least
+SPLIT_DEEP_ITERS iterations a tile: few tile rows, so DP leaves most SMs idle while its CTAs stream B)
+prices them with that share instead: H100, 2-way splits of such corpus shapes ran 1.131x faster than
+DP on 50 held out (min 0.977), x @ W.t() at 256x4096x14336 1.45x; on other deep shapes the larger
+share was a wash (0.986x over 48; LOG.md v37).
 
 Given ``hybrid_max_fill``, the two-tile hybrid is taken only where DP's partial wave fills at most
 that share of the SMs: a nearly full last wave leaves Stream-K little to recover, and on the
@@ -101,6 +106,7 @@ from .registry import register
 def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_costs: Costs | None = None,
                 reduce_costs: Costs | None = None, sk_backward: bool = False,
                 split_costs: Costs | None = None, split_busy_share: float | None = None,
+                split_wide_share: float | None = None,
                 few_tiles_reduce: bool = False, hybrid_max_waves: float | None = None,
                 hybrid_busy_share: float | None = None, hybrid_max_fill: float | None = None,
                 decode_reduce: bool = False, spread_reduce: bool = False) -> Ranges:
@@ -119,7 +125,13 @@ def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_
     splits = np.ones_like(tiles)  # > 1: every tile split that many ways at aligned k offsets
     few = (tiles < machine.sms).nonzero()[0]
     if len(few) and split_costs is not None:
-        splits[few] = best_splits(tiles[few], ipt[few], machine.sms, split_costs, split_busy_share)
+        share = split_busy_share
+        if split_wide_share is not None and split_busy_share is not None:
+            dims = np.asarray(shapes, dtype=np.int64).reshape(-1, 3)
+            m, n = dims[few, 0], dims[few, 1]
+            wide = (n >= SPLIT_WIDE_RATIO * m) & (ipt[few] >= SPLIT_DEEP_ITERS)
+            share = np.where(wide, split_wide_share, split_busy_share)
+        splits[few] = best_splits(tiles[few], ipt[few], machine.sms, split_costs, share)
     elif len(few):  # the model's grids cost tens of microseconds: only where they are used
         models = (costs,) if reduce_costs is None else (costs, reduce_costs)
         grids, times = best_grids(total[few], ipt[few], machine.sms, models)
@@ -161,6 +173,8 @@ def auto_ranges(shapes: np.ndarray, tile: TileShape, machine: Machine, *, model_
     return two_regions(shapes, tiles, ipt, split, first, second, fixup, backward, tile_splits=splits)
 
 
+SPLIT_WIDE_RATIO = 8  # split_wide_share: n at least this many times m ...
+SPLIT_DEEP_ITERS = 64  # ... and at least this many MAC iterations a tile
 SK_MAX_WAVES = 3  # SM-waves of tiles up to which several resident CTAs per SM run Stream-K
 SK_REDUCE_MAX_WAVES = 0.2  # few_tiles_reduce: below this many tiles per SM (0.15-0.25 scored alike, v26)
 SK_REDUCE_MIN_ITERS = 32  # ... and at least this many MAC iterations per tile (24-40 scored alike)
@@ -174,12 +188,13 @@ SPREAD_REDUCE_MAX_PARTIALS = 32  # ... else at most this many CTAs a tile
 def auto(shape: GemmShape, tile: TileShape, machine: Machine, *, model_costs: Costs | None = None,
          reduce_costs: Costs | None = None, sk_backward: bool = False, persistent_upto: int | None = None,
          split_costs: Costs | None = None, split_busy_share: float | None = None,
-         few_tiles_reduce: bool = False, hybrid_max_waves: float | None = None,
+         split_wide_share: float | None = None, few_tiles_reduce: bool = False, hybrid_max_waves: float | None = None,
          hybrid_busy_share: float | None = None, hybrid_max_fill: float | None = None, decode_reduce: bool = False,
          spread_reduce: bool = False) -> Schedule:
     ranges = auto_ranges(np.array([[shape.m, shape.n, shape.k]]), tile, machine, model_costs=model_costs,
                          reduce_costs=reduce_costs, sk_backward=sk_backward, split_costs=split_costs,
-                         split_busy_share=split_busy_share, few_tiles_reduce=few_tiles_reduce,
+                         split_busy_share=split_busy_share, split_wide_share=split_wide_share,
+                         few_tiles_reduce=few_tiles_reduce,
                          hybrid_max_waves=hybrid_max_waves, hybrid_busy_share=hybrid_busy_share,
                          hybrid_max_fill=hybrid_max_fill, decode_reduce=decode_reduce, spread_reduce=spread_reduce)
     tiles, ipt = int(ranges.tiles[0]), int(ranges.ipt[0])
