@@ -509,3 +509,24 @@ def test_the_sm90_kernels_read_aligned_column_major_operands_in_place():
     assert copy_widths(x, op(4096, 130, (160, 1)), sm80, "never") == (16, 0)
     host = Operand(None, "numpy", 0, (4096, 11008), (1, 4096), "float16")
     assert copy_widths(x, host, sm90) == (16, 0)  # host data is copied in row-major
+
+
+def test_auto_takes_the_sm90_tile_where_its_own_pick_would_copy_what_sm90_reads_in_place():
+    from streamk.gpu.operands import Operand
+    from streamk.gpu.select import in_place_tile
+    from streamk.target import preset
+
+    def op(rows, cols, strides):
+        return Operand(None, "torch", 0, (rows, cols), strides, "float16")
+
+    h100, a100 = preset("h100"), preset("a100")
+    x, wt = op(128, 4096, (4096, 1)), op(4096, 4096, (1, 4096))  # x @ W.t(): auto's 64x64 tiles pack x^T
+    assert in_place_tile(x, wt, None, "auto", None, h100) == TileShape(128, 128, 64)
+    assert in_place_tile(x, wt, None, "auto", None, a100) is None  # no sm90 tiles there
+    assert in_place_tile(x, wt, None, "auto", "64x64", h100) is None  # a tile asked: as given
+    assert in_place_tile(x, wt, None, "stream-k", None, h100) is None
+    assert in_place_tile(x, op(4096, 4096, (4096, 1)), None, "auto", None, h100) is None  # nothing copied
+    assert in_place_tile(op(64, 4096, (4096, 1)), wt, None, "auto", None, h100) is None  # decode-like
+    assert in_place_tile(op(4096, 4096, (4096, 1)), wt, None, "auto", None, h100) is None  # auto's sm90 already
+    assert in_place_tile(x, op(4096, 4096, (1, 4100)), None, "auto", None, h100) is None  # W's rows unaligned
+    assert in_place_tile(x, wt, op(128, 4096, (1, 128)), "auto", None, h100) is None  # C column-major

@@ -28,7 +28,7 @@ from .device import Buffer, Device, driver
 from .lanes import Lane, Lanes, Needs
 from .launch import GemmParams, PackPair, PackParams, Step, TmaParams
 from .operands import KernelSpec, Operand, copy_widths, layout_of, padded, spec_for_tile
-from .select import reduce_slices, runs_transposed, schedule_for, use_pdl
+from .select import in_place_tile, reduce_slices, runs_transposed, schedule_for, use_pdl
 from .table import STATE_WORDS, TABLE_VERSION, build_table
 
 PACK_THREADS = 256  # kernels/common/pack.cuh PACK_THREADS (a test checks they agree)
@@ -210,6 +210,7 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
     """Check and build the plan of one signature (module doc); every refusal before any launch."""
     asked_shape = GemmShape(a.shape[0], b.shape[1], a.shape[1])
     extents_of = (a, b)
+    tile = in_place_tile(a, b, c, schedule, tile, dev.target) or tile  # column-major operands read as given
     transposed = runs_transposed(a, b, c, schedule, tile, dev.target)
     if transposed:  # the kernels see A' = B^T, B' = A^T, C' = C^T
         a, b, c = b.transposed(), a.transposed(), c.transposed() if c is not None else None

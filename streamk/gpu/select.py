@@ -242,6 +242,27 @@ def runs_transposed(a: Operand, b: Operand, c: Operand | None, schedule: str | S
     return _copy_cost(b.transposed(), a.transposed(), c.transposed(), target) < _copy_cost(a, b, c, target)
 
 
+def in_place_tile(a: Operand, b: Operand, c: Operand | None, schedule: str | Schedule, tile: object,
+                  target: Target) -> TileShape | None:
+    """The sm90 square tile, where auto (no tile asked) would copy an operand, in either orientation,
+    that the sm90 kernels read in place as given: column-major operands (torch's x @ W.t()) of GEMMs
+    below auto's sm90 rungs, whose sm80 tiles pack them. Not on decode-like GEMMs (their small and dot
+    tiles were measured against the pack). H100, x @ W.t() at 96 and 128 rows on the 4096-wide Llama
+    layers (auto had taken 64x64 tiles with x^T packed, transposed): 1.54-2.03x faster (LOG.md v37)."""
+    if a.on_host or tile is not None or not isinstance(schedule, str) or schedule != "auto":
+        return None
+    square, _ = target.large_tiles(a.dtype)
+    spec = spec_for_tile(a.dtype, square)
+    if not spec.tma or decode_like(a.shape[0], b.shape[1]) or copy_widths(a, b, spec) != (16, 16):
+        return None
+    if c is None:
+        c = Operand(None, a.kind, 0, (a.shape[0], b.shape[1]), (b.shape[1], 1), a.dtype)
+    if not c.rows_contiguous:
+        return None
+    cost = min(_copy_cost(a, b, c, target), _copy_cost(b.transposed(), a.transposed(), c.transposed(), target))
+    return square if cost > 0 else None
+
+
 def sm90_rungs(shape: GemmShape, dtype: str, sm80_in_place: bool) -> bool:
     """Whether auto's large rungs take the sm90 tiles for contiguous operands of ``shape``: yes,
     unless the sm80 tiles would read operands in place (``sm80_in_place``) that TMA needs packed and
