@@ -212,16 +212,6 @@ def variant(name: str) -> KernelVariant:
     return BY_NAME[name]
 
 
-def find(role: str, mainloop: str, dtype: str, tile: TileShape | None, load_bytes: int = 16,
-         layout: str = "") -> KernelVariant | None:
-    """The variant with these fields (any stages and launch bounds), or None."""
-    for v in VARIANTS:
-        if (v.role, v.mainloop, v.dtype, v.tile, v.load_bytes, v.layout) == (role, mainloop, dtype, tile, load_bytes,
-                                                                               layout):
-            return v
-    return None
-
-
 def units(arch: str | None = None) -> dict[str, tuple[KernelVariant, ...]]:
     """Compile unit -> its variants, in registry order; with ``arch``, only the units built for it."""
     out: dict[str, list[KernelVariant]] = {}
