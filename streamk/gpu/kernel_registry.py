@@ -59,6 +59,16 @@ class Mainloop:
 LAYOUTS = ("", "acm", "bcm", "acm_bcm")
 
 
+def layout_of_operands(a_column_major: bool, b_column_major: bool) -> str:
+    """The LAYOUTS name of a kernel reading A and B so."""
+    return "_".join(tag for tag, cm in (("acm", a_column_major), ("bcm", b_column_major)) if cm)
+
+
+def column_major(layout: str, operand: str) -> bool:
+    """Whether a kernel of ``layout`` (LAYOUTS) reads ``operand`` ("A" or "B") column-major."""
+    return f"{operand.lower()}cm" in layout.split("_")
+
+
 MAINLOOPS = {m.name: m for m in (
     Mainloop("sm80_half", "sm80", "sm80/half.cuh",
              "streamk::sm80::Half<{bf16}, {load_bytes}, streamk::sm80::Tile<{bm}, {bn}, {stages}>>",
@@ -144,8 +154,8 @@ class KernelVariant:
             return {2: "unsigned short", 8: "unsigned long long"}[ITEMSIZE[self.dtype]]
         return MAINLOOPS[self.mainloop].cxx.format(
             bf16=str(self.dtype == "bfloat16").lower(), load_bytes=self.load_bytes,
-            bm=self.tile.bm, bn=self.tile.bn, stages=self.stages, a_mn=str("acm" in self.layout).lower(),
-            b_k=str("bcm" in self.layout).lower())
+            bm=self.tile.bm, bn=self.tile.bn, stages=self.stages, a_mn=str(column_major(self.layout, "A")).lower(),
+            b_k=str(column_major(self.layout, "B")).lower())
 
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import ScheduleError
 from ..shapes import TileShape
-from .kernel_registry import ITEMSIZE, MAINLOOPS, VARIANTS
+from .kernel_registry import ITEMSIZE, MAINLOOPS, VARIANTS, column_major, layout_of_operands
 
 # input dtype -> entry point, reduce pass, prescale pass, tile, pack entry, element bytes,
 # accumulator/output dtype, and the entry points with narrower global->shared copies (bytes, name)
@@ -49,7 +49,7 @@ class KernelSpec:
 
     def reads_column_major(self, name: str) -> bool:
         """Whether a main kernel of this spec reads operand ``name`` ("A" or "B") column-major in place."""
-        return any(name.lower() + "cm" in layout for layout, _ in self.layouts)
+        return any(column_major(layout, name) for layout, _ in self.layouts)
 
     @property
     def chunk(self) -> int:
@@ -231,7 +231,7 @@ def column_major_in_place(op: Operand, name: str, spec: KernelSpec) -> bool:
 def layout_of(a: Operand, b: Operand, spec: KernelSpec) -> str:
     """The layout (kernel_registry.LAYOUTS) of the main kernel that reads ``a`` and ``b`` where each
     is read in place: column-major where ``column_major_in_place`` (a packed copy is row-major)."""
-    return "_".join(name.lower() + "cm" for name, op in (("A", a), ("B", b)) if column_major_in_place(op, name, spec))
+    return layout_of_operands(column_major_in_place(a, "A", spec), column_major_in_place(b, "B", spec))
 
 
 def load_bytes(op: Operand, spec: KernelSpec, *, narrow: bool = True) -> int:

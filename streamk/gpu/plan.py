@@ -26,6 +26,7 @@ from . import tma
 from .clusters import CLUSTER, launch_pairs
 from .device import Buffer, Device, driver
 from .lanes import Lane, Lanes, Needs
+from .kernel_registry import column_major
 from .launch import GemmParams, PackPair, PackParams, Step, TmaParams
 from .operands import KernelSpec, Operand, copy_widths, layout_of, padded, spec_for_tile
 from .select import in_place_tile, reduce_slices, runs_transposed, schedule_for, use_pdl
@@ -266,7 +267,7 @@ def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | N
     assert STATE_WORDS == 2
 
     # leading dimensions: a row-major operand's row stride, a column-major one's column stride
-    lda, ldb = (op.strides[1] if name.lower() + "cm" in layout else op.strides[0] for name, op in (("A", a), ("B", b)))
+    lda, ldb = (op.strides[1] if column_major(layout, name) else op.strides[0] for name, op in (("A", a), ("B", b)))
     pack = None
     packs = {name: op.on_host or widths[name] == 0 for name, op in (("A", a), ("B", b))}
     sizes = {}

@@ -17,6 +17,7 @@ import ctypes
 
 from ..errors import CudaError
 from ..shapes import GemmShape, TileShape
+from .kernel_registry import column_major
 from .launch import TmaParams
 
 BOX_INNER = 64          # kernels/sm90/config.cuh BOX_INNER (elements of a 128-byte box row)
@@ -51,8 +52,8 @@ def maps_of(dtype: str, shape: GemmShape, lda: int, ldb: int, tile: TileShape, l
     n x k (boxes of 64 rows). ``lda`` / ``ldb``: each one's leading dimension (elements)."""
     if tile.bk != BOX_INNER:
         raise ValueError(f"the sm90 tiles are {BOX_INNER} deep: one 128-byte swizzled row (got {tile})")
-    map_a = (shape.k, shape.m, lda, tile.bk) if "acm" in layout else (shape.m, shape.k, lda, tile.bm)
-    map_b = (shape.n, shape.k, ldb, BOX_INNER) if "bcm" in layout else (shape.k, shape.n, ldb, tile.bk)
+    map_a = (shape.k, shape.m, lda, tile.bk) if column_major(layout, "A") else (shape.m, shape.k, lda, tile.bm)
+    map_b = (shape.n, shape.k, ldb, BOX_INNER) if column_major(layout, "B") else (shape.k, shape.n, ldb, tile.bk)
     return dtype, map_a, map_b
 
 
