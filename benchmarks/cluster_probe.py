@@ -22,7 +22,7 @@ import torch
 from streamk.gpu import plan as plan_module
 from streamk.gpu import prepare
 from streamk.gpu.bench import time_alone, time_interleaved
-from streamk.gpu.plan import Tuning
+from streamk.gpu.request import Tuning
 
 SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (4096, 4096, 1024), (2924, 1624, 6464), (1048, 4544, 1720),
           (4864, 2176, 200)]

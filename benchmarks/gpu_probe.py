@@ -24,7 +24,7 @@ import torch
 
 from streamk.fixup import Action
 from streamk.gpu import prepare
-from streamk.gpu.plan import Tuning
+from streamk.gpu.request import Tuning
 from streamk.gpu.bench import time_alone, time_interleaved
 from streamk.gpu.device import current
 

@@ -11,7 +11,7 @@ import sys
 import torch
 
 from streamk.gpu import prepare
-from streamk.gpu.plan import Tuning
+from streamk.gpu.request import Tuning
 from streamk.shapes import parse_triple
 
 m, n, k = parse_triple(sys.argv[1], "shape")

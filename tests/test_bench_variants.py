@@ -6,7 +6,7 @@ import pytest
 
 from streamk import Costs, GemmShape, Machine, ScheduleError, TileShape, make_schedule, plan_fixup
 from streamk.gpu.launch import Step
-from streamk.gpu.plan import Tuning
+from streamk.gpu.request import Tuning
 from streamk.gpu.variants import launch_key, variant
 
 

@@ -11,7 +11,7 @@ import math
 import pytest
 
 from gpu_support import GPU, error_ratio, nan_padded_view
-from streamk.gpu.plan import Tuning
+from streamk.gpu.request import Tuning
 
 pytestmark = GPU
 

@@ -24,7 +24,7 @@ def test_shifted_rows_at_every_offset_and_stride_within_the_bound(dtype, tile):
     import torch
 
     from streamk.gpu import prepare
-    from streamk.gpu.plan import Tuning
+    from streamk.gpu.request import Tuning
 
     gen = torch.Generator(device="cuda").manual_seed(21)
     always = Tuning(narrow="always")

@@ -16,8 +16,9 @@ from typing import Any
 from ..schedule import Schedule
 from ..shapes import Machine, TileShape
 from .device import driver
-from .plan import DEFAULT_TUNING, GemmPlan, Tuning
-from .prepared import _build, _described, _options_key, _overlaps, prepare
+from .plan import GemmPlan
+from .prepared import _build, _described, _overlaps, prepare
+from .request import DEFAULT_TUNING, Tuning, request
 from .runtime import _RUNTIMES, _Empty, _launch, _Runtime, _runtime
 
 # ---- operands
@@ -82,7 +83,8 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0
 def _gemm_torch(A, B, C, alpha, beta, schedule, fixup, tile, machine, stream, options, ordinal):
     """The eager PyTorch path, kept to a few attribute reads and one dictionary lookup."""
     pa, pb = A.data_ptr(), B.data_ptr()
-    opts = _options_key(schedule, fixup, tile, machine, options, DEFAULT_TUNING)
+    req = request(schedule, fixup, tile, machine, options)
+    opts = req.key
     if C is None:
         pc = 0
         key = (A.dtype, A.shape, A.stride(), pa & 15, B.dtype, B.shape, B.stride(), pb & 15, B.get_device(), opts)
@@ -93,8 +95,7 @@ def _gemm_torch(A, B, C, alpha, beta, schedule, fixup, tile, machine, stream, op
     rt = _RUNTIMES.get(ordinal) or _runtime(ordinal)
     if opts is None:
         key = None
-    plan = rt.plan(key, lambda: _build(rt, *_described(A, B, C, ordinal), schedule, fixup, tile, machine, options,
-                                       DEFAULT_TUNING))
+    plan = rt.plan(key, lambda: _build(rt, *_described(A, B, C, ordinal), req))
     if isinstance(plan, _Empty):
         return plan.apply(C, beta, lambda: A.new_empty((plan.m, plan.n), dtype=_TORCH_OUT[plan.out_dtype]))
     if C is None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,27 +27,13 @@ from .device import Buffer, Device, driver
 from .lanes import Lane, Lanes, Needs
 from .kernel_registry import column_major
 from .launch import GemmParams, PackPair, PackParams, Step, TmaParams
+from .request import GemmRequest
 from .operands import KernelSpec, Operand, copy_widths, layout_of, padded, spec_for_tile
 from .select import in_place_tile, reduce_slices, runs_transposed, schedule_for, use_pdl
 from .table import STATE_WORDS, TABLE_VERSION, build_table
 
 PACK_THREADS = 256  # kernels/common/pack.cuh PACK_THREADS (a test checks they agree)
 PACK_BLOCKS_PER_SM = 8  # grid-stride pack copies: enough blocks to fill the chip
-
-
-@dataclass(frozen=True, slots=True)
-class Tuning:
-    """Experiment switches for the benchmark harness, not for users: ``narrow`` ("auto", "always"
-    or "never": how operands whose rows are 8- or 4-byte aligned are read, operands.copy_widths),
-    ``pdl`` (programmatic dependent launch between a GEMM's kernels; None: select.use_pdl) and
-    ``multicast`` (False: no sm90 clusters sharing B; True: select.use_multicast)."""
-
-    narrow: str = "auto"
-    pdl: bool | None = None
-    multicast: bool = True
-
-
-DEFAULT_TUNING = Tuning()
 
 
 def extent_bytes(op: Operand, itemsize: int) -> int:
@@ -205,10 +190,10 @@ def refuse_unfinishable(plan: FixupPlan, residency: int) -> None:
         f"(checked to finish here: {', '.join(safe)})")
 
 
-def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | None,
-               schedule: str | Schedule, fixup: str | None, tile: TileShape | int | str | None,
-               machine: Machine | None, options: dict[str, Any], tuning: Tuning = DEFAULT_TUNING) -> GemmPlan:
+def build_plan(dev: Device, lanes: Lanes, a: Operand, b: Operand, c: Operand | None, req: GemmRequest) -> GemmPlan:
     """Check and build the plan of one signature (module doc); every refusal before any launch."""
+    schedule, fixup, tile, machine, tuning = req.schedule, req.fixup, req.tile, req.machine, req.tuning
+    options = req.scheduler_options
     asked_shape = GemmShape(a.shape[0], b.shape[1], a.shape[1])
     extents_of = (a, b)
     tile = in_place_tile(a, b, c, schedule, tile, dev.target) or tile  # column-major operands read as given

@@ -13,68 +13,20 @@ import numpy as np
 
 from ..errors import ScheduleError
 from ..fixup import FixupPlan
-from ..sched.registry import get as scheduler
-from ..schedule import Schedule, check_fixup
+from ..schedule import Schedule
 from ..shapes import Machine, TileShape
 from .device import driver
 from .operands import Operand, check_operands, describe, padded
-from .plan import DEFAULT_TUNING, GemmPlan, Tuning, build_plan
+from .plan import GemmPlan, build_plan
+from .request import DEFAULT_TUNING, GemmRequest, Tuning, request
 from .runtime import _check, _Empty, _launch, _Runtime, _runtime
 
-class _Same:
-    """A key part that matches only the very same object (a Schedule: equal by value, not hashable),
-    holding it so its id is never reused while the key lives."""
-
-    __slots__ = ("obj",)
-
-    def __init__(self, obj: Any) -> None:
-        self.obj = obj
-
-    def __hash__(self) -> int:
-        return id(self.obj)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Same) and other.obj is self.obj
-
-
-def _options_key(schedule, fixup, tile, machine, options: dict, tuning: Tuning) -> tuple | None:
-    """The part of a signature the caller's arguments give; None where an option is unhashable
-    (that call is planned afresh)."""
-    if type(schedule) is not str:
-        schedule = _Same(schedule)
-    opts = ()
-    if options:
-        try:
-            opts = tuple(sorted(options.items()))
-            hash(opts)
-        except TypeError:
-            return None
-    return (schedule, fixup, tile, machine, opts, None if tuning is DEFAULT_TUNING else tuning)
-
-
-def _check_options(schedule, fixup, tile, machine) -> None:
-    if not isinstance(schedule, (str, Schedule)):
-        raise ScheduleError(f"schedule must be a scheduler's name or a Schedule (got {type(schedule).__name__})")
-    if isinstance(schedule, str):
-        scheduler(schedule)  # an unknown name is refused here, before any CUDA call
-    if machine is not None and not isinstance(machine, Machine):
-        raise ScheduleError(f"machine must be a streamk.Machine (got {type(machine).__name__})")
-    if fixup is not None and not isinstance(fixup, str):
-        raise ScheduleError(f"fixup must be a policy name (got {type(fixup).__name__})")
-    if fixup is not None:
-        check_fixup(fixup)
-    if tile is not None and not isinstance(tile, (TileShape, int, str)):
-        raise ScheduleError(f"tile must be a TileShape, an edge such as 64 or 'BMxBN' (got {type(tile).__name__})")
-
-
-def _build(rt: _Runtime, a: Operand, b: Operand, c: Operand | None, schedule, fixup, tile, machine,
-           options: dict, tuning: Tuning) -> GemmPlan | _Empty:
-    _check_options(schedule, fixup, tile, machine)
+def _build(rt: _Runtime, a: Operand, b: Operand, c: Operand | None, req: GemmRequest) -> GemmPlan | _Empty:
     spec = check_operands(a, b, c)
     m, k, n = a.shape[0], a.shape[1], b.shape[1]
     if 0 in (m, n, k):
         return _Empty(m, n, k, spec.out_dtype)
-    return build_plan(rt.dev, rt.lanes, a, b, c, schedule, fixup, tile, machine, options, tuning)
+    return build_plan(rt.dev, rt.lanes, a, b, c, req)
 
 
 def _overlaps(plan: GemmPlan, a: int, b: int, c: int) -> None:
@@ -242,15 +194,14 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     a, b = describe(A, "A"), describe(B, "B")
     c = describe(C, "C") if C is not None else None
     check_operands(a, b, c)  # every operand error before any CUDA call
-    _check_options(schedule, fixup, tile, machine)
+    req = request(schedule, fixup, tile, machine, options, _tuning)
     ordinal = -1 if a.on_host else _device_of(A, "A")
     rt = _runtime(None if ordinal < 0 else ordinal)
     if not a.on_host:
         _described(A, B, C, rt.dev.ordinal)
     key = (_signature(a), _signature(b), _signature(c) if c is not None else None,
-           _options_key(schedule, fixup, tile, machine, options, _tuning))
-    plan = rt.plan(None if key[-1] is None else key,
-                   lambda: _build(rt, a, b, c, schedule, fixup, tile, machine, options, _tuning))
+           req.key)
+    plan = rt.plan(None if key[-1] is None else key, lambda: _build(rt, a, b, c, req))
     if isinstance(plan, _Empty):
         if not _allow_empty:
             raise ScheduleError(f"nothing to prepare: the GEMM is {plan.m}x{plan.n}x{plan.k}; call gemm() instead")

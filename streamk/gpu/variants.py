@@ -11,7 +11,7 @@ from ..schedule import FIXUP_POLICIES
 from ..sched import names
 from ..shapes import GemmShape, Machine
 from ..target import Target
-from .plan import Tuning
+from .request import Tuning
 
 NARROW_SUFFIXES = {"": "auto", "pack": "never", "narrow": "always"}
 PDL_SUFFIXES = {"pdl": True, "nopdl": False}

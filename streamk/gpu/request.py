@@ -1,0 +1,102 @@
+"""A GEMM call's arguments as one value: checked once, keyed once, passed down whole.
+
+``gemm()`` and ``prepare()`` parse their keyword arguments into a ``GemmRequest``; the plan cache
+keys on ``request.key``, and the decision and the plan read its fields. ``Tuning`` is not public:
+it lets the benchmark harness and the GPU tests pin what auto otherwise decides (how narrow rows
+are read, programmatic dependent launch, sm90 clusters).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ScheduleError
+from ..sched.registry import get as scheduler
+from ..schedule import Schedule, check_fixup
+from ..shapes import Machine, TileShape
+from .operands import NARROW_MODES
+
+
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    """``narrow``: how operands whose rows are 8- or 4-byte aligned are read ("auto", "always" or
+    "never": operands.copy_widths); ``pdl``: programmatic dependent launch between a GEMM's kernels
+    (None: select.use_pdl); ``multicast``: False launches sm90 kernels without clusters."""
+
+    narrow: str = "auto"
+    pdl: bool | None = None
+    multicast: bool = True
+
+    def __post_init__(self) -> None:
+        if self.narrow not in NARROW_MODES:
+            raise ValueError(f"narrow must be one of {', '.join(NARROW_MODES)} (got {self.narrow!r})")
+
+
+DEFAULT_TUNING = Tuning()
+
+
+class _Same:
+    """A key part that matches only the very same object (a Schedule: equal by value, not hashable),
+    holding it so its id is never reused while the key lives."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.obj is self.obj
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class GemmRequest:
+    """What the caller asked of one GEMM besides its operands (``gemm``'s keyword arguments)."""
+
+    schedule: str | Schedule = "auto"
+    fixup: str | None = None
+    tile: TileShape | int | str | None = None
+    machine: Machine | None = None
+    options: tuple[tuple[str, Any], ...] = ()
+    tuning: Tuning = DEFAULT_TUNING
+
+    @property
+    def scheduler_options(self) -> dict[str, Any]:
+        """The options for the scheduler, as a fresh dict the callee may fill in."""
+        return dict(self.options)
+
+    @property
+    def key(self) -> tuple | None:
+        """The request's part of a plan-cache key; None where an option is unhashable (such a call
+        is planned afresh)."""
+        try:
+            hash(self.options)
+        except TypeError:
+            return None
+        schedule = self.schedule if type(self.schedule) is str else _Same(self.schedule)
+        return (schedule, self.fixup, self.tile, self.machine, self.options,
+                None if self.tuning is DEFAULT_TUNING else self.tuning)
+
+
+def request(schedule: str | Schedule = "auto", fixup: str | None = None, tile: TileShape | int | str | None = None,
+            machine: Machine | None = None, options: dict[str, Any] | None = None,
+            tuning: Tuning = DEFAULT_TUNING) -> GemmRequest:
+    """The checked GemmRequest of ``gemm``'s arguments (ScheduleError naming a bad one, before any CUDA call)."""
+    if not isinstance(schedule, (str, Schedule)):
+        raise ScheduleError(f"schedule must be a scheduler's name or a Schedule (got {type(schedule).__name__})")
+    if isinstance(schedule, str):
+        scheduler(schedule)  # an unknown name is refused here
+    if machine is not None and not isinstance(machine, Machine):
+        raise ScheduleError(f"machine must be a streamk.Machine (got {type(machine).__name__})")
+    if fixup is not None and not isinstance(fixup, str):
+        raise ScheduleError(f"fixup must be a policy name (got {type(fixup).__name__})")
+    if fixup is not None:
+        check_fixup(fixup)
+    if tile is not None and not isinstance(tile, (TileShape, int, str)):
+        raise ScheduleError(f"tile must be a TileShape, an edge such as 64 or 'BMxBN' (got {type(tile).__name__})")
+    if not isinstance(tuning, Tuning):
+        raise ScheduleError(f"_tuning must be a streamk.gpu.request.Tuning (got {type(tuning).__name__})")
+    return GemmRequest(schedule, fixup, tile, machine, tuple(sorted((options or {}).items())), tuning)
