@@ -21,8 +21,18 @@ except ImportError as exc:  # cuda-bindings missing
 if _OK and importlib.util.find_spec("torch") is None:
     _OK, _WHY = False, "PyTorch is not installed (pip install 'streamk[torch]')"
 
+def gpu_count() -> int:
+    """CUDA devices PyTorch sees (0 without PyTorch)."""
+    if importlib.util.find_spec("torch") is None:
+        return 0
+    import torch
+
+    return torch.cuda.device_count()
+
+
 requires_gpu = pytest.mark.skipif(not _OK, reason=f"needs a CUDA GPU (sm_80+): {_WHY}")
 GPU = [pytest.mark.gpu, requires_gpu]
+TWO_GPUS = pytest.mark.skipif(gpu_count() < 2, reason=f"needs two CUDA devices in one process ({gpu_count()} here)")
 DTYPES = ("float16", "bfloat16", "float64")
 
 

@@ -1,10 +1,10 @@
 """``streamk.gpu.gemm``: C = alpha*A@B + beta*C on the GPU, executing exactly a Schedule.
 
-A call: describe the operands (no CUDA), find the GemmPlan of their signature in the device's
-plan cache (on a miss: check, resolve the schedule, select the kernels, refuse a launch that
-could never finish, upload the table; streamk.gpu.plan), take the lane of the caller's stream
-(streamk.gpu.lanes) and launch. A repeated call is a dictionary lookup, a few pointer stores and
-the launches: no host-device synchronization.
+A thin PyTorch fast path over the device's runtime (``streamk.gpu.runtime``): describe the
+operands (no CUDA), find the GemmPlan of their signature in the plan cache of their device (on a
+miss: check, decide, refuse a launch that could never finish, upload the table), take the lane of
+the caller's stream and launch. A repeated call is a dictionary lookup, a few pointer stores and
+the launches: no host-device synchronization. Everything else goes through ``prepare``.
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from typing import Any
 
 from ..schedule import Schedule
 from ..shapes import Machine, TileShape
-from .device import driver
 from .plan import GemmPlan
-from .prepared import _build, _described, _overlaps, prepare
-from .request import DEFAULT_TUNING, Tuning, request
-from .runtime import _RUNTIMES, _Empty, _launch, _Runtime, _runtime
+from .prepared import operands_of, plan_of, prepare, record_stream, refuse_overlap
+from .request import DEFAULT_TUNING, key_of, request
+from .runtime import DeviceRuntime, EmptyPlan, runtime
 
 # ---- operands
 _TORCH: Any = None  # the torch module once seen (this module never imports it itself)
@@ -37,8 +36,9 @@ def _torch():
             device=getattr(c, "_cuda_getDevice", torch.cuda.current_device),
             stream=getattr(c, "_cuda_getCurrentRawStream", lambda i: torch.cuda.current_stream(i).cuda_stream),
             capturing=getattr(c, "_cuda_isCurrentStreamCapturing", torch.cuda.is_current_stream_capturing))
-        from . import torch_op  # noqa: F401 - registers streamk::gemm with torch.library
+        from .torch_op import register
 
+        register(gemm)  # streamk::gemm with torch.library, its eager body this function
         _TORCH = torch
 
     return _TORCH
@@ -59,14 +59,17 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0
     (operands no copy width can read in place are packed on the device, inside the launch);
     NumPy arrays are copied in and out. C (m x n) is updated in place when given, else allocated
     like A; it must not overlap itself, A or B. m, n or k = 0 work as in torch (k = 0: beta*C).
+    The GEMM runs on the operands' device, whatever device is current (all three on one device).
     ``fixup`` overrides the schedule's policy; ``tile`` picks the CTA tile of a named schedule
     (a TileShape, 128 or 64, or "BMxBN"; by default the paper's, and ``auto`` picks one by
     problem size); ``machine`` replaces the device's Machine for a named scheduler; ``stream``:
     a CUDA stream handle (default: the current stream of PyTorch or CuPy, else the legacy
-    stream; a handle passed here must stay valid until ``clear_cache()``, as streamk may wait on
-    it later). Other ``options`` go to the scheduler (``grid``, ``splits``, ``model_costs``,
-    ``walk``, ...). Any number of calls may run at once on any streams, inside CUDA graphs and
-    under ``torch.compile``; a schedule that could never finish is refused (DeadlockError).
+    stream; PyTorch tensors used on another stream than their device's current one are recorded
+    on it, as torch's ops do; a handle passed here must stay valid until ``clear_cache()``, as
+    streamk may wait on it later). Other ``options`` go to the scheduler (``grid``, ``splits``,
+    ``model_costs``, ``walk``, ...). Any number of calls may run at once on any streams, threads
+    and devices, inside CUDA graphs and under ``torch.compile``; a schedule that could never
+    finish is refused (DeadlockError).
     """
     if _compiling():
         from .torch_op import traced_gemm
@@ -76,15 +79,18 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0
     if tensor and type(A) is tensor and type(B) is tensor and (C is None or type(C) is tensor):
         ordinal = A.get_device()
         if ordinal >= 0:
-            return _gemm_torch(A, B, C, alpha, beta, schedule, fixup, tile, machine, stream, options, ordinal)
-    return _gemm_any(A, B, C, alpha, beta, schedule, fixup, tile, machine, stream, options, DEFAULT_TUNING)
+            key = key_of(schedule, fixup, tile, machine, options, DEFAULT_TUNING)
+            if key is None:  # an unhashable option: planned afresh, through prepare
+                return _gemm_any(A, B, C, alpha, beta, schedule, fixup, tile, machine, stream, options)
+            return _gemm_torch(A, B, C, alpha, beta, stream, ordinal, key,
+                               lambda: request(schedule, fixup, tile, machine, options))
+    return _gemm_any(A, B, C, alpha, beta, schedule, fixup, tile, machine, stream, options)
 
 
-def _gemm_torch(A, B, C, alpha, beta, schedule, fixup, tile, machine, stream, options, ordinal):
-    """The eager PyTorch path, kept to a few attribute reads and one dictionary lookup."""
+def _gemm_torch(A, B, C, alpha: float, beta: float, stream: int | None, ordinal: int, opts: tuple, req) -> Any:
+    """The eager PyTorch path, kept to a few attribute reads and one dictionary lookup (``req``
+    makes the checked GemmRequest on a cache miss)."""
     pa, pb = A.data_ptr(), B.data_ptr()
-    req = request(schedule, fixup, tile, machine, options)
-    opts = req.key
     if C is None:
         pc = 0
         key = (A.dtype, A.shape, A.stride(), pa & 15, B.dtype, B.shape, B.stride(), pb & 15, B.get_device(), opts)
@@ -92,45 +98,45 @@ def _gemm_torch(A, B, C, alpha, beta, schedule, fixup, tile, machine, stream, op
         pc = C.data_ptr()
         key = (A.dtype, A.shape, A.stride(), pa & 15, B.dtype, B.shape, B.stride(), pb & 15, B.get_device(),
                C.dtype, C.shape, C.stride(), pc & 15, C.get_device(), opts)
-    rt = _RUNTIMES.get(ordinal) or _runtime(ordinal)
-    if opts is None:
-        key = None
-    plan = rt.plan(key, lambda: _build(rt, *_described(A, B, C, ordinal), req))
-    if isinstance(plan, _Empty):
+    rt = runtime(ordinal)
+    plan = rt.plan(key, lambda: plan_of(rt, *operands_of(A, B, C, ordinal), req()))
+    if isinstance(plan, EmptyPlan):
         return plan.apply(C, beta, lambda: A.new_empty((plan.m, plan.n), dtype=_TORCH_OUT[plan.out_dtype]))
     if C is None:
         C = A.new_empty((plan.shape.m, plan.shape.n), dtype=_TORCH_OUT[plan.spec.out_dtype])
         pc, beta = C.data_ptr(), 0.0
     else:
-        _overlaps(plan, pa, pb, pc)
+        refuse_overlap(plan, pa, pb, pc)
+    if stream is not None:
+        record_stream((A, B, C), stream, ordinal)
     _launch_torch(rt, plan, pa, pb, pc, alpha, beta, stream)
     return C
 
 
-_THREAD = threading.local()  # .contexts: the devices whose context this thread has checked
+_THREAD = threading.local()  # .contexts: the devices whose context this thread has seen current under torch
 
 
-def _launch_torch(rt: _Runtime, plan: GemmPlan, a: int, b: int, c: int, alpha: float, beta: float,
+def _launch_torch(rt: DeviceRuntime, plan: GemmPlan, a: int, b: int, c: int, alpha: float, beta: float,
                   stream: int | None) -> None:
-    """``_launch`` for PyTorch tensors on torch's current device: the context and the capture
-    state come from torch, with no driver call (the thread's context is checked once)."""
+    """``rt.launch`` for PyTorch tensors of torch's current device: the capture state comes from
+    torch, and the context needs no driver call once this thread has seen it current (streamk
+    restores the caller's context after each call, and torch makes a device's context current
+    with the device)."""
     calls, ordinal = _TORCH_CALLS, rt.dev.ordinal
     if stream is not None or calls["device"]() != ordinal:
-        return _launch(rt, plan, a, b, c, alpha, beta, stream if stream is not None else calls["stream"](ordinal))
+        return rt.launch(plan, a, b, c, alpha, beta, stream if stream is not None else calls["stream"](ordinal))
     checked = getattr(_THREAD, "contexts", None)
     if checked is None or ordinal not in checked:
-        err, prev = driver().cuCtxGetCurrent()
-        if int(prev) != int(rt.dev.context):
-            return _launch(rt, plan, a, b, c, alpha, beta, calls["stream"](ordinal))
+        if not rt.dev.is_current():
+            return rt.launch(plan, a, b, c, alpha, beta, calls["stream"](ordinal))
         _THREAD.contexts = (checked or set()) | {ordinal}
     stream = calls["stream"](ordinal)
-    capturing = calls["capturing"]()
-    lane, capturing = rt.lane(plan, stream, capturing)
+    lane, capturing = rt.lane(plan, stream, calls["capturing"]())
     plan.enqueue(lane, a, b, c, float(alpha), float(beta), stream, capturing)
 
 
-def _gemm_any(A, B, C, alpha, beta, schedule, fixup, tile, machine, stream, options, tuning: Tuning) -> Any:
+def _gemm_any(A, B, C, alpha, beta, schedule, fixup, tile, machine, stream, options) -> Any:
     """Every other input: CuPy and other CUDA arrays, torch tensors on the CPU (refused), NumPy."""
     prepared = prepare(A, B, C, alpha=alpha, beta=beta, schedule=schedule, fixup=fixup, tile=tile, machine=machine,
-                       _tuning=tuning, _allow_empty=True, **options)
+                       _allow_empty=True, **options)
     return prepared.run(stream)

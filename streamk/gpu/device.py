@@ -2,7 +2,9 @@
 
 One ``Device`` per ordinal (``device(ordinal)``; NumPy inputs run on ``STREAMK_DEVICE``, default
 0). It shares the primary context with PyTorch and CuPy, so their pointers and streams work
-unchanged. Kernel modules are compiled (or read from the cache) for the device's own arch at
+unchanged. Every driver call a Device makes runs inside ``entered()``: its context is made current
+for the call and the caller's restored after it, so streamk never leaves another device's context
+current behind a caller's back (that broke one process driving two GPUs). Kernel modules are compiled (or read from the cache) for the device's own arch at
 first use; everything read from a module (functions, shared-memory sizes, occupancy) is read once.
 
 Setup work (allocations, zeroing, table uploads) runs on a private non-blocking stream in relaxed
@@ -54,7 +56,7 @@ class Device:
         self.ordinal = ordinal
         self.handle = check(drv.cuDeviceGet(ordinal), f"cuDeviceGet({ordinal})")
         self.context = check(drv.cuDevicePrimaryCtxRetain(self.handle), "cuDevicePrimaryCtxRetain")
-        self.activate()
+        self._context = int(self.context)
         attr = drv.CUdevice_attribute
         self.sms = self._attr(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         self.smem_per_sm = self._attr(attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)
@@ -74,10 +76,28 @@ class Device:
         self._occupancy: dict[tuple, int] = {}
         self._target: Target | None = None
         self.lock = threading.RLock()  # module loads, lanes and the plan cache of this device
-        self._setup_stream = check(drv.cuStreamCreate(drv.CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate")
+        with self.entered():
+            self._setup_stream = check(drv.cuStreamCreate(drv.CUstream_flags.CU_STREAM_NON_BLOCKING),
+                                       "cuStreamCreate")
 
-    def activate(self) -> None:
-        check(driver().cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+    @contextmanager
+    def entered(self) -> Iterator[None]:
+        """This device's context current for the block, the caller's restored after it."""
+        drv = driver()
+        err, prev = drv.cuCtxGetCurrent()
+        switch = int(prev) != self._context
+        if switch:
+            check(drv.cuCtxSetCurrent(self.context), f"cuCtxSetCurrent(device {self.ordinal})")
+        try:
+            yield
+        finally:
+            if switch:
+                drv.cuCtxSetCurrent(prev)
+
+    def is_current(self) -> bool:
+        """Whether this device's context is the calling thread's current one."""
+        err, ctx = driver().cuCtxGetCurrent()
+        return int(err) == 0 and int(ctx) == self._context
 
     def _attr(self, attribute) -> int:
         return int(check(driver().cuDeviceGetAttribute(attribute, self.handle), f"cuDeviceGetAttribute({attribute.name})"))
@@ -87,7 +107,7 @@ class Device:
         source = _source_of(name)
         if source not in self._modules:
             cubin = compile_source(source, self.arch)
-            with self.setup():
+            with self.lock, self.setup():
                 self._modules[source] = check(driver().cuModuleLoadData(cubin.image), f"cuModuleLoadData({source})")
         return self._modules[source]
 
@@ -95,7 +115,7 @@ class Device:
         """The CUfunction ``name``, its module loaded (and compiled) on first use; its dynamic
         shared-memory limit raised to ``dynamic_smem`` when that is over the default 48 KB."""
         drv = driver()
-        with self.lock:
+        with self.lock, self.entered():
             if name not in self._functions:
                 self._functions[name] = check(drv.cuModuleGetFunction(self._module(name), name.encode()),
                                               f"cuModuleGetFunction({name})")
@@ -118,24 +138,27 @@ class Device:
         """``nbytes`` of the device global ``symbol`` in entry point ``name``'s module (the ``_smem``
         constants, probe traces); synchronous, so never on a GEMM's call path."""
         self.function(name)
-        ptr, size = check(driver().cuModuleGetGlobal(self._module(name), symbol.encode()),
-                          f"cuModuleGetGlobal({symbol})")
-        out = ctypes.create_string_buffer(min(int(nbytes), int(size)))
         with self.setup() as stream:
+            ptr, size = check(driver().cuModuleGetGlobal(self._module(name), symbol.encode()),
+                              f"cuModuleGetGlobal({symbol})")
+            out = ctypes.create_string_buffer(min(int(nbytes), int(size)))
             check(driver().cuMemcpyDtoHAsync(ctypes.addressof(out), ptr, len(out), stream), f"cuMemcpyDtoH({symbol})")
         return out.raw
 
     def block_size(self, name: str) -> int:
         """Threads per block of ``name``: its __launch_bounds__, read from the module."""
         attr = driver().CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
-        return int(check(driver().cuFuncGetAttribute(attr, self.function(name)), f"cuFuncGetAttribute({name})"))
+        fn = self.function(name)
+        with self.entered():
+            return int(check(driver().cuFuncGetAttribute(attr, fn), f"cuFuncGetAttribute({name})"))
 
     def occupancy(self, name: str, threads: int, dynamic_smem: int) -> int:
         """Resident blocks per SM of ``name`` from the occupancy API."""
         key = (name, threads, dynamic_smem)
         if key not in self._occupancy:
             fn = self.function(name, dynamic_smem)
-            blocks = check(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, threads, dynamic_smem),
+            with self.entered():
+                blocks = check(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, threads, dynamic_smem),
                            f"cuOccupancyMaxActiveBlocksPerMultiprocessor({name})")
             self._occupancy[key] = int(blocks)
         return self._occupancy[key]
@@ -149,8 +172,10 @@ class Device:
         if key not in self._occupancy:
             config = launch_config(1, 1, threads, dynamic_smem, False, cluster)
             config.gridDimX = cluster
-            clusters = check(driver().cuOccupancyMaxActiveClusters(self.function(name, dynamic_smem), config),
-                             f"cuOccupancyMaxActiveClusters({name}, {cluster})")
+            fn = self.function(name, dynamic_smem)
+            with self.entered():
+                clusters = check(driver().cuOccupancyMaxActiveClusters(fn, config),
+                                 f"cuOccupancyMaxActiveClusters({name}, {cluster})")
             self._occupancy[key] = int(clusters) * cluster
         return self._occupancy[key]
 
@@ -186,16 +211,17 @@ class Device:
     # ---- setup work ----------------------------------------------------------------------
     @contextmanager
     def setup(self) -> Iterator[object]:
-        """Yield the private setup stream with this thread in relaxed capture mode; synchronize
-        that stream (only it) at the end."""
+        """Yield the private setup stream with this device's context current and this thread in
+        relaxed capture mode; synchronize that stream (only it) at the end."""
         drv = driver()
-        mode = check(drv.cuThreadExchangeStreamCaptureMode(drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED),
-                     "cuThreadExchangeStreamCaptureMode")
-        try:
-            yield self._setup_stream
-            check(drv.cuStreamSynchronize(self._setup_stream), "cuStreamSynchronize(setup)")
-        finally:
-            drv.cuThreadExchangeStreamCaptureMode(mode)
+        with self.entered():
+            mode = check(drv.cuThreadExchangeStreamCaptureMode(
+                drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED), "cuThreadExchangeStreamCaptureMode")
+            try:
+                yield self._setup_stream
+                check(drv.cuStreamSynchronize(self._setup_stream), "cuStreamSynchronize(setup)")
+            finally:
+                drv.cuThreadExchangeStreamCaptureMode(mode)
 
     def alloc(self, nbytes: int, *, zero: bool = False) -> Buffer:
         """A device allocation of at least ``nbytes`` (16), zeroed if asked; freed with the Buffer."""
@@ -218,7 +244,8 @@ class Device:
         return buf
 
     def synchronize(self) -> None:
-        check(driver().cuCtxSynchronize(), "cuCtxSynchronize")
+        with self.entered():
+            check(driver().cuCtxSynchronize(), "cuCtxSynchronize")
 
 
 class Buffer:
@@ -238,19 +265,21 @@ class Buffer:
                 # default (global) mode cuMemFree is refused and ends the capture: free it in
                 # relaxed mode, as allocations during a capture are made (Device.setup).
                 drv = driver()
-                _, mode = drv.cuThreadExchangeStreamCaptureMode(drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED)
-                try:
-                    drv.cuMemFree(self.ptr)
-                finally:
-                    drv.cuThreadExchangeStreamCaptureMode(mode)
+                with self.device.entered():
+                    _, mode = drv.cuThreadExchangeStreamCaptureMode(
+                        drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED)
+                    try:
+                        drv.cuMemFree(self.ptr)
+                    finally:
+                        drv.cuThreadExchangeStreamCaptureMode(mode)
             except Exception:  # noqa: BLE001 - interpreter shutdown: the driver frees it with the context
                 pass
             self.ptr = 0
 
 
 def device(ordinal: int | None = None) -> Device:
-    """The Device of ``ordinal`` (default ``STREAMK_DEVICE`` or 0), made current for this thread;
-    CudaError naming what is missing where there is no usable GPU."""
+    """The Device of ``ordinal`` (default ``STREAMK_DEVICE`` or 0); CudaError naming what is
+    missing where there is no usable GPU. The calling thread's current context is left as it was."""
     if ordinal is None:
         ordinal = int(os.environ.get("STREAMK_DEVICE", "0"))
     dev = _DEVICES.get(ordinal)
@@ -262,7 +291,6 @@ def device(ordinal: int | None = None) -> Device:
                 if not ok:
                     raise CudaError(f"no usable GPU: {why}")
                 dev = _DEVICES[ordinal] = Device(ordinal)
-    dev.activate()
     return dev
 
 

@@ -5,10 +5,11 @@ an epoch; two launches that shared any of it while running at once would read ea
 partials or flags. Launches on one stream never run at once, so each stream gets its own
 ``Lane``: an epoch/done word, flags, counters, workspace and the packed-operand copies, each
 grown (never shrunk) to the largest launch seen on that stream. A launch captured into a CUDA
-graph gets a private lane of its exact size, kept as long as the process (the graph may be
-replayed on any stream at any time; launches of one capture sequence on one stream share it while
-it fits, as they run in order). Memory no launch can still use is freed: a grown lane's old
-buffers once the stream has passed an event recorded at the growth.
+graph gets a private lane of its exact size (the graph may be replayed on any stream at any time;
+launches of one capture sequence on one stream share it while it fits, as they run in order),
+held with the plans it runs by a ``GraphHold`` for exactly as long as the graph lives. Memory no
+launch can still use is freed: a grown lane's old buffers once the stream has passed an event
+recorded at the growth, a graph's lanes once the graph and every instantiation of it are gone.
 
 Launches whose waits need CTAs that are not yet resident (``waits_only_backward`` is false:
 e.g. owner-waits Stream-K) are also ordered against each other device-wide, through one event:
@@ -17,6 +18,7 @@ two such launches sharing the SMs could each hold slots the other's missing CTAs
 
 from __future__ import annotations
 
+import ctypes
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -41,6 +43,12 @@ class Needs:
 
 
 ZEROED = ("flags", "counters")  # a fresh flag or counter must never equal a live epoch
+HOST = ("host_a", "host_b", "host_c")  # NumPy staging: each Prepared owns its own (prepared.py), not the lane
+
+
+def lane_bytes(needs: Needs) -> dict[str, int]:
+    """The buffers a lane holds for ``needs``, by name (entries for flags and counters)."""
+    return {name: getattr(needs, name) for name in Needs.__slots__ if name not in HOST}
 
 
 class Lane:
@@ -63,16 +71,15 @@ class Lane:
     def fits(self, needs: Needs) -> bool:
         have = self.have
         return (needs.workspace <= have.workspace and needs.flags <= have.flags and needs.counters <= have.counters
-                and needs.pack_a <= have.pack_a and needs.pack_b <= have.pack_b and needs.host_a <= have.host_a
-                and needs.host_b <= have.host_b and needs.host_c <= have.host_c)
+                and needs.pack_a <= have.pack_a and needs.pack_b <= have.pack_b)
 
     def grow(self, needs: Needs, *, exact: bool = False) -> None:
         """Replace every buffer smaller than ``needs`` (at least doubling, unless ``exact``); the
         old ones are freed once this stream has passed the launches that may use them."""
         drv = driver()
         old, sizes = [], {}
-        for name in Needs.__slots__:
-            want, have = getattr(needs, name), getattr(self.have, name)
+        for name, want in lane_bytes(needs).items():
+            have = getattr(self.have, name)
             sizes[name] = have
             if want > have:
                 size = want if exact else max(want, 2 * have)
@@ -82,8 +89,9 @@ class Lane:
                     old.append(self.buffers[name])
                 self.buffers[name] = self.dev.alloc(size * unit, zero=name in ZEROED)
         if old:
-            event = check(drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
-            check(drv.cuEventRecord(event, self.stream), "cuEventRecord(retire)")
+            with self.dev.entered():
+                event = check(drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
+                check(drv.cuEventRecord(event, self.stream), "cuEventRecord(retire)")
             self.retired.append((event, old))
         self.have = Needs(**sizes)
         self.generation += 1
@@ -112,26 +120,74 @@ class Lane:
         return 8 + sum(b.nbytes for b in self.buffers.values())
 
 
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_SEM_POST = ctypes.cast(_LIBC.sem_post, ctypes.c_void_p).value  # the user objects' destructor: no Python
+
+
+class GraphHold:
+    """What one capture sequence's launches use (their lanes, by stream, and their plans), held
+    until the CUDA graph they were captured into and every instantiation of it are destroyed.
+
+    The graph retains a CUDA user object whose destructor is libc's ``sem_post`` on a semaphore of
+    ours: the driver's thread runs it without Python (no GIL, no CUDA call), and ``released`` reads
+    the semaphore."""
+
+    def __init__(self, dev: Device, graph: object) -> None:
+        drv = driver()
+        self.sem = (ctypes.c_long * 8)()  # a sem_t (32 bytes on glibc), 8-byte aligned
+        if _LIBC.sem_init(self.sem, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "sem_init failed")
+        with dev.entered():
+            obj = check(drv.cuUserObjectCreate(ctypes.addressof(self.sem), drv.CUhostFn(_SEM_POST), 1,
+                                               drv.CUuserObject_flags.CU_USER_OBJECT_NO_DESTRUCTOR_SYNC),
+                        "cuUserObjectCreate")
+            check(drv.cuGraphRetainUserObject(graph, obj, 1, drv.CUuserObjectRetain_flags.CU_GRAPH_USER_OBJECT_MOVE),
+                  "cuGraphRetainUserObject")
+        self.lanes: dict[int, list[Lane]] = {}
+        self.plans: dict[int, object] = {}
+
+    @property
+    def released(self) -> bool:
+        value = ctypes.c_int(0)
+        _LIBC.sem_getvalue(self.sem, ctypes.byref(value))
+        return value.value > 0
+
+    def lane(self, dev: Device, stream: int, needs: Needs) -> Lane:
+        lanes = self.lanes.setdefault(stream, [])
+        if not lanes or not lanes[-1].fits(needs):  # the graph's earlier nodes keep the old one
+            lanes.append(Lane(dev, stream, needs))
+        return lanes[-1]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(lane.nbytes for group in self.lanes.values() for lane in group)
+
+
 class Lanes:
-    """A device's lanes: one per stream seen (least recently used first), and the private lanes
-    of captured launches."""
+    """A device's lanes: one per stream seen (least recently used first), and the graph holds of
+    captured launches."""
 
     def __init__(self, dev: Device) -> None:
         drv = driver()
         self.dev = dev
         self.by_stream: OrderedDict[int, Lane] = OrderedDict()
-        self.captured: dict[tuple[int, int], list[Lane]] = {}  # (capture id, stream) -> its lanes
-        self.coresident = check(drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
+        self.holds: dict[int, GraphHold] = {}  # capture id -> what its graph holds
+        with dev.entered():
+            self.coresident = check(drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
 
-    def for_launch(self, stream: int, needs: Needs, capture: int | None, keep: object = None) -> Lane:
-        """The lane a launch on ``stream`` uses; ``capture``: the id of the capture sequence the
-        stream is in, or None; ``keep``: the object owning the stream, held while the lane lives,
-        since later synchronizations call the driver with the handle (a destroyed one can crash it)."""
+    def for_launch(self, stream: int, needs: Needs, capture: tuple[int, object] | None, keep: object = None,
+                   plan: object = None) -> Lane:
+        """The lane a launch on ``stream`` uses; ``capture``: (id, graph) of the capture sequence the
+        stream is in, or None (then ``plan`` is held by the graph too); ``keep``: the object owning
+        the stream, held while the lane lives, since later synchronizations call the driver with the
+        handle (a destroyed one can crash it)."""
         if capture is not None:
-            lanes = self.captured.setdefault((capture, stream), [])
-            if not lanes or not lanes[-1].fits(needs):  # the graph's earlier nodes keep the old one
-                lanes.append(Lane(self.dev, stream, needs))
-            return lanes[-1]
+            hold = self.holds.get(capture[0])
+            if hold is None:
+                self.reap_captured()
+                hold = self.holds[capture[0]] = GraphHold(self.dev, capture[1])
+            hold.plans[id(plan)] = plan
+            return hold.lane(self.dev, stream, needs)
         lane = self.by_stream.get(stream)
         if lane is None:
             lane = self.by_stream[stream] = Lane(self.dev, stream, keep=keep)
@@ -153,8 +209,14 @@ class Lanes:
             for event, buffers in lane.retired:
                 drv.cuEventDestroy(event)
                 buffers.clear()
+            lane.retired.clear()
             lane.buffers.clear()
-            lane.state = None  # type: ignore[assignment]
+            lane.keep = None
+
+    def retire_all(self) -> None:
+        """Free every eager lane (after ``synchronize``): the next launch on a stream makes a new one."""
+        while self.by_stream:
+            self._retire(self.by_stream.popitem(last=False)[1])
 
     def synchronize(self) -> bool:
         """Wait for every eager lane's stream (not for captured graphs); False, without waiting,
@@ -171,12 +233,19 @@ class Lanes:
                     del self.by_stream[stream]
         return True
 
-    def release_captured(self) -> None:
-        """Free the captured launches' lanes: only once no graph that holds them will run again."""
-        with self.dev.setup():
-            self.captured.clear()
+    def reap_captured(self) -> int:
+        """Free the holds of graphs that are gone; the number of holds still alive."""
+        gone = [capture for capture, hold in self.holds.items() if hold.released]
+        if gone:
+            with self.dev.setup():
+                for capture in gone:
+                    del self.holds[capture]
+        return len(self.holds)
+
+    @property
+    def captured_lanes(self) -> int:
+        return sum(len(group) for hold in self.holds.values() for group in hold.lanes.values())
 
     @property
     def nbytes(self) -> int:
-        lanes = [*self.by_stream.values(), *(lane for group in self.captured.values() for lane in group)]
-        return sum(lane.nbytes for lane in lanes)
+        return sum(lane.nbytes for lane in self.by_stream.values()) + sum(h.nbytes for h in self.holds.values())

@@ -1,7 +1,9 @@
 """``prepare()``: a GEMM checked, planned and bound to its operands, run or enqueued later.
 
-The general path of ``gemm`` too (CuPy and other CUDA arrays, NumPy); the signature key, the
-operand checks that need no CUDA, and the NumPy copies in and out live here.
+The general path of ``gemm`` too (CuPy and other CUDA arrays, NumPy). A ``Prepared`` owns what
+its launches read: it holds its operands (a dropped temporary stays valid), and NumPy operands'
+device copies are its own. A launch on a stream other than the current one tells PyTorch's caching
+allocator that the tensors are in use there (``record_stream``), as torch's own ops do.
 """
 
 from __future__ import annotations
@@ -15,28 +17,31 @@ from ..errors import ScheduleError
 from ..fixup import FixupPlan
 from ..schedule import Schedule
 from ..shapes import Machine, TileShape
-from .device import driver
+from .device import Buffer, driver
+from .errors import check
 from .operands import Operand, check_operands, describe, padded
 from .plan import GemmPlan, build_plan
 from .request import DEFAULT_TUNING, GemmRequest, Tuning, request
-from .runtime import _check, _Empty, _launch, _Runtime, _runtime
+from .runtime import DeviceRuntime, EmptyPlan, runtime
 
-def _build(rt: _Runtime, a: Operand, b: Operand, c: Operand | None, req: GemmRequest) -> GemmPlan | _Empty:
+
+def plan_of(rt: DeviceRuntime, a: Operand, b: Operand, c: Operand | None, req: GemmRequest) -> GemmPlan | EmptyPlan:
+    """Check and build the plan of these operands and this request on ``rt``'s device."""
     spec = check_operands(a, b, c)
     m, k, n = a.shape[0], a.shape[1], b.shape[1]
     if 0 in (m, n, k):
-        return _Empty(m, n, k, spec.out_dtype)
+        return EmptyPlan(m, n, k, spec.out_dtype)
     return build_plan(rt.dev, rt.lanes, a, b, c, req)
 
 
-def _overlaps(plan: GemmPlan, a: int, b: int, c: int) -> None:
+def refuse_overlap(plan: GemmPlan, a: int, b: int, c: int) -> None:
     ea, eb, ec = plan.extents
     if (c < a + ea and a < c + ec) or (c < b + eb and b < c + ec):
         raise ScheduleError("C overlaps A or B in memory: the kernels would read what they write; pass a C of its "
                             "own (or none)")
 
 
-def _device_of(x: Any, name: str) -> int:
+def device_of(x: Any) -> int:
     """The CUDA device ordinal of a GPU operand (-1 for host data)."""
     if isinstance(x, np.ndarray):
         return -1
@@ -54,20 +59,18 @@ def _device_of(x: Any, name: str) -> int:
     return -1
 
 
-# ---- the call ------------------------------------------------------------------------------
-
-
-def _described(A, B, C, ordinal: int) -> tuple[Operand, Operand, Operand | None]:
+def operands_of(A: Any, B: Any, C: Any, ordinal: int) -> tuple[Operand, Operand, Operand | None]:
+    """A, B and C described, refusing GPU operands on another device than ``ordinal`` (A's)."""
     a, b = describe(A, "A"), describe(B, "B")
     c = describe(C, "C") if C is not None else None
     for name, x in (("B", B), ("C", C)):
-        if x is not None and not isinstance(x, np.ndarray) and _device_of(x, name) != ordinal:
-            raise ScheduleError(f"A is on cuda:{ordinal} but {name} is on cuda:{_device_of(x, name)}: put A, B and C "
-                                f"on one device")
+        if x is not None and not isinstance(x, np.ndarray) and (where := device_of(x)) != ordinal:
+            raise ScheduleError(f"A is on cuda:{ordinal} but {name} is on cuda:{where}: put A, B and C on one "
+                                f"device (a GEMM runs on one GPU)")
     return a, b, c
 
 
-def _stream_of(x: Any, ordinal: int) -> tuple[int, object]:
+def current_stream(x: Any, ordinal: int) -> tuple[int, object]:
     """The current stream of ``x``'s library: its handle, and the object that owns it where the
     library destroys streams (CuPy; PyTorch's current streams come from a pool it never frees)."""
     module = type(x).__module__
@@ -82,14 +85,43 @@ def _stream_of(x: Any, ordinal: int) -> tuple[int, object]:
     return 0, None
 
 
+_TORCH_STREAMS: dict[tuple[int, int], Any] = {}  # (device, handle) -> torch.cuda.ExternalStream
+
+
+def record_stream(tensors: tuple, stream: int, ordinal: int) -> None:
+    """Tell PyTorch's caching allocator that ``tensors`` are used on ``stream`` where that is not
+    the device's current stream, so their memory is not handed out again before the launch is done."""
+    torch = sys.modules["torch"]
+    if stream == torch.cuda.current_stream(ordinal).cuda_stream:
+        return
+    external = _TORCH_STREAMS.get((ordinal, stream))
+    if external is None:
+        if len(_TORCH_STREAMS) > 256:
+            _TORCH_STREAMS.clear()
+        external = _TORCH_STREAMS[(ordinal, stream)] = torch.cuda.ExternalStream(
+            stream, device=torch.device("cuda", ordinal))
+    for t in tensors:
+        t.record_stream(external)
+
+
 class Prepared:
     """A GEMM bound to its operands: ``run(stream)`` launches it (and copies NumPy results out);
-    ``launch.enqueue(stream)`` only launches, for timing and CUDA graphs."""
+    ``launch.enqueue(stream)`` only launches, for timing and CUDA graphs. It holds A, B and C for
+    as long as it lives."""
 
-    def __init__(self, rt: _Runtime, plan: GemmPlan | _Empty, ops: tuple, output: Any, alpha: float, beta: float,
-                 host: tuple | None, ordinal: int, C: Any) -> None:
-        self._rt, self._plan, self._ops, self.output = rt, plan, ops, output
-        self.alpha, self.beta, self._host, self._ordinal, self._C = alpha, beta, host, ordinal, C
+    def __init__(self, rt: DeviceRuntime, plan: GemmPlan | EmptyPlan, operands: tuple, output: Any, alpha: float,
+                 beta: float, C: Any) -> None:
+        self._rt, self._plan, self.output, self.alpha, self.beta, self._C = rt, plan, output, alpha, beta, C
+        self._operands = operands  # (A, B, output): held, so their memory outlives every launch
+        self._torch = tuple(x for x in operands if type(x).__module__.startswith("torch"))
+        self._host = isinstance(operands[0], np.ndarray)
+        self._staging: tuple[Buffer, ...] = ()
+        if self._host and isinstance(plan, GemmPlan):  # this Prepared's own device copies of NumPy operands
+            needs = plan.needs
+            self._staging = tuple(rt.dev.alloc(n) for n in (needs.host_a, needs.host_b, needs.host_c))
+            self._ptrs = tuple(buf.ptr for buf in self._staging)
+        elif isinstance(plan, GemmPlan):
+            self._ptrs = tuple(describe(x, name).ptr for x, name in zip(operands, "ABC"))
         self.launch = Launch(self)
 
     @property
@@ -112,15 +144,20 @@ class Prepared:
         return self._plan.residency
 
     def run(self, stream: int | None = None) -> Any:
-        if isinstance(self._plan, _Empty):
+        if isinstance(self._plan, EmptyPlan):
             return self._plan.apply(self._C, self.beta, lambda: self.output)
+        if self._host:
+            return self._run_host(0 if stream is None else stream)
         keep = None
         if stream is None:
-            stream, keep = _stream_of(self.output, self._ordinal) if self._host is None else (0, None)
-        if self._host is None:
-            _launch(self._rt, self._plan, *self._ops, self.alpha, self.beta, stream, keep=keep)
-            return self.output
-        return self._run_host(stream)
+            stream, keep = current_stream(self.output, self._rt.dev.ordinal)
+        self._enqueue(stream, keep=keep)
+        return self.output
+
+    def _enqueue(self, stream: int, only=None, keep: object = None) -> None:
+        if self._torch:
+            record_stream(self._torch, stream, self._rt.dev.ordinal)
+        self._rt.launch(self._plan, *self._ptrs, self.alpha, self.beta, stream, only=only, keep=keep)
 
     def _run_host(self, stream: int) -> np.ndarray:
         """NumPy operands: copy in (rows padded as the kernels read them), launch, copy out."""
@@ -128,21 +165,19 @@ class Prepared:
         err, status = drv.cuStreamIsCapturing(stream)
         if int(status) != 0:
             raise ScheduleError("NumPy operands cannot be captured into a CUDA graph: pass GPU arrays")
-        with rt.lock:
-            lane = rt.lanes.for_launch(stream, plan.needs, None)
-        A, B, C = self._host
-        ptrs = []
-        for name, x in (("host_a", A), ("host_b", B)):
-            dense = np.zeros((x.shape[0], padded(x.shape[1], plan.spec)), dtype=x.dtype)
-            dense[:, :x.shape[1]] = x
-            ptrs.append(lane.ptr(name))
-            _check(drv.cuMemcpyHtoDAsync(ptrs[-1], dense.ctypes.data, dense.nbytes, stream), "cuMemcpyHtoDAsync")
+        A, B, C = self._operands
         out = np.ascontiguousarray(C)
-        if self.beta != 0.0:
-            _check(drv.cuMemcpyHtoDAsync(lane.ptr("host_c"), out.ctypes.data, out.nbytes, stream), "cuMemcpyHtoDAsync")
-        _launch(rt, plan, ptrs[0], ptrs[1], lane.ptr("host_c"), self.alpha, self.beta, stream)
-        _check(drv.cuMemcpyDtoHAsync(out.ctypes.data, lane.ptr("host_c"), out.nbytes, stream), "cuMemcpyDtoHAsync")
-        _check(drv.cuStreamSynchronize(stream), "cuStreamSynchronize")
+        with rt.dev.entered():
+            for x, ptr in ((A, self._ptrs[0]), (B, self._ptrs[1])):
+                dense = np.zeros((x.shape[0], padded(x.shape[1], plan.spec)), dtype=x.dtype)
+                dense[:, :x.shape[1]] = x
+                # from pageable memory: the copy has read ``dense`` when this returns
+                check(drv.cuMemcpyHtoDAsync(ptr, dense.ctypes.data, dense.nbytes, stream), "cuMemcpyHtoDAsync")
+            if self.beta != 0.0:
+                check(drv.cuMemcpyHtoDAsync(self._ptrs[2], out.ctypes.data, out.nbytes, stream), "cuMemcpyHtoDAsync")
+            self._enqueue(stream)
+            check(drv.cuMemcpyDtoHAsync(out.ctypes.data, self._ptrs[2], out.nbytes, stream), "cuMemcpyDtoHAsync")
+            check(drv.cuStreamSynchronize(stream), "cuStreamSynchronize")
         if out is not C:
             C[...] = out
         return C
@@ -155,22 +190,17 @@ class Launch:
     def __init__(self, prepared: Prepared) -> None:
         self._prepared = prepared
         plan = prepared._plan
-        self.steps = [] if isinstance(plan, _Empty) else [_OneStep(prepared, st) for st in plan.steps if st.grid]
+        self.steps = [] if isinstance(plan, EmptyPlan) else [_OneStep(prepared, st) for st in plan.steps if st.grid]
 
     @property
     def names(self) -> list[str]:
         return [st.name for st in self.steps]
 
     def enqueue(self, stream: int = 0) -> None:
-        """The kernels alone: for NumPy operands on the copies the last ``run`` on this stream made
-        (so a timing of it leaves the host copies out)."""
-        p = self._prepared
-        if p._host is None:
-            _launch(p._rt, p._plan, *p._ops, p.alpha, p.beta, stream)
-            return
-        with p._rt.lock:
-            lane = p._rt.lanes.for_launch(stream, p._plan.needs, None)
-        _launch(p._rt, p._plan, lane.ptr("host_a"), lane.ptr("host_b"), lane.ptr("host_c"), p.alpha, p.beta, stream)
+        """The kernels alone: for NumPy operands on this Prepared's device copies as its last
+        ``run`` left them (so a timing of it leaves the host copies out)."""
+        if self.steps:
+            self._prepared._enqueue(stream)
 
 
 class _OneStep:
@@ -181,8 +211,7 @@ class _OneStep:
 
     def enqueue(self, stream: int = 0) -> None:
         """This kernel alone (e.g. to time the pack pass), on the stream's lane."""
-        p = self._prepared
-        _launch(p._rt, p._plan, *p._ops, p.alpha, p.beta, stream, only=self._step)
+        self._prepared._enqueue(stream, only=self._step)
 
 
 def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
@@ -195,28 +224,24 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     c = describe(C, "C") if C is not None else None
     check_operands(a, b, c)  # every operand error before any CUDA call
     req = request(schedule, fixup, tile, machine, options, _tuning)
-    ordinal = -1 if a.on_host else _device_of(A, "A")
-    rt = _runtime(None if ordinal < 0 else ordinal)
+    rt = runtime(None if a.on_host else device_of(A))
     if not a.on_host:
-        _described(A, B, C, rt.dev.ordinal)
-    key = (_signature(a), _signature(b), _signature(c) if c is not None else None,
-           req.key)
-    plan = rt.plan(None if key[-1] is None else key, lambda: _build(rt, a, b, c, req))
-    if isinstance(plan, _Empty):
+        operands_of(A, B, C, rt.dev.ordinal)
+    key = req.key
+    if key is not None:
+        key = (_signature(a), _signature(b), _signature(c) if c is not None else None, key)
+    plan = rt.plan(key, lambda: plan_of(rt, a, b, c, req))
+    if isinstance(plan, EmptyPlan):
         if not _allow_empty:
             raise ScheduleError(f"nothing to prepare: the GEMM is {plan.m}x{plan.n}x{plan.k}; call gemm() instead")
         output = _new_output(A, plan.m, plan.n, plan.out_dtype, rt.dev.ordinal) if C is None else C
-        return Prepared(rt, plan, (), output, alpha, beta, None, rt.dev.ordinal, C)
+        return Prepared(rt, plan, (A, B, output), output, alpha, beta, C)
     if C is None:
         beta = 0.0
-    if a.on_host:
-        out = C if C is not None else np.empty((plan.shape.m, plan.shape.n), dtype=plan.spec.out_dtype)
-        return Prepared(rt, plan, (), out, alpha, beta, (A, B, out), rt.dev.ordinal, C)
     output = C if C is not None else _new_output(A, plan.shape.m, plan.shape.n, plan.spec.out_dtype, rt.dev.ordinal)
-    pc = describe(output, "C").ptr
-    if C is not None:
-        _overlaps(plan, a.ptr, b.ptr, pc)
-    return Prepared(rt, plan, (a.ptr, b.ptr, pc), output, alpha, beta, None, rt.dev.ordinal, C)
+    if C is not None and not a.on_host:
+        refuse_overlap(plan, a.ptr, b.ptr, c.ptr)
+    return Prepared(rt, plan, (A, B, output), output, alpha, beta, C)
 
 
 def _signature(op: Operand) -> tuple:

@@ -72,13 +72,21 @@ class GemmRequest:
     def key(self) -> tuple | None:
         """The request's part of a plan-cache key; None where an option is unhashable (such a call
         is planned afresh)."""
-        try:
-            hash(self.options)
-        except TypeError:
-            return None
-        schedule = self.schedule if type(self.schedule) is str else _Same(self.schedule)
-        return (schedule, self.fixup, self.tile, self.machine, self.options,
-                None if self.tuning is DEFAULT_TUNING else self.tuning)
+        return key_of(self.schedule, self.fixup, self.tile, self.machine, self.options, self.tuning)
+
+
+def key_of(schedule: Any, fixup: Any, tile: Any, machine: Any, options: tuple | dict, tuning: Tuning) -> tuple | None:
+    """``GemmRequest.key`` straight from ``gemm``'s arguments (unchecked: a cache miss checks them),
+    so a repeated call needs no GemmRequest."""
+    if type(options) is dict:
+        options = tuple(sorted(options.items())) if options else ()
+    key = (schedule if type(schedule) is str else _Same(schedule), fixup, tile, machine, options,
+           None if tuning is DEFAULT_TUNING else tuning)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def request(schedule: str | Schedule = "auto", fixup: str | None = None, tile: TileShape | int | str | None = None,

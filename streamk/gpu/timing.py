@@ -5,12 +5,19 @@ from __future__ import annotations
 import statistics
 from typing import Callable
 
+from .device import Device, current
 from .errors import check
 
 
-def time_launch(enqueue: Callable[[int], None], *, reps: int = 50, warmup: int = 3, stream: int = 0
-                ) -> tuple[float, float, float]:
-    """Median, p20, p80 of ``reps`` timed calls of ``enqueue(stream)`` after ``warmup`` untimed ones."""
+def time_launch(enqueue: Callable[[int], None], *, reps: int = 50, warmup: int = 3, stream: int = 0,
+                dev: Device | None = None) -> tuple[float, float, float]:
+    """Median, p20, p80 of ``reps`` timed calls of ``enqueue(stream)`` after ``warmup`` untimed ones,
+    on ``dev`` (default: ``STREAMK_DEVICE``'s)."""
+    with (dev or current()).entered():
+        return _timed(enqueue, reps, warmup, stream)
+
+
+def _timed(enqueue: Callable[[int], None], reps: int, warmup: int, stream: int) -> tuple[float, float, float]:
     from cuda.bindings import driver
 
     for _ in range(warmup):

@@ -1,6 +1,7 @@
 """``torch.ops.streamk.gemm``: streamk's GEMM as a PyTorch custom op, for ``torch.compile``.
 
-Imported by ``streamk.gpu.api`` once torch is in use (this package never imports torch itself).
+Imported by ``streamk.gpu.api`` once torch is in use (this package never imports torch itself),
+which hands it the eager ``gemm`` (``register``), so this module imports nothing of the API's.
 The op is functional (it returns a new C); ``gemm`` called while torch.compile traces a function
 becomes this op plus, when the caller passed C, an in-place copy into it, so
 ``torch.compile(fullgraph=True)`` captures it whole. An op's arguments are plain values, so under
@@ -9,7 +10,7 @@ compilation the schedule is a name and the scheduler options are the plain ones 
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import torch
 
@@ -17,19 +18,23 @@ from ..errors import ScheduleError
 from ..shapes import TileShape
 
 TRACED_OPTIONS = ("grid", "splits", "walk", "tile_order")  # what a traced gemm passes on
+_EAGER: list[Callable[..., Any]] = []  # streamk.gpu.gemm, once registered
+
+
+def register(gemm: Callable[..., Any]) -> None:
+    """Make ``gemm`` the op's eager body."""
+    _EAGER[:] = [gemm]
 
 
 @torch.library.custom_op("streamk::gemm", mutates_args=())
 def gemm_op(a: torch.Tensor, b: torch.Tensor, c: Optional[torch.Tensor], alpha: float, beta: float,
             schedule: str, fixup: Optional[str], tile: Optional[str], grid: Optional[int], splits: Optional[int],
             walk: Optional[str], tile_order: Optional[str]) -> torch.Tensor:
-    from .api import gemm
-
     out = c.clone() if c is not None else None
     options = {k: v for k, v in (("grid", grid), ("splits", splits), ("walk", walk), ("tile_order", tile_order))
                if v is not None}
     edge = int(tile) if tile is not None and tile.isdigit() else tile
-    return gemm(a, b, out, alpha=alpha, beta=beta, schedule=schedule, fixup=fixup, tile=edge, **options)
+    return _EAGER[0](a, b, out, alpha=alpha, beta=beta, schedule=schedule, fixup=fixup, tile=edge, **options)
 
 
 @gemm_op.register_fake
