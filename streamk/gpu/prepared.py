@@ -162,12 +162,12 @@ class Prepared:
     def _run_host(self, stream: int) -> np.ndarray:
         """NumPy operands: copy in (rows padded as the kernels read them), launch, copy out."""
         drv, rt, plan = driver(), self._rt, self._plan
-        err, status = drv.cuStreamIsCapturing(stream)
-        if int(status) != 0:
-            raise ScheduleError("NumPy operands cannot be captured into a CUDA graph: pass GPU arrays")
         A, B, C = self._operands
         out = np.ascontiguousarray(C)
         with rt.dev.entered():
+            status = check(drv.cuStreamIsCapturing(stream), f"cuStreamIsCapturing({stream:#x})")
+            if int(status) != 0:
+                raise ScheduleError("NumPy operands cannot be captured into a CUDA graph: pass GPU arrays")
             for x, ptr in ((A, self._ptrs[0]), (B, self._ptrs[1])):
                 dense = np.zeros((x.shape[0], padded(x.shape[1], plan.spec)), dtype=x.dtype)
                 dense[:, :x.shape[1]] = x
