@@ -117,6 +117,13 @@ def _nan(shape, dtype, device: int):
                       dtype=torch.float64 if dtype == "float64" else torch.float32)
 
 
+STEPS_RUN: dict[str, int] = {}  # rule -> steps run, printed by the test (-s shows it)
+
+
+def _count(rule_name: str) -> None:
+    STEPS_RUN[rule_name] = STEPS_RUN.get(rule_name, 0) + 1
+
+
 class GpuRuntime(RuleBasedStateMachine):
     entries = Bundle("entries")
 
@@ -150,6 +157,7 @@ class GpuRuntime(RuleBasedStateMachine):
 
     @rule(target=entries, case=gemm_cases())
     def prepare(self, case):
+        _count("prepare")
         import torch
 
         from streamk.gpu import prepare
@@ -172,6 +180,7 @@ class GpuRuntime(RuleBasedStateMachine):
 
     @rule(case=gemm_cases(), on_side=st.booleans())
     def eager_gemm(self, case, on_side):
+        _count("eager_gemm")
         import torch
 
         from streamk.gpu import gemm
@@ -204,6 +213,7 @@ class GpuRuntime(RuleBasedStateMachine):
 
     @rule(entry=entries, which=st.integers(0, 2))
     def enqueue(self, entry, which):
+        _count("enqueue")
         import torch
 
         if entry is None:
@@ -220,6 +230,7 @@ class GpuRuntime(RuleBasedStateMachine):
 
     @rule(entry=entries)
     def on_a_thread(self, entry):
+        _count("on_a_thread")
         import torch
 
         if entry is None:
@@ -246,6 +257,7 @@ class GpuRuntime(RuleBasedStateMachine):
 
     @rule(entry=entries, seed=st.integers(0, 2**31 - 1))
     def capture_and_replay(self, entry, seed):
+        _count("capture_and_replay")
         import torch
 
         if entry is None or entry.inputs is None:
@@ -267,6 +279,7 @@ class GpuRuntime(RuleBasedStateMachine):
 
     @rule(entry=consumes(entries))
     def drop(self, entry):
+        _count("drop")
         import torch
 
         if entry is None:
@@ -278,18 +291,21 @@ class GpuRuntime(RuleBasedStateMachine):
 
     @rule(size=st.integers(1, 1 << 22))
     def allocate(self, size):
+        _count("allocate")
         import torch
 
         self.junk = [torch.full((size,), 5.0, device=f"cuda:{d}") for d in range(self.devices)]
 
     @rule()
     def clear_cache(self):
+        _count("clear_cache")
         from streamk.gpu import clear_cache
 
         clear_cache()
 
     @rule(d=st.integers(0, 1))
     def switch_device(self, d):
+        _count("switch_device")
         import torch
 
         torch.cuda.set_device(d % self.devices)
@@ -311,5 +327,8 @@ class GpuRuntime(RuleBasedStateMachine):
 
 def test_streamk_gpu_composes():
     """The state machine above, within its budget (EXAMPLES sequences of up to STEPS steps)."""
+    STEPS_RUN.clear()
     run_state_machine_as_test(GpuRuntime, settings=settings(
         max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None, suppress_health_check=list(HealthCheck)))
+    print(f"\nstateful: {sum(STEPS_RUN.values())} steps over {EXAMPLES} sequences: "
+          + ", ".join(f"{name} {n}" for name, n in sorted(STEPS_RUN.items())))
