@@ -16,7 +16,7 @@ from typing import Any
 from ..schedule import Schedule
 from ..shapes import Machine, TileShape
 from .plan import GemmPlan
-from .prepared import operands_of, plan_of, prepare, record_stream, refuse_overlap
+from .prepared import operands_of, plan_of, prepare, record_stream, refuse_overlap, tensor_key
 from .request import DEFAULT_TUNING, key_of, request
 from .runtime import DeviceRuntime, EmptyPlan, runtime
 
@@ -90,14 +90,8 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0
 def _gemm_torch(A, B, C, alpha: float, beta: float, stream: int | None, ordinal: int, opts: tuple, req) -> Any:
     """The eager PyTorch path, kept to a few attribute reads and one dictionary lookup (``req``
     makes the checked GemmRequest on a cache miss)."""
-    pa, pb = A.data_ptr(), B.data_ptr()
-    if C is None:
-        pc = 0
-        key = (A.dtype, A.shape, A.stride(), pa & 15, B.dtype, B.shape, B.stride(), pb & 15, B.get_device(), opts)
-    else:
-        pc = C.data_ptr()
-        key = (A.dtype, A.shape, A.stride(), pa & 15, B.dtype, B.shape, B.stride(), pb & 15, B.get_device(),
-               C.dtype, C.shape, C.stride(), pc & 15, C.get_device(), opts)
+    pa, pb, pc = A.data_ptr(), B.data_ptr(), 0 if C is None else C.data_ptr()
+    key = tensor_key(A, B, C, pa, pb, pc, opts)
     rt = runtime(ordinal)
     plan = rt.plan(key, lambda: plan_of(rt, *operands_of(A, B, C, ordinal), req()))
     if isinstance(plan, EmptyPlan):

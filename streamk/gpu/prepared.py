@@ -229,7 +229,7 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
         operands_of(A, B, C, rt.dev.ordinal)
     key = req.key
     if key is not None:
-        key = (_signature(a), _signature(b), _signature(c) if c is not None else None, key)
+        key = signature_key(A, B, C, a, b, c, key)
     plan = rt.plan(key, lambda: plan_of(rt, a, b, c, req))
     if isinstance(plan, EmptyPlan):
         if not _allow_empty:
@@ -244,8 +244,23 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     return Prepared(rt, plan, (A, B, output), output, alpha, beta, C)
 
 
-def _signature(op: Operand) -> tuple:
-    return (op.kind, op.dtype, op.shape, op.strides, op.ptr & 15)
+def signature_key(A: Any, B: Any, C: Any, a: Operand, b: Operand, c: Operand | None, request_key: tuple) -> tuple:
+    """The plan-cache key of a call: what its plan depends on (shapes, dtypes, element strides and
+    16-byte alignment of the operands, their device, the request). PyTorch tensors are keyed by
+    ``tensor_key``, the fast path's own, so ``prepare`` and ``gemm`` share plans."""
+    if a.kind == "torch" and b.kind == "torch" and (c is None or c.kind == "torch"):
+        return tensor_key(A, B, C, a.ptr, b.ptr, c.ptr if c is not None else 0, request_key)
+    return (a.kind, a.dtype, a.shape, a.strides, a.ptr & 15, b.kind, b.dtype, b.shape, b.strides, b.ptr & 15,
+            None if c is None else (c.kind, c.dtype, c.shape, c.strides, c.ptr & 15), request_key)
+
+
+def tensor_key(A: Any, B: Any, C: Any, pa: int, pb: int, pc: int, request_key: tuple) -> tuple:
+    """``signature_key`` of PyTorch tensors from their attributes alone (the eager fast path)."""
+    if C is None:
+        return (A.dtype, A.shape, A.stride(), pa & 15, B.dtype, B.shape, B.stride(), pb & 15, B.get_device(),
+                request_key)
+    return (A.dtype, A.shape, A.stride(), pa & 15, B.dtype, B.shape, B.stride(), pb & 15, B.get_device(),
+            C.dtype, C.shape, C.stride(), pc & 15, C.get_device(), request_key)
 
 
 def _new_output(A: Any, m: int, n: int, dtype: str, ordinal: int) -> Any:
