@@ -24,7 +24,7 @@ import numpy as np
 
 from streamk.calibrate.fidelity import fingerprint, pin
 from streamk.cli.fidelity_cmd import sample
-from streamk.gpu.select import schedule_for
+from streamk.gpu.decide.schedule import schedule_for
 from streamk.schedule import Schedule
 from streamk.shapes import GemmShape, TileShape
 from streamk.target import Target, preset

@@ -10,7 +10,7 @@ import argparse
 import hashlib
 
 from streamk.calibrate.fidelity import fingerprint
-from streamk.gpu.select import schedule_for
+from streamk.gpu.decide.schedule import schedule_for
 from streamk.shapes import GemmShape
 from streamk.sim.corpus import corpus, decode_corpus
 from streamk.target import preset

@@ -25,7 +25,7 @@ import torch
 from streamk.gpu import prepare
 from streamk.gpu.bench import corpus, time_interleaved
 from streamk.gpu.device import current
-from streamk.gpu.select import choose_tile
+from streamk.gpu.decide.tiles import choose_tile
 from streamk.shapes import GemmShape, TileShape
 
 MIN_ITERS = 4  # iterations per CTA below which a split is not tried

@@ -17,7 +17,7 @@ import argparse
 import csv
 import math
 
-from streamk.gpu.select import choose_tile
+from streamk.gpu.decide.tiles import choose_tile
 from streamk.shapes import GemmShape
 from streamk.target import PRESETS
 

@@ -32,8 +32,8 @@ def test_every_part_of_a_variant_reaches_prepare():
 
 
 def test_sm90_rungs_variant_runs_what_a_target_switched_to_them_would():
-    from streamk.gpu.plan import resolve
-    from streamk.gpu.operands import Operand
+    from streamk.gpu.decide import asked_tile
+    from streamk.gpu.decide.schedule import schedule_for
     from streamk.gpu.variants import tile_for
     from streamk.sim.corpus import corpus
     from streamk.target import preset
@@ -45,12 +45,10 @@ def test_sm90_rungs_variant_runs_what_a_target_switched_to_them_would():
     sm90_tiles = 0
     for m, n, k in [(8192, 8192, 8192), *(tuple(int(v) for v in s) for s in corpus(60, 5))]:
         shape = GemmShape(m, n, k)
-        a = Operand(None, "cuda", 1 << 20, (m, k), (k, 1), "float16")
-        b = Operand(None, "cuda", 1 << 20, (k, n), (n, 1), "float16")
         kw = tile_for(args, shape, "float16", h100)
         assert set(kw) == {"schedule", "tile"}
-        ran = resolve(h100, a, b, "auto", None, kw["tile"], None, {})
-        assert ran == resolve(switched, a, b, "auto", None, None, None, {}), (m, n, k)
+        ran = schedule_for("auto", shape, "float16", h100, tile=asked_tile("float16", "auto", kw["tile"]))
+        assert ran == schedule_for("auto", shape, "float16", switched), (m, n, k)
         sm90_tiles += ran.tile.bk == 64
         assert tile_for(variant("auto", sms), shape, "float16", h100) == {"schedule": "auto"}
     assert sm90_tiles >= 10, sm90_tiles  # the sample reaches the large rungs

@@ -47,7 +47,8 @@ import numpy as np
 from ..errors import ScheduleError
 from ..schedule import Schedule
 from ..shapes import GemmShape, Machine, TileShape
-from ..target import DOT_T_TILE, DOT_TILE, streams_unaligned
+from ..gpu.catalogue import DOT_T_TILE, DOT_TILE
+from ..target import streams_unaligned
 
 DP_ITERS = (1, 2, 4, 8, 16, 32, 64, 128)  # k iterations of dp-one-per-sm: memory-bound to compute-bound
 WAVE_ITERS = (8, 32, 128)                  # k iterations of dp-waves

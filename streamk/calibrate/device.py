@@ -88,7 +88,7 @@ def calibrate(dtype: str, tile: TileShape, quick: bool = False) -> tuple[tuple[P
     """Probe, time and fit one kernel on the current GPU: the probes, the fit, its Calibration and
     the device family whose file it belongs in."""
     from ..gpu.device import current
-    from ..gpu.select import packed_bytes
+    from ..gpu.decide.tiles import packed_bytes
 
     dev = current()
     family = family_for(dev.arch, dev.name)

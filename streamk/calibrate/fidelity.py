@@ -58,8 +58,8 @@ def fingerprint(schedule: Schedule) -> str:
 
 def resolve(variant_text: str, shape: GemmShape, dtype: str, target: Target) -> Schedule:
     """The Schedule ``streamk.gpu.prepare(**variant(variant_text))`` runs for ``shape`` on ``target``."""
-    from ..gpu.operands import spec_for_tile
-    from ..gpu.select import schedule_for
+    from ..gpu.catalogue import spec_for_tile
+    from ..gpu.decide.schedule import schedule_for
     from ..gpu.variants import variant
 
     args = variant(variant_text, lambda: target.sms)
@@ -93,7 +93,7 @@ def predict_rows(rows: Sequence[dict[str, Any]], target: Target, dtype: str, wor
 
 
 def _predict_chunk(rows: Sequence[dict[str, Any]], target: Target, dtype: str) -> list[dict[str, Any]]:
-    from ..gpu.select import packed_bytes
+    from ..gpu.decide.tiles import packed_bytes
 
     out = []
     for row in rows:

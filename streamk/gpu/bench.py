@@ -245,7 +245,7 @@ def main(args: argparse.Namespace) -> int:
     shapes = corpus(args.count, args.seed, args.corpus)
     if args.only_tile:
         from .bench_args import tile_matches
-        from .select import choose_tile
+        from .decide.tiles import choose_tile
 
         shapes = [sh for sh in shapes
                   if tile_matches(choose_tile(GemmShape(*sh), args.dtype, dev.target), args.only_tile)]

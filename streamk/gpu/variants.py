@@ -92,7 +92,7 @@ def tile_for(args: dict[str, Any], shape: GemmShape, dtype: str, target: Target)
     args = dict(args)
     rungs = args.pop("_large_rungs", None)
     if rungs is not None:
-        from .select import choose_tile
+        from .decide.tiles import choose_tile
 
         args["tile"] = choose_tile(shape, dtype, target.with_large_rungs(rungs))
     return args

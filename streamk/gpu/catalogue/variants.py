@@ -1,8 +1,9 @@
-"""The kernels streamk ships, as data: one frozen ``KernelVariant`` per ``extern "C"`` entry point.
+"""The kernels streamk ships, as data: one frozen ``KernelVariant`` per ``extern "C"`` entry point,
+and the tiles they run, each named once.
 
-Every entry point's name, the CUDA source that instantiates its templates (``unit_source``), the
-compile unit it lives in (``build.compile_unit_of``) and the ``KernelSpec`` tables the host picks
-kernels from (``operands.SPECS`` and friends) are derived from ``VARIANTS``; no entry name is
+Every entry point's name, the CUDA source that instantiates its templates (``source.unit_source``),
+the compile unit it lives in (``build.compile_unit_of``) and the ``KernelSpec`` tables the host picks
+kernels from (``specs.SPECS``, ``specs.spec_for_tile``) are derived from ``VARIANTS``; no entry name is
 written anywhere else. A compile unit is one mainloop on one tile with one copy width (with the
 tile's reduce and prescale passes in the 16-byte unit), so a GEMM compiles only what it launches.
 
@@ -16,8 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..shapes import ITEMSIZE, TileShape
-from ..target import DOT_T_TILE, DOT_TILE
+from ...shapes import ITEMSIZE, TileShape
 
 ROLES = ("main", "reduce", "prescale", "pack", "test")
 SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64"}
@@ -69,12 +69,31 @@ def column_major(layout: str, operand: str) -> bool:
     return f"{operand.lower()}cm" in layout.split("_")
 
 
+# The tiles, each named once. The FP16/BF16 mma.sync tiles: the paper's, the small square, the
+# rectangles, the tiny 32-row ones and the wide one; the FP64 paper tile; the sm90 TMA + wgmma tiles;
+# the dot tiles of GEMMs of at most 8 columns (kernels/sm80/dot.cuh) or at most 8 rows (its transposed
+# mainloop). What auto does with each: streamk/gpu/decide/tiles.py.
+PAPER_HALF_TILE = TileShape(128, 128, 32)
+SMALL_TILE = TileShape(64, 64, 32)
+RECT_TILES = (TileShape(128, 64, 32), TileShape(64, 128, 32))
+TINY_TILES = (TileShape(32, 64, 32), TileShape(32, 32, 32))
+WIDE_TILE = TileShape(128, 256, 32)
+F64_TILE = TileShape(64, 64, 16)
+SM90_TILE = TileShape(128, 128, 64)
+SM90_WIDE_TILE = TileShape(128, 256, 64)
+SM90_TILES = (SM90_TILE, SM90_WIDE_TILE)
+DOT_TILE = TileShape(64, 8, 128)
+DOT_T_TILE = TileShape(8, 128, 64)
+# The large-GEMM tiles (square, wide) of each kernel family: the sm80 mma.sync kernels' and the sm90
+# TMA + wgmma ones' (a Target's ``large_rungs`` names the family auto takes them from).
+LARGE_RUNGS = {"sm80": (PAPER_HALF_TILE, WIDE_TILE), "sm90": (SM90_TILE, SM90_WIDE_TILE)}
+
 MAINLOOPS = {m.name: m for m in (
     Mainloop("sm80_half", "sm80", "sm80/half.cuh",
              "streamk::sm80::Half<{bf16}, {load_bytes}, streamk::sm80::Tile<{bm}, {bn}, {stages}>>",
-             ("float16", "bfloat16"), "float32", TileShape(128, 128, 32)),
+             ("float16", "bfloat16"), "float32", PAPER_HALF_TILE),
     Mainloop("sm80_f64", "sm80", "sm80/f64.cuh", "streamk::sm80::Double<{load_bytes}, {stages}>",
-             ("float64",), "float64", TileShape(64, 64, 16)),
+             ("float64",), "float64", F64_TILE),
     # at most 8 columns (GEMV-like decode GEMMs): A read in place at any row alignment; at most 8
     # rows: the same on the transposed problem, B read in place
     Mainloop("sm80_dot", "dot", "sm80/dot.cuh", "streamk::sm80::Dot<{bf16}, false>", ("float16", "bfloat16"),
@@ -86,7 +105,7 @@ MAINLOOPS = {m.name: m for m in (
     # TMA + wgmma, a producer warp group and two consumer ones; the TMA maps ride in the
     # __grid_constant__ parameter block (streamk/gpu/tma.py builds them)
     Mainloop("sm90_tma", "sm90", "sm90/tma_wgmma.cuh", "streamk::sm90::TmaWgmma<{bf16}, {bn}, {stages}, {a_mn}, {b_k}>",
-             ("float16", "bfloat16"), "float32", TileShape(128, 128, 64), archs=("sm_90a",),
+             ("float16", "bfloat16"), "float32", SM90_TILE, archs=("sm_90a",),
              body="streamk::sm90::tma_wgmma_kernel<{t}>(p);", params="const __grid_constant__ streamk::sm90::TmaParams",
              block="BLOCK_THREADS", pass_suffix="_sm90", tma=True, layouts=LAYOUTS),
 )}
@@ -180,9 +199,10 @@ def _family(mainloop: str, tile: TileShape, widths: tuple[int, ...], stages: int
 
 HALF_STAGES = 3  # sm80/half_config.cuh STAGES
 F64_STAGES = 4   # sm80/f64_config.cuh STAGES
-# The sm90 TMA + wgmma tiles (sm90/config.cuh STAGES_128 / STAGES_256: as many 64-deep stages as fit
-# in 227 KB beside the epilogue's 68 KB staging; 201,792 and 218,160 B of shared memory), one CTA per SM.
-SM90_TILES = ((TileShape(128, 128, 64), 4), (TileShape(128, 256, 64), 3))
+# The sm90 TMA + wgmma tiles' stages (sm90/config.cuh STAGES_128 / STAGES_256: as many 64-deep stages
+# as fit in 227 KB beside the epilogue's 68 KB staging; 201,792 and 218,160 B of shared memory), one
+# CTA per SM.
+SM90_STAGES = {SM90_TILE: 4, SM90_WIDE_TILE: 3}
 HALF_WIDTHS = (16, 8, 4)
 # The tiles of at most 8 columns or rows (sm80/dot.cuh): one width (they read any row alignment
 # themselves), launch bounds for 4 CTAs per SM (56,576 and 54,528 B of shared memory; no spills on
@@ -190,88 +210,25 @@ HALF_WIDTHS = (16, 8, 4)
 DOT_STAGES = 3  # sm80/dot.cuh STAGES
 DOT_BLOCKS_PER_SM = 4
 # Shifted 16-byte copies of rows only 2-byte aligned (sm80/pipeline.cuh SHIFTED), on the tiles auto
-# takes for decode-like GEMMs (select.py: there the operand a pack would copy is the large one).
-SHIFTED_TILES = (TileShape(64, 64, 32), TileShape(32, 64, 32), TileShape(128, 64, 32), TileShape(64, 128, 32))
+# takes for decode-like GEMMs (decide/tiles.py: there the operand a pack would copy is the large one).
+SHIFTED_TILES = (SMALL_TILE, TINY_TILES[0], *RECT_TILES)
 # The FP16/BF16 tiles, the paper's first (then the order tile_specs lists them), with the CTAs per
 # SM their __launch_bounds__ ask for: 3 on 64x64 gives 152 registers and no spills (4: 128 and
 # 100 B of spills outside the mainloop, auto 3.3% slower where it takes 64x64, LOG.md v13); none on
 # 128x128, whose 2 CTAs per SM fit anyway (asking for 2 reschedules its SASS, untimed).
-HALF_TILES = ((TileShape(128, 128, 32), 0), (TileShape(64, 64, 32), 3), (TileShape(128, 64, 32), 2),
-              (TileShape(64, 128, 32), 2), (TileShape(32, 64, 32), 4), (TileShape(32, 32, 32), 4),
-              (TileShape(128, 256, 32), 1))
+HALF_TILES = ((PAPER_HALF_TILE, 0), (SMALL_TILE, 3), (RECT_TILES[0], 2), (RECT_TILES[1], 2), (TINY_TILES[0], 4),
+              (TINY_TILES[1], 4), (WIDE_TILE, 1))
 
 VARIANTS: tuple[KernelVariant, ...] = (
     *(v for tile, blocks in HALF_TILES for v in _family(
         "sm80_half", tile, HALF_WIDTHS + ((2,) if tile in SHIFTED_TILES else ()), HALF_STAGES, blocks)),
-    *_family("sm80_f64", TileShape(64, 64, 16), (16, 8), F64_STAGES, 2),
+    *_family("sm80_f64", F64_TILE, (16, 8), F64_STAGES, 2),
     KernelVariant("pack", "sm80_half", "float16"),
     KernelVariant("pack", "sm80_f64", "float64"),
     KernelVariant("test", "ws_test", "float32", TileShape(32, 32, 8)),
-    *(v for tile, stages in SM90_TILES for v in _family("sm90_tma", tile, (16,), stages, 1)),
+    *(v for tile, stages in SM90_STAGES.items() for v in _family("sm90_tma", tile, (16,), stages, 1)),
     *_family("sm80_dot", DOT_TILE, (16,), DOT_STAGES, DOT_BLOCKS_PER_SM),
     *_family("sm80_dot_t", DOT_T_TILE, (16,), DOT_STAGES, DOT_BLOCKS_PER_SM),
 )
 BY_NAME = {v.name: v for v in VARIANTS}
 assert len(BY_NAME) == len(VARIANTS), "entry names are unique"
-
-
-def variant(name: str) -> KernelVariant:
-    """The variant of entry point ``name``; KeyError naming the known ones otherwise."""
-    if name not in BY_NAME:
-        raise KeyError(f"no shipped kernel named {name!r} (there are {len(BY_NAME)}: `streamk kernels` lists them)")
-    return BY_NAME[name]
-
-
-def units(arch: str | None = None) -> dict[str, tuple[KernelVariant, ...]]:
-    """Compile unit -> its variants, in registry order; with ``arch``, only the units built for it."""
-    out: dict[str, list[KernelVariant]] = {}
-    for v in VARIANTS:
-        if arch is None or arch in MAINLOOPS[v.mainloop].archs:
-            out.setdefault(v.unit, []).append(v)
-    return {u: tuple(vs) for u, vs in out.items()}
-
-
-_BODY = {  # a main entry's body is its family's (Mainloop.body)
-    "reduce": "streamk::reduce_kernel<{t}>(p);",
-    "prescale": "streamk::prescale_kernel<{t}>(p);",
-    "pack": "streamk::pack_kernel<{t}>(p);",
-    "test": "streamk::testing::ws_kernel<{t}>(p);",
-}
-_PARAMS = {"pack": "streamk::PackPair"}
-_COMMON = {"main": "common/outer_loop.cuh", "reduce": "common/passes.cuh", "prescale": "common/passes.cuh",
-           "pack": "common/pack.cuh"}
-
-
-def unit_source(unit: str) -> str:
-    """The CUDA source of one compile unit: its headers, and per variant an alias of the type it
-    instantiates (checked against the registry's tile), its ``<name>_smem`` constant (dynamic
-    shared memory, read by the host) and its ``extern "C"`` entry point."""
-    variants = units()[unit]
-    headers = dict.fromkeys([MAINLOOPS[v.mainloop].header for v in variants if v.role != "pack"]
-                            + [_COMMON[v.role] for v in variants if v.role in _COMMON])
-    lines = [f"// Compile unit {unit}, generated by streamk/gpu/kernel_registry.py from its VARIANTS; what each",
-             "// kernel computes, its warps, shared memory, arch, table and fixup: the headers' opening comments.",
-             *(f"//   {v.name}: {v.role}, {v.dtype}" + (f", {v.tile.bm}x{v.tile.bn}x{v.tile.bk} tile, {v.load_bytes}-byte "
-               f"copies, {v.stages} stages, launch bounds for {v.blocks_per_sm or 'any'} CTAs per SM" if v.tile else "")
-               for v in variants),
-             *(f'#include "{h}"' for h in headers), ""]
-    for v in variants:
-        alias = f"{v.name}_t"
-        lines.append(f"using {alias} = {v.cxx_type};")
-        if v.tile is None:
-            smem, bounds = "0", ""
-        else:
-            lines.append(f"static_assert({alias}::BM == {v.tile.bm} && {alias}::BN == {v.tile.bn} && "
-                         f'{alias}::BK == {v.tile.bk}, "{v.name}: the registry\'s tile");')
-            smem = f"{alias}::SMEM_BYTES" if v.role in ("main", "test") else "0"
-        family = MAINLOOPS[v.mainloop]
-        main = v.role == "main"
-        params = family.params if main else f"const {_PARAMS.get(v.role, 'streamk::GemmParams')}"
-        body = family.body if main else _BODY[v.role]
-        if v.tile is not None:
-            blocks = f", {v.blocks_per_sm}" if v.blocks_per_sm else ""
-            bounds = f" __launch_bounds__({alias}::{family.block if main else 'THREADS'}{blocks})"
-        lines += [f'extern "C" __constant__ int {v.name}_smem = {smem};',
-                  f'extern "C" __global__ void{bounds} {v.name}({params} p) {{',
-                  f"  {body.format(t=alias)}", "}", ""]
-    return "\n".join(lines)
