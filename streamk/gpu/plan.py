@@ -232,7 +232,9 @@ def bind(dev: Device, lanes: Lanes, d: Decision, tuning: Tuning) -> GemmPlan:
     main = Step(d.main, dev.function(d.main, launch_smem), main_grid, threads, launch_smem, tma=spec.tma,
                 cluster=cluster)
     steps = launch_steps(dev, d, ops.pack, main, len(table.items), tuning.pdl)
-    extents = (extent_bytes(d.a, spec.itemsize), extent_bytes(d.b, spec.itemsize),
+    # the caller's A and B (the kernels' B and A where transposed; an operand's extent is its transpose's)
+    a, b = (d.b, d.a) if d.transposed else (d.a, d.b)
+    extents = (extent_bytes(a, spec.itemsize), extent_bytes(b, spec.itemsize),
                extent_bytes(d.c, acc_bytes) if d.c is not None else 0)
     maps = tma.maps_of(d.a.dtype, shape, ops.lda, ops.ldb, spec.tile, d.layout) if spec.tma else None
     return GemmPlan(dev, lanes, d, Bound(residency, steps, (table_buf,), needs, template, ops.pack, extents, coresident,
