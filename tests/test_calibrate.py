@@ -404,7 +404,7 @@ def test_the_shifted_term_prices_unaligned_streamed_rows_on_the_dot_tiles_only_a
 
 def test_the_pack_pass_is_priced_where_the_gpu_packs_and_probed_only_on_kernels_that_pack(capsys, monkeypatch):
     """The simulator adds `pack` and `pack_us_per_mb` for the MB the GPU's rule packs for contiguous
-    operands (select.packed_bytes); the dp-packed probes are dp-one-per-sm with A's rows 2-byte
+    operands (decide.tiles.packed_bytes); the dp-packed probes are dp-one-per-sm with A's rows 2-byte
     aligned, on the kernels that pack them (not the dot tiles or FP64, which read them in place)."""
     from streamk.gpu.decide.schedule import schedule_for
     from streamk.gpu.decide.tiles import packed_bytes

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..calibrate import fidelity
 from ..errors import StreamkError
-from ..gpu.bench_args import SEED, seconds_arg, variants_arg
+from ..bench.args import SEED, seconds_arg, variants_arg
 from ..shapes import TileShape
 from ..gpu.catalogue import DOT_T_TILE, DOT_TILE, F64_TILE, PAPER_HALF_TILE
 from ..target import preset

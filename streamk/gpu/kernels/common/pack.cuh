@@ -9,7 +9,7 @@
 //     and written out as whole 16-byte chunks: coalesced both ways (a per-chunk gather read 8 rows
 //     per chunk and ran at ~0.1 TB/s on a column-major source; LOG.md v32).
 // Arch: any. T: unsigned short (FP16/BF16 bits) or unsigned long long (FP64 bits); the registry
-// (streamk/gpu/kernel_registry.py) names one entry per element size.
+// (streamk/gpu/catalogue/variants.py) names one entry per element size.
 #pragma once
 
 #include "ptx.cuh"

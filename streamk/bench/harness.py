@@ -14,7 +14,7 @@ against cuBLAS's (relative Frobenius error). A variant whose launch is another's
 grids, schedule and fixup plan: ``auto`` running DP's schedule) is timed once and shares that
 time, so its ratio to DP is 1, not the noise between two timings of the same kernels (up to
 +-20% on a few shapes in 400, LOG.md v11). Writes a CSV; prints the table and the geomean/mean
-ratios last. Entry points: ``streamk bench`` and ``benchmarks/gpu_bench.py`` (same arguments).
+ratios last. Entry point: ``streamk bench``.
 """
 
 from __future__ import annotations
@@ -25,14 +25,15 @@ import math
 import os
 import statistics
 import time
+from typing import Callable
 
 from ..errors import StreamkError
 from ..shapes import GemmShape
 from ..sim.corpus import corpus as draw_corpus, decode_corpus as draw_decode
-from .prepared import prepare
-from .runtime import clear_cache
-from .bench_args import DECOMPS, PLAN_SMS, SEED, add_arguments  # noqa: F401 (benchmarks/gpu_bench.py takes them from here)
-from .device import available, current
+from ..gpu.device import available, current
+from ..gpu.prepared import prepare
+from ..gpu.runtime import clear_cache
+from .args import DECOMPS, PLAN_SMS, SEED  # noqa: F401 (DECOMPS, SEED: the harness's defaults)
 from .variants import launch_key, tile_for, variant
 
 REPS = 50
@@ -229,7 +230,9 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, plot: Callable[[str, str], None] | None = None) -> int:
+    """Time ``args``' shapes and variants, write the CSV, print the summary; ``plot(csv, title)``
+    draws the CSV where DP was timed (the CLI passes streamk.plot's; None: no picture)."""
     import torch
 
     ok, why = available()
@@ -244,8 +247,8 @@ def main(args: argparse.Namespace) -> int:
     stream = torch.cuda.Stream()
     shapes = corpus(args.count, args.seed, args.corpus)
     if args.only_tile:
-        from .bench_args import tile_matches
-        from .decide.tiles import choose_tile
+        from ..gpu.decide.tiles import choose_tile
+        from .args import tile_matches
 
         shapes = [sh for sh in shapes
                   if tile_matches(choose_tile(GemmShape(*sh), args.dtype, dev.target), args.only_tile)]
@@ -275,15 +278,8 @@ def main(args: argparse.Namespace) -> int:
         w.writeheader()
         w.writerows(rows)
     summarize(rows, decomps, args.dtype)
-    if "data-parallel" in decomps and any((r["m"], r["n"], r["k"]) != BIG for r in rows):
-        try:
-            from ..plot import load_bench_csv, plot_bench
-        except ImportError as exc:  # the CSV and the table are the results; the picture is a bonus
-            print(f"plot skipped ({exc}); draw it later with streamk plot bench --csv {path}")
-            return 0
-        png = plot_bench(load_bench_csv(path), os.path.splitext(path)[0] + ".png",
-                         f"{dev.name}, {args.dtype}, {len(rows) - len(big_rows(rows))} corpus shapes")
-        print(f"plot: {png}")
+    if plot is not None and "data-parallel" in decomps and any((r["m"], r["n"], r["k"]) != BIG for r in rows):
+        plot(path, f"{dev.name}, {args.dtype}, {len(rows) - len(big_rows(rows))} corpus shapes")
     return 0
 
 

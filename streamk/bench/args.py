@@ -1,11 +1,11 @@
-"""The arguments of ``streamk bench`` (and ``benchmarks/gpu_bench.py``), without PyTorch or a GPU:
-so ``--help`` lists every option on any machine and every argument is checked before either is
-looked for."""
+"""The arguments of ``streamk bench``, without PyTorch or a GPU: so ``--help`` lists every option on
+any machine and every argument is checked before either is looked for."""
 
 from __future__ import annotations
 
 import argparse
 import os
+from typing import Callable
 
 from ..errors import ScheduleError
 from .variants import variant
@@ -60,10 +60,8 @@ def tile_matches(tile: object, only: str) -> bool:
     return f"{tile}x".startswith(only + "x")
 
 
-def add_arguments(ap: argparse.ArgumentParser) -> None:
-    from ..cli.common import seed
-    from ..cli.paths import output_folder
-
+def add_arguments(ap: argparse.ArgumentParser, seed: Callable[[str], int], output_folder: Callable[[str], str]) -> None:
+    """``streamk bench``'s options on ``ap``; ``seed`` and ``output_folder``: the CLI's argparse types."""
     ap.add_argument("--count", type=_count, default=400, metavar="N",
                     help="corpus shapes (first N of the seeded 400; 0 with --big for 8192^3 alone) (default 400)")
     ap.add_argument("--seed", type=seed, default=SEED, metavar="S",

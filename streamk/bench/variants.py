@@ -11,7 +11,7 @@ from ..schedule import FIXUP_POLICIES
 from ..sched import names
 from ..shapes import GemmShape, Machine
 from ..target import Target
-from .request import Tuning
+from ..gpu.request import Tuning
 
 NARROW_SUFFIXES = {"": "auto", "pack": "never", "narrow": "always"}
 PDL_SUFFIXES = {"pdl": True, "nopdl": False}
@@ -92,7 +92,7 @@ def tile_for(args: dict[str, Any], shape: GemmShape, dtype: str, target: Target)
     args = dict(args)
     rungs = args.pop("_large_rungs", None)
     if rungs is not None:
-        from .decide.tiles import choose_tile
+        from ..gpu.decide.tiles import choose_tile
 
         args["tile"] = choose_tile(shape, dtype, target.with_large_rungs(rungs))
     return args
