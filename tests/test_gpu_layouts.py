@@ -120,7 +120,7 @@ def test_torch_linear_layout_runs_with_no_pack_on_sm90(dtype):
 
     _skip_unless_sm90()
     gen = torch.Generator(device="cuda").manual_seed(3)
-    # 128 rows: below auto's sm90 rungs, where its 64x64 tiles would pack x^T (decide.orient.in_place_tile)
+    # 128 rows: below auto's sm90 rungs, where its 64x64 tiles would pack x^T (decide.tiles.in_place_tile)
     for rows, out_features, in_features in ((128, 4096, 4096), (256, 4096, 4096), (1000, 4096, 4096),
                                             (1024, 4096, 2048)):
         x = torch.randn(rows, in_features, generator=gen, device="cuda").to(getattr(torch, dtype))

@@ -519,7 +519,7 @@ def test_the_sm90_kernels_read_aligned_column_major_operands_in_place():
 def test_auto_takes_the_sm90_tile_where_its_own_pick_would_copy_what_sm90_reads_in_place():
     from streamk.gpu.decide import decide
     from streamk.gpu.decide.operands import Operand
-    from streamk.gpu.decide.orient import orient
+    from streamk.gpu.decide.tiles import orient
     from streamk.gpu.request import request
     from streamk.target import preset
 

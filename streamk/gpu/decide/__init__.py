@@ -4,7 +4,7 @@
 tile and its kernels (``KernelSpec``), the Schedule and its fixup plan, the copy widths and operand
 layout the main kernel reads, and its entry name. ``streamk.gpu.plan.build_plan`` then binds a
 Decision to a device (occupancy, table upload, parameter blocks). The rules live beside it:
-``tiles`` (auto's tile), ``orient`` (auto's orientation, in-place reads), ``schedule`` (the
+``tiles`` (auto's tile and orientation, in-place reads), ``schedule`` (the
 Schedule, auto's measured options), ``operands`` (copy widths, layouts), ``launches`` (PDL,
 clusters, reduce slices).
 """
@@ -21,7 +21,7 @@ from ...shapes import GemmShape, TileShape
 from ...target import Target
 from ..catalogue import KernelSpec, spec_for_tile
 from .operands import Operand, copy_widths, layout_of
-from .orient import orient
+from .tiles import orient
 from .schedule import schedule_for
 
 if TYPE_CHECKING:  # request.py reads decide.operands' NARROW_MODES
