@@ -12,7 +12,7 @@ from streamk.errors import DeadlockError, ScheduleError
 from streamk.fixup import (NO_WAIT_POLICIES, POLICY_ROLES, TRAIT_NAMES, TRAITS, Action, action_mask,
                            actions_with, needs_epoch, plan_fixup)
 from streamk.gpu import table as tbl
-from streamk.gpu.plan import refuse_unfinishable
+from streamk.gpu.bind import refuse_unfinishable
 from streamk.gpu.decide import tiles
 from streamk.gpu.decide.schedule import schedule_for
 from streamk.gpu.catalogue import SMALL_TILE, SPECS, tile_specs
@@ -482,10 +482,10 @@ def test_auto_runs_gemms_transposed_where_that_copies_less():
 
 
 def test_pack_kernel_block_size_mirrors_the_plan():
-    from streamk.gpu import plan
+    from streamk.gpu import bind
 
     pack = (Path(tbl.__file__).parent / "kernels" / "common" / "pack.cuh").read_text()
-    assert int(re.search(r"constexpr int PACK_THREADS = (\d+);", pack).group(1)) == plan.PACK_THREADS
+    assert int(re.search(r"constexpr int PACK_THREADS = (\d+);", pack).group(1)) == bind.PACK_THREADS
 
 
 def test_the_sm90_kernels_read_aligned_column_major_operands_in_place():
