@@ -31,14 +31,16 @@ SCHEDULES = (("auto", None, None, {}),) * 10 + (
     ("stream-k", "last-arrival", None, {}), ("auto", "separate-reduce", None, {}), ("auto", "atomic", None, {}),
     ("auto", None, "64x64", {}), ("auto", None, "128x256x64", {}), ("auto", None, "128x128x64", {}),
     ("data-parallel", None, 64, {}), ("auto", None, "32x32", {}), ("auto", None, "64x8", {}),
-    ("auto", "turnstile", "128x256", {}))
+    ("auto", "turnstile", "128x256", {}), ("given:stream-k", None, None, {}),
+    ("given:two-tile-sk-dp", "turnstile", None, {}))
 TUNINGS = ({},) * 6 + ({"narrow": "never"}, {"narrow": "always"}, {"pdl": True}, {"pdl": False}, {"multicast": False})
 
 
 def cases(count: int, seed: int) -> list[dict]:
     """The sample: corpus shapes (m, n, k log-uniform in [128, 8192]) and decode-like ones, each
     with a dtype, A's and B's layouts, C given (row- or column-major) or not, operand addresses
-    (some only 2-byte aligned), a schedule, tile, fixup and tuning, drawn from one seed."""
+    (some only 2-byte aligned), a schedule (a name, or "given:NAME": a Schedule the caller built),
+    tile, fixup and tuning, drawn from one seed."""
     import numpy as np
 
     from streamk.sim.corpus import corpus, decode_corpus
@@ -158,8 +160,15 @@ def dump(case: dict) -> dict:
     dev = StandIn(target, BY_NAME)
     a, b, c = operands(case)
     try:
-        req = request(case["schedule"], case["fixup"], case["tile"], None, dict(case["options"]),
-                      Tuning(**case["tuning"]))
+        schedule = case["schedule"]
+        if schedule.startswith("given:"):  # a Schedule built by the caller, on the paper tile
+            from streamk.sched import make_schedule
+            from streamk.shapes import GemmShape
+
+            tile = target.tiles_for(case["dtype"])[0]
+            schedule = make_schedule(schedule.split(":")[1], GemmShape(case["m"], case["n"], case["k"]), tile,
+                                     target.machine(case["dtype"], tile))
+        req = request(schedule, case["fixup"], case["tile"], None, dict(case["options"]), Tuning(**case["tuning"]))
         p = planning.build_plan(dev, None, a, b, c, req)
     except Exception as exc:  # a refusal is part of the behaviour compared
         return {"error": f"{type(exc).__name__}: {exc}"}
