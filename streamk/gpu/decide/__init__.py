@@ -60,16 +60,12 @@ def decide(a: Operand, b: Operand, c: Operand | None, target: Target, req: GemmR
     shape = GemmShape(a.shape[0], b.shape[1], a.shape[1])
     auto = isinstance(req.schedule, str) and req.schedule == "auto" and req.tile is None and not a.on_host
     way = orient(a, b, c, target) if auto else None
-    if way is not None and way.transposed:  # the kernels see A' = B^T, B' = A^T, C' = C^T
+    transposed = way is not None and way.transposed
+    if transposed:  # the kernels see A' = B^T, B' = A^T, C' = C^T
         a, b, c = b.transposed(), a.transposed(), c.transposed() if c is not None else None
-    if way is not None:
-        tile = way.tile
-        if way.in_place:
-            _check_arch(spec_for_tile(a.dtype, tile), target)
-    else:
-        tile = asked_tile(a.dtype, req.schedule, req.tile)
-        if tile is not None:
-            _check_arch(spec_for_tile(a.dtype, tile), target)
+    tile = way.tile if way is not None else asked_tile(a.dtype, req.schedule, req.tile)
+    if (way.in_place if way is not None else tile is not None):  # a tile fixed, not auto's own pick
+        _check_arch(spec_for_tile(a.dtype, tile), target)
     problem = GemmShape(a.shape[0], b.shape[1], a.shape[1])
     sched = schedule_for(req.schedule, problem, a.dtype, target, tile=tile, fixup=req.fixup, machine=req.machine,
                          **req.scheduler_options)
@@ -80,8 +76,7 @@ def decide(a: Operand, b: Operand, c: Operand | None, target: Target, req: GemmR
     widths = copy_widths(a, b, spec, req.tuning.narrow)
     layout = layout_of(a, b, spec)  # column-major operands the sm90 kernels read in place
     main = spec.entry(min(w or 16 for w in widths), layout)
-    return Decision(shape, way is not None and way.transposed, a, b, c, spec, sched, plan_fixup(sched), widths,
-                    layout, main)
+    return Decision(shape, transposed, a, b, c, spec, sched, plan_fixup(sched), widths, layout, main)
 
 
 def asked_tile(dtype: str, schedule: str | Schedule, tile: TileShape | int | str | None) -> TileShape | None:
