@@ -4,7 +4,7 @@ often picks a Schedule no earlier oracle run measured (LOG.md v32b).
 
 Per shape of a seeded corpus sample (k and n rounded up to 8, as ``streamk fidelity`` samples), the
 oracle's candidates (``--variants``, on ``--tile``) and auto under the shipped Target and under each
-``--set`` are prepared; every distinct launch is timed once, interleaved (``gpu.bench``'s method).
+``--set`` are prepared; every distinct launch is timed once, interleaved (``bench.harness``'s method).
 Prints, per selector, the share of shapes within 5% of the best measured launch, and writes a CSV.
 ``--dry-run`` (no GPU) prints how many shapes each set changes against the shipped auto.
 
@@ -24,7 +24,7 @@ import numpy as np
 
 from streamk.calibrate.fidelity import fingerprint, pin
 from streamk.cli.fidelity_cmd import sample
-from streamk.gpu.select import schedule_for
+from streamk.gpu.decide.schedule import schedule_for
 from streamk.schedule import Schedule
 from streamk.shapes import GemmShape, TileShape
 from streamk.target import Target, preset
@@ -87,9 +87,9 @@ def measure(args, shapes: list[GemmShape], targets: dict[str, Target]) -> None:
     import torch
 
     from streamk.gpu import prepare
-    from streamk.gpu.bench import time_interleaved
+    from streamk.bench.harness import time_interleaved
     from streamk.gpu.device import current
-    from streamk.gpu.variants import launch_key, tile_for, variant
+    from streamk.bench.variants import launch_key, tile_for, variant
 
     dev, stream = current(), torch.cuda.Stream()
     texts = pin(args.variants.split(";"), args.tile)

@@ -3,7 +3,7 @@
     PYTHONPATH=. python3 benchmarks/gpu_probe.py            # timings (CUDA graphs, medians)
     PYTHONPATH=. python3 benchmarks/gpu_probe.py --trace     # sets STREAMK_TRACE=1 itself
 
-The first form times, as CUDA-graph replays interleaved per group (streamk.gpu.bench's method),
+The first form times, as CUDA-graph replays interleaved per group (streamk.bench.harness's method),
 an empty torch kernel, one 128x128 tile over k (a lone CTA), one and two tiles per SM, one tile
 split over s CTAs, a 40-tile problem under several grids, and tiny raw shapes against cuBLAS.
 The second runs a trace build (kernels/common/trace.cuh, STREAMK_TRACE=1: %globaltimer per CTA at
@@ -25,7 +25,7 @@ import torch
 from streamk.fixup import Action
 from streamk.gpu import prepare
 from streamk.gpu.request import Tuning
-from streamk.gpu.bench import time_alone, time_interleaved
+from streamk.bench.harness import time_alone, time_interleaved
 from streamk.gpu.device import current
 
 
@@ -172,7 +172,7 @@ def trace_launch(p, stream) -> tuple[float, list[tuple[int, ...]]]:
 
 
 def traces(stream, shapes: list[tuple[int, int, int]] | None = None, variants: list[str] | None = None) -> None:
-    from streamk.gpu.variants import variant
+    from streamk.bench.variants import variant
 
     print("\n== traces (one launch each, us). span: first CTA start to last unit end; per action: units, "
           "mainloop us per MAC iteration (median), epilogue (fixup included) median / p90 / max")
@@ -275,7 +275,7 @@ def big(stream, reps: int = 10, variants: list[str] | None = None, shapes=BIG_SH
     each variant's warm-up: an 8192^3 GEMM runs the H100 into its 700 W cap within milliseconds
     (SM clock 1980 -> 1300-1650 MHz, LOG.md v15), so without a pause a variant timed right after
     another (or after cuBLAS) starts with a lower clock than the first."""
-    from streamk.gpu.variants import variant
+    from streamk.bench.variants import variant
 
     for m, n, k in shapes:
         print(f"\n== {m}x{n}x{k}, each variant alone: median of back-to-back launches"

@@ -2,7 +2,7 @@
 small-batch inference and prefill call it: streamk's auto against cuBLAS (torch.mm with an FP32
 output, as ours), FP16 in, FP32 out.
 
-Per shape: a float64 check, then CUDA-graph replays interleaved with cuBLAS's (streamk.gpu.bench's
+Per shape: a float64 check, then CUDA-graph replays interleaved with cuBLAS's (streamk.bench.harness's
 method, medians). Prints a table and the geomean of cuBLAS time / ours; --csv writes the rows.
 
     PYTHONPATH=. python3 benchmarks/linear.py [--batches 1,2,4,8,16,32,64,512,2048] [--layers 8192:8192,...]
@@ -18,7 +18,7 @@ import math
 import torch
 
 from streamk.gpu import prepare
-from streamk.gpu.bench import cublas, time_interleaved
+from streamk.bench.harness import cublas, time_interleaved
 
 # (out_features, in_features) of a Llama-2-7B / Llama-3-8B block and head, and an odd one
 LAYERS = [(4096, 4096), (11008, 4096), (4096, 11008), (14336, 4096), (4096, 14336), (32000, 4096), (4097, 4095)]

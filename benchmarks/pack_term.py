@@ -5,7 +5,7 @@
 two terms independently on a ``streamk bench`` CSV of the corpus, which times auto with every
 overhead inside, packs included, and scores the shipped ones there. For each shape whose auto Schedule rebuilds today as it ran (tile and grid) on a calibrated kernel,
 the main kernel's time is the calibrated simulator's (``predict_us`` without a pack) and the MB are
-what the GPU's own rule packs for contiguous operands (``select.packed_bytes``); ``total = main +
+what the GPU's own rule packs for contiguous operands (``decide.tiles.packed_bytes``); ``total = main +
 pack + MB x pack_us_per_mb`` is fitted by relative least squares, first on every other packed shape
 (scored on the rest), then on all of them.
 
@@ -21,7 +21,8 @@ from collections import Counter
 import numpy as np
 
 from streamk.calibrate.predict import predict_us
-from streamk.gpu.select import packed_bytes, schedule_for
+from streamk.gpu.decide.schedule import schedule_for
+from streamk.gpu.decide.tiles import packed_bytes
 from streamk.shapes import GemmShape
 from streamk.target import preset
 

@@ -19,7 +19,7 @@ import torch
 
 from streamk.gpu import cache_info, gemm
 from streamk.gpu.device import current
-from streamk.gpu.kernel_registry import units
+from streamk.gpu.catalogue.source import units
 
 SHAPES = [(64, 64, 64), (128, 128, 128), (256, 256, 256), (1000, 999, 1001), (1024, 1024, 1024),
           (4096, 4096, 4096)]

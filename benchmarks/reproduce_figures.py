@@ -29,7 +29,7 @@ from streamk import GemmShape, TileShape, make_schedule  # noqa: E402
 from streamk.calibrate.model import Calibration  # noqa: E402
 from streamk.calibrate.predict import calibrated_timeline as predicted_timeline, predict_us  # noqa: E402
 from streamk.costs import AUTO_COSTS, Costs, model_grid, model_time  # noqa: E402
-from streamk.gpu.select import schedule_for  # noqa: E402
+from streamk.gpu.decide.schedule import schedule_for  # noqa: E402
 from streamk.plot import load_bench_csv, plot_schedules  # noqa: E402
 from streamk.plot.bench import BIG, draw_throughput, draw_vs_cublas, geomean, plain_log, tflops  # noqa: E402
 from streamk.plot.gantt import count  # noqa: E402

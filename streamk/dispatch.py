@@ -110,11 +110,18 @@ def wait_reason(blocked_on: dict[int, int], unit_cta, dispatched: int, slots: in
         cta = target
 
 
+def finishing_policies(plan: FixupPlan, slots: int) -> list[str]:
+    """The fixup policies other than ``plan``'s under which its schedule finishes on ``slots`` slots
+    under in-order dispatch, in FIXUP_POLICIES order."""
+    s = plan.schedule
+    return [p for p in FIXUP_POLICIES if p != plan.policy and dispatch_verdict(plan_fixup(s, p), slots).finishes]
+
+
 def deadlock_advice(plan: FixupPlan, slots: int) -> str:
     """What lets ``plan``'s schedule finish on ``slots`` slots: the other fixup policies checked to
     finish there, and more slots only where every CTA resident at once finishes (not a cycle)."""
     s = plan.schedule
-    safe = [p for p in FIXUP_POLICIES if p != plan.policy and dispatch_verdict(plan_fixup(s, p), slots).finishes]
+    safe = finishing_policies(plan, slots)
     more = dispatch_verdict(plan, s.grid).finishes
     if not safe:  # (the policies without waits always finish; kept for a policy list that lacks them)
         return "use a larger --ctas-per-sm" if more else "no fixup policy lets it finish on this machine"

@@ -108,7 +108,6 @@ def action_mask(trait: str) -> int:
 
 
 WRITES_C = actions_with("writes_c")
-EPOCH_ACTIONS = actions_with("needs_epoch")
 
 # Per policy, the action of a split tile's first (k = 0), middle and last contributor; a tile
 # with one contributor is always WRITE. plan_fixup assigns them; the policy facts below follow.

@@ -2,7 +2,7 @@
 CTAs per SM and the appendix model's constants measured for it).
 
 Schedulers take a ``Machine``; a Target says which Machine a tile's kernel is on a GPU, so
-``auto`` (tile choice included, ``streamk.gpu.select.schedule_for``), the simulator, the sweep and
+``auto`` (tile choice included, ``streamk.gpu.decide.schedule.schedule_for``), the simulator, the sweep and
 ``streamk.gpu.gemm`` plan from one value. Presets are named (``a100``, ``h100``, ``h200``); on a
 live device ``streamk.gpu`` uses the preset of its arch with the device's own SM count, and its
 GPU tests check the preset's residencies against the occupancy API.
@@ -11,12 +11,14 @@ GPU tests check the preset's residencies against the occupancy API.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
-from .calibrate import files as calibration_files
 from .calibrate.model import Calibration
 from .costs import Costs
 from .errors import ScheduleError
+from .gpu.catalogue import (DOT_T_TILE, DOT_TILE, F64_TILE, LARGE_RUNGS, PAPER_HALF_TILE, SM90_TILE, SM90_TILES,
+                            SM90_WIDE_TILE, WIDE_TILE)
 from .shapes import GemmShape, Machine, Problem, TileShape
 
 
@@ -81,18 +83,6 @@ class TargetTile:
         return replace(costs, b=costs.b + self.split_extra_us / self.calibration.us("c1"))
 
 
-# auto's two large-GEMM rungs (streamk.gpu.select.choose_tile: the square tile, and the wide one for
-# a wave or more of wide tiles) per kernel family: the sm80 mma.sync kernels', or the sm90 TMA +
-# wgmma ones. A Target names the family it prefers (``large_rungs``); a rung whose tile the target
-# does not list for a dtype falls back to the sm80 tile there.
-PAPER_HALF_TILE = TileShape(128, 128, 32)
-WIDE_TILE = TileShape(128, 256, 32)
-SM90_TILE = TileShape(128, 128, 64)
-SM90_WIDE_TILE = TileShape(128, 256, 64)
-DOT_TILE = TileShape(64, 8, 128)  # the tile of GEMMs of at most 8 columns (kernels/sm80/dot.cuh)
-DOT_T_TILE = TileShape(8, 128, 64)  # ... and of at most 8 rows (its transposed mainloop)
-
-
 def streams_unaligned(shape: GemmShape, tile: TileShape, element_bytes: int) -> bool:
     """Whether ``tile``'s kernel streams rows that are not 16-byte aligned in place, for contiguous
     row-major operands of ``shape`` (A m x k, B k x n, as auto and the calibration assume): the dot
@@ -151,20 +141,11 @@ class Target:
         """The Machine that tile's kernel sees: the SMs and its resident CTAs per SM."""
         return Machine(self.sms, self.kernel(dtype, tile).ctas_per_sm)
 
-    def large_tiles(self, dtype: str) -> tuple[TileShape, TileShape | None]:
-        """auto's square and wide large-GEMM tiles for ``dtype`` here: the ``large_rungs`` family's
-        where this target lists them, else the sm80 ones (the paper tile; None: no wide tile)."""
-        tiles = self.tiles_for(dtype)
-        (square, wide), (paper, paper_wide) = LARGE_RUNGS[self.large_rungs], LARGE_RUNGS["sm80"]
-        square = square if square in tiles else paper if paper in tiles else tiles[0]
-        wide = wide if wide in tiles else paper_wide if paper_wide in tiles else None
-        return square, wide
-
     def with_sms(self, sms: int, name: str) -> Target:
         return replace(self, sms=sms, name=name)
 
     def with_large_rungs(self, family: str) -> Target:
-        """This target with auto's large-GEMM tiles from ``family`` (a key of LARGE_RUNGS)."""
+        """This target with auto's large-GEMM tiles from ``family`` (a key of catalogue.LARGE_RUNGS)."""
         return replace(self, large_rungs=family)
 
     def to_json_dict(self) -> dict[str, Any]:
@@ -184,8 +165,6 @@ class Target:
 
 
 HALF_DTYPES = ("float16", "bfloat16")
-F64_TILE = TileShape(64, 64, 16)
-SM90_TILES = (SM90_TILE, SM90_WIDE_TILE)
 # auto's tile order on the sm90 tiles: their data-parallel schedules ran 8192^3 17-21% faster and
 # 4096^3 4% faster in grouped-8 order than row-major on an H100 (the 132 tiles in flight share rows of
 # A and columns of B in the 50 MB L2; LOG.md v17c). The sm80 tiles keep row-major (v8: no gain there).
@@ -318,13 +297,47 @@ def with_calibration(target: Target, found: tuple[Calibration, ...]) -> Target:
     return replace(target, tiles=tiles)
 
 
-# auto's large-GEMM rungs stay on the sm80 tiles on sm_90a until the corpus benchmark has timed the
-# sm90 ones against them (LOG.md v18: `streamk bench` with the variant auto+sm90).
-PRESETS: dict[str, Target] = {name: with_calibration(t, calibration_files.load(name)) for name, t in {
+# The presets; each one's calibration file (streamk/calibrate/data/<name>.json) is read at its first
+# use, not at import.
+_BARE = {
     "a100": Target("a100", "sm_80", 108, _A100_TILES),
     "h100": Target("h100", "sm_90a", 132, _H100_TILES, large_rungs="sm90"),
     "h200": Target("h200", "sm_90a", 132, _H100_TILES, large_rungs="sm90"),
-}.items()}
+}
+
+
+class _Presets(MutableMapping):
+    """name -> Target, each calibrated (calibrate.files) when first looked up; settable (tests)."""
+
+    def __init__(self, bare: dict[str, Target]) -> None:
+        self._bare, self._ready = dict(bare), {}
+
+    def __getitem__(self, name: str) -> Target:
+        if name not in self._ready:
+            from .calibrate import files as calibration_files
+
+            self._ready[name] = with_calibration(self._bare[name], calibration_files.load(name))
+        return self._ready[name]
+
+    def __setitem__(self, name: str, target: Target) -> None:
+        self._bare[name] = self._ready[name] = target
+
+    def __delitem__(self, name: str) -> None:
+        del self._bare[name]
+        self._ready.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._bare)
+
+    def __len__(self) -> int:
+        return len(self._bare)
+
+    def bare(self) -> dict[str, Target]:
+        """The presets without their calibration files read (what their arch and name need)."""
+        return dict(self._bare)
+
+
+PRESETS = _Presets(_BARE)
 
 
 def preset(name: str) -> Target:
@@ -338,7 +351,7 @@ def preset(name: str) -> Target:
 def family_for(arch: str, name: str) -> str | None:
     """The preset a device is: of its arch, the one its name names ("NVIDIA H200" -> h200), else the
     arch's first; None for an arch with no preset. Calibration files are kept per family."""
-    of_arch = [key for key, target in PRESETS.items() if target.arch == arch]
+    of_arch = [key for key, target in PRESETS.bare().items() if target.arch == arch]
     named = [key for key in of_arch if key in name.lower()]
     return (named or of_arch or [None])[0]
 

@@ -226,7 +226,7 @@ def test_a_schedule_for_another_shape_is_refused_by_every_consumer(wrong_shape_p
             main(argv)
         err = capsys.readouterr().err
         assert info.value.code == 2 and "returned a Schedule for shape" in err, (argv, err)
-    from streamk.gpu.select import schedule_for  # the GPU builds named schedules through make_schedule
+    from streamk.gpu.decide.schedule import schedule_for  # the GPU builds named schedules through make_schedule
     from streamk.target import preset
 
     with pytest.raises(ScheduleError, match="returned a Schedule for shape 192x384x128"):

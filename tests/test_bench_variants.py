@@ -7,7 +7,7 @@ import pytest
 from streamk import Costs, GemmShape, Machine, ScheduleError, TileShape, make_schedule, plan_fixup
 from streamk.gpu.launch import Step
 from streamk.gpu.request import Tuning
-from streamk.gpu.variants import launch_key, variant
+from streamk.bench.variants import launch_key, variant
 
 
 def sms() -> int:
@@ -32,9 +32,9 @@ def test_every_part_of_a_variant_reaches_prepare():
 
 
 def test_sm90_rungs_variant_runs_what_a_target_switched_to_them_would():
-    from streamk.gpu.plan import resolve
-    from streamk.gpu.operands import Operand
-    from streamk.gpu.variants import tile_for
+    from streamk.gpu.decide import asked_tile
+    from streamk.gpu.decide.schedule import schedule_for
+    from streamk.bench.variants import tile_for
     from streamk.sim.corpus import corpus
     from streamk.target import preset
 
@@ -45,12 +45,10 @@ def test_sm90_rungs_variant_runs_what_a_target_switched_to_them_would():
     sm90_tiles = 0
     for m, n, k in [(8192, 8192, 8192), *(tuple(int(v) for v in s) for s in corpus(60, 5))]:
         shape = GemmShape(m, n, k)
-        a = Operand(None, "cuda", 1 << 20, (m, k), (k, 1), "float16")
-        b = Operand(None, "cuda", 1 << 20, (k, n), (n, 1), "float16")
         kw = tile_for(args, shape, "float16", h100)
         assert set(kw) == {"schedule", "tile"}
-        ran = resolve(h100, a, b, "auto", None, kw["tile"], None, {})
-        assert ran == resolve(switched, a, b, "auto", None, None, None, {}), (m, n, k)
+        ran = schedule_for("auto", shape, "float16", h100, tile=asked_tile("float16", "auto", kw["tile"]))
+        assert ran == schedule_for("auto", shape, "float16", switched), (m, n, k)
         sm90_tiles += ran.tile.bk == 64
         assert tile_for(variant("auto", sms), shape, "float16", h100) == {"schedule": "auto"}
     assert sm90_tiles >= 10, sm90_tiles  # the sample reaches the large rungs
@@ -95,7 +93,7 @@ def test_launches_of_one_schedule_plan_and_kernels_are_timed_once():
 
 
 def test_the_bench_summary_compares_the_sm90_rungs_with_auto_on_the_shapes_they_change(capsys):
-    from streamk.gpu.bench import summarize
+    from streamk.bench.harness import summarize
 
     sm90_dp, sm90_auto = "data-parallel/grouped-8#128x128x64", "auto#128x128x64"
 
@@ -117,7 +115,7 @@ def test_the_bench_summary_compares_the_sm90_rungs_with_auto_on_the_shapes_they_
 def test_the_bench_summary_of_8192_cubed_alone_prints_its_line(capsys):
     """streamk bench --count 0 --big: no corpus rows, so no geomeans, only the 8192^3 line (this
     crashed with an empty mean on the H100)."""
-    from streamk.gpu.bench import BIG, summarize
+    from streamk.bench.harness import BIG, summarize
 
     m, n, k = BIG
     r = {"m": m, "n": n, "k": k, "intensity": 2048.0, "cublas_raw": 1.5, "cublas_padded": 1.5}
@@ -131,7 +129,7 @@ def test_the_bench_summary_of_8192_cubed_alone_prints_its_line(capsys):
 def test_only_tile_names_a_tile_or_its_prefix():
     import argparse
 
-    from streamk.gpu.bench_args import _only_tile, tile_matches
+    from streamk.bench.args import _only_tile, tile_matches
 
     assert _only_tile("128") == "128x128" and _only_tile("128X256x64") == "128x256x64"
     with pytest.raises(argparse.ArgumentTypeError, match="such as 128, 128x256 or 128x256x64"):
@@ -147,7 +145,7 @@ def test_the_bench_summary_counts_a_variant_skipped_on_some_shapes(capsys):
     NaN with its reason; the summary leaves it out of that variant's figures and says how often."""
     import math
 
-    from streamk.gpu.bench import summarize
+    from streamk.bench.harness import summarize
 
     def row(m, sk_ms):
         r = {"m": m, "n": 512, "k": 512, "intensity": 100.0, "cublas_raw": 1.0, "cublas_padded": 1.0}

@@ -24,7 +24,8 @@ from streamk.errors import InputError
 from streamk.fixup import plan_fixup
 from streamk.sched import make_schedule
 from streamk.shapes import GemmShape, Machine, TileShape
-from streamk.target import DOT_T_TILE, DOT_TILE, PRESETS, preset, with_calibration
+from streamk.gpu.catalogue import DOT_T_TILE, DOT_TILE
+from streamk.target import PRESETS, preset, with_calibration
 
 TILE = TileShape(128, 128, 32)
 SMS = 32  # the design's times do not depend on the SM count (every probe is whole waves); 32 is fast
@@ -44,7 +45,7 @@ NOISE = 0.01  # relative, Gaussian: CUDA-event medians of short launches wander 
 
 def packs(dtype: str, tile: TileShape):
     """The MB of contiguous A and B the GPU packs for a shape on ``tile`` (its own rule)."""
-    from streamk.gpu.select import packed_bytes
+    from streamk.gpu.decide.tiles import packed_bytes
 
     return lambda shape: packed_bytes(shape, dtype, tile) / 1e6
 
@@ -200,7 +201,7 @@ def test_simulate_reports_predicted_us_where_the_target_is_calibrated(capsys, mo
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["makespan"] == plain["makespan"]  # the unit-free model is untouched
-    from streamk.gpu.select import schedule_for
+    from streamk.gpu.decide.schedule import schedule_for
     from streamk.shapes import GemmShape
 
     s = schedule_for("stream-k", GemmShape(3000, 5000, 700), "float16", PRESETS["h100"])
@@ -247,7 +248,7 @@ def test_calibrate_cli_end_to_end_against_a_stand_in_gpu(tmp_path, capsys, monke
 
 
 def test_the_atomic_term_prices_atomic_adds_only_and_older_entries_still_load():
-    from streamk.gpu.select import schedule_for
+    from streamk.gpu.decide.schedule import schedule_for
     from streamk.shapes import GemmShape
 
     h100 = PRESETS["h100"]
@@ -312,7 +313,7 @@ def test_the_timeline_a_prediction_comes_from_is_the_one_drawn():
     """calibrated_timeline (what the figures draw) is the simulation predict_us prices: its makespan
     plus the launch is the prediction, for every sm90 kernel's shipped calibration and decomposition."""
     from streamk.calibrate.predict import calibrated_timeline
-    from streamk.gpu.select import schedule_for
+    from streamk.gpu.decide.schedule import schedule_for
     from streamk.shapes import GemmShape
 
     h100 = preset("h100")
@@ -355,7 +356,7 @@ def test_the_fit_of_measured_dot_probes_holds_c_shared_and_does_not_end_in_the_c
     guess the descent drove c_free to ~8 us, so that a lone CTA's iteration priced below zero and
     a few busy SMs ran at DRAM speed (rms 22%); the second start, from the optimum without c_free,
     ends where a lone CTA is latency-bound (rms ~9%), and fit keeps it."""
-    from streamk.target import DOT_TILE
+    from streamk.gpu.catalogue import DOT_TILE
 
     design = [p for p in probes(DOT_TILE, 132, 4, 52428800, 2) if p.family != "dp-shifted"]  # measured before it
     result = fit([p.schedule for p in design], DOT_PROBES_H100, 132, 4, l2_bytes=52428800, element_bytes=2)
@@ -369,7 +370,8 @@ def test_the_shifted_term_prices_unaligned_streamed_rows_on_the_dot_tiles_only_a
     """The dot tiles read their large operand in place at any alignment, and rows that are not
     16-byte aligned take the funnel-shifted fragment path (LOG.md v35): A's rows of k on 64x8x128,
     B's rows of n on 8x128x64. Every other kernel packs such rows, so c_shifted never prices them."""
-    from streamk.target import DOT_T_TILE, DOT_TILE, streams_unaligned
+    from streamk.gpu.catalogue import DOT_T_TILE, DOT_TILE
+    from streamk.target import streams_unaligned
 
     assert streams_unaligned(GemmShape(4096, 1, 4095), DOT_TILE, 2)
     assert not streams_unaligned(GemmShape(4095, 3, 4096), DOT_TILE, 2)  # m and n never shift A's rows
@@ -402,9 +404,10 @@ def test_the_shifted_term_prices_unaligned_streamed_rows_on_the_dot_tiles_only_a
 
 def test_the_pack_pass_is_priced_where_the_gpu_packs_and_probed_only_on_kernels_that_pack(capsys, monkeypatch):
     """The simulator adds `pack` and `pack_us_per_mb` for the MB the GPU's rule packs for contiguous
-    operands (select.packed_bytes); the dp-packed probes are dp-one-per-sm with A's rows 2-byte
+    operands (decide.tiles.packed_bytes); the dp-packed probes are dp-one-per-sm with A's rows 2-byte
     aligned, on the kernels that pack them (not the dot tiles or FP64, which read them in place)."""
-    from streamk.gpu.select import packed_bytes, schedule_for
+    from streamk.gpu.decide.schedule import schedule_for
+    from streamk.gpu.decide.tiles import packed_bytes
 
     cal = _calibration()
     shape = GemmShape(3000, 5000, 701)  # odd k: A's rows are 2-byte aligned, so A is packed

@@ -78,8 +78,8 @@ def test_pairs_are_the_unit_by_unit_rule(schedule, order):
 
 
 def test_only_the_multicast_tiles_launch_clusters():
-    from streamk.gpu.operands import spec_for_tile
-    from streamk.gpu.select import MULTICAST_TILES, use_multicast
+    from streamk.gpu.catalogue import spec_for_tile
+    from streamk.gpu.decide.launches import MULTICAST_TILES, use_multicast
 
     for dtype in ("float16", "bfloat16"):
         for tile in ("128x128x64", "128x256x64", "128x128x32"):

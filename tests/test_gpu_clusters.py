@@ -11,7 +11,7 @@ import pytest
 
 from gpu_support import GPU, error_ratio, inputs, relaunched
 from streamk.gpu.request import Tuning
-from streamk.gpu.select import MULTICAST_TILES
+from streamk.gpu.decide.launches import MULTICAST_TILES
 from streamk.schedule import Schedule
 from streamk.shapes import GemmShape, TileShape
 

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings (NVRTC bindings) is not installed")
 
 from streamk.gpu.build import units_for  # noqa: E402
-from streamk.gpu.kernel_registry import MAINLOOPS, VARIANTS  # noqa: E402
+from streamk.gpu.catalogue import MAINLOOPS, VARIANTS  # noqa: E402
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])

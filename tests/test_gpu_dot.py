@@ -12,7 +12,7 @@ import pytest
 from gpu_support import GPU, error_ratio, inputs, nan_padded_view, relaunched
 from streamk.schedule import FIXUP_POLICIES
 from streamk.shapes import GemmShape
-from streamk.target import DOT_T_TILE, DOT_TILE
+from streamk.gpu.catalogue import DOT_T_TILE, DOT_TILE
 
 pytestmark = GPU
 

@@ -24,14 +24,14 @@ SHAPES = [(1, 300, 77), (129, 130, 1), (7, 13, 17), (131, 257, 67), (200, 130, 9
 def _tiles(dtype: str) -> list:
     """Every kernel's tile as "BMxBNxBK" (128x128x32: sm80; 128x128x64 and 128x256x64: the sm90 TMA +
     wgmma ones)."""
-    from streamk.gpu.operands import tile_specs
+    from streamk.gpu.catalogue import tile_specs
 
     return [None] if dtype == "float64" else [f"{t.bm}x{t.bn}x{t.bk}" for t in tile_specs(dtype)]
 
 
 def _skip_unless_built_for_this_device(dtype: str, tile) -> None:
     from streamk.gpu.device import current
-    from streamk.gpu.operands import spec_for_tile
+    from streamk.gpu.catalogue import spec_for_tile
 
     arch = current().arch
     if tile is not None and arch not in spec_for_tile(dtype, tile).archs:

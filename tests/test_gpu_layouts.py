@@ -1,5 +1,5 @@
 """On an sm_90 GPU: the sm90 kernels read column-major operands in place (a column-major A M-major,
-a column-major B, torch's W.t(), K-major; kernel_registry.LAYOUTS). Every layout, both tiles and
+a column-major B, torch's W.t(), K-major; catalogue.LAYOUTS). Every layout, both tiles and
 dtypes, every fixup policy, edge tiles in m, n and k, leading dimensions padded with NaNs (a read
 outside the view makes C NaN), bitwise equal over relaunches where the policy is deterministic,
 in clusters sharing B, and torch's Linear (x @ W.t()) run by auto with no pack and no transpose."""
@@ -120,7 +120,7 @@ def test_torch_linear_layout_runs_with_no_pack_on_sm90(dtype):
 
     _skip_unless_sm90()
     gen = torch.Generator(device="cuda").manual_seed(3)
-    # 128 rows: below auto's sm90 rungs, where its 64x64 tiles would pack x^T (select.in_place_tile)
+    # 128 rows: below auto's sm90 rungs, where its 64x64 tiles would pack x^T (decide.tiles.in_place_tile)
     for rows, out_features, in_features in ((128, 4096, 4096), (256, 4096, 4096), (1000, 4096, 4096),
                                             (1024, 4096, 2048)):
         x = torch.randn(rows, in_features, generator=gen, device="cuda").to(getattr(torch, dtype))

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from gpu_support import GPU, error_ratio, nan_padded_view
-from streamk.gpu.kernel_registry import SHIFTED_TILES
+from streamk.gpu.catalogue import SHIFTED_TILES
 from streamk.schedule import FIXUP_POLICIES
 
 pytestmark = GPU

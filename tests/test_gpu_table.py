@@ -12,14 +12,17 @@ from streamk.errors import DeadlockError, ScheduleError
 from streamk.fixup import (NO_WAIT_POLICIES, POLICY_ROLES, TRAIT_NAMES, TRAITS, Action, action_mask,
                            actions_with, needs_epoch, plan_fixup)
 from streamk.gpu import table as tbl
-from streamk.gpu.plan import refuse_unfinishable
-from streamk.gpu import select
-from streamk.gpu.select import schedule_for
-from streamk.gpu.operands import SMALL_SPECS, SPECS, Operand, check_operands, copy_widths, describe, load_bytes, needs_pack
+from streamk.gpu.bind import refuse_unfinishable
+from streamk.gpu.decide import tiles
+from streamk.gpu.decide.schedule import schedule_for
+from streamk.gpu.catalogue import SMALL_TILE, SPECS, tile_specs
+from streamk.gpu.decide.operands import Operand, check_operands, copy_widths, describe, load_bytes, needs_pack
+from streamk.gpu.decide.tiles import choose_tile, large_tiles
 from streamk.sched import make_schedule
 from streamk.schedule import FIXUP_POLICIES, Schedule
 from streamk.shapes import GemmShape, Machine, TileShape
-from streamk.target import DOT_T_TILE, DOT_TILE, Target, preset
+from streamk.gpu.catalogue import DOT_T_TILE, DOT_TILE
+from streamk.target import Target, preset
 
 HEADER = (Path(tbl.__file__).parent / "kernels" / "common" / "schedule_table.cuh").read_text()
 TILE = TileShape(128, 128, 32)
@@ -175,7 +178,7 @@ def test_widest_copy_that_reads_an_operand_in_place():
     assert SPECS["bfloat16"].entry(4) == "streamk_sm80_bf16_w4" and f64.entry(8) == "streamk_sm80_f64_w8"
     with pytest.raises(KeyError):
         f16.entry(2)  # no shifted copies on the paper's tile: 2-byte-aligned rows are packed
-    small = SMALL_SPECS["float16"]
+    small = tile_specs("float16")[SMALL_TILE]
     assert small.entry(2) == "streamk_sm80_f16_t64_w2"
     assert load_bytes(_host((64, 63)), small) == 2                   # odd k: shifted 16-byte copies
     assert load_bytes(Operand(None, "cuda", 4097, (64, 64), (64, 1), "float16"), small) == 0  # half an element
@@ -200,7 +203,7 @@ def test_four_byte_copies_only_where_they_save_all_packing_on_a_small_problem():
 
 
 def test_shifted_copies_read_decode_like_operands_in_place_where_the_pack_is_large():
-    small = SMALL_SPECS["float16"]
+    small = tile_specs("float16")[SMALL_TILE]
     # m <= SHIFTED_MAX_SIDE and B's odd n: a 36 MB pack saved; the aligned A read 16 bytes wide in the same _w2 kernel
     assert copy_widths(_host((3, 1368)), _host((1368, 13327)), small) == (16, 2)
     assert copy_widths(_host((2048, 4095)), _host((4095, 17)), small) == (2, 2)     # n <= 64: A's odd k, 17 MB
@@ -214,7 +217,7 @@ def test_shifted_copies_read_decode_like_operands_in_place_where_the_pack_is_lar
 
 
 def test_the_dot_tiles_read_their_small_operand_in_place_at_any_strides():
-    from streamk.gpu.operands import spec_for_tile
+    from streamk.gpu.catalogue import spec_for_tile
 
     dot, dot_t = spec_for_tile("float16", DOT_TILE), spec_for_tile("float16", DOT_T_TILE)
     # the 64x8 tile streams A (unit column stride, any row) and reads B an element at a time
@@ -299,11 +302,11 @@ def test_launches_without_signals_waits_or_arrivals_need_no_epoch():
 
 
 def test_small_tile_kernels_and_autos_tile_choice():
-    from streamk.gpu.operands import SMALL_SPECS, spec_for_tile, tile_specs
+    from streamk.gpu.catalogue import spec_for_tile
 
     def choose_tile(shape, dtype, sms, target=H100):
         assert sms == target.sms
-        return select.choose_tile(shape, dtype, target)
+        return tiles.choose_tile(shape, dtype, target)
 
     assert list(tile_specs("float16")) == [TileShape(128, 128, 32), TileShape(64, 64, 32), TileShape(128, 64, 32),
                                            TileShape(64, 128, 32), TileShape(32, 64, 32), TileShape(32, 32, 32),
@@ -321,9 +324,9 @@ def test_small_tile_kernels_and_autos_tile_choice():
     with pytest.raises(ScheduleError, match="tile must look like 128x64"):
         spec_for_tile("float16", "big")
     assert list(tile_specs("float64")) == [TileShape(64, 64, 16)]  # the paper's FP64 tile only
-    assert spec_for_tile("bfloat16", 64) is SMALL_SPECS["bfloat16"]
+    assert spec_for_tile("bfloat16", 64) is tile_specs("bfloat16")[SMALL_TILE]
     assert spec_for_tile("float16", TileShape(128, 128, 32)) is SPECS["float16"]
-    assert SMALL_SPECS["float16"].entry(8) == "streamk_sm80_f16_t64_w8"
+    assert tile_specs("float16")[SMALL_TILE].entry(8) == "streamk_sm80_f16_t64_w8"
     with pytest.raises(ScheduleError, match="no float64 kernel runs 128.*there are: 64x64x16"):
         spec_for_tile("float64", 128)
     with pytest.raises(ScheduleError, match="no float16 kernel runs 96x96x32"):
@@ -391,9 +394,9 @@ def test_auto_takes_the_sm90_tiles_on_its_large_rungs_where_the_target_says_so()
     rungs and FP64 are unchanged, and a target without the sm90 tiles falls back to the sm80 ones."""
     on = preset("h100")
     assert on.large_rungs == preset("h200").large_rungs == "sm90" and preset("a100").large_rungs == "sm80"
-    assert H100.large_tiles("float16") == (TileShape(128, 128, 32), TileShape(128, 256, 32))
-    assert on.large_tiles("bfloat16") == (TileShape(128, 128, 64), TileShape(128, 256, 64))
-    assert on.large_tiles("float64") == (TileShape(64, 64, 16), None)
+    assert large_tiles(H100, "float16") == (TileShape(128, 128, 32), TileShape(128, 256, 32))
+    assert large_tiles(on, "bfloat16") == (TileShape(128, 128, 64), TileShape(128, 256, 64))
+    assert large_tiles(on, "float64") == (TileShape(64, 64, 16), None)
     cases = [(GemmShape(8192, 8192, 8192), TileShape(128, 256, 64)),
              (GemmShape(128 * 12, 256 * 11, 1024), TileShape(128, 256, 64)),  # 132 wide tiles, 32 iterations
              (GemmShape(128 * 12, 256 * 11, 992), TileShape(128, 128, 64)),   # 31 iterations, two whole waves of 128x128
@@ -401,31 +404,31 @@ def test_auto_takes_the_sm90_tiles_on_its_large_rungs_where_the_target_says_so()
              (GemmShape(300, 300, 4000), TileShape(64, 64, 32)),   # the small rungs stay sm80
              (GemmShape(356, 2457, 360), TileShape(128, 64, 32))]
     for shape, tile in cases:
-        assert select.choose_tile(shape, "float16", on) == tile, shape
-        off = select.choose_tile(shape, "float16", H100)
+        assert choose_tile(shape, "float16", on) == tile, shape
+        off = choose_tile(shape, "float16", H100)
         assert off == tile if tile.bk == 32 else off == TileShape(tile.bm, tile.bn, 32), shape
     # 120 wide tiles: the sm80 rungs keep the square tile (under a wave of wide ones); the sm90 ones take
     # the wide tile where its one wave replaces 1.8 waves of 128x128x64
     shape = GemmShape(128 * 12, 256 * 11 - 256, 4096)
-    assert select.choose_tile(shape, "float16", H100) == TileShape(128, 128, 32)
-    assert select.choose_tile(shape, "float16", on) == TileShape(128, 256, 64)
-    assert select.choose_tile(GemmShape(8192, 8192, 8192), "float64", on) == TileShape(64, 64, 16)
+    assert choose_tile(shape, "float16", H100) == TileShape(128, 128, 32)
+    assert choose_tile(shape, "float16", on) == TileShape(128, 256, 64)
+    assert choose_tile(GemmShape(8192, 8192, 8192), "float64", on) == TileShape(64, 64, 16)
     sm80_only = Target("sm80-only", "sm_90a", 132, tuple(t for t in H100.tiles if t.tile.bk != 64), "sm90")
-    assert select.choose_tile(GemmShape(8192, 8192, 8192), "float16", sm80_only) == TileShape(128, 256, 32)
+    assert choose_tile(GemmShape(8192, 8192, 8192), "float16", sm80_only) == TileShape(128, 256, 32)
     # auto on an sm90 tile takes the kernel's tile order unless the caller names one
     big = GemmShape(4096, 4096, 4096)
-    assert select.schedule_for("auto", big, "float16", on).tile_order == "grouped-8"
-    assert select.schedule_for("auto", big, "float16", H100).tile_order == "row-major"
-    assert select.schedule_for("auto", big, "float16", H100, tile=TileShape(128, 128, 64)).tile_order == "grouped-8"
-    assert select.schedule_for("auto", big, "float16", on, tile_order="row-major").tile_order == "row-major"
-    assert select.schedule_for("data-parallel", big, "float16", on, tile=TileShape(128, 256, 64)).tile_order == \
+    assert schedule_for("auto", big, "float16", on).tile_order == "grouped-8"
+    assert schedule_for("auto", big, "float16", H100).tile_order == "row-major"
+    assert schedule_for("auto", big, "float16", H100, tile=TileShape(128, 128, 64)).tile_order == "grouped-8"
+    assert schedule_for("auto", big, "float16", on, tile_order="row-major").tile_order == "row-major"
+    assert schedule_for("data-parallel", big, "float16", on, tile=TileShape(128, 256, 64)).tile_order == \
         "row-major"  # named decompositions run as asked
     with pytest.raises(ScheduleError, match="large_rungs must be one of sm80, sm90 \\(got 'sm100'\\)"):
         H100.with_large_rungs("sm100")
 
 
 def test_programmatic_dependent_launch_only_on_sm90_and_behind_a_pack_by_default_for_one_wave():
-    from streamk.gpu.select import use_pdl
+    from streamk.gpu.decide.launches import use_pdl
 
     assert use_pdl(None, 132, 132, "sm_90a") and not use_pdl(None, 133, 132, "sm_90a")
     assert use_pdl(True, 500, 132, "sm_90a") and not use_pdl(False, 10, 132, "sm_90a")
@@ -441,8 +444,9 @@ def test_auto_runs_gemms_transposed_where_that_copies_less():
     C^T = W @ x^T, which reads W's rows in place and packs only x, unless C (written down its
     columns then, at half the price of a packed byte) outweighs what that saves. A tile asked,
     another schedule, or nothing to save: as asked."""
-    from streamk.gpu.operands import Operand
-    from streamk.gpu.select import runs_transposed
+    from streamk.gpu.decide import decide
+    from streamk.gpu.decide.operands import Operand
+    from streamk.gpu.request import request
 
     def op(rows, cols, strides):
         return Operand(None, "torch", 0, (rows, cols), strides, "float16")
@@ -450,7 +454,7 @@ def test_auto_runs_gemms_transposed_where_that_copies_less():
     h100 = preset("h100")
 
     def transposed(a, b, c=None, schedule="auto", tile=None):
-        return runs_transposed(a, b, c, schedule, tile, h100)
+        return decide(a, b, c, h100, request(schedule, tile=tile)).transposed
 
     x, wt = op(1, 4096, (4096, 1)), op(4096, 11008, (1, 4096))  # W: 11008 x 4096, row-major
     assert transposed(x, wt)
@@ -478,14 +482,15 @@ def test_auto_runs_gemms_transposed_where_that_copies_less():
 
 
 def test_pack_kernel_block_size_mirrors_the_plan():
-    from streamk.gpu import plan
+    from streamk.gpu import bind
 
     pack = (Path(tbl.__file__).parent / "kernels" / "common" / "pack.cuh").read_text()
-    assert int(re.search(r"constexpr int PACK_THREADS = (\d+);", pack).group(1)) == plan.PACK_THREADS
+    assert int(re.search(r"constexpr int PACK_THREADS = (\d+);", pack).group(1)) == bind.PACK_THREADS
 
 
 def test_the_sm90_kernels_read_aligned_column_major_operands_in_place():
-    from streamk.gpu.operands import Operand, copy_widths, layout_of, spec_for_tile
+    from streamk.gpu.catalogue import spec_for_tile
+    from streamk.gpu.decide.operands import Operand, copy_widths, layout_of
 
     def op(rows, cols, strides, ptr=0):
         return Operand(None, "torch", ptr, (rows, cols), strides, "float16")
@@ -512,21 +517,28 @@ def test_the_sm90_kernels_read_aligned_column_major_operands_in_place():
 
 
 def test_auto_takes_the_sm90_tile_where_its_own_pick_would_copy_what_sm90_reads_in_place():
-    from streamk.gpu.operands import Operand
-    from streamk.gpu.select import in_place_tile
+    from streamk.gpu.decide import decide
+    from streamk.gpu.decide.operands import Operand
+    from streamk.gpu.decide.tiles import orient
+    from streamk.gpu.request import request
     from streamk.target import preset
 
     def op(rows, cols, strides):
         return Operand(None, "torch", 0, (rows, cols), strides, "float16")
 
     h100, a100 = preset("h100"), preset("a100")
+
+    def in_place_tile(a, b, c, target):
+        way = orient(a, b, c, target)
+        return way.tile if way.in_place else None
+
     x, wt = op(128, 4096, (4096, 1)), op(4096, 4096, (1, 4096))  # x @ W.t(): auto's 64x64 tiles pack x^T
-    assert in_place_tile(x, wt, None, "auto", None, h100) == TileShape(128, 128, 64)
-    assert in_place_tile(x, wt, None, "auto", None, a100) is None  # no sm90 tiles there
-    assert in_place_tile(x, wt, None, "auto", "64x64", h100) is None  # a tile asked: as given
-    assert in_place_tile(x, wt, None, "stream-k", None, h100) is None
-    assert in_place_tile(x, op(4096, 4096, (4096, 1)), None, "auto", None, h100) is None  # nothing copied
-    assert in_place_tile(op(64, 4096, (4096, 1)), wt, None, "auto", None, h100) is None  # decode-like
-    assert in_place_tile(op(4096, 4096, (4096, 1)), wt, None, "auto", None, h100) is None  # auto's sm90 already
-    assert in_place_tile(x, op(4096, 4096, (1, 4100)), None, "auto", None, h100) is None  # W's rows unaligned
-    assert in_place_tile(x, wt, op(128, 4096, (1, 128)), "auto", None, h100) is None  # C column-major
+    assert in_place_tile(x, wt, None, h100) == TileShape(128, 128, 64)
+    assert in_place_tile(x, wt, None, a100) is None  # no sm90 tiles there
+    assert decide(x, wt, None, h100, request("auto", tile="64x64")).spec.tile == TileShape(64, 64, 32)  # as given
+    assert decide(x, wt, None, h100, request("stream-k")).spec.tile == TileShape(128, 128, 32)
+    assert in_place_tile(x, op(4096, 4096, (4096, 1)), None, h100) is None  # nothing copied
+    assert in_place_tile(op(64, 4096, (4096, 1)), wt, None, h100) is None  # decode-like
+    assert in_place_tile(op(4096, 4096, (4096, 1)), wt, None, h100) is None  # auto's sm90 already
+    assert in_place_tile(x, op(4096, 4096, (1, 4100)), None, h100) is None  # W's rows unaligned
+    assert in_place_tile(x, wt, op(128, 4096, (1, 128)), h100) is None  # C column-major

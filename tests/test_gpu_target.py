@@ -22,7 +22,7 @@ def _preset_name(dev) -> str | None:
 
 def test_each_kernels_residency_is_what_the_occupancy_api_gives():
     from streamk.gpu.device import current
-    from streamk.gpu.operands import spec_for_tile
+    from streamk.gpu.catalogue import spec_for_tile
 
     dev = current()
     target = dev.target

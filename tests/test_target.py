@@ -1,6 +1,7 @@
 """The Target: presets, the tiles they offer, and `streamk schedule --target` printing exactly the
 Schedule the GPU backend resolves for the same operands (no GPU needed: the backend's own
-resolution, ``streamk.gpu.plan.resolve``, runs on host descriptions of the operands)."""
+resolution, ``streamk.gpu.decide``'s asked tile and ``schedule_for``, runs on host descriptions of
+the operands)."""
 
 import json
 import math
@@ -9,14 +10,22 @@ import pytest
 
 from streamk.cli import main
 from streamk.errors import ScheduleError
-from streamk.gpu.operands import Operand, tile_specs
-from streamk.gpu.plan import resolve
+from streamk.gpu.catalogue import tile_specs
+from streamk.gpu.decide import asked_tile
+from streamk.gpu.decide.operands import Operand
+from streamk.gpu.decide.schedule import schedule_for
 from streamk.schedule import Schedule
 from streamk.shapes import GemmShape, Machine, TileShape
 from streamk.sim.corpus import corpus
 from streamk.target import PRESETS, for_arch, preset
 
 SAMPLE = [tuple(int(v) for v in shape) for shape in corpus(200, 3)]
+
+
+def resolve(target, a, b, schedule, fixup, tile, machine, options):
+    """The Schedule the GPU backend resolves for ``a`` @ ``b`` as given (no orientation rule)."""
+    return schedule_for(schedule, GemmShape(a.shape[0], b.shape[1], a.shape[1]), a.dtype, target,
+                        tile=asked_tile(a.dtype, schedule, tile), fixup=fixup, machine=machine, **options)
 
 
 def _cuda(shape, dtype):
@@ -145,7 +154,7 @@ def test_a_schedule_on_a_tile_no_kernel_runs_is_refused_naming_the_tiles():
 
 
 def test_auto_takes_the_sm90_tiles_on_hopper_where_they_were_measured_to_win():
-    from streamk.gpu.select import choose_tile
+    from streamk.gpu.decide.tiles import choose_tile
 
     h100, a100 = preset("h100"), preset("a100")
     assert choose_tile(GemmShape(8192, 8192, 8192), "float16", h100) == TileShape(128, 256, 64)
@@ -169,7 +178,7 @@ def test_auto_takes_the_sm90_tiles_on_hopper_where_they_were_measured_to_win():
 
 
 def test_auto_on_the_sm90_square_tile_runs_shallow_dp_on_persistent_ctas():
-    from streamk.gpu.select import schedule_for
+    from streamk.gpu.decide.schedule import schedule_for
 
     h100, tile = preset("h100"), TileShape(128, 128, 64)
     shallow = schedule_for("auto", GemmShape(4096, 4096, 1024), "float16", h100, tile=tile)  # 1024 tiles of 16
@@ -180,7 +189,7 @@ def test_auto_on_the_sm90_square_tile_runs_shallow_dp_on_persistent_ctas():
 
 
 def test_auto_on_the_sm90_tiles_splits_few_tiles_under_the_calibration():
-    from streamk.gpu.select import schedule_for
+    from streamk.gpu.decide.schedule import schedule_for
 
     h100, tile = preset("h100"), TileShape(128, 128, 64)
     kernel = h100.kernel("float16", tile)
@@ -203,7 +212,7 @@ def test_auto_on_the_sm90_tiles_splits_few_tiles_under_the_calibration():
 
 
 def test_auto_on_the_sm90_square_tile_sends_few_deep_tiles_through_the_reduce_pass():
-    from streamk.gpu.select import schedule_for
+    from streamk.gpu.decide.schedule import schedule_for
     from streamk.sched.auto import SK_REDUCE_MAX_WAVES, SK_REDUCE_MIN_ITERS
 
     h100, tile = preset("h100"), TileShape(128, 128, 64)
@@ -237,7 +246,7 @@ def test_schedule_target_says_where_the_gpu_launches_clusters_that_share_b(capsy
 
 
 def test_auto_runs_one_wave_of_the_sm90_square_tile_row_major_where_its_rows_outnumber_a_quarter_of_its_depth():
-    from streamk.gpu.select import schedule_for
+    from streamk.gpu.decide.schedule import schedule_for
 
     h100, square, wide = preset("h100"), TileShape(128, 128, 64), TileShape(128, 256, 64)
     order = {shape: schedule_for("auto", GemmShape(*shape), "float16", h100, tile=square).tile_order
@@ -250,7 +259,7 @@ def test_auto_runs_one_wave_of_the_sm90_square_tile_row_major_where_its_rows_out
 
 
 def test_auto_on_the_sm90_square_tile_takes_stream_k_just_past_a_wave_where_its_partial_wave_is_deep():
-    from streamk.gpu.select import schedule_for
+    from streamk.gpu.decide.schedule import schedule_for
 
     h100, square = preset("h100"), TileShape(128, 128, 64)
     # 135 tiles: DP's second wave of 3 tiles costs a whole tile's 38 iterations, Stream-K one fixup
@@ -263,7 +272,7 @@ def test_auto_on_the_sm90_square_tile_takes_stream_k_just_past_a_wave_where_its_
 
 
 def test_auto_on_the_sm90_square_tile_keeps_the_two_tile_hybrid_below_two_waves():
-    from streamk.gpu.select import schedule_for
+    from streamk.gpu.decide.schedule import schedule_for
 
     h100, square = preset("h100"), TileShape(128, 128, 64)
     assert h100.kernel("float16", square).hybrid_max_waves == 2.0
@@ -276,7 +285,7 @@ def test_auto_on_the_sm90_square_tile_keeps_the_two_tile_hybrid_below_two_waves(
 
 
 def test_auto_on_the_wide_sm90_tile_takes_the_hybrid_only_behind_a_partial_wave_of_at_most_60_percent():
-    from streamk.gpu.select import schedule_for
+    from streamk.gpu.decide.schedule import schedule_for
 
     h100, wide = preset("h100"), TileShape(128, 256, 64)
     assert h100.kernel("float16", wide).hybrid_max_fill == 0.6
@@ -291,7 +300,7 @@ def test_auto_on_the_wide_sm90_tile_takes_the_hybrid_only_behind_a_partial_wave_
 
 
 def test_auto_spreads_a_decode_gemm_of_few_deep_rectangles_over_every_slot():
-    from streamk.gpu.select import schedule_for
+    from streamk.gpu.decide.schedule import schedule_for
 
     h100 = preset("h100")
     # 42 tall tiles of 37 iterations: DP would stream A through 42 CTAs on 132 SMs
@@ -312,7 +321,7 @@ def test_auto_spreads_a_decode_gemm_of_few_deep_rectangles_over_every_slot():
 def test_auto_splits_a_gemv_on_the_dot_tiles_over_the_resident_slots_on_every_preset():
     """The dot tiles' GEMVs: Stream-K under separate-reduce on every resident slot, at most 32 CTAs a
     tile; DP at two MAC iterations a tile or fewer."""
-    from streamk.gpu.select import schedule_for
+    from streamk.gpu.decide.schedule import schedule_for
 
     for name, slots in (("h100", 528), ("h200", 528), ("a100", 216)):
         target = preset(name)
@@ -331,7 +340,7 @@ def test_auto_splits_a_gemv_on_the_dot_tiles_over_the_resident_slots_on_every_pr
 
 
 def test_auto_splits_wide_gemms_of_deep_tiles_where_the_l2_prices_a_split_as_cheaper():
-    from streamk.gpu.select import schedule_for
+    from streamk.gpu.decide.schedule import schedule_for
 
     h100 = preset("h100")
     assert h100.kernel("float16", TileShape(128, 128, 64)).split_wide_share == 0.6

@@ -8,7 +8,7 @@ import ctypes
 import numpy as np
 
 from streamk.fixup import FixupPlan
-from streamk.gpu.kernel_registry import VARIANTS
+from streamk.gpu.catalogue import VARIANTS
 from streamk.gpu.launch import Step, gemm_params
 from streamk.gpu.table import TABLE_VERSION, build_table
 

@@ -47,7 +47,8 @@ import numpy as np
 from ..errors import ScheduleError
 from ..schedule import Schedule
 from ..shapes import GemmShape, Machine, TileShape
-from ..target import DOT_T_TILE, DOT_TILE, streams_unaligned
+from ..gpu.catalogue import DOT_T_TILE, DOT_TILE
+from ..target import streams_unaligned
 
 DP_ITERS = (1, 2, 4, 8, 16, 32, 64, 128)  # k iterations of dp-one-per-sm: memory-bound to compute-bound
 WAVE_ITERS = (8, 32, 128)                  # k iterations of dp-waves
@@ -120,7 +121,7 @@ def probes(tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float, element
            quick: bool = False, packed_mb: Callable[[GemmShape], float] | None = None) -> tuple[Probe, ...]:
     """The design for a kernel on ``tile`` of ``ctas_per_sm`` resident CTAs on ``sms`` SMs with an
     L2 of ``l2_bytes``, operands of ``element_bytes`` (``quick``: the reduced design of the GPU test);
-    ``packed_mb``: the MB of contiguous A and B the kernel packs for a shape (``gpu.select.packed_bytes``),
+    ``packed_mb``: the MB of contiguous A and B the kernel packs for a shape (``gpu.decide.tiles.packed_bytes``),
     where it packs any: then the dp-packed probes price the pack pass."""
     if sms < 2 * max(REDUCE_SPLITS):
         raise ScheduleError(f"calibration needs at least {2 * max(REDUCE_SPLITS)} SMs (got {sms})")

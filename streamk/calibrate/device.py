@@ -3,7 +3,7 @@
 ``time_schedules`` is the one interface between the design, the fit and the hardware: the CPU
 tests substitute the calibrated simulator for it. Each Schedule runs through ``streamk.gpu.prepare``
 exactly as a user's would, is checked against ``torch.mm`` once, and is timed alone after a pause
-by ``gpu.bench.time_interleaved`` (CUDA-graph replays, median of its repetitions): timed round-robin
+by ``bench.harness.time_interleaved`` (CUDA-graph replays, median of its repetitions): timed round-robin
 with the others, the long probes (ms at the 700 W cap) lowered the clocks the short ones ran at
 (SM clock p10 1575 MHz during a calibration, 1965 during a fidelity run; LOG.md v21).
 """
@@ -46,7 +46,7 @@ def time_schedules(schedules: Sequence[Schedule], dtype: str = "float16") -> np.
     import torch
 
     from ..gpu import prepare
-    from ..gpu.bench import time_interleaved
+    from ..bench.harness import time_interleaved
 
     stream = torch.cuda.Stream()
     out_dtype = torch.float64 if dtype == "float64" else torch.float32
@@ -88,7 +88,7 @@ def calibrate(dtype: str, tile: TileShape, quick: bool = False) -> tuple[tuple[P
     """Probe, time and fit one kernel on the current GPU: the probes, the fit, its Calibration and
     the device family whose file it belongs in."""
     from ..gpu.device import current
-    from ..gpu.select import packed_bytes
+    from ..gpu.decide.tiles import packed_bytes
 
     dev = current()
     family = family_for(dev.arch, dev.name)
@@ -103,17 +103,17 @@ def calibrate(dtype: str, tile: TileShape, quick: bool = False) -> tuple[tuple[P
 def measure_fidelity(shapes: Sequence[tuple[int, int, int]], variant_texts: Sequence[str], dtype: str,
                      seconds: float = math.inf, on_shape: Callable[[int, list[dict]], None] = lambda i, rows: None
                      ) -> list[dict]:
-    """One row per (shape, variant): the GPU's median time of the variant (``gpu.bench``'s
+    """One row per (shape, variant): the GPU's median time of the variant (``bench.harness``'s
     interleaved CUDA-graph timing), its grid, policy and Schedule fingerprint. A variant whose
     launch is another's (auto running DP's schedule) is timed once and shares that time; one the
     backend refuses is a row with its ``error``. No new shape starts after ``seconds``."""
     import torch
 
     from ..gpu import prepare
-    from ..gpu.bench import time_interleaved
+    from ..bench.harness import time_interleaved
     from ..gpu.device import current
     from ..gpu.runtime import clear_cache
-    from ..gpu.variants import launch_key, variant
+    from ..bench.variants import launch_key, variant
     from .fidelity import fingerprint
 
     dev, stream = current(), torch.cuda.Stream()

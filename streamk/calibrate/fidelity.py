@@ -2,7 +2,7 @@
 
 A fidelity run (``streamk fidelity``) times, for each corpus shape, every decomposition and fixup
 policy the GPU runs and writes one CSV row per (shape, variant). What is here is pure: rebuild
-the very Schedule a row ran (``variants.variant`` -> ``select.schedule_for``, checked against the
+the very Schedule a row ran (``bench.variants.variant`` -> ``decide.schedule.schedule_for``, checked against the
 row's fingerprint), predict it with a Target's calibration, and score the predictions: Spearman
 over all runs, the median Spearman within a shape, absolute relative errors, per variant.
 """
@@ -58,9 +58,9 @@ def fingerprint(schedule: Schedule) -> str:
 
 def resolve(variant_text: str, shape: GemmShape, dtype: str, target: Target) -> Schedule:
     """The Schedule ``streamk.gpu.prepare(**variant(variant_text))`` runs for ``shape`` on ``target``."""
-    from ..gpu.operands import spec_for_tile
-    from ..gpu.select import schedule_for
-    from ..gpu.variants import variant
+    from ..gpu.catalogue import spec_for_tile
+    from ..gpu.decide.schedule import schedule_for
+    from ..bench.variants import variant
 
     args = variant(variant_text, lambda: target.sms)
     name, tile = args.pop("schedule"), args.pop("tile", None)
@@ -93,7 +93,7 @@ def predict_rows(rows: Sequence[dict[str, Any]], target: Target, dtype: str, wor
 
 
 def _predict_chunk(rows: Sequence[dict[str, Any]], target: Target, dtype: str) -> list[dict[str, Any]]:
-    from ..gpu.select import packed_bytes
+    from ..gpu.decide.tiles import packed_bytes
 
     out = []
     for row in rows:

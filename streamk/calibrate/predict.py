@@ -2,7 +2,7 @@
 
 The event simulator (``streamk.sim.simulate``) runs unchanged; what calibration adds is which
 machine and which constants it runs with, mirroring how the GPU backend launches a grid:
-* a grid of at most one CTA per SM is launched one CTA per SM (``gpu/plan.py``), so it runs on
+* a grid of at most one CTA per SM is launched one CTA per SM (``gpu/bind.py``), so it runs on
   ``Machine(sms, 1)`` at ``c1``; a larger grid on the kernel's residency at ``c_shared`` (two
   co-resident CTAs share an SM's tensor cores: each runs at about half speed);
 * under separate-reduce the main kernel reads no partials, so the simulator's reduce pass is
@@ -107,7 +107,7 @@ def predict_from(schedule: Schedule, values: dict[str, float], sms: int, ctas_pe
 def predict_us(schedule: Schedule, calibration: Calibration, sms: int, fixup: str | None = None, *,
                packed_mb: float = 0.0) -> float:
     """Predicted microseconds of ``schedule`` on ``sms`` SMs of the calibrated device family, with a
-    pack pass of ``packed_mb`` MB first (``gpu.select.packed_bytes`` says how much the GPU packs)."""
+    pack pass of ``packed_mb`` MB first (``gpu.decide.tiles.packed_bytes`` says how much the GPU packs)."""
     values = {t.name: t.us for t in calibration.terms}
     return predict_from(schedule, values, sms, calibration.ctas_per_sm, fixup, l2_bytes=calibration.l2_bytes,
                         element_bytes=ITEMSIZE[calibration.dtype], packed_mb=packed_mb)

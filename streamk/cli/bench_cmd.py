@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 
+from ..bench.args import add_arguments
 from ..errors import StreamkError
-from ..gpu.bench_args import add_arguments
+from .common import seed
+from .paths import output_folder
 
 TORCH_EXTRA = 'pip install -e ".[gpu,torch]"'
 
@@ -20,7 +22,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                    "writes a CSV and a plot of it (PNG), prints geomeans and the noise floor. "
                                    f"Needs an NVIDIA GPU and PyTorch ({TORCH_EXTRA}).",
                        epilog="Example: streamk bench --count 400 --big --out results/")
-    add_arguments(p)
+    add_arguments(p, seed, output_folder)
     return p
 
 
@@ -28,10 +30,22 @@ def run(args: argparse.Namespace) -> int:
     from ..gpu import available
 
     try:
-        from ..gpu.bench import main
+        from ..bench.harness import main
     except ImportError as exc:
         raise StreamkError(f"streamk bench needs PyTorch for cuBLAS ({exc}); {TORCH_EXTRA}") from None
     ok, why = available()
     if not ok:
         raise StreamkError(f"no usable GPU: {why}")
-    return main(args)
+    return main(args, _plot)
+
+
+def _plot(path: str, title: str) -> None:
+    """Draw the bench CSV at ``path`` beside it (a PNG); the CSV and the table are the results."""
+    import os
+
+    try:
+        from ..plot import load_bench_csv, plot_bench
+    except ImportError as exc:
+        print(f"plot skipped ({exc}); draw it later with streamk plot bench --csv {path}")
+        return
+    print(f"plot: {plot_bench(load_bench_csv(path), os.path.splitext(path)[0] + '.png', title)}")

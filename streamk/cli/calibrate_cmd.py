@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from ..shapes import TileShape
-from ..target import F64_TILE, PAPER_HALF_TILE
+from ..gpu.catalogue import F64_TILE, PAPER_HALF_TILE
 from .common import DTYPES, _typed
 from .paths import output_folder
 
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from ..calibrate.fit import table
 
     from ..gpu.device import current
-    from ..gpu.operands import spec_for_tile
+    from ..gpu.catalogue import spec_for_tile
 
     tile = args.tile or (F64_TILE if args.dtype == "float64" else PAPER_HALF_TILE)
     spec_for_tile(args.dtype, tile)  # a tile no kernel runs is one line, before the GPU is looked for

@@ -93,7 +93,7 @@ def problem_from(args: argparse.Namespace) -> None:
     if args.sms is not None or args.ctas_per_sm is not None:
         raise StreamkError("--target gives the SMs and CTAs per SM; drop --sms and --ctas-per-sm")
     if args.tile is None and getattr(args, "decomposition", None) == "auto" and getattr(args, "shape", None):
-        from ..gpu.select import choose_tile
+        from ..gpu.decide.tiles import choose_tile
 
         args.tile = choose_tile(args.shape, args.dtype, target)
     args.tile = args.tile or target.tiles_for(args.dtype)[0]
@@ -152,7 +152,7 @@ def schedule_from(args: argparse.Namespace) -> Schedule:
         del options["tile_order"]
     machine = machine_from(args)
     if args.target is not None:  # what streamk.gpu runs on that GPU, measured constants included
-        from ..gpu.select import schedule_for
+        from ..gpu.decide.schedule import schedule_for
 
         return schedule_for(args.decomposition, args.shape, args.dtype, args.target, tile=args.tile, **options)
     return make_schedule(args.decomposition, args.shape, args.tile, machine, **options)

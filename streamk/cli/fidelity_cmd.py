@@ -16,9 +16,10 @@ from pathlib import Path
 
 from ..calibrate import fidelity
 from ..errors import StreamkError
-from ..gpu.bench_args import SEED, seconds_arg, variants_arg
+from ..bench.args import SEED, seconds_arg, variants_arg
 from ..shapes import TileShape
-from ..target import DOT_T_TILE, DOT_TILE, F64_TILE, PAPER_HALF_TILE, preset
+from ..gpu.catalogue import DOT_T_TILE, DOT_TILE, F64_TILE, PAPER_HALF_TILE
+from ..target import preset
 from .common import DTYPES, _typed, add_seed_arg, positive_int, seed
 from .paths import input_file, output_file
 

@@ -62,7 +62,7 @@ def finite_float(text: str) -> float:
 def check_arguments(args: argparse.Namespace) -> None:
     """Every argument error, the decomposition's name and options included, before the GPU is
     looked for: a typo is reported as a typo on a machine without one too."""
-    from ..gpu.operands import spec_for_tile
+    from ..gpu.catalogue import spec_for_tile
 
     get(args.decomposition)  # unknown decomposition: named as such
     flags = {"grid": args.grid, "splits": args.splits}

@@ -22,7 +22,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def compile_all(arch: str) -> list[dict]:
     try:
         from ..gpu.build import compile_source, nvrtc_version, units_for
-        from ..gpu.kernel_registry import BY_NAME
+        from ..gpu.catalogue import BY_NAME
         version = nvrtc_version()
     except ImportError as exc:
         raise StreamkError(f"NVRTC is not installed ({exc}); pip install 'streamk[gpu]'") from None

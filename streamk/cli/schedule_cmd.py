@@ -51,7 +51,7 @@ def _print_clusters(schedule, plan, dtype: str) -> None:
     """Where streamk.gpu launches this schedule in clusters of two that share B (gpu/clusters.py), say so."""
     from ..dispatch import waits_only_backward
     from ..gpu.clusters import launch_pairs
-    from ..gpu.operands import spec_for_tile
+    from ..gpu.catalogue import spec_for_tile
     from ..gpu.table import build_table
 
     pairs = launch_pairs(build_table(plan), spec_for_tile(dtype, schedule.tile), not waits_only_backward(plan))

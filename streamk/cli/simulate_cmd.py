@@ -62,7 +62,7 @@ def prediction(args: argparse.Namespace, schedule) -> dict:
                 "calibration_note": f"none: {args.target.name} has no calibration of the {args.dtype} "
                                     f"{schedule.tile} kernel (streamk calibrate on that GPU writes one)"}
     from ..calibrate.predict import predict_us
-    from ..gpu.select import packed_bytes
+    from ..gpu.decide.tiles import packed_bytes
 
     packed_mb = packed_bytes(schedule.shape, args.dtype, schedule.tile) / 1e6  # contiguous operands, as auto assumes
     us = predict_us(schedule, cal, args.target.sms, packed_mb=packed_mb)

@@ -1,6 +1,6 @@
 """NVRTC: compile the kernels' compile units to a CUBIN for one arch, with an on-disk cache.
 
-A compile unit (``kernel_registry.units``) is source generated from the registry: the headers
+A compile unit (``catalogue.source.units``) is source generated from the catalogue: the headers
 under ``kernels/`` and one ``extern "C"`` entry point per variant. The kernels include no CUDA
 header (their few PTX instructions are inline asm, 16-bit values are raw bits), so NVRTC needs no
 include path but ``kernels/`` on any version: 13.0 on the GPU machines and 13.5 from the pip wheel
@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import check
-from .kernel_registry import BY_NAME, MAINLOOPS, unit_source, units
+from .catalogue.source import unit_source, units
+from .catalogue.variants import BY_NAME, MAINLOOPS
 
 KERNEL_DIR = Path(__file__).with_name("kernels")
 UNITS: dict[str, tuple[str, ...]] = {unit: tuple(v.name for v in vs) for unit, vs in units().items()}
-ARCHS = ("sm_80", "sm_90a")
 
 
 def units_for(arch: str) -> dict[str, tuple[str, ...]]:

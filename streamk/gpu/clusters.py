@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..fixup import Action
-from .operands import KernelSpec
-from .select import use_multicast
+from .catalogue import KernelSpec
+from .decide.launches import use_multicast
 from .table import UNIT_FIELDS, Table
 
 CLUSTER = 2  # kernels/sm90/config.cuh CLUSTER
@@ -49,7 +49,7 @@ def multicast_pairs(table: Table) -> np.ndarray:
 
 def launch_pairs(table: Table, spec: KernelSpec, coresident: bool, multicast: bool = True) -> np.ndarray | None:
     """The pairing flags of a launch of ``spec``'s main kernel that runs in clusters of two, None where
-    it runs without: not a tile that multicasts (select.use_multicast), a wait pointing upwards
+    it runs without: not a tile that multicasts (decide.launches.use_multicast), a wait pointing upwards
     (``coresident``: a cluster is dispatched whole, so only waits on lower CTAs are certain to end), or
     no pair. The device may still refuse clusters (plan.build_plan checks their residency)."""
     if not use_multicast(multicast, spec) or coresident:

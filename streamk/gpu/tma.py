@@ -6,7 +6,7 @@ rows), innermost first; a box is ``BOX_INNER`` elements (128 bytes: the 128-byte
 by ``box_rows`` rows. A row-major A is read in (k, m) boxes of 64 x BM, a row-major B in (n, k)
 boxes of 64 x BK (both sm90 tiles, 128x128x64 and 128x256x64: 64 x 128 and 64 x 64; a 128x256
 stage takes four B boxes). A column-major operand is its transpose stored row-major: A in (m, k)
-boxes of 64 x BK (two a stage), B in (k, n) boxes of 64 x 64 (kernel_registry.LAYOUTS). TMA
+boxes of 64 x BK (two a stage), B in (k, n) boxes of 64 x 64 (catalogue.LAYOUTS). TMA
 needs a 16-byte-aligned base and row stride (the host packs other operands first); elements past
 the tensor's edge arrive as zeros.
 """
@@ -17,7 +17,7 @@ import ctypes
 
 from ..errors import CudaError
 from ..shapes import GemmShape, TileShape
-from .kernel_registry import column_major
+from .catalogue import column_major
 from .launch import TmaParams
 
 BOX_INNER = 64          # kernels/sm90/config.cuh BOX_INNER (elements of a 128-byte box row)

@@ -9,7 +9,7 @@
 //     and written out as whole 16-byte chunks: coalesced both ways (a per-chunk gather read 8 rows
 //     per chunk and ran at ~0.1 TB/s on a column-major source; LOG.md v32).
 // Arch: any. T: unsigned short (FP16/BF16 bits) or unsigned long long (FP64 bits); the registry
-// (streamk/gpu/kernel_registry.py) names one entry per element size.
+// (streamk/gpu/catalogue/variants.py) names one entry per element size.
 #pragma once
 
 #include "ptx.cuh"
@@ -17,7 +17,7 @@
 
 namespace streamk {
 
-constexpr int PACK_THREADS = 256;  // threads per block: streamk/gpu/plan.py PACK_THREADS
+constexpr int PACK_THREADS = 256;  // threads per block: streamk/gpu/bind.py PACK_THREADS
 
 __device__ __forceinline__ void store16(unsigned short* out, const unsigned short (&v)[8]) {
   uint4 w;
@@ -87,7 +87,7 @@ __device__ __forceinline__ void pack_chunk_rows(const PackParams& p, Index r, In
 // memory: read with consecutive threads on consecutive rows (the unit stride of a column-major
 // source; 16-byte vectors where its columns are 16-byte aligned, else an element a load), written
 // as whole 16-byte chunks of destination rows. TILE_COLS is a 128-byte line, which
-// divides the destination's row length (operands.py padded).
+// divides the destination's row length (decide/operands.py padded).
 template <class T>
 struct PackTile {
   static constexpr int CHUNK = 16 / sizeof(T), TILE_COLS = 128 / sizeof(T), TILE_ROWS = 64;

@@ -1,5 +1,5 @@
 // half_config.cuh: constants of the Ampere-style FP16/BF16 -> FP32 mainloop (half.cuh) for one
-// CTA tile. The registry (streamk/gpu/kernel_registry.py) instantiates Tile<BM, BN, STAGES> for
+// CTA tile. The catalogue (streamk/gpu/catalogue/variants.py) instantiates Tile<BM, BN, STAGES> for
 // each tile it ships: 128x128 (the paper's), 64x64 and the rectangles and 32-row tiles for
 // problems of few tiles, where one SM writing a 64 KB tile of C (~2.5 us on an H100) and idle SMs
 // cost more than a small tile's lower tensor-core efficiency (benchmarks/LOG.md v13, v14), and

@@ -246,7 +246,7 @@ __device__ __forceinline__ void consume(const Smem<ML>& s, Ring<ML>& ring, int w
   if (arrives && previous >= 0) release(previous);
 }
 
-// The entry's body (kernel_registry.py instantiates it per dtype).
+// The entry's body (catalogue/source.py instantiates it per dtype).
 template <class ML>
 __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];

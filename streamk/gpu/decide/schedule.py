@@ -1,0 +1,74 @@
+"""The Schedule a GEMM runs on a Target (``schedule_for``, which ``streamk schedule --target``
+prints too): a named decomposition on the kernel's Machine, ``auto`` with the kernel's measured
+facts (its ``TargetTile``) filling in every option the caller left out, or a given Schedule checked.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import ScheduleError
+from ...sched import make_schedule
+from ...schedule import Schedule
+from ...shapes import GemmShape, Machine, Problem, TileShape
+from ...target import Target, TargetTile
+from .operands import decode_like
+from .tiles import choose_tile
+
+
+def auto_options(kernel: TargetTile, shape: GemmShape, machine: Machine, fixup: str | None,
+                 given: dict[str, Any]) -> dict[str, Any]:
+    """``auto``'s options on ``kernel``: those ``given`` (a None counts as not given), then the
+    kernel's measured facts (streamk.target) for the rest; a forced ``fixup`` keeps the caller's
+    policy (no reduce constants, no reduce spreads but the dot tiles' under atomic)."""
+    facts: dict[str, Any] = {
+        "model_costs": kernel.model_costs,
+        "tile_order": kernel.order_for(Problem(shape, kernel.tile), machine.slots),
+        "persistent_upto": kernel.persistent_upto,
+    }
+    split_costs = kernel.split_costs()
+    if given.get("split_costs") is None and split_costs is not None:  # their shares only with them
+        facts.update(split_costs=split_costs, split_busy_share=kernel.split_busy_share,
+                     split_wide_share=kernel.split_wide_share)
+    facts.update(hybrid_max_waves=kernel.hybrid_max_waves, hybrid_busy_share=kernel.hybrid_busy_share,
+                 hybrid_max_fill=kernel.hybrid_max_fill, reduce_costs=kernel.reduce_costs if fixup is None else None)
+    options = dict(given)
+    options.update({name: value for name, value in facts.items() if value is not None and given.get(name) is None})
+    switches = {
+        "few_tiles_reduce": fixup is None and kernel.few_tiles_reduce,
+        "decode_reduce": fixup is None and kernel.decode_reduce and decode_like(shape.m, shape.n),
+        # the dot tiles' spread also under a forced atomic policy: a 2 KB output tile's atomic add
+        # is cheap and no pass trails the main kernel (1.05-1.19x faster than the reduce pass on
+        # fresh decode shapes, not deterministic; benchmarks/LOG.md v35)
+        "spread_reduce": fixup in (None, "atomic") and kernel.spread_reduce,
+        # a wave or more of tiles at one CTA per SM (the 128x256 tile): the SK CTAs of the two-tile
+        # hybrid walk backwards under turnstile (streamk.sched.auto), unless a policy is given
+        "sk_backward": fixup is None,
+    }
+    options.update({name: True for name, on in switches.items() if on and name not in given})
+    return options
+
+
+def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target: Target, *,
+                 tile: TileShape | None = None, fixup: str | None = None, machine: Machine | None = None,
+                 **options: Any) -> Schedule:
+    """What ``streamk.gpu.gemm`` runs on ``target``: a named decomposition on ``tile`` (default:
+    auto's choice for ``auto``, else the paper's tile) and that kernel's Machine, ``auto`` with the
+    target's measured constants and the kernel's tile order where the caller gives none; or a given
+    Schedule, checked against the shape and tile."""
+    if isinstance(schedule, Schedule):
+        if schedule.shape != shape:
+            raise ScheduleError(f"the schedule is for {schedule.shape}, the operands are {shape}")
+        if tile is not None and schedule.tile != tile:
+            raise ScheduleError(f"the schedule's tile is {schedule.tile}; this kernel runs {tile} tiles")
+        target.kernel(dtype, schedule.tile)
+        return schedule if fixup is None or fixup == schedule.fixup else schedule.with_fixup(fixup)
+    if not isinstance(schedule, str):
+        raise ScheduleError(f"schedule must be a name or a Schedule (got {type(schedule).__name__})")
+    if tile is None:
+        tile = choose_tile(shape, dtype, target) if schedule == "auto" else target.tiles_for(dtype)[0]
+    kernel = target.kernel(dtype, tile)
+    machine = machine or target.machine(dtype, tile)
+    if schedule == "auto":
+        options = auto_options(kernel, shape, machine, fixup, options)
+    return make_schedule(schedule, shape, tile, machine, fixup=fixup, **options)
