@@ -88,7 +88,7 @@ def measure(args, shapes: list[GemmShape], targets: dict[str, Target]) -> None:
 
     from streamk.gpu import prepare
     from streamk.bench.harness import time_interleaved
-    from streamk.gpu.device import current
+    from streamk.gpu.runtime.device import current
     from streamk.bench.variants import launch_key, tile_for, variant
 
     dev, stream = current(), torch.cuda.Stream()

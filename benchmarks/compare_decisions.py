@@ -148,7 +148,10 @@ def operands(case: dict):
 
 def dump(case: dict) -> dict:
     """What build_plan decides and uploads for ``case`` (or the error it raises)."""
-    from streamk.gpu import plan as planning
+    try:
+        from streamk.gpu.runtime import plan as planning
+    except ImportError:  # before the runtime room
+        from streamk.gpu import plan as planning
     from streamk.gpu.request import Tuning, request
     from streamk.target import preset
 

@@ -26,7 +26,7 @@ from streamk.fixup import Action
 from streamk.gpu import prepare
 from streamk.gpu.request import Tuning
 from streamk.bench.harness import time_alone, time_interleaved
-from streamk.gpu.device import current
+from streamk.gpu.runtime.device import current
 
 
 def operands(m: int, n: int, k: int):

@@ -18,7 +18,7 @@ import time
 import torch
 
 from streamk.gpu import cache_info, gemm
-from streamk.gpu.device import current
+from streamk.gpu.runtime.device import current
 from streamk.gpu.catalogue.source import units
 
 SHAPES = [(64, 64, 64), (128, 128, 128), (256, 256, 256), (1000, 999, 1001), (1024, 1024, 1024),

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 
 from streamk import Costs, GemmShape, Machine, ScheduleError, TileShape, make_schedule, plan_fixup
-from streamk.gpu.launch import Step
+from streamk.gpu.runtime.launch import Step
 from streamk.gpu.request import Tuning
 from streamk.bench.variants import launch_key, variant
 

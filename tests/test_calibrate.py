@@ -228,7 +228,7 @@ def test_calibrate_cli_end_to_end_against_a_stand_in_gpu(tmp_path, capsys, monke
     import types
 
     import streamk.calibrate.device as device
-    import streamk.gpu.device as gpu_device
+    import streamk.gpu.runtime.device as gpu_device
 
     dev = types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", arch="sm_90a", sms=SMS, l2_bytes=L2,
                                 target=preset("h100").with_sms(SMS, "NVIDIA H100 80GB HBM3"))

@@ -56,7 +56,7 @@ def test_variants_check_themselves():
 
 def test_the_sm90_family_is_generated_like_the_others_and_built_for_sm90a_only():
     from streamk.gpu.build import units_for
-    from streamk.gpu.launch import TmaParams
+    from streamk.gpu.runtime.launch import TmaParams
     from streamk.gpu.catalogue import spec_for_tile
 
     spec = spec_for_tile("bfloat16", "128x128x64")

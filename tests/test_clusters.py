@@ -91,7 +91,7 @@ def test_only_the_multicast_tiles_launch_clusters():
 
 def test_a_clustered_launch_asks_for_clusters_of_two_beside_pdl():
     driver = pytest.importorskip("cuda.bindings.driver")
-    from streamk.gpu.launch import Step
+    from streamk.gpu.runtime.launch import Step
 
     ids = driver.CUlaunchAttributeID
     both = Step("streamk_sm90_f16", None, 10, 384, 201792, pdl=True, cluster=CLUSTER).launch_config()

@@ -119,7 +119,7 @@ def test_fidelity_cli_device_path_against_a_stand_in_gpu(tmp_path, capsys, monke
     import types
 
     import streamk.calibrate.device as device
-    import streamk.gpu.device as gpu_device
+    import streamk.gpu.runtime.device as gpu_device
 
     dev = types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", arch="sm_90a", sms=132, target=TARGET)
     asked = {}
@@ -171,7 +171,7 @@ def test_a_fidelity_run_cut_short_keeps_every_timed_shape_in_its_csv(tmp_path, m
     import types
 
     import streamk.calibrate.device as device
-    import streamk.gpu.device as gpu_device
+    import streamk.gpu.runtime.device as gpu_device
 
     dev = types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", arch="sm_90a", sms=132, target=TARGET)
     timed = _gpu_rows()

@@ -32,7 +32,7 @@ CASES = [
 
 
 def _skip_unless_sm90():
-    from streamk.gpu.device import current
+    from streamk.gpu.runtime.device import current
 
     if current().arch != "sm_90a":
         pytest.skip(f"TMA multicast runs on the sm_90a kernels (this GPU is {current().arch})")

@@ -30,7 +30,7 @@ def _tiles(dtype: str) -> list:
 
 
 def _skip_unless_built_for_this_device(dtype: str, tile) -> None:
-    from streamk.gpu.device import current
+    from streamk.gpu.runtime.device import current
     from streamk.gpu.catalogue import spec_for_tile
 
     arch = current().arch

@@ -28,7 +28,7 @@ DECOMPS = [("data-parallel", {}), ("stream-k", {}), ("fixed-split", {"splits": 3
 
 
 def _skip_unless_sm90():
-    from streamk.gpu.device import current
+    from streamk.gpu.runtime.device import current
 
     if current().arch != "sm_90a":
         pytest.skip(f"the column-major layouts are the sm_90a kernels' (this GPU is {current().arch})")

@@ -20,7 +20,7 @@ CASES = [(5, 3, 1), (37, 9, 7), (130, 70, 65), (64, 200, 131), (300, 129, 1001)]
 
 
 def _tile(dtype: str) -> str | None:
-    from streamk.gpu.device import current
+    from streamk.gpu.runtime.device import current
 
     if dtype == "float64":
         return None

@@ -39,7 +39,7 @@ def test_mismatched_dtypes_fail_before_cuda():
 
 def test_auto_sums_few_deep_tiles_in_the_sliced_reduce_pass_where_measured():
     from streamk.gpu import prepare
-    from streamk.gpu.device import current
+    from streamk.gpu.runtime.device import current
 
     rng = np.random.default_rng(11)
     A = rng.standard_normal((185, 1362)).astype(np.float16)  # 4 tiles of 43 iterations
@@ -55,7 +55,7 @@ def test_auto_sums_few_deep_tiles_in_the_sliced_reduce_pass_where_measured():
 
 def test_grids_of_at_most_a_block_per_sm_get_one_sm_each():
     from streamk.gpu import prepare
-    from streamk.gpu.device import current
+    from streamk.gpu.runtime.device import current
 
     dev = current()
     A = np.ones((256, 64), np.float16)  # 4 tiles: one block per SM fits the device
@@ -113,7 +113,7 @@ def test_passes_behind_the_main_kernel_and_the_atomic_prescale_launch_by_pdl_at_
     per SM (a GEMV's spread over every resident slot) and the main kernel behind the atomic prescale
     start while the kernel before them runs and wait for it (LOG.md v35d); the sums stay right."""
     from streamk.gpu import prepare
-    from streamk.gpu.device import current
+    from streamk.gpu.runtime.device import current
 
     dev = current()
     if int("".join(ch for ch in dev.arch if ch.isdigit())) < 90:

@@ -193,7 +193,7 @@ def test_device_memory_freed_during_a_capture_does_not_end_it():
     import torch
 
     from streamk.gpu import gemm
-    from streamk.gpu.device import device
+    from streamk.gpu.runtime.device import device
 
     A, B = inputs(300, 200, 500, "float16", torch.Generator(device="cuda").manual_seed(3))
     C = torch.empty(300, 200, device="cuda")
@@ -347,7 +347,7 @@ def test_deadlock_beyond_the_devices_residency_is_refused_naming_turnstile():
     import torch
 
     from streamk.gpu import gemm
-    from streamk.gpu.device import device
+    from streamk.gpu.runtime.device import device
 
     dev = device()
     name = "streamk_sm80_f16"

@@ -12,7 +12,7 @@ from streamk.errors import DeadlockError, ScheduleError
 from streamk.fixup import (NO_WAIT_POLICIES, POLICY_ROLES, TRAIT_NAMES, TRAITS, Action, action_mask,
                            actions_with, needs_epoch, plan_fixup)
 from streamk.gpu import table as tbl
-from streamk.gpu.bind import refuse_unfinishable
+from streamk.gpu.runtime.bind import refuse_unfinishable
 from streamk.gpu.decide import tiles
 from streamk.gpu.decide.schedule import schedule_for
 from streamk.gpu.catalogue import SMALL_TILE, SPECS, tile_specs
@@ -73,7 +73,7 @@ def test_policy_facts_follow_from_the_traits(policy):
 def test_params_struct_matches_header_field_order():
     import ctypes
 
-    from streamk.gpu.launch import GemmParams, OperandParams, PackPair, PackParams, TableParams, gemm_params
+    from streamk.gpu.runtime.launch import GemmParams, OperandParams, PackPair, PackParams, TableParams, gemm_params
 
     for cls in (OperandParams, TableParams, GemmParams, PackParams, PackPair):
         body = re.search(r"struct %s \{(.*?)\};" % cls.__name__, HEADER, re.S).group(1)
@@ -482,7 +482,7 @@ def test_auto_runs_gemms_transposed_where_that_copies_less():
 
 
 def test_pack_kernel_block_size_mirrors_the_plan():
-    from streamk.gpu import bind
+    from streamk.gpu.runtime import bind
 
     pack = (Path(tbl.__file__).parent / "kernels" / "common" / "pack.cuh").read_text()
     assert int(re.search(r"constexpr int PACK_THREADS = (\d+);", pack).group(1)) == bind.PACK_THREADS

@@ -21,7 +21,7 @@ def _preset_name(dev) -> str | None:
 
 
 def test_each_kernels_residency_is_what_the_occupancy_api_gives():
-    from streamk.gpu.device import current
+    from streamk.gpu.runtime.device import current
     from streamk.gpu.catalogue import spec_for_tile
 
     dev = current()
@@ -41,7 +41,7 @@ def test_gemm_runs_what_schedule_target_prints_on_a_200_shape_sample(capsys):
     import torch
 
     from streamk.gpu import prepare
-    from streamk.gpu.device import current
+    from streamk.gpu.runtime.device import current
 
     dev = current()
     name = _preset_name(dev)

@@ -18,7 +18,7 @@ pytestmark = GPU
 @pytest.mark.parametrize("decomp,options", [("stream-k", {"grid": 11}), ("fixed-split", {"splits": 3}),
                                             ("two-tile-sk-dp", {}), ("data-parallel", {})])
 def test_warp_specialized_kernel_matches_float64_reference(decomp, options, policy):
-    from streamk.gpu.device import current
+    from streamk.gpu.runtime.device import current
 
     dev = current()
     rng = np.random.default_rng(7)

@@ -13,7 +13,7 @@ import streamk
 
 ROOT = Path(streamk.__file__).parent
 ABOVE = ("streamk.bench", "streamk.cli", "streamk.plot")
-OPTIONAL = {"torch"}  # streamk.gpu.torch_op registers an op with torch.library: only where torch is
+OPTIONAL = {"torch"}  # streamk.gpu.runtime.torch_op registers an op with torch.library: only where torch is
 
 
 def _modules() -> dict[str, Path]:
@@ -89,7 +89,7 @@ def test_the_library_never_imports_the_bench_harness_the_cli_or_the_plots():
     bad = [(name, imported) for name in MODULES if _library(name)
            for imported in _imports(name, top_level=False) if imported.startswith(ABOVE)]
     assert not bad, f"library modules importing from above (module, import): {bad}"
-    assert {"streamk.target", "streamk.gpu.plan", "streamk.sched.auto", "streamk.sim.events"} <= {
+    assert {"streamk.target", "streamk.gpu.runtime.plan", "streamk.sched.auto", "streamk.sim.events"} <= {
         n for n in MODULES if _library(n)}
 
 

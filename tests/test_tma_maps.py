@@ -1,4 +1,4 @@
-"""The sm90 kernel's TMA maps as the host builds them (streamk/gpu/tma.py), with the driver call
+"""The sm90 kernel's TMA maps as the host builds them (streamk/gpu/runtime/tma.py), with the driver call
 replaced: what cuTensorMapEncodeTiled is asked for and where its 128 bytes land (no GPU needed)."""
 
 import ctypes
@@ -7,8 +7,8 @@ import pytest
 
 driver = pytest.importorskip("cuda.bindings.driver", reason="cuda-bindings is not installed")
 
-from streamk.gpu import tma  # noqa: E402
-from streamk.gpu.launch import TmaParams  # noqa: E402
+from streamk.gpu.runtime import tma  # noqa: E402
+from streamk.gpu.runtime.launch import TmaParams  # noqa: E402
 from streamk.shapes import GemmShape, TileShape  # noqa: E402
 
 

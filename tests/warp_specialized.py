@@ -9,7 +9,7 @@ import numpy as np
 
 from streamk.fixup import FixupPlan
 from streamk.gpu.catalogue import VARIANTS
-from streamk.gpu.launch import Step, gemm_params
+from streamk.gpu.runtime.launch import Step, gemm_params
 from streamk.gpu.table import TABLE_VERSION, build_table
 
 KERNEL = next(v for v in VARIANTS if v.role == "test" and v.mainloop == "ws_test")
@@ -19,7 +19,7 @@ POLICIES = ("owner-waits", "turnstile", "last-arrival")  # the ones it runs with
 def run_warp_specialized(dev, plan: FixupPlan, A: np.ndarray, B: np.ndarray, *, alpha: float = 1.0,
                          beta: float = 0.0, C: np.ndarray | None = None) -> np.ndarray:
     """alpha*A@B + beta*C (FP32, row-major NumPy arrays) by the warp-specialized kernel on
-    ``dev`` (a streamk.gpu.device.Device) executing ``plan``'s schedule, as a new array; the
+    ``dev`` (a streamk.gpu.runtime.device.Device) executing ``plan``'s schedule, as a new array; the
     arguments are left as they were."""
     s = plan.schedule
     if s.tile != KERNEL.tile:

@@ -30,9 +30,9 @@ from typing import Callable
 from ..errors import StreamkError
 from ..shapes import GemmShape
 from ..sim.corpus import corpus as draw_corpus, decode_corpus as draw_decode
-from ..gpu.device import available, current
-from ..gpu.prepared import prepare
-from ..gpu.runtime import clear_cache
+from ..gpu.runtime.device import available, current
+from ..gpu.runtime.prepared import prepare
+from ..gpu.runtime.device_runtime import clear_cache
 from .args import DECOMPS, PLAN_SMS, SEED  # noqa: F401 (DECOMPS, SEED: the harness's defaults)
 from .variants import launch_key, tile_for, variant
 

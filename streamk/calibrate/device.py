@@ -87,7 +87,7 @@ def warm_clocks(fn: Callable[[], None], stream) -> None:
 def calibrate(dtype: str, tile: TileShape, quick: bool = False) -> tuple[tuple[Probe, ...], Fit, Calibration, str]:
     """Probe, time and fit one kernel on the current GPU: the probes, the fit, its Calibration and
     the device family whose file it belongs in."""
-    from ..gpu.device import current
+    from ..gpu.runtime.device import current
     from ..gpu.decide.tiles import packed_bytes
 
     dev = current()
@@ -111,8 +111,8 @@ def measure_fidelity(shapes: Sequence[tuple[int, int, int]], variant_texts: Sequ
 
     from ..gpu import prepare
     from ..bench.harness import time_interleaved
-    from ..gpu.device import current
-    from ..gpu.runtime import clear_cache
+    from ..gpu.runtime.device import current
+    from ..gpu.runtime.device_runtime import clear_cache
     from ..bench.variants import launch_key, variant
     from .fidelity import fingerprint
 

@@ -2,7 +2,7 @@
 
 The event simulator (``streamk.sim.simulate``) runs unchanged; what calibration adds is which
 machine and which constants it runs with, mirroring how the GPU backend launches a grid:
-* a grid of at most one CTA per SM is launched one CTA per SM (``gpu/bind.py``), so it runs on
+* a grid of at most one CTA per SM is launched one CTA per SM (``gpu/runtime/bind.py``), so it runs on
   ``Machine(sms, 1)`` at ``c1``; a larger grid on the kernel's residency at ``c_shared`` (two
   co-resident CTAs share an SM's tensor cores: each runs at about half speed);
 * under separate-reduce the main kernel reads no partials, so the simulator's reduce pass is

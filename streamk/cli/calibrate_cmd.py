@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from ..calibrate.device import calibrate, require_gpu
     from ..calibrate.fit import table
 
-    from ..gpu.device import current
+    from ..gpu.runtime.device import current
     from ..gpu.catalogue import spec_for_tile
 
     tile = args.tile or (F64_TILE if args.dtype == "float64" else PAPER_HALF_TILE)

@@ -99,7 +99,7 @@ def _measure(args: argparse.Namespace, tile: TileShape):
     from ..calibrate.device import measure_fidelity, require_gpu
 
     require_gpu()
-    from ..gpu.device import current
+    from ..gpu.runtime.device import current
 
     dev = current()
     texts = fidelity.pin(args.variants.split(";"), tile) if args.variants else fidelity.default_variants(tile)

@@ -77,8 +77,8 @@ def check_arguments(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     check_arguments(args)
     from ..gpu import available, prepare
-    from ..gpu.device import current
-    from ..gpu.timing import time_launch
+    from ..gpu.runtime.device import current
+    from ..gpu.runtime.timing import time_launch
 
     ok, why = available()
     if not ok:

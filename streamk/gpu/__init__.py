@@ -14,8 +14,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_PUBLIC = {"gemm": ".api", "prepare": ".prepared", "cache_info": ".runtime", "clear_cache": ".runtime",
-           "available": ".device"}
+_PUBLIC = {"gemm": ".runtime.api", "prepare": ".runtime.prepared", "cache_info": ".runtime.device_runtime",
+           "clear_cache": ".runtime.device_runtime", "available": ".runtime.device"}
 __all__ = sorted(_PUBLIC)
 
 

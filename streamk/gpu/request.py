@@ -15,14 +15,15 @@ from ..errors import ScheduleError
 from ..sched.registry import get as scheduler
 from ..schedule import Schedule, check_fixup
 from ..shapes import Machine, TileShape
-from .operands import NARROW_MODES
+
+NARROW_MODES = ("auto", "always", "never")  # decide.operands.copy_widths
 
 
 @dataclass(frozen=True, slots=True)
 class Tuning:
     """``narrow``: how operands whose rows are 8- or 4-byte aligned are read ("auto", "always" or
     "never": operands.copy_widths); ``pdl``: programmatic dependent launch between a GEMM's kernels
-    (None: select.use_pdl); ``multicast``: False launches sm90 kernels without clusters."""
+    (None: decide.launches.use_pdl); ``multicast``: False launches sm90 kernels without clusters."""
 
     narrow: str = "auto"
     pdl: bool | None = None

@@ -25,7 +25,7 @@ class KernelSpec:
     itemsize: int
     out_dtype: str
     narrow: tuple[tuple[int, str], ...] = ()
-    tma: bool = False  # the main kernel reads A and B through TMA maps (streamk/gpu/tma.py)
+    tma: bool = False  # the main kernel reads A and B through TMA maps (streamk/gpu/runtime/tma.py)
     archs: tuple[str, ...] = ("sm_80", "sm_90a")  # device archs its kernels are built for
     any_rows: bool = False  # reads unit-column-stride operands in place at any row stride (sm80/dot.cuh)
     elementwise: str = ""  # "A" or "B": the operand its main kernel reads in place at any strides

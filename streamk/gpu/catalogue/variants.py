@@ -103,7 +103,7 @@ MAINLOOPS = {m.name: m for m in (
     Mainloop("ws_test", "ws_test", "testing/warp_specialized.cuh", "streamk::testing::WsKernel",
              ("float32",), "float32", TileShape(32, 32, 8)),
     # TMA + wgmma, a producer warp group and two consumer ones; the TMA maps ride in the
-    # __grid_constant__ parameter block (streamk/gpu/tma.py builds them)
+    # __grid_constant__ parameter block (streamk/gpu/runtime/tma.py builds them)
     Mainloop("sm90_tma", "sm90", "sm90/tma_wgmma.cuh", "streamk::sm90::TmaWgmma<{bf16}, {bn}, {stages}, {a_mn}, {b_k}>",
              ("float16", "bfloat16"), "float32", SM90_TILE, archs=("sm_90a",),
              body="streamk::sm90::tma_wgmma_kernel<{t}>(p);", params="const __grid_constant__ streamk::sm90::TmaParams",

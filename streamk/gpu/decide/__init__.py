@@ -2,7 +2,7 @@
 
 ``decide(a, b, c, target, request)`` returns a ``Decision``: which way round the problem runs, the
 tile and its kernels (``KernelSpec``), the Schedule and its fixup plan, the copy widths and operand
-layout the main kernel reads, and its entry name. ``streamk.gpu.plan.build_plan`` then binds a
+layout the main kernel reads, and its entry name. ``streamk.gpu.runtime.plan.build_plan`` then binds a
 Decision to a device (occupancy, table upload, parameter blocks). The rules live beside it:
 ``tiles`` (auto's tile and orientation, in-place reads), ``schedule`` (the
 Schedule, auto's measured options), ``operands`` (copy widths, layouts), ``launches`` (PDL,
@@ -12,7 +12,6 @@ clusters, reduce slices).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ...errors import ScheduleError
 from ...fixup import FixupPlan, plan_fixup
@@ -24,8 +23,7 @@ from .operands import Operand, copy_widths, layout_of
 from .tiles import orient
 from .schedule import schedule_for
 
-if TYPE_CHECKING:  # request.py reads decide.operands' NARROW_MODES
-    from ..request import GemmRequest
+from ..request import GemmRequest
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ import numpy as np
 from ...errors import ScheduleError
 from ...shapes import ITEMSIZE
 from ..catalogue import SPECS, KernelSpec, layout_of_operands
+from ..request import NARROW_MODES
 
 _TYPESTR = {"<f2": "float16", "<f4": "float32", "<f8": "float64"}
 
@@ -143,7 +144,6 @@ def load_bytes(op: Operand, spec: KernelSpec, *, narrow: bool = True) -> int:
     return 0
 
 
-NARROW_MODES = ("auto", "always", "never")
 # Per 64-k stage per warp the mainloop issues 327 instructions with 16-byte copies, 334 with 8-byte
 # and 458 with 4-byte ones (NVRTC 13.5, sm_90a): 8-byte copies beat packing wherever they apply;
 # 4-byte ones only where they save the whole pack launch on a problem of at most this many flops

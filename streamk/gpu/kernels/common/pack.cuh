@@ -17,7 +17,7 @@
 
 namespace streamk {
 
-constexpr int PACK_THREADS = 256;  // threads per block: streamk/gpu/bind.py PACK_THREADS
+constexpr int PACK_THREADS = 256;  // threads per block: streamk/gpu/runtime/bind.py PACK_THREADS
 
 __device__ __forceinline__ void store16(unsigned short* out, const unsigned short (&v)[8]) {
   uint4 w;

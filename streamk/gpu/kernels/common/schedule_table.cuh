@@ -1,6 +1,6 @@
 // schedule_table.cuh: the layout of the Schedule table the host uploads, and the kernel
 // parameter blocks. Mirror of streamk/gpu/table.py (TABLE_VERSION, UNIT_FIELDS, ITEM_FIELDS,
-// Action values) and streamk/gpu/launch.py (GemmParams = OperandParams + TableParams,
+// Action values) and streamk/gpu/runtime/launch.py (GemmParams = OperandParams + TableParams,
 // PackParams); tests/test_gpu_table.py parses this file and checks they agree. Change both together and bump the version.
 //
 // Table (all int32, device memory):

@@ -24,7 +24,7 @@
 // loads go on during epilogues; BN 256 stages and writes C in two column halves, epilogue.cuh
 // EPILOGUE_PARTS), 2 x STAGES mbarriers: 201,792 B on 128x128, 218,160 B on 128x256 (config.cuh).
 // Arch: sm_90a.
-// Operands (TMA descriptors built by the host, streamk/gpu/tma.py): A m x k and B k x n, each
+// Operands (TMA descriptors built by the host, streamk/gpu/runtime/tma.py): A m x k and B k x n, each
 // row-major or column-major with a 16-byte-aligned base and stride (the host packs others:
 // common/pack.cuh). A row-major A is read K-major (swizzled rows of 64 k), a column-major one
 // M-major (A_MN: two boxes of 64 k rows of 64 m, imm-trans-a); a row-major B N-major (imm-trans-b:
@@ -68,7 +68,7 @@ struct alignas(64) TensorMap {
 
 // The kernel's parameter block (passed `const __grid_constant__`, so the TMA unit can read the
 // maps in parameter space): the table and C as every kernel has them, then A's and B's maps.
-// Mirror of streamk/gpu/launch.py TmaParams.
+// Mirror of streamk/gpu/runtime/launch.py TmaParams.
 struct TmaParams {
   GemmParams gemm;
   // per cluster of two CTAs (blockIdx.x / 2), 1 where they share B (streamk/gpu/clusters.py); null

@@ -22,10 +22,10 @@ from typing import Iterator
 
 import numpy as np
 
-from ..errors import CudaError
-from ..target import Target, TargetTile, for_arch
-from .build import compile_source, compile_unit_of
-from .errors import check
+from ...errors import CudaError
+from ...target import Target, TargetTile, for_arch
+from ..build import compile_source, compile_unit_of
+from ..errors import check
 
 _LOCK = threading.Lock()
 _DEVICES: dict[int, Device] = {}
@@ -197,7 +197,7 @@ class Device:
         return self._target
 
     def _occupancy_target(self) -> Target:
-        from .operands import SPECS, tile_specs
+        from ..catalogue import SPECS, tile_specs
 
         tiles = []
         for dtype in SPECS:
@@ -251,7 +251,7 @@ class Device:
 class Buffer:
     """Device memory owned by one object (a lane's buffer, a plan's table); freed when dropped.
     Whoever drops a Buffer a launch may still use keeps it alive until that launch is done
-    (``streamk.gpu.lanes``)."""
+    (``streamk.gpu.runtime.lanes``)."""
 
     __slots__ = ("device", "ptr", "nbytes")
 

@@ -23,7 +23,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from .device import Buffer, Device, driver
-from .errors import check
+from ..errors import check
 
 MAX_LANES = 64  # eager lanes kept per device; the least recently used beyond it is retired
 

@@ -1,6 +1,6 @@
 """``torch.ops.streamk.gemm``: streamk's GEMM as a PyTorch custom op, for ``torch.compile``.
 
-Imported by ``streamk.gpu.api`` once torch is in use (this package never imports torch itself),
+Imported by ``streamk.gpu.runtime.api`` once torch is in use (this package never imports torch itself),
 which hands it the eager ``gemm`` (``register``), so this module imports nothing of the API's.
 The op is functional (it returns a new C); ``gemm`` called while torch.compile traces a function
 becomes this op plus, when the caller passed C, an in-place copy into it, so
@@ -14,8 +14,8 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from ..errors import ScheduleError
-from ..shapes import TileShape
+from ...errors import ScheduleError
+from ...shapes import TileShape
 
 TRACED_OPTIONS = ("grid", "splits", "walk", "tile_order")  # what a traced gemm passes on
 _EAGER: list[Callable[..., Any]] = []  # streamk.gpu.gemm, once registered

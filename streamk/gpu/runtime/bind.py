@@ -10,21 +10,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dispatch import dispatch_verdict, finishing_policies, waits_only_backward
-from ..errors import CudaError, DeadlockError
-from ..fixup import FixupPlan, needs_epoch
-from ..shapes import ITEMSIZE
+from ...dispatch import dispatch_verdict, finishing_policies, waits_only_backward
+from ...errors import CudaError, DeadlockError
+from ...fixup import FixupPlan, needs_epoch
+from ...shapes import ITEMSIZE
 from . import tma
-from .catalogue import column_major
-from .clusters import CLUSTER, launch_pairs
-from .decide import Decision
-from .decide.launches import reduce_slices, use_pdl
-from .decide.operands import Operand, padded
+from ..catalogue import column_major
+from ..clusters import CLUSTER, launch_pairs
+from ..decide import Decision
+from ..decide.launches import reduce_slices, use_pdl
+from ..decide.operands import Operand, padded
 from .device import Buffer, Device
 from .lanes import Needs
 from .launch import GemmParams, PackPair, PackParams, Step
-from .request import Tuning
-from .table import STATE_WORDS, TABLE_VERSION, Table, build_table
+from ..request import Tuning
+from ..table import STATE_WORDS, TABLE_VERSION, Table, build_table
 
 PACK_THREADS = 256  # kernels/common/pack.cuh PACK_THREADS (a test checks they agree)
 PACK_BLOCKS_PER_SM = 8  # grid-stride pack copies: enough blocks to fill the chip

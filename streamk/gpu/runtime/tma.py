@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import ctypes
 
-from ..errors import CudaError
-from ..shapes import GemmShape, TileShape
-from .catalogue import column_major
+from ...errors import CudaError
+from ...shapes import GemmShape, TileShape
+from ..catalogue import column_major
 from .launch import TmaParams
 
 BOX_INNER = 64          # kernels/sm90/config.cuh BOX_INNER (elements of a 128-byte box row)

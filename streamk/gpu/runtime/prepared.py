@@ -13,16 +13,16 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ScheduleError
-from ..fixup import FixupPlan
-from ..schedule import Schedule
-from ..shapes import Machine, TileShape
+from ...errors import ScheduleError
+from ...fixup import FixupPlan
+from ...schedule import Schedule
+from ...shapes import Machine, TileShape
 from .device import Buffer, driver
-from .errors import check
-from .operands import Operand, check_operands, describe, padded
+from ..errors import check
+from ..decide.operands import Operand, check_operands, describe, padded
 from .plan import GemmPlan, build_plan
-from .request import DEFAULT_TUNING, GemmRequest, Tuning, request
-from .runtime import DeviceRuntime, EmptyPlan, runtime
+from ..request import DEFAULT_TUNING, GemmRequest, Tuning, request
+from .device_runtime import DeviceRuntime, EmptyPlan, runtime
 
 
 def plan_of(rt: DeviceRuntime, a: Operand, b: Operand, c: Operand | None, req: GemmRequest) -> GemmPlan | EmptyPlan:
@@ -132,7 +132,7 @@ class Prepared:
     @property
     def transposed(self) -> bool:
         """Whether the kernels run C^T = B^T @ A^T (auto, for a decode-like GEMM whose transposed
-        layout packs less, such as x @ W.t(): select.runs_transposed)."""
+        layout packs less, such as x @ W.t(): decide.tiles.orient)."""
         return bool(getattr(self._plan, "transposed", False))
 
     @property

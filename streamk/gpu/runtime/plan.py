@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import weakref
 
-from ..errors import CudaError
+from ...errors import CudaError
 from . import tma
 from .bind import Bound, bind
-from .decide import Decision, decide
-from .decide.operands import Operand
+from ..decide import Decision, decide
+from ..decide.operands import Operand
 from .device import Device, driver
 from .lanes import Lane, Lanes
 from .launch import GemmParams, PackPair, TmaParams
-from .request import GemmRequest
+from ..request import GemmRequest
 
 
 class GemmPlan:
@@ -39,7 +40,9 @@ class GemmPlan:
         self.packs_a = self.pack is not None and self.pack.a.rows > 0
         self.packs_b = self.pack is not None and self.pack.b.rows > 0
         self.lock = threading.Lock()
-        self._bound: dict[Lane, tuple] = {}  # lane -> (its generation, operand view, pack, [(step, argv)], keep-alive)
+        # lane -> (its generation, operand view, pack, [(step, argv)], keep-alive); weak, so a retired
+        # lane (clear_cache, eviction, a destroyed graph's) is not kept alive by every plan it ran
+        self._bound: weakref.WeakKeyDictionary[Lane, tuple] = weakref.WeakKeyDictionary()
         self.maps = bound.maps  # sm90: what its TMA maps describe (tma.maps_of)
         self.pairs = bound.pairs  # sm90 clusters: the device address of their pairing flags (0: no clusters)
 

@@ -2,7 +2,7 @@
 
 A DeviceRuntime holds the Device (its context, modules and private setup stream), the plan cache
 (every GEMM signature's GemmPlan built once; least recently used out, an evicted plan's table freed
-only once every stream that may use it is done) and the lanes (``streamk.gpu.lanes``: eager ones
+only once every stream that may use it is done) and the lanes (``streamk.gpu.runtime.lanes``: eager ones
 per stream, and those CUDA graphs hold). ``gemm``, ``prepare``, ``Launch.enqueue``, graph capture
 and ``torch.ops.streamk.gemm`` all plan and launch through it, in its device's context, restoring
 the caller's: a call runs on its operands' device whatever device is current.
@@ -14,7 +14,7 @@ import threading
 from collections import OrderedDict
 from typing import Any, Callable
 
-from ..errors import CudaError
+from ...errors import CudaError
 from .device import Device, device, driver
 from .lanes import Lane, Lanes
 from .plan import GemmPlan

@@ -6,7 +6,7 @@ import statistics
 from typing import Callable
 
 from .device import Device, current
-from .errors import check
+from ..errors import check
 
 
 def time_launch(enqueue: Callable[[int], None], *, reps: int = 50, warmup: int = 3, stream: int = 0,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass, field
 
-from ..errors import CudaError
+from ...errors import CudaError
 
 _P = ctypes.c_void_p
 _LL = ctypes.c_longlong

@@ -1,6 +1,6 @@
 """``streamk.gpu.gemm``: C = alpha*A@B + beta*C on the GPU, executing exactly a Schedule.
 
-A thin PyTorch fast path over the device's runtime (``streamk.gpu.runtime``): describe the
+A thin PyTorch fast path over the device's runtime (``streamk.gpu.runtime.device_runtime``): describe the
 operands (no CUDA), find the GemmPlan of their signature in the plan cache of their device (on a
 miss: check, decide, refuse a launch that could never finish, upload the table), take the lane of
 the caller's stream and launch. A repeated call is a dictionary lookup, a few pointer stores and
@@ -13,12 +13,12 @@ import sys
 import threading
 from typing import Any
 
-from ..schedule import Schedule
-from ..shapes import Machine, TileShape
+from ...schedule import Schedule
+from ...shapes import Machine, TileShape
 from .plan import GemmPlan
 from .prepared import operands_of, plan_of, prepare, record_stream, refuse_overlap, tensor_key
-from .request import DEFAULT_TUNING, key_of, request
-from .runtime import DeviceRuntime, EmptyPlan, runtime
+from ..request import DEFAULT_TUNING, key_of, request
+from .device_runtime import DeviceRuntime, EmptyPlan, runtime
 
 # ---- operands
 _TORCH: Any = None  # the torch module once seen (this module never imports it itself)
