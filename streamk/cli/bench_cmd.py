@@ -12,8 +12,7 @@ TORCH_EXTRA = 'pip install -e ".[gpu,torch]"'
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("bench", help="time GPU kernels vs cuBLAS on the corpus sample (GPU, PyTorch)",
-                       description="For each shape of the seeded corpus sample (and 8192^3 with --big): "
+    p = sub.add_parser("bench", description="For each shape of the seeded corpus sample (and 8192^3 with --big): "
                                    "cuBLAS zero-padded to multiples of 8 (cuBLAS at its best) and on the raw "
                                    "shape, and each decomposition of ours with every overhead inside the "
                                    "timing. CUDA events, median of 50 runs, CUDA graphs for small problems; "

@@ -12,9 +12,7 @@ import numpy as np
 
 from ..costs import AUTO_COSTS, IDEAL, Costs
 from ..errors import StreamkError
-from ..plot import load_sweep_csv, plot_landscape, plot_schedule, plot_schedules
-from ..plot.gantt import count, timeline_title
-from ..plot.landscape import METRICS, decompositions, speedup_vs_dp
+from ..plot import METRICS
 from ..sched import make_schedule
 from ..shapes import GemmShape, Machine, TileShape
 from ..sim import simulate
@@ -42,8 +40,7 @@ HYBRIDS = ("stream-k", "dp-one-tile-sk", "two-tile-sk-dp")  # Figure 3, on 896x3
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("demo", help="simulate and plot the paper's examples and a corpus sample",
-                       description="Simulate the paper's Figures 1-4 (4 SMs, ideal costs), write their wave "
+    p = sub.add_parser("demo", description="Simulate the paper's Figures 1-4 (4 SMs, ideal costs), write their wave "
                                    "schedules, sweep a seeded corpus sample (108 SMs, 128x128x32 tiles), "
                                    "write its landscapes, and run a small GPU check if a GPU is present.",
                        epilog="Example: streamk demo --out out/demo")
@@ -59,6 +56,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def paper_figures(out: Path) -> list[Path]:
     """Simulate Figures 1-3 of the paper, print utilizations, write the PNGs."""
+    from ..plot.gantt import count, plot_schedule, plot_schedules, timeline_title  # pyplot: only when drawing
+
     machine = Machine(PAPER_SMS)
     print(f"The paper's examples, {PAPER_SMS} SMs, ideal costs (a=b=d=0, c=1):")
     print(f"  {'figure':<10} {'decomposition':<15} {'shape':<12} {'tile':<12} {'grid':>4} {'makespan':>8} "
@@ -89,6 +88,8 @@ def paper_figures(out: Path) -> list[Path]:
 def corpus_landscapes(out: Path, count: int, seed: int, sms: int) -> list[Path]:
     """Sweep ``count`` corpus shapes on ``sms`` SMs twice (ideal costs, then the model's default
     constants, under which fixups cost time), print a summary, write the landscape PNGs."""
+    from ..plot.landscape import decompositions, load_sweep_csv, plot_landscape, speedup_vs_dp
+
     started = time.perf_counter()
     csv_path = run_sweep(out / "sweep.csv", count, seed, CORPUS_TILE, sms, 1, None, IDEAL)
     costed = load_sweep_csv(run_sweep(out / "sweep-costs.csv", count, seed, CORPUS_TILE, sms, 1, None, AUTO_COSTS))

@@ -15,8 +15,7 @@ from .common import add_decomposition_args, add_problem_args, add_seed_arg, posi
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("execute", help="compute a GEMM on the CPU exactly as a schedule says, and check it",
-                       description="Run the NumPy executor on random normal inputs (C poisoned with NaN "
+    p = sub.add_parser("execute", description="Run the NumPy executor on random normal inputs (C poisoned with NaN "
                                    "first), compare with a float64 reference, and re-run with CTAs in "
                                    "shuffled orders to show whether the fixup policy is deterministic.")
     add_decomposition_args(p)

@@ -10,8 +10,7 @@ from .common import print_json
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("kernels", help="compile every GPU kernel with NVRTC (no GPU needed)",
-                       description="Compile every kernel the GPU backend ships for one arch with NVRTC and "
+    p = sub.add_parser("kernels", description="Compile every kernel the GPU backend ships for one arch with NVRTC and "
                                    "list each entry point with its registers and spills (cached on disk: "
                                    "STREAMK_CACHE_DIR, STREAMK_NO_CACHE=1).")
     p.add_argument("--arch", choices=["sm_80", "sm_90a"], default="sm_80", help="target (default sm_80)")

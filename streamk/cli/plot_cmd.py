@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..costs import IDEAL, Costs
 from ..errors import InputError, StreamkError
-from ..plot import METRICS, load_bench_csv, load_sweep_csv, plot_bench, plot_landscape, plot_schedule
+from ..plot import METRICS
 from ..shapes import TileShape
 from ..sim import simulate
 from ..sim.sweep import CSV_COLUMNS
@@ -46,8 +46,7 @@ def run_sweep(csv_path: Path, count: int, seed: int, tile: TileShape, sms: int, 
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("plot", help="draw a wave schedule or a corpus landscape to a PNG",
-                       description="Draw a simulated wave schedule (Gantt chart, like the paper's Figures 1-3) "
+    p = sub.add_parser("plot", description="Draw a simulated wave schedule (Gantt chart, like the paper's Figures 1-3) "
                                    "or a landscape of sweep results over many GEMM shapes.")
     what = p.add_subparsers(dest="what", metavar="WHAT", parser_class=type(p))
     what.required = True
@@ -94,6 +93,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..plot import load_bench_csv, load_sweep_csv, plot_bench, plot_landscape, plot_schedule  # draws: pyplot
+
     if args.what == "schedule":
         schedule = schedule_from(args)
         check_simulate_size(schedule, "plot schedule", DRAW_UNIT_S)

@@ -26,6 +26,7 @@ import numpy as np  # noqa: E402
 
 from ..errors import InputError  # noqa: E402
 from .csvfile import column, read_rows  # noqa: E402
+from .figure import save  # noqa: E402
 from .landscape import DPI, INTENSITY_BINS, LINE_STYLES, MARKERS, binned  # noqa: E402
 
 BIG = (8192, 8192, 8192)  # the bench's --big shape, left out of the corpus panels
@@ -152,8 +153,4 @@ def plot_bench(rows: Rows, path: str | Path, title: str = "") -> Path:
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=DPI)
-    plt.close(fig)
-    return out
+    return save(fig, path, DPI)

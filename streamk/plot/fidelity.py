@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from ..calibrate.fidelity import label  # noqa: E402
 from ..errors import InputError  # noqa: E402
+from .figure import save  # noqa: E402
 from .landscape import DPI, MARKERS  # noqa: E402
 
 
@@ -42,6 +43,4 @@ def plot_fidelity(rows: Sequence[dict[str, Any]], path: str | Path, title: str =
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return Path(path)
+    return save(fig, path, DPI)

@@ -26,9 +26,10 @@ import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..errors import InputError  # noqa: E402
+from . import METRICS  # noqa: E402
 from .csvfile import column, number, read_rows  # noqa: E402
+from .figure import save  # noqa: E402
 
-METRICS = ("utilization", "speedup", "map")
 DPI = 110  # dots per inch of the PNGs
 PANEL_IN = (3.3, 2.6)  # width, height in inches of one small-multiple panel
 PANEL_COLUMNS = 4  # small multiples per row
@@ -135,11 +136,7 @@ def _small_multiples(count: int, *, sharey: bool = True):
 
 
 def _finish(fig, path: str | Path, dpi: int) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path
+    return save(fig, path, dpi)
 
 
 def _label_outer(axes, count: int, xlabel: str, ylabel: str) -> None:
