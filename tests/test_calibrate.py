@@ -195,7 +195,7 @@ def test_simulate_reports_predicted_us_where_the_target_is_calibrated(capsys, mo
     monkeypatch.setitem(PRESETS, "h100", bare)
     assert main(argv) == 0
     plain = json.loads(capsys.readouterr().out)
-    assert plain["predicted_us"] is None and plain["calibration_note"].startswith("none: h100 has no calibration")
+    assert plain["predicted_us"] is None and plain["calibration_note"].startswith("no prediction: h100 has no calibration")
     monkeypatch.setitem(PRESETS, "h100", with_calibration(preset("h100"), (_calibration(),)))
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)

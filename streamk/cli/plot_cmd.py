@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import sys
 from pathlib import Path
 
@@ -28,10 +29,11 @@ def _sweep_rows(path: Path) -> bool:
 
 
 def run_sweep(csv_path: Path, count: int, seed: int, tile: TileShape, sms: int, ctas_per_sm: int = 1,
-              decomp: str | None = None, costs: Costs = IDEAL) -> Path:
+              decomp: str | None = None, costs: Costs = IDEAL, *, table: bool = True) -> Path:
     """Sweep a seeded corpus sample into ``csv_path`` through the ``streamk sweep`` verb (its
-    CLI contract, so the rows are the ones a user's sweep writes); its table goes to stderr, and
-    its errors to the caller, which names its own verb."""
+    CLI contract, so the rows are the ones a user's sweep writes); its table goes to stderr (or
+    nowhere, ``table=False``, for a caller that prints its own), and its errors to the caller,
+    which names its own verb."""
     from . import build_parser  # noqa: PLC0415 (the package imports this module)
 
     make_folder(csv_path.parent)
@@ -40,7 +42,7 @@ def run_sweep(csv_path: Path, count: int, seed: int, tile: TileShape, sms: int, 
     if decomp:
         argv += ["--decomp", decomp]
     args = build_parser().parse_args(argv)  # values already checked: they parse
-    with contextlib.redirect_stdout(sys.stderr):
+    with contextlib.redirect_stdout(sys.stderr if table else io.StringIO()):
         args._run(args)
     return csv_path
 

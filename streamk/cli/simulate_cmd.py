@@ -58,7 +58,7 @@ def prediction(args: argparse.Namespace, schedule) -> dict:
     cal = args.target.kernel(args.dtype, schedule.tile).calibration
     if cal is None:
         return {"predicted_us": None, "calibration": None,
-                "calibration_note": f"none: {args.target.name} has no calibration of the {args.dtype} "
+                "calibration_note": f"no prediction: {args.target.name} has no calibration of the {args.dtype} "
                                     f"{schedule.tile} kernel (streamk calibrate on that GPU writes one)"}
     from ..calibrate.predict import predict_us
     from ..gpu.select import packed_bytes

@@ -241,6 +241,8 @@ def plot_speedup(rows: Rows, path: str | Path, *, dpi: int = DPI) -> Path:
         width = max(2.6 - 0.45 * order, 0.8)  # earlier curves drawn wider: a coinciding later one stays visible
         geo = float(np.exp(np.log(s).mean()))
         faster = f"faster on {100 * (s > 1.0 + 1e-9).mean():.0f}% of shapes"
+        dead = int(((rows["decomposition"] == name) & rows["deadlock"]).sum())
+        faster += f", {dead} deadlocked left out" if dead else ""
         label = f"{name} (= {same[name]})" if name in same else f"{name} (geomean {geo:.3f}, {faster})"
         xs = np.sort(s)
         cdf.step(xs, np.arange(1, len(xs) + 1) / len(xs), where="post", color=style["color"],
