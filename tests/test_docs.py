@@ -205,3 +205,9 @@ def test_the_conventions_hold_on_a_small_doc(tmp_path):
     (tmp_path / "bad.md").write_text("```\ncode\n``` text after the fence\n")
     with pytest.raises(AssertionError, match="never closed|alone on its line"):
         blocks(tmp_path / "bad.md")
+
+
+def test_the_simulator_doc_shows_the_sweeps_python_entry_points_in_a_snippet_it_runs():
+    snippets = [b for b in blocks(ROOT / "docs" / "simulator.md") if b.lang == "python" and b.output is not None]
+    code = ["\n".join(b.lines) for b in snippets]
+    assert any("corpus(" in c and "sweep(" in c and ".write_csv(" in c and ".summary()" in c for c in code)
