@@ -61,6 +61,7 @@ def simulated_device(truth: dict, noise: float, seed: int, ctas_per_sm: int = 2)
     return timer
 
 
+@pytest.mark.slow(12)
 def test_fit_recovers_known_terms_within_their_reported_errors():
     design, result = calibrate_with(simulated_device(TRUE, NOISE, seed=1), "float16", TILE, SMS, 2, L2,
                                     packed_mb=packs("float16", TILE))
@@ -91,6 +92,7 @@ def test_a_probe_timed_during_a_slow_spell_is_timed_again():
     assert np.allclose(result.values, [TRUE[n] for n in result.names], rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.slow(9)
 def test_reported_errors_cover_the_truth_as_often_as_they_should():
     # over seeds, about 95% of the fitted terms lie within two standard errors of the truth
     z = []
@@ -348,6 +350,7 @@ DOT_PROBES_H100 = [4.02, 5.47, 7.46, 11.44, 19.52, 49.5, 98.82, 192.06, 149.14, 
                    33549.02]
 
 
+@pytest.mark.slow(30)
 def test_the_fit_of_measured_dot_probes_holds_c_shared_and_does_not_end_in_the_c_free_corner():
     """The dot tile streams A: at four CTAs a SM every shared probe runs at DRAM's pace, so no
     probe's time moves c_shared, which the fit leaves out (pricing as c1) instead of refusing the
@@ -365,6 +368,7 @@ def test_the_fit_of_measured_dot_probes_holds_c_shared_and_does_not_end_in_the_c
     assert values["c_free"] < 0.5 and 1.0 < values["c1"] < 1.3, values
 
 
+@pytest.mark.slow(8)
 def test_the_shifted_term_prices_unaligned_streamed_rows_on_the_dot_tiles_only_and_is_fitted_there():
     """The dot tiles read their large operand in place at any alignment, and rows that are not
     16-byte aligned take the funnel-shifted fragment path (LOG.md v35): A's rows of k on 64x8x128,

@@ -167,6 +167,7 @@ def test_every_fence_of_a_doc_is_closed_and_alone_on_its_line(doc):
     blocks(doc)
 
 
+@pytest.mark.slow(15)
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
 def test_a_docs_commands_and_snippets_print_what_it_shows(doc, tmp_path):
     cwd = scratch_folder(doc, tmp_path)

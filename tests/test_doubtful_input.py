@@ -1,6 +1,6 @@
 """Input streamk could act on but should not take silently: a --dtype that changes nothing, a
-schedule that runs on the CPU but deadlocks on the machine, speedups that leave deadlocks out,
-tables printed twice."""
+schedule that runs on the CPU but deadlocks on the machine, speedups that leave deadlocks out
+(and tests/test_plot.py: the demo prints each table once)."""
 
 from __future__ import annotations
 
@@ -59,10 +59,3 @@ def test_the_sweep_table_puts_the_deadlock_count_beside_the_speedup(monkeypatch,
     assert lines[1].split()[3:6] == ["vs", "DP", "deadlocks"]  # the count right after the speedup
     row = next(line.split() for line in lines if line.startswith("stream-k-2x"))
     assert int(row[3]) == dead and any("did not deadlock" in line for line in lines)
-
-
-def test_demo_prints_each_sweep_table_once(tmp_path, capsys):
-    assert main(["demo", "--quick", "--out", str(tmp_path)]) == 0
-    captured = capsys.readouterr()
-    both = captured.out + captured.err
-    assert both.count("mean util") == 1, both

@@ -191,6 +191,7 @@ def test_a_fidelity_run_cut_short_keeps_every_timed_shape_in_its_csv(tmp_path, m
     assert main(["fidelity", "--from-csv", str(out), "--target", "h100", "--out", str(tmp_path / "again.csv")]) == 0
 
 
+@pytest.mark.slow(5)
 def test_predictions_spread_over_processes_are_the_ones_made_in_one_in_the_same_order(monkeypatch):
     rows = _gpu_rows() * 12  # more than one task of fidelity.PARALLEL_ROWS
     rows[5] = dict(rows[5], fingerprint="0" * 16)
