@@ -32,7 +32,7 @@ def test_sweep_workers_are_capped_at_the_cpus(monkeypatch, capsys):
             env.sweep_workers()
 
 
-@pytest.mark.parametrize("verb", [["gemm", "--shape", "64x64x64"], ["calibrate"]])
+@pytest.mark.parametrize("verb", [["gemm", "--shape", "64x64x64"], ["calibrate"], ["demo", "--out", "unused"]])
 def test_a_device_that_is_not_an_ordinal_is_one_line(verb, monkeypatch, capsys):
     monkeypatch.setenv(env.DEVICE, "abc")
     assert "STREAMK_DEVICE='abc' cannot be used: it must be a CUDA device ordinal" in refusal(verb, capsys)

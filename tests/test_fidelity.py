@@ -241,3 +241,8 @@ def test_no_verb_overwrites_measurements_unless_forced(tmp_path, capsys, monkeyp
         assert (tmp_path / "fidelity.csv").read_bytes() == earlier
     assert main(["sweep", "--sms", "8", "--count", "5", "--out", "fidelity.csv", "--force"]) == 0
     assert (tmp_path / "fidelity.csv").read_text().startswith("m,n,k,decomposition")
+    timed = (tmp_path / "bench_float16.csv")  # a GPU bench's rows: refused before any GPU work
+    timed.write_text("m,n,k,dtype,cublas_raw,cublas_padded\n128,128,128,float16,0.01,0.01\n")
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "--out", str(tmp_path)])
+    assert exit_.value.code == 2 and "holds GPU measurements (its cublas_raw column)" in capsys.readouterr().err

@@ -4,9 +4,11 @@ PyTorch). Every argument is checked, and ``--help`` complete, without either."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..errors import StreamkError
 from ..gpu.bench_args import add_arguments
+from .paths import add_force_arg, refuse_overwriting_measurements
 
 TORCH_EXTRA = 'pip install -e ".[gpu,torch]"'
 
@@ -20,10 +22,17 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                    f"Needs an NVIDIA GPU and PyTorch ({TORCH_EXTRA}).",
                        epilog="Example: streamk bench --count 400 --big --out results/")
     add_arguments(p)
+    add_force_arg(p)
     return p
 
 
+def csv_path(args: argparse.Namespace) -> Path:
+    """Where the bench writes its rows (``gpu.bench.main``: DIR/bench_<dtype>.csv)."""
+    return Path(args.out) / f"bench_{args.dtype}.csv"
+
+
 def run(args: argparse.Namespace) -> int:
+    refuse_overwriting_measurements(csv_path(args), args.force)  # before minutes of GPU time, not after
     from ..gpu import available
 
     try:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import env
 from ..costs import AUTO_COSTS, IDEAL, Costs
 from ..errors import StreamkError
 from ..plot import METRICS
@@ -155,12 +156,15 @@ def gpu_check() -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    gpu = not (args.no_gpu or args.quick)
+    if gpu:
+        env.device_ordinal()  # a bad STREAMK_DEVICE is one line now, not a traceback after the plots
     out: Path = make_folder(args.out)
     count = args.count or (QUICK_COUNT if args.quick else CORPUS_COUNT)
     sms = QUICK_SMS if args.quick else CORPUS_SMS
     written = paper_figures(out)
     written += corpus_landscapes(out, count, args.seed, sms)
-    passed = True if args.no_gpu or args.quick else gpu_check()
+    passed = gpu_check() if gpu else True
     print(f"\n{len(written)} plots written to {out}/:")
     for path in written:
         print(f"  {path.name}")

@@ -75,7 +75,7 @@ def refuse_overwriting_measurements(path: Path, force: bool) -> None:
     column = measured_column(path) if path.is_file() and not force else None
     if column:
         raise InputError(f"{str(path)!r} holds GPU measurements (its {column} column) and would be overwritten; "
-                         f"name another file with --out, or pass --force to overwrite it")
+                         f"choose another --out, or pass --force to overwrite it")
 
 
 def add_force_arg(p: argparse.ArgumentParser) -> None:
