@@ -30,3 +30,8 @@ def check_type(what: str, value: object, kind: type) -> None:
     """Refuse ``value`` unless it is a ``kind`` (a ScheduleError naming the class to pass)."""
     if not isinstance(value, kind):
         raise ScheduleError(f"{what} must be a streamk.{kind.__name__} (got {type(value).__name__} {value!r})")
+
+
+class SettingError(StreamkError, ValueError):
+    """An environment variable (``STREAMK_*``) holds a value streamk cannot use; the message names
+    the variable, its value and what it accepts."""

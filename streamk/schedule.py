@@ -326,7 +326,7 @@ def _validate(s: Schedule) -> None:
     present[t] = True
     if not present.all():
         missing = int(np.argmin(present))
-        raise ScheduleError(f"tile {missing}: iterations 0..{p.iters_per_tile} are not covered by any unit")
+        raise ScheduleError(f"tile {missing}: {_iterations(0, p.iters_per_tile)} not covered by any unit")
     prev_end = np.empty_like(e)
     prev_end[1:] = e[:-1]
     expect = np.where(first, 0, prev_end)
@@ -334,7 +334,7 @@ def _validate(s: Schedule) -> None:
     if wrong.any():
         i = int(np.argmax(wrong))
         if b[i] > expect[i]:
-            what = f"iterations {int(expect[i])}..{int(b[i])} are not covered"
+            what = f"{_iterations(int(expect[i]), int(b[i]))} not covered"
         else:
             what = (f"iteration {int(b[i])} is covered twice (by {_locate(s, int(order[i]))} "
                     f"and {_locate(s, int(order[i - 1]))})")
@@ -342,4 +342,9 @@ def _validate(s: Schedule) -> None:
     short = last & (e != p.iters_per_tile)
     if short.any():
         i = int(np.argmax(short))
-        raise ScheduleError(f"tile {int(t[i])}: iterations {int(e[i])}..{p.iters_per_tile} are not covered")
+        raise ScheduleError(f"tile {int(t[i])}: {_iterations(int(e[i]), p.iters_per_tile)} not covered")
+
+
+def _iterations(begin: int, end: int) -> str:
+    """The half-open range [begin, end) in words, both ends inclusive: "iteration 2 is", "iterations 2..5 are"."""
+    return f"iteration {begin} is" if end - begin == 1 else f"iterations {begin}..{end - 1} are"

@@ -184,14 +184,14 @@ def test_a_fidelity_run_cut_short_keeps_every_timed_shape_in_its_csv(tmp_path, m
     monkeypatch.setattr(gpu_device, "current", lambda: dev)
     monkeypatch.setattr(device, "measure_fidelity", measure)
     out = tmp_path / "cut.csv"
-    with pytest.raises(KeyboardInterrupt):
-        main(["fidelity", "--count", "3", "--out", str(out)])
+    assert main(["fidelity", "--count", "3", "--out", str(out)]) == 130  # Ctrl-C: one line, the shell's status
     kept = fidelity.read_csv(out)
     assert [(r["m"], r["variant"], float(r["measured_us"])) for r in kept] == [
         (str(r["m"]), r["variant"], r["measured_us"]) for r in timed[: len(fidelity.default_variants(TILE))]]
     assert main(["fidelity", "--from-csv", str(out), "--target", "h100", "--out", str(tmp_path / "again.csv")]) == 0
 
 
+@pytest.mark.slow(5)
 def test_predictions_spread_over_processes_are_the_ones_made_in_one_in_the_same_order(monkeypatch):
     rows = _gpu_rows() * 12  # more than one task of fidelity.PARALLEL_ROWS
     rows[5] = dict(rows[5], fingerprint="0" * 16)
@@ -221,3 +221,28 @@ def test_from_csv_takes_the_dtype_its_runs_record_and_refuses_a_mix_or_a_contrad
     with pytest.raises(SystemExit) as exit_:
         main(["fidelity", "--from-csv", str(mixed), "--target", "h100", "--out", str(out)])
     assert exit_.value.code == 2 and "mix runs of bfloat16, float16" in capsys.readouterr().err
+
+
+def test_no_verb_overwrites_measurements_unless_forced(tmp_path, capsys, monkeypatch):
+    # an earlier GPU run's fidelity.csv sits in the working folder; predicting another CSV again
+    # writes beside that CSV under a new name, and naming a measured file as --out needs --force
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(PRESETS, "h100", TARGET)
+    earlier = fidelity.write_csv(_gpu_rows(seed=1), tmp_path / "fidelity.csv").read_bytes()
+    other = fidelity.write_csv(_gpu_rows(seed=2), tmp_path / "other.csv")
+    assert main(["fidelity", "--from-csv", str(other), "--target", "h100"]) == 0
+    assert (tmp_path / "fidelity.csv").read_bytes() == earlier and (tmp_path / "other-h100.csv").is_file()
+    for argv in (["fidelity", "--from-csv", str(other), "--target", "h100", "--out", "fidelity.csv"],
+                 ["sweep", "--sms", "8", "--count", "5", "--out", "fidelity.csv"]):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and "holds GPU measurements" in err and "--force" in err
+        assert (tmp_path / "fidelity.csv").read_bytes() == earlier
+    assert main(["sweep", "--sms", "8", "--count", "5", "--out", "fidelity.csv", "--force"]) == 0
+    assert (tmp_path / "fidelity.csv").read_text().startswith("m,n,k,decomposition")
+    timed = (tmp_path / "bench_float16.csv")  # a GPU bench's rows: refused before any GPU work
+    timed.write_text("m,n,k,dtype,cublas_raw,cublas_padded\n128,128,128,float16,0.01,0.01\n")
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "--out", str(tmp_path)])
+    assert exit_.value.code == 2 and "holds GPU measurements (its cublas_raw column)" in capsys.readouterr().err

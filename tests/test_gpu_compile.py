@@ -12,6 +12,7 @@ from streamk.gpu.build import units_for  # noqa: E402
 from streamk.gpu.catalogue import MAINLOOPS, VARIANTS  # noqa: E402
 
 
+@pytest.mark.slow(45)
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_every_kernel_compiles_without_spills(arch, tmp_path):
     env = {"STREAMK_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}

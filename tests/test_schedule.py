@@ -25,9 +25,10 @@ def test_hand_built_schedule_is_accepted_and_viewed_back():
 
 @pytest.mark.parametrize("ctas, message", [
     ([[(0, 0, 4), (1, 0, 2)], [(1, 1, 4)]], "tile 1: iteration 1 is covered twice"),
-    ([[(0, 0, 4), (1, 0, 2)], [(1, 3, 4)]], "tile 1: iterations 2..3 are not covered"),
-    ([[(0, 0, 4), (1, 0, 3)]], "tile 1: iterations 3..4 are not covered"),
-    ([[(0, 0, 4)]], "tile 1: iterations 0..4 are not covered by any unit"),
+    ([[(0, 0, 4), (1, 0, 2)], [(1, 3, 4)]], "tile 1: iteration 2 is not covered"),  # only 2 of [2, 3)
+    ([[(0, 0, 4), (1, 0, 1)], [(1, 3, 4)]], "tile 1: iterations 1..2 are not covered"),  # both ends inclusive
+    ([[(0, 0, 4), (1, 0, 3)]], "tile 1: iteration 3 is not covered"),
+    ([[(0, 0, 4)]], "tile 1: iterations 0..3 are not covered by any unit"),
     ([[(0, 0, 4), (1, 2, 2)], [(1, 0, 4)]], "CTA 0 unit 1 is (1, 2, 2)"),
     ([[(0, 0, 5), (1, 0, 4)]], "CTA 0 unit 0 is (0, 0, 5)"),
     ([[(2, 0, 4), (1, 0, 4)]], "need 0 <= tile < 2"),
@@ -41,8 +42,8 @@ def test_bad_coverage_names_first_bad_tile_and_iteration(ctas, message):
 
 @pytest.mark.parametrize("starts, ends, message", [
     ([0, 3], [4, 8], "iteration 3 is covered twice"),  # overlap
-    ([0, 5], [4, 8], "tile 1: iterations 0..1 are not covered"),  # gap
-    ([0, 4], [4, 7], "tile 1: iterations 3..4 are not covered"),  # short of the total
+    ([0, 5], [4, 8], "tile 1: iteration 0 is not covered"),  # gap
+    ([0, 4], [4, 7], "tile 1: iteration 3 is not covered"),  # short of the total
     ([0, 4, 4], [4, 8, 4], "every CTA needs at least one work unit"),  # an empty range
 ])
 def test_ranges_that_do_not_tile_the_iterations_in_order_are_checked_in_full(starts, ends, message):

@@ -78,18 +78,13 @@ def predict_rows(rows: Sequence[dict[str, Any]], target: Target, dtype: str, wor
     (its ``error``), or ``unpredicted`` says why: its kernel has no calibration, or the rebuilt
     Schedule is not the one the GPU ran. Spread over ``workers`` processes (default: the sweep's,
     ``STREAMK_SWEEP_WORKERS`` or every CPU): an FP64 run's 2400 rows take minutes in one."""
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
-
-    from ..sim.sweep import workers_available
+    from ..parallel import run_ordered, workers_available
 
     workers = workers_available() if workers is None else workers
     if workers <= 1 or len(rows) <= PARALLEL_ROWS:
         return _predict_chunk(rows, target, dtype)
-    chunks = [list(rows[i:i + PARALLEL_ROWS]) for i in range(0, len(rows), PARALLEL_ROWS)]
-    with ProcessPoolExecutor(min(workers, len(chunks)), mp_context=get_context("fork")) as pool:
-        done = pool.map(_predict_chunk, chunks, [target] * len(chunks), [dtype] * len(chunks))
-        return [row for chunk in done for row in chunk]
+    chunks = [(list(rows[i:i + PARALLEL_ROWS]), target, dtype) for i in range(0, len(rows), PARALLEL_ROWS)]
+    return [row for chunk in run_ordered(_predict_chunk, chunks, workers) for row in chunk]
 
 
 def _predict_chunk(rows: Sequence[dict[str, Any]], target: Target, dtype: str) -> list[dict[str, Any]]:
@@ -194,7 +189,9 @@ def summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def write_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
-    with open(path, "w", newline="") as f:
+    from ..atomic import replacing
+
+    with replacing(path) as tmp, open(tmp, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(FIELDS), extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)

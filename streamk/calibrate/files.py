@@ -13,18 +13,20 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..env import CALIBRATION, calibration_folder
 from ..errors import InputError
 from .model import Calibration
 
 FORMAT = 1
 DATA = Path(__file__).parent / "data"
-ENV = "STREAMK_CALIBRATION"  # a folder of <family>.json read before the shipped ones
+ENV = CALIBRATION  # a folder of <family>.json read before the shipped ones
 
 
 def folders() -> tuple[Path, ...]:
-    """Where calibration files are looked for, first match wins: $STREAMK_CALIBRATION, the package."""
-    extra = os.environ.get(ENV, "").strip()
-    return (Path(extra), DATA) if extra else (DATA,)
+    """Where calibration files are looked for, first match wins: $STREAMK_CALIBRATION (checked:
+    SettingError naming it where it is not a folder of calibration files), the package."""
+    extra = calibration_folder()
+    return (extra, DATA) if extra else (DATA,)
 
 
 def read(path: Path) -> dict[str, Any]:

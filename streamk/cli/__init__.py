@@ -13,13 +13,25 @@ import os
 import sys
 from pathlib import Path
 
-from .. import __version__
+from .. import __version__, env
 from ..errors import StreamkError
 
-# Verb modules, in the order `--help` lists them. Each defines
-#   add_parser(subparsers) -> argparse.ArgumentParser   and   run(args) -> int
-VERBS = ["schedule", "execute", "simulate", "sweep", "plot", "kernels", "gemm", "bench", "calibrate", "fidelity",
-         "demo"]
+# Verbs, in the order `--help` lists them, with their one-line help. Each is a module <verb>_cmd
+# defining add_parser(subparsers) -> argparse.ArgumentParser and run(args) -> int, imported only
+# when its verb is given (so `streamk --help` starts in a blink).
+VERBS = {
+    "schedule": "print the per-CTA work units of a decomposition",
+    "execute": "compute a GEMM on the CPU exactly as a schedule says, and check it",
+    "simulate": "simulate a decomposition on SM slots (makespan, utilization, waits)",
+    "sweep": "simulate decompositions over the paper's GEMM shape corpus",
+    "plot": "draw a wave schedule or a corpus landscape to a PNG",
+    "kernels": "compile every GPU kernel with NVRTC (no GPU needed)",
+    "gemm": "run one GEMM on the GPU through a schedule; check and time it",
+    "bench": "time GPU kernels vs cuBLAS on the corpus sample (GPU, PyTorch)",
+    "calibrate": "fit the simulator's cost terms in us to this GPU (GPU, PyTorch)",
+    "fidelity": "calibrated simulator vs GPU time, per shape and decomposition",
+    "demo": "simulate and plot the paper's examples and a corpus sample",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,6 +49,26 @@ class _Parser(argparse.ArgumentParser):
         return namespace, extras
 
 
+class _Verbs(argparse._SubParsersAction):
+    """Subcommands whose modules are imported when chosen: until then each is a placeholder that
+    carries only its help line."""
+
+    def add_parser(self, name, **kwargs):  # type: ignore[override]
+        if name not in self._name_parser_map:
+            return super().add_parser(name, **kwargs)
+        kwargs.setdefault("prog", f"{self._prog_prefix} {name}")  # the module's parser replaces the placeholder
+        parser = self._name_parser_map[name] = self._parser_class(**kwargs)
+        return parser
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        verb = values[0]
+        if verb in VERBS and not self._name_parser_map[verb].get_default("_run"):
+            env.calibration_folder()  # every verb plans with the Targets, which load these files on import
+            module = importlib.import_module(f"{__name__}.{verb}_cmd")
+            module.add_parser(self).set_defaults(_run=module.run)
+        super().__call__(parser, namespace, values, option_string)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="streamk",
@@ -45,16 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Example: streamk schedule stream-k --shape 384x384x128 --tile 128x128x4 --sms 4",
     )
     parser.add_argument("--version", action="version", version=f"streamk {__version__}")
-    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser, action=_Verbs)
     sub.required = True
-    for verb in VERBS:
-        try:
-            module = importlib.import_module(f"{__name__}.{verb}_cmd")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"{__name__}.{verb}_cmd":
-                continue  # verb not built yet
-            raise
-        module.add_parser(sub).set_defaults(_run=module.run)
+    for verb, text in VERBS.items():
+        sub.add_parser(verb, help=text)
     return parser
 
 
@@ -100,12 +126,35 @@ def _import_plugin(item: str) -> None:
         raise
 
 
+# Settings each GPU verb reads, checked before it starts (fidelity and demo check theirs where
+# they reach the GPU): a bad value is one line naming the variable, not a traceback.
+GPU_SETTINGS = {"kernels": (env.cache_dir,), "gemm": (env.device_ordinal, env.cache_dir),
+                "bench": (env.device_ordinal, env.cache_dir), "calibrate": (env.device_ordinal, env.cache_dir)}
+INTERRUPTED = 128 + 2  # the shell's status for a command ended by SIGINT
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one verb; Ctrl-C anywhere ends it with one line and exit status 130 (files are written
+    through ``streamk.atomic``, so none is left half-written)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("streamk: interrupted", file=sys.stderr)
+        return INTERRUPTED
+
+
+def _main(argv: list[str] | None) -> int:
     load_plugins()
-    args, extras = build_parser().parse_known_args(argv)
+    parser = build_parser()
+    try:
+        args, extras = parser.parse_known_args(argv)
+    except StreamkError as exc:  # a setting the chosen verb needs (streamk.env)
+        parser.error(" ".join(str(exc).split()))
     if extras:  # named by the subcommand that was given them, not by the top level
         args._parser.error(f"unrecognized arguments: {' '.join(extras)}")
     try:
+        for check in GPU_SETTINGS.get(args.verb, ()):
+            check()
         return int(args._run(args) or 0)
     except StreamkError as exc:
         args._parser.error(" ".join(str(exc).split()) or type(exc).__name__)  # one line, exit 2

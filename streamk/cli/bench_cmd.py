@@ -4,18 +4,18 @@ PyTorch). Every argument is checked, and ``--help`` complete, without either."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..bench.args import add_arguments
 from ..errors import StreamkError
 from .common import seed
-from .paths import output_folder
+from .paths import add_force_arg, output_folder, refuse_overwriting_measurements
 
 TORCH_EXTRA = 'pip install -e ".[gpu,torch]"'
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("bench", help="time GPU kernels vs cuBLAS on the corpus sample (GPU, PyTorch)",
-                       description="For each shape of the seeded corpus sample (and 8192^3 with --big): "
+    p = sub.add_parser("bench", description="For each shape of the seeded corpus sample (and 8192^3 with --big): "
                                    "cuBLAS zero-padded to multiples of 8 (cuBLAS at its best) and on the raw "
                                    "shape, and each decomposition of ours with every overhead inside the "
                                    "timing. CUDA events, median of 50 runs, CUDA graphs for small problems; "
@@ -23,10 +23,17 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                    f"Needs an NVIDIA GPU and PyTorch ({TORCH_EXTRA}).",
                        epilog="Example: streamk bench --count 400 --big --out results/")
     add_arguments(p, seed, output_folder)
+    add_force_arg(p)
     return p
 
 
+def csv_path(args: argparse.Namespace) -> Path:
+    """Where the bench writes its rows (``streamk.bench.harness.main``: DIR/bench_<dtype>.csv)."""
+    return Path(args.out) / f"bench_{args.dtype}.csv"
+
+
 def run(args: argparse.Namespace) -> int:
+    refuse_overwriting_measurements(csv_path(args), args.force)  # before minutes of GPU time, not after
     from ..gpu import available
 
     try:

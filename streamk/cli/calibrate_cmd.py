@@ -17,8 +17,7 @@ from .paths import output_folder
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("calibrate", help="fit the simulator's cost terms in us to this GPU (GPU, PyTorch)",
-                       description="Time controlled Schedules that isolate each term of the cost model (launch, "
+    p = sub.add_parser("calibrate", description="Time controlled Schedules that isolate each term of the cost model (launch, "
                                    "per CTA, per MAC iteration alone on an SM and sharing it, partial store, "
                                    "partial read, the separate reduce pass, a mainloop restart, DRAM misses, an "
                                    "atomic tile add, on the dot tiles rows read in place at less than 16-byte "

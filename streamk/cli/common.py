@@ -72,8 +72,9 @@ def add_problem_args(p: argparse.ArgumentParser, *, shape: bool = True) -> None:
                    help=f"plan as streamk.gpu does on this GPU ({', '.join(PRESETS)}): its SMs, the CTAs per SM "
                         f"of the tile's kernel, its tiles, and auto's measured constants; replaces --sms and "
                         f"--ctas-per-sm")
-    p.add_argument("--dtype", choices=DTYPES, default="float16",
-                   help="with --target: the inputs' dtype, whose kernels' tiles apply (default float16)")
+    p.add_argument("--dtype", choices=DTYPES, default=None,
+                   help="with --target: the inputs' dtype, whose kernels' tiles apply (default float16); "
+                        "refused without --target, where it would change nothing")
 
 
 def problem_from(args: argparse.Namespace) -> None:
@@ -84,6 +85,9 @@ def problem_from(args: argparse.Namespace) -> None:
     args._problem_done = True
     target: Target | None = args.target
     if target is None:
+        if args.dtype is not None:  # the simulator times MAC iterations: a dtype changes nothing without a GPU's tiles
+            raise StreamkError(f"--dtype {args.dtype} applies only with --target GPU ({', '.join(PRESETS)}), whose "
+                               f"kernels for that dtype give the tile and CTAs per SM; add --target or drop --dtype")
         if args.sms is None:
             raise StreamkError("give the machine: --sms P (and --ctas-per-sm O), or --target GPU "
                                f"({', '.join(PRESETS)})")
@@ -92,6 +96,7 @@ def problem_from(args: argparse.Namespace) -> None:
         return
     if args.sms is not None or args.ctas_per_sm is not None:
         raise StreamkError("--target gives the SMs and CTAs per SM; drop --sms and --ctas-per-sm")
+    args.dtype = args.dtype or DTYPES[0]
     if args.tile is None and getattr(args, "decomposition", None) == "auto" and getattr(args, "shape", None):
         from ..gpu.decide.tiles import choose_tile
 

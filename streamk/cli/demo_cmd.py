@@ -10,11 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import env
 from ..costs import AUTO_COSTS, IDEAL, Costs
 from ..errors import StreamkError
-from ..plot import load_sweep_csv, plot_landscape, plot_schedule, plot_schedules
-from ..plot.gantt import count, timeline_title
-from ..plot.landscape import METRICS, decompositions, speedup_vs_dp
+from ..plot import METRICS
 from ..sched import make_schedule
 from ..shapes import GemmShape, Machine, TileShape
 from ..sim import simulate
@@ -42,8 +41,7 @@ HYBRIDS = ("stream-k", "dp-one-tile-sk", "two-tile-sk-dp")  # Figure 3, on 896x3
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("demo", help="simulate and plot the paper's examples and a corpus sample",
-                       description="Simulate the paper's Figures 1-4 (4 SMs, ideal costs), write their wave "
+    p = sub.add_parser("demo", description="Simulate the paper's Figures 1-4 (4 SMs, ideal costs), write their wave "
                                    "schedules, sweep a seeded corpus sample (108 SMs, 128x128x32 tiles), "
                                    "write its landscapes, and run a small GPU check if a GPU is present.",
                        epilog="Example: streamk demo --out out/demo")
@@ -59,6 +57,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def paper_figures(out: Path) -> list[Path]:
     """Simulate Figures 1-3 of the paper, print utilizations, write the PNGs."""
+    from ..plot.gantt import count, plot_schedule, plot_schedules, timeline_title  # pyplot: only when drawing
+
     machine = Machine(PAPER_SMS)
     print(f"The paper's examples, {PAPER_SMS} SMs, ideal costs (a=b=d=0, c=1):")
     print(f"  {'figure':<10} {'decomposition':<15} {'shape':<12} {'tile':<12} {'grid':>4} {'makespan':>8} "
@@ -89,9 +89,12 @@ def paper_figures(out: Path) -> list[Path]:
 def corpus_landscapes(out: Path, count: int, seed: int, sms: int) -> list[Path]:
     """Sweep ``count`` corpus shapes on ``sms`` SMs twice (ideal costs, then the model's default
     constants, under which fixups cost time), print a summary, write the landscape PNGs."""
+    from ..plot.landscape import decompositions, load_sweep_csv, plot_landscape, speedup_vs_dp
+
     started = time.perf_counter()
-    csv_path = run_sweep(out / "sweep.csv", count, seed, CORPUS_TILE, sms, 1, None, IDEAL)
-    costed = load_sweep_csv(run_sweep(out / "sweep-costs.csv", count, seed, CORPUS_TILE, sms, 1, None, AUTO_COSTS))
+    csv_path = run_sweep(out / "sweep.csv", count, seed, CORPUS_TILE, sms, 1, None, IDEAL, table=False)
+    costed = load_sweep_csv(run_sweep(out / "sweep-costs.csv", count, seed, CORPUS_TILE, sms, 1, None, AUTO_COSTS,
+                                      table=False))
     rows = load_sweep_csv(csv_path)
     took = time.perf_counter() - started
     print(f"\nCorpus sample: {count} shapes (seed {seed}), {sms} SMs, {CORPUS_TILE} tiles, swept twice in {took:.1f} s "
@@ -101,14 +104,16 @@ def corpus_landscapes(out: Path, count: int, seed: int, sms: int) -> list[Path]:
     def geo(table, name) -> str:
         return "-" if name not in table or not len(table[name][1]) else f"{math.exp(np.log(table[name][1]).mean()):.3f}"
 
-    print(f"  {'':<15} {'ideal costs':^32} {'costs ' + str(AUTO_COSTS):^22}")
-    print(f"  {'decomposition':<15} {'mean util':>9} {'geomean speedup vs DP':>22} {'geomean speedup vs DP':>22} "
-          f"{'deadlocks':>9}")
-    for name in decompositions(rows):
-        sel = rows["decomposition"] == name
-        ok = sel & ~rows["deadlock"]
-        print(f"  {name:<15} {rows['utilization'][ok].mean():>9.3f} {geo(speed, name):>22} "
-              f"{geo(speed_costed, name):>22} {int((sel & rows['deadlock']).sum()):>9}")
+    def dead(table, name) -> int:
+        return int(((table["decomposition"] == name) & table["deadlock"]).sum())
+
+    print(f"  {'':<15} {'ideal costs':^42} {'costs ' + str(AUTO_COSTS):^32}")
+    print(f"  {'decomposition':<15} {'mean util':>9} {'geomean speedup vs DP':>22} {'deadlocks':>9} "
+          f"{'geomean speedup vs DP':>22} {'deadlocks':>9}")
+    for name in decompositions(rows):  # a speedup leaves deadlocked shapes out: their count sits beside it
+        ok = (rows["decomposition"] == name) & ~rows["deadlock"]
+        print(f"  {name:<15} {rows['utilization'][ok].mean():>9.3f} {geo(speed, name):>22} {dead(rows, name):>9} "
+              f"{geo(speed_costed, name):>22} {dead(costed, name):>9}")
     print("  (ideal costs: only MAC iterations take time, so every full-grid Stream-K variant balances perfectly;\n"
           "   with fixup costs, splitting tiles costs time and auto's model picks where it pays off)")
     return [plot_landscape(table, out / f"landscape-{metric}{suffix}.png", metric)
@@ -151,12 +156,15 @@ def gpu_check() -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    gpu = not (args.no_gpu or args.quick)
+    if gpu:
+        env.device_ordinal()  # a bad STREAMK_DEVICE is one line now, not a traceback after the plots
     out: Path = make_folder(args.out)
     count = args.count or (QUICK_COUNT if args.quick else CORPUS_COUNT)
     sms = QUICK_SMS if args.quick else CORPUS_SMS
     written = paper_figures(out)
     written += corpus_landscapes(out, count, args.seed, sms)
-    passed = True if args.no_gpu or args.quick else gpu_check()
+    passed = gpu_check() if gpu else True
     print(f"\n{len(written)} plots written to {out}/:")
     for path in written:
         print(f"  {path.name}")

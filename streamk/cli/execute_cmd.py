@@ -11,12 +11,12 @@ import numpy as np
 from ..executor import PRECISIONS, execute, round_to_bf16
 from ..fixup import plan_fixup
 from ..limits import PROGRESS_AFTER_S, check_memory, check_seconds
+from ..sim import simulate
 from .common import add_decomposition_args, add_problem_args, add_seed_arg, positive_int, print_json, schedule_from
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("execute", help="compute a GEMM on the CPU exactly as a schedule says, and check it",
-                       description="Run the NumPy executor on random normal inputs (C poisoned with NaN "
+    p = sub.add_parser("execute", description="Run the NumPy executor on random normal inputs (C poisoned with NaN "
                                    "first), compare with a float64 reference, and re-run with CTAs in "
                                    "shuffled orders to show whether the fixup policy is deterministic.")
     add_decomposition_args(p)
@@ -70,10 +70,14 @@ def run(args: argparse.Namespace) -> int:
                                                     cta_order=rng.permutation(schedule.grid).tolist()))
                         for _ in range(args.shuffles))
     plan = plan_fixup(schedule)
+    # The executor runs CTAs one after another in any order, so it cannot hang; whether the GPU's
+    # in-order dispatch can is the simulator's verdict, given beside the numbers
+    timeline = simulate(schedule)
     result = {"decomposition": schedule.decomposition, "shape": [m, n, k], "grid": schedule.grid,
               "fixup": plan.policy, "precision": args.precision, "split_tiles": int(len(plan.split_tiles)),
               "relative_error": rel, "max_abs_error": float(np.abs(out - ref).max()),
-              "bitwise_identical_over_shuffles": identical, "shuffles": args.shuffles, "seconds": seconds}
+              "bitwise_identical_over_shuffles": identical, "shuffles": args.shuffles, "seconds": seconds,
+              "deadlock": timeline.deadlock, "deadlock_reason": timeline.deadlock_reason or None}
     if args.json:
         print_json(result)
     else:
@@ -81,4 +85,8 @@ def run(args: argparse.Namespace) -> int:
               f"{len(plan.split_tiles)} split tiles, {args.precision}: relative error {rel:.2e} vs float64, "
               f"{'bitwise identical' if identical else 'NOT bitwise identical'} over {args.shuffles} shuffled "
               f"CTA orders ({seconds * 1e3:.0f} ms)")
+        if timeline.deadlock:
+            print(f"but with --sms {schedule.machine.sms} --ctas-per-sm {schedule.machine.ctas_per_sm} this schedule DEADLOCKS "
+                  f"(streamk simulate: {timeline.deadlock_reason}); the CPU executor runs CTAs one at a time in "
+                  f"any order, so it cannot show that")
     return 0

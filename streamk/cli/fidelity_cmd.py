@@ -14,6 +14,7 @@ import math
 import sys
 from pathlib import Path
 
+from .. import env
 from ..calibrate import fidelity
 from ..errors import StreamkError
 from ..bench.args import SEED, seconds_arg, variants_arg
@@ -21,15 +22,15 @@ from ..shapes import TileShape
 from ..gpu.catalogue import DOT_T_TILE, DOT_TILE, F64_TILE, PAPER_HALF_TILE
 from ..target import preset
 from .common import DTYPES, _typed, add_seed_arg, positive_int, seed
-from .paths import input_file, output_file
+from .paths import add_force_arg, check_output_file, input_file, output_file, refuse_overwriting_measurements
 
 COUNT = 200
+DEFAULT_OUT = "fidelity.csv"  # a GPU run's CSV
 SECONDS = 540  # stop timing new shapes after this, inside one 10-minute device command
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("fidelity", help="calibrated simulator vs GPU time, per shape and decomposition",
-                       description="Time every decomposition and fixup policy the GPU runs on a seeded corpus "
+    p = sub.add_parser("fidelity", description="Time every decomposition and fixup policy the GPU runs on a seeded corpus "
                                    "sample (k and n rounded up to multiples of 8) and predict each run with the "
                                    "calibrated simulator; or, with --from-csv, predict earlier runs again (no "
                                    "GPU). Prints Spearman over all runs and the median within a shape, the "
@@ -59,9 +60,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "fits it, along it) (default paper)")
     p.add_argument("--seconds", type=seconds_arg, default=SECONDS, metavar="S",
                    help=f"stop timing new shapes after S seconds (default {SECONDS})")
-    p.add_argument("--out", type=output_file(".csv"), default=Path("fidelity.csv"), metavar="FILE.csv",
+    p.add_argument("--out", type=output_file(".csv"), default=None, metavar="FILE.csv",
                    help="the CSV to write, rewritten as each shape is timed (a run cut short keeps its timed shapes: "
-                        "predict them with --from-csv); the plot goes beside it as .png (default fidelity.csv)")
+                        "predict them with --from-csv); the plot goes beside it as .png (default fidelity.csv; "
+                        "with --from-csv, CSV-TARGET.csv beside the first CSV). A file holding measurements is "
+                        "never overwritten without --force")
+    add_force_arg(p)
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     return p
 
@@ -98,6 +102,7 @@ def sample(count: int, first: int, seed: int, kind: str = "paper", tile: TileSha
 def _measure(args: argparse.Namespace, tile: TileShape):
     from ..calibrate.device import measure_fidelity, require_gpu
 
+    env.device_ordinal()  # one line naming STREAMK_DEVICE where it is not an ordinal
     require_gpu()
     from ..gpu.runtime.device import current
 
@@ -130,13 +135,24 @@ def _csv_dtype(rows: list[dict], asked: str | None) -> str:
     return recorded.pop() if recorded else asked or "float16"
 
 
+def default_out(args: argparse.Namespace) -> Path:
+    """fidelity.csv for a GPU run; with --from-csv a new name beside the first CSV, which says
+    which target predicted (other.csv -> other-h100.csv), so the measured file is never the output."""
+    if not args.from_csv:
+        return Path(DEFAULT_OUT)
+    first = args.from_csv[0]
+    return first.with_name(f"{first.stem}-{args.target.name}.csv")
+
+
 def run(args: argparse.Namespace) -> int:
     rows: list[dict] = []
+    if args.from_csv and args.target is None:
+        raise StreamkError("--from-csv needs --target GPU: the preset whose calibration predicts")
     if args.from_csv:
-        if args.target is None:
-            raise StreamkError("--from-csv needs --target GPU: the preset whose calibration predicts")
         rows = [r for path in args.from_csv for r in fidelity.read_csv(path)]
     args.dtype = _csv_dtype(rows, args.dtype)  # no rows (a device run): --dtype, else float16
+    args.out = args.out or check_output_file(str(default_out(args)), (".csv",))
+    refuse_overwriting_measurements(args.out, args.force)
     tile = args.tile or (F64_TILE if args.dtype == "float64" else PAPER_HALF_TILE)
     if args.from_csv:
         target, where = args.target, args.target.name

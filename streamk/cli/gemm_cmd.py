@@ -19,8 +19,7 @@ CHECK_ROWS = 256  # rows of C compared with a float64 NumPy reference (all of th
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("gemm", help="run one GEMM on the GPU through a schedule; check and time it",
-                       description="C = alpha*A@B + beta*C on the GPU with random normal inputs, executing "
+    p = sub.add_parser("gemm", description="C = alpha*A@B + beta*C on the GPU with random normal inputs, executing "
                                    "the named decomposition; checks C against a float64 reference (error bound "
                                    "4 sqrt(k) eps |A||B| + eps |C|) and prints the median time and TFLOP/s "
                                    "(CUDA events). Needs an NVIDIA GPU and pip install -e \".[gpu]\".")

@@ -12,6 +12,7 @@ from typing import Callable, Iterator
 from ..errors import InputError
 
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")  # what matplotlib's Agg backend writes
+MEASUREMENT_COLUMNS = ("measured_us", "cublas_raw")  # GPU times: of `streamk fidelity`, of `streamk bench`
 
 
 def _argument(check: Callable[[str], Path]) -> Callable[[str], Path]:
@@ -56,6 +57,30 @@ def check_output_file(text: str, suffixes: tuple[str, ...] = ()) -> Path:
         raise InputError(f"folder {str(path.parent)!r} does not exist (got {text!r}); create it first")
     _probe_write(path)
     return path
+
+
+def measured_column(path: Path) -> str | None:
+    """The GPU-time column of ``path``'s CSV header (None where ``path`` holds no measurements)."""
+    try:
+        with open(path, newline="", errors="replace") as fh:
+            header = fh.readline().rstrip("\r\n").split(",")
+    except OSError:
+        return None
+    return next((c for c in MEASUREMENT_COLUMNS if c in header), None)
+
+
+def refuse_overwriting_measurements(path: Path, force: bool) -> None:
+    """Measurements took a GPU to make: an existing file holding them is overwritten only under
+    ``--force``; else an InputError naming it and the way out."""
+    column = measured_column(path) if path.is_file() and not force else None
+    if column:
+        raise InputError(f"{str(path)!r} holds GPU measurements (its {column} column) and would be overwritten; "
+                         f"choose another --out, or pass --force to overwrite it")
+
+
+def add_force_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--force", action="store_true",
+                   help="overwrite --out even where it holds GPU measurements (refused otherwise)")
 
 
 def output_file(*suffixes: str) -> Callable[[str], Path]:

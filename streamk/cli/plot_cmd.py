@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import sys
 from pathlib import Path
 
 from ..costs import IDEAL, Costs
 from ..errors import InputError, StreamkError
-from ..plot import METRICS, load_bench_csv, load_sweep_csv, plot_bench, plot_landscape, plot_schedule
+from ..plot import METRICS
 from ..shapes import TileShape
 from ..sim import simulate
 from ..sim.sweep import CSV_COLUMNS
@@ -28,10 +29,11 @@ def _sweep_rows(path: Path) -> bool:
 
 
 def run_sweep(csv_path: Path, count: int, seed: int, tile: TileShape, sms: int, ctas_per_sm: int = 1,
-              decomp: str | None = None, costs: Costs = IDEAL) -> Path:
+              decomp: str | None = None, costs: Costs = IDEAL, *, table: bool = True) -> Path:
     """Sweep a seeded corpus sample into ``csv_path`` through the ``streamk sweep`` verb (its
-    CLI contract, so the rows are the ones a user's sweep writes); its table goes to stderr, and
-    its errors to the caller, which names its own verb."""
+    CLI contract, so the rows are the ones a user's sweep writes); its table goes to stderr (or
+    nowhere, ``table=False``, for a caller that prints its own), and its errors to the caller,
+    which names its own verb."""
     from . import build_parser  # noqa: PLC0415 (the package imports this module)
 
     make_folder(csv_path.parent)
@@ -40,14 +42,13 @@ def run_sweep(csv_path: Path, count: int, seed: int, tile: TileShape, sms: int, 
     if decomp:
         argv += ["--decomp", decomp]
     args = build_parser().parse_args(argv)  # values already checked: they parse
-    with contextlib.redirect_stdout(sys.stderr):
+    with contextlib.redirect_stdout(sys.stderr if table else io.StringIO()):
         args._run(args)
     return csv_path
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("plot", help="draw a wave schedule or a corpus landscape to a PNG",
-                       description="Draw a simulated wave schedule (Gantt chart, like the paper's Figures 1-3) "
+    p = sub.add_parser("plot", description="Draw a simulated wave schedule (Gantt chart, like the paper's Figures 1-3) "
                                    "or a landscape of sweep results over many GEMM shapes.")
     what = p.add_subparsers(dest="what", metavar="WHAT", parser_class=type(p))
     what.required = True
@@ -94,6 +95,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..plot import load_bench_csv, load_sweep_csv, plot_bench, plot_landscape, plot_schedule  # draws: pyplot
+
     if args.what == "schedule":
         schedule = schedule_from(args)
         check_simulate_size(schedule, "plot schedule", DRAW_UNIT_S)

@@ -12,8 +12,7 @@ _MARK = {Action.WRITE: "", Action.PARTIAL: " >slot", Action.REDUCE: " +fixup", A
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("schedule", help="print the per-CTA work units of a decomposition",
-                       description="Build a decomposition and print, per CTA, its (tile, k_begin, k_end) "
+    p = sub.add_parser("schedule", description="Build a decomposition and print, per CTA, its (tile, k_begin, k_end) "
                                    "MAC-iteration ranges. k counts MAC iterations, not elements.")
     add_decomposition_args(p)
     add_problem_args(p)

@@ -34,8 +34,7 @@ def add_costs_arg(p: argparse.ArgumentParser) -> None:
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("simulate", help="simulate a decomposition on SM slots (makespan, utilization, waits)",
-                       description="Simulate a decomposition on sms x ctas-per-sm slots: CTAs dispatched in "
+    p = sub.add_parser("simulate", description="Simulate a decomposition on sms x ctas-per-sm slots: CTAs dispatched in "
                                    "blockIdx order to the earliest free slot, waits from the fixup plan. "
                                    "Prints makespan, utilization, wait time, a deadlock verdict and "
                                    "per-CTA start/end (or one JSON object with --json).",
@@ -59,7 +58,7 @@ def prediction(args: argparse.Namespace, schedule) -> dict:
     cal = args.target.kernel(args.dtype, schedule.tile).calibration
     if cal is None:
         return {"predicted_us": None, "calibration": None,
-                "calibration_note": f"none: {args.target.name} has no calibration of the {args.dtype} "
+                "calibration_note": f"no prediction: {args.target.name} has no calibration of the {args.dtype} "
                                     f"{schedule.tile} kernel (streamk calibrate on that GPU writes one)"}
     from ..calibrate.predict import predict_us
     from ..gpu.decide.tiles import packed_bytes

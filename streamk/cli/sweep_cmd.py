@@ -15,7 +15,7 @@ from ..sched.registry import get_batch
 from ..sched.basic import FIXED_SPLITS
 from ..sim.sweep import CSV_COLUMNS, sweep, workers_available
 from .common import add_problem_args, add_seed_arg, costs_from, machine_from, positive_int, print_json
-from .paths import output_file, writing
+from .paths import add_force_arg, output_file, refuse_overwriting_measurements, writing
 from .simulate_cmd import add_costs_arg
 
 # Shape-decompositions a sweep times per second and worker (measured on a 2-core CI machine):
@@ -25,8 +25,7 @@ EVENT_RATE = 120.0  # --fixup or --walk backward: mostly the event simulator
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("sweep", help="simulate decompositions over the paper's GEMM shape corpus",
-                       description="Simulate each decomposition on N shapes with m, n, k log-uniform in "
+    p = sub.add_parser("sweep", description="Simulate each decomposition on N shapes with m, n, k log-uniform in "
                                    "[128, 8192] (seeded), the corpus of the paper's section 6. Writes one CSV "
                                    f"row per shape and decomposition; fixed-split uses --splits "
                                    f"min({FIXED_SPLITS}, iterations per tile), stream-k its default grid.",
@@ -45,6 +44,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="order of each CTA's units (backward pairs with --fixup turnstile) (default forward)")
     p.add_argument("--out", metavar="FILE.csv", type=output_file(),
                    help=f"write one row per shape and decomposition ({', '.join(CSV_COLUMNS)})")
+    add_force_arg(p)
     p.add_argument("--json", action="store_true",
                    help="print a summary object: shapes, mean_utilization, speedup_vs_dp, wins, ...")
     return p
@@ -71,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
         unknown = [d for d in decomps if d not in names()]
         if unknown:
             raise ScheduleError(f"unknown decomposition {unknown[0]!r}; choose from: {', '.join(names())}")
+    if args.out:
+        refuse_overwriting_measurements(args.out, args.force)
     check_seconds(estimate_seconds(decomps, args.count, args),
                   f"a sweep of {args.count:,} shapes x {len(decomps)} decompositions",
                   "use a smaller --count or fewer --decomp")
@@ -93,11 +95,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"{summary['shapes']} shapes (seed {args.seed}), tile {args.tile}, {args.sms} SMs x {args.ctas_per_sm}, "
           f"costs a,b,c,d = {args.costs}, fixup {summary['fixup']}, walk {args.walk}")
     speed = summary.get("speedup_vs_dp", {})
-    print(f"{'decomposition':<16} {'mean util':>9} {'vs DP':>7} {'wins':>7} {'deadlocks':>9}")
+    print(f"{'decomposition':<16} {'mean util':>9} {'vs DP':>7} {'deadlocks':>9} {'wins':>7}")
     for d in summary["decompositions"]:
         vs = f"{speed[d]:.3f}" if speed.get(d) else "-"
-        print(f"{d:<16} {summary['mean_utilization'][d]:>9.4f} {vs:>7} {summary['wins'][d]:>7} "
-              f"{summary['deadlocks'][d]:>9}")
+        print(f"{d:<16} {summary['mean_utilization'][d]:>9.4f} {vs:>7} {summary['deadlocks'][d]:>9} "
+              f"{summary['wins'][d]:>7}")
+    if any(summary["deadlocks"].values()):  # a speedup over the shapes that ran says nothing of the rest
+        print("vs DP: geomean over each decomposition's shapes that did not deadlock; mean util counts a "
+              "deadlocked shape as 0")
     if args.out:
         print(f"wrote {args.out}")
     return 0

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import env
 from .errors import check
 from .catalogue.source import unit_source, units
 from .catalogue.variants import BY_NAME, MAINLOOPS
@@ -72,7 +73,7 @@ def nvrtc_version() -> tuple[int, int]:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("STREAMK_CACHE_DIR") or Path.home() / ".cache" / "streamk")
+    return env.cache_dir()  # created; SettingError naming STREAMK_CACHE_DIR where unusable
 
 
 def _headers() -> dict[str, bytes]:

@@ -8,11 +8,25 @@
 * ``bench.plot_bench(rows, path)``: a GPU benchmark CSV (``streamk bench``; ``bench.load_bench_csv``)
   as speedup over our DP by tile count, ours vs cuBLAS by flops, and TFLOP/s by intensity;
   ``bench.draw_vs_cublas`` and ``bench.draw_throughput`` draw the last two on any axes.
+
+Importing this package imports no matplotlib (``streamk --help`` must not pay ~0.4 s for
+pyplot): each name below loads its module on first use.
 """
 
-from .bench import load_bench_csv, plot_bench
-from .gantt import plot_schedule, plot_schedules
-from .landscape import METRICS, load_sweep_csv, plot_landscape
+from __future__ import annotations
 
-__all__ = ["plot_schedule", "plot_schedules", "plot_landscape", "load_sweep_csv", "METRICS", "plot_bench",
-           "load_bench_csv"]
+import importlib
+from typing import Any
+
+METRICS = ("utilization", "speedup", "map")  # the landscape figures, by --metric name
+
+_HOME = {"plot_schedule": "gantt", "plot_schedules": "gantt", "plot_landscape": "landscape",
+         "load_sweep_csv": "landscape", "plot_bench": "bench", "load_bench_csv": "bench"}
+
+__all__ = ["METRICS", *_HOME]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)

@@ -26,6 +26,7 @@ import numpy as np  # noqa: E402
 
 from ..errors import InputError  # noqa: E402
 from .csvfile import column, read_rows  # noqa: E402
+from .figure import save  # noqa: E402
 from .landscape import DPI, INTENSITY_BINS, LINE_STYLES, MARKERS, binned  # noqa: E402
 
 BIG = (8192, 8192, 8192)  # the bench's --big shape, left out of the corpus panels
@@ -75,6 +76,18 @@ def plain_log(axis: matplotlib.axis.Axis) -> None:
     axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
+def decades_log(axis: matplotlib.axis.Axis) -> None:
+    """A log axis over many decades: a tick per power of ten, labelled in SI prefixes (10M, 1G):
+    1-2.5-5 ticks over four decades print a dozen long labels that run into each other."""
+    axis.axes.set(**{f"{axis.axis_name}scale": "log"})
+    axis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0,)))
+    axis.set_major_formatter(matplotlib.ticker.EngFormatter(sep=""))
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
+PLAIN_LOG_DECADES = 2.0  # an axis spanning more decades than this gets decades_log, not plain_log
+
+
 def draw_throughput(ax: plt.Axes, rows: Rows, keys: Sequence[str], labels: Mapping[str, str] | None = None, *,
                     log_y: bool = True, medians: bool = False) -> None:
     """The roofline layout: TFLOP/s of each column in ``keys`` against arithmetic intensity (the
@@ -115,7 +128,8 @@ def draw_vs_cublas(ax: plt.Axes, rows: Rows, ours: str, x: np.ndarray, xlabel: s
     ax.axhline(1.0, color="k", lw=0.8)
     if threshold is not None:
         ax.axvline(threshold, color="grey", lw=0.8, linestyle="--")
-    plain_log(ax.xaxis)
+    wide = np.log10(np.max(x) / np.min(x)) > PLAIN_LOG_DECADES
+    (decades_log if wide else plain_log)(ax.xaxis)
     plain_log(ax.yaxis)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(f"cuBLAS time / {ours} time")
@@ -152,8 +166,4 @@ def plot_bench(rows: Rows, path: str | Path, title: str = "") -> Path:
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=DPI)
-    plt.close(fig)
-    return out
+    return save(fig, path, DPI)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -13,7 +14,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from ..calibrate.fidelity import label  # noqa: E402
 from ..errors import InputError  # noqa: E402
+from .figure import save  # noqa: E402
 from .landscape import DPI, MARKERS  # noqa: E402
+
+TITLE_CHARS = 64  # characters per title line that fit the 7-inch figure at the default font size
 
 
 def plot_fidelity(rows: Sequence[dict[str, Any]], path: str | Path, title: str = "") -> Path:
@@ -38,10 +42,8 @@ def plot_fidelity(rows: Sequence[dict[str, Any]], path: str | Path, title: str =
     ax.plot([lo, hi], [lo, hi], color="black", linewidth=0.8, label="predicted = measured")
     ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="measured time (us, CUDA events)",
            ylabel="predicted time (us, calibrated simulator)",
-           title=title or "Calibrated simulator vs GPU, per shape and decomposition")
+           title=textwrap.fill(title or "Calibrated simulator vs GPU, per shape and decomposition", TITLE_CHARS))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return Path(path)
+    return save(fig, path, DPI)

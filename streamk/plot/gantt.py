@@ -26,6 +26,7 @@ from matplotlib.patches import Patch, Rectangle  # noqa: E402
 
 from ..errors import ScheduleError  # noqa: E402
 from ..sim.timeline import Segment, Timeline  # noqa: E402
+from .figure import save  # noqa: E402
 
 ROW_HEIGHT_IN = 0.42  # inches of figure height per SM-slot row (at most)
 MIN_ROW_IN = 0.06  # inches per row at the least, however many SMs
@@ -239,11 +240,7 @@ def plot_schedules(timelines: Sequence[Timeline], path: str | Path, titles: Sequ
     if suptitle:
         fig.suptitle(suptitle, fontsize=11, y=1 - 0.08 / fig_h, va="top")
     _legend(fig, timelines, named_tiles)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path
+    return save(fig, path, dpi, tight=False)
 
 
 def plot_schedule(timeline: Timeline, path: str | Path, title: str | None = None, *, dpi: int = DPI) -> Path:

@@ -26,9 +26,10 @@ import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..errors import InputError  # noqa: E402
+from . import METRICS  # noqa: E402
 from .csvfile import column, number, read_rows  # noqa: E402
+from .figure import save  # noqa: E402
 
-METRICS = ("utilization", "speedup", "map")
 DPI = 110  # dots per inch of the PNGs
 PANEL_IN = (3.3, 2.6)  # width, height in inches of one small-multiple panel
 PANEL_COLUMNS = 4  # small multiples per row
@@ -135,11 +136,7 @@ def _small_multiples(count: int, *, sharey: bool = True):
 
 
 def _finish(fig, path: str | Path, dpi: int) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path
+    return save(fig, path, dpi)
 
 
 def _label_outer(axes, count: int, xlabel: str, ylabel: str) -> None:
@@ -228,6 +225,11 @@ def plot_utilization_map(rows: Rows, path: str | Path, *, dpi: int = DPI) -> Pat
 
 def plot_speedup(rows: Rows, path: str | Path, *, dpi: int = DPI) -> Path:
     """Speedup over data-parallel: CDF per decomposition, and median against arithmetic intensity."""
+    return _finish(speedup_figure(rows), path, dpi)
+
+
+def speedup_figure(rows: Rows) -> plt.Figure:
+    """The figure ``plot_speedup`` writes."""
     names = decompositions(rows)
     speed = speedup_vs_dp(rows)
     fig, (cdf, med) = plt.subplots(1, 2, figsize=(12.5, 4.8))
@@ -244,6 +246,8 @@ def plot_speedup(rows: Rows, path: str | Path, *, dpi: int = DPI) -> Path:
         width = max(2.6 - 0.45 * order, 0.8)  # earlier curves drawn wider: a coinciding later one stays visible
         geo = float(np.exp(np.log(s).mean()))
         faster = f"faster on {100 * (s > 1.0 + 1e-9).mean():.0f}% of shapes"
+        dead = int(((rows["decomposition"] == name) & rows["deadlock"]).sum())
+        faster += f", {dead} deadlocked left out" if dead else ""
         label = f"{name} (= {same[name]})" if name in same else f"{name} (geomean {geo:.3f}, {faster})"
         xs = np.sort(s)
         cdf.step(xs, np.arange(1, len(xs) + 1) / len(xs), where="post", color=style["color"],
@@ -253,8 +257,8 @@ def plot_speedup(rows: Rows, path: str | Path, *, dpi: int = DPI) -> Path:
                  label=f"{name} (= {same[name]})" if name in same else name, **style)
     if same:
         note = "; ".join(f"{a} = {b}" for a, b in same.items())
-        fig.text(0.5, 0.01, f"Coinciding curves (same speedup on every shape), drawn over each other: {note}",
-                 ha="center", fontsize=8, style="italic")
+        med.text(0.0, -0.24, f"Coinciding curves (same speedup on every shape),\ndrawn over each other: {note}",
+                 transform=med.transAxes, va="top", fontsize=8, style="italic")  # under the panel, beside the legend
     cdf.axvline(1.0, color="black", linewidth=0.8)
     med.axhline(1.0, color="black", linewidth=0.8)
     for ax in (cdf, med):
@@ -267,7 +271,8 @@ def plot_speedup(rows: Rows, path: str | Path, *, dpi: int = DPI) -> Path:
     cdf.set_ylabel("% of shapes at or below this speedup")
     cdf.yaxis.set_major_formatter(lambda y, _: f"{100 * y:.0f}%")
     cdf.set_title("CDF of speedup vs data-parallel", fontsize=10)
-    cdf.legend(fontsize=7.5, loc="best")
+    # below the panel: inside, wherever it went, it hid some curve (auto's and CUTLASS's start low right)
+    cdf.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(0.0, -0.22), borderaxespad=0.0, frameon=False)
     med.set_xscale("log")
     med.set_xlim(bins[0], bins[-1])
     med.set_xlabel("arithmetic intensity (flop/byte, fp16->fp32)")
@@ -276,8 +281,8 @@ def plot_speedup(rows: Rows, path: str | Path, *, dpi: int = DPI) -> Path:
     med.legend(fontsize=7.5, loc="best")
     fig.suptitle(f"Simulated speedup over data-parallel (cf. the paper's Table 2, vs CUTLASS data-parallel)\n"
                  f"{_subtitle(rows)}", fontsize=11)
-    fig.tight_layout(rect=(0, 0.03 if same else 0, 1, 1))
-    return _finish(fig, path, dpi)
+    fig.tight_layout()
+    return fig
 
 
 def plot_landscape(rows: Rows, path: str | Path, metric: str = "utilization", *, dpi: int = DPI) -> Path:

@@ -13,24 +13,23 @@ Per decomposition and chunk of shapes:
 3. Shapes the fast path cannot time exactly, and schedules that do not fit, go through the
    event simulator (the reference), which also rules on deadlocks.
 
-Chunks run in worker processes (``STREAMK_SWEEP_WORKERS``, default: every core; forked, so a
-scheduler registered before the sweep is seen by the workers). fixed-split, and any scheduler
+Chunks run in worker processes (``streamk.parallel``: ``STREAMK_SWEEP_WORKERS``, default and at
+most every core; forked, so a scheduler registered before the sweep is seen by the workers). fixed-split, and any scheduler
 that takes ``splits``, gets fixed-split's default (``default_splits``: 2, clamped to the
 iterations per tile); stream-k its default grid (every slot).
 """
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
-from multiprocessing import get_context
 from typing import Callable, Sequence
 
 import numpy as np
 
+from ..atomic import replacing
 from ..costs import IDEAL, Costs
 from ..errors import ScheduleError
+from ..parallel import run_unordered, workers_available
 from ..sched import accepted_options, make_schedule, names
 from ..sched.basic import default_splits
 from ..sched.registry import get_batch
@@ -140,8 +139,8 @@ class SweepResult:
             for d, name in enumerate(self.decompositions):
                 lines.append(f"{m},{n},{k},{name},{grid[j][d]},{makespan[j][d]:.10g},{util[j][d]:.6f},"
                              f"{flag[dead[j][d]]},{flag[fast[j][d]]},{setup}")
-        with open(path, "w") as fh:
-            fh.write("\n".join(lines) + "\n")
+        with replacing(path) as tmp:  # Ctrl-C or a full disk leaves the old file, not half a new one
+            tmp.write_text("\n".join(lines) + "\n")
 
     def summary(self) -> dict:
         """``shapes`` and per decomposition ``mean_utilization``, ``speedup_vs_dp`` (geometric
@@ -172,16 +171,6 @@ class SweepResult:
         return out
 
 
-def workers_available() -> int:
-    """Processes for CPU-parallel work (sweeps, fidelity predictions): STREAMK_SWEEP_WORKERS or every CPU."""
-    env = os.environ.get("STREAMK_SWEEP_WORKERS")
-    if env is not None:
-        if not env.isdigit() or int(env) < 1:
-            raise ScheduleError(f"STREAMK_SWEEP_WORKERS must be an integer >= 1 (got {env!r})")
-        return int(env)
-    return os.cpu_count() or 1
-
-
 def sweep(shapes: np.ndarray, tile: TileShape, machine: Machine, decompositions: Sequence[str] | None = None,
           costs: Costs = IDEAL, progress: Callable[[int], None] | None = None,
           workers: int | None = None, fixup: str | None = None, walk: str = "forward") -> SweepResult:
@@ -209,12 +198,6 @@ def sweep(shapes: np.ndarray, tile: TileShape, machine: Machine, decompositions:
 
     workers = workers_available() if workers is None else workers
     args = [(decomps[d], shapes[lo:lo + chunk], tile, machine, costs, fixup, walk) for d, lo in tasks]
-    if workers <= 1 or len(tasks) == 1:
-        for (d, lo), a in zip(tasks, args):
-            store(d, lo, time_chunk(*a))
-    else:
-        with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
-            futures = {pool.submit(time_chunk, *a): t for t, a in zip(tasks, args)}
-            for future in as_completed(futures):
-                store(*futures[future], future.result())
+    for i, result in run_unordered(time_chunk, args, workers):
+        store(*tasks[i], result)
     return SweepResult(shapes, tile, machine, costs, decomps, grid, makespan, deadlock, fast)

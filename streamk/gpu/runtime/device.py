@@ -15,13 +15,13 @@ stream is being captured into a CUDA graph and never synchronizes the caller's s
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
 from contextlib import contextmanager
 from typing import Iterator
 
 import numpy as np
 
+from ...env import device_ordinal
 from ...errors import CudaError
 from ...target import Target, TargetTile, for_arch
 from ..build import compile_source, compile_unit_of
@@ -281,7 +281,7 @@ def device(ordinal: int | None = None) -> Device:
     """The Device of ``ordinal`` (default ``STREAMK_DEVICE`` or 0); CudaError naming what is
     missing where there is no usable GPU. The calling thread's current context is left as it was."""
     if ordinal is None:
-        ordinal = int(os.environ.get("STREAMK_DEVICE", "0"))
+        ordinal = device_ordinal()
     dev = _DEVICES.get(ordinal)
     if dev is None:
         with _LOCK:
@@ -302,7 +302,7 @@ def current() -> Device:
 def available(ordinal: int | None = None) -> tuple[bool, str]:
     """(True, device name) when a CUDA device and its driver can be used, else (False, why not)."""
     if ordinal is None:
-        ordinal = int(os.environ.get("STREAMK_DEVICE", "0"))
+        ordinal = device_ordinal()
     try:
         from cuda.bindings import driver as drv
     except ImportError as exc:

@@ -1,0 +1,54 @@
+"""CPU-parallel work (sweeps, fidelity predictions) on forked worker processes that Ctrl-C stops.
+
+Workers are forked (a scheduler registered before the work is seen by them) and ignore SIGINT:
+Ctrl-C interrupts only the parent, which then terminates them at once instead of waiting for the
+tasks they run, so an interrupted sweep stops within a second and prints no worker tracebacks.
+"""
+
+from __future__ import annotations
+
+import signal
+from multiprocessing import get_context
+from typing import Any, Callable, Iterator, Sequence
+
+from .env import sweep_workers
+
+
+def workers_available() -> int:
+    """Processes for CPU-parallel work: STREAMK_SWEEP_WORKERS (capped at the CPUs), or every CPU."""
+    return sweep_workers()
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _call(item: tuple[int, Callable[..., Any], tuple]) -> tuple[int, Any]:
+    index, func, args = item
+    return index, func(*args)
+
+
+def run_unordered(func: Callable[..., Any], tasks: Sequence[tuple], workers: int) -> Iterator[tuple[int, Any]]:
+    """``(i, func(*tasks[i]))`` as each task finishes, on at most ``workers`` processes (in this
+    one where that is 1 or there is one task). Any exception, Ctrl-C's included, terminates the
+    workers before it propagates."""
+    workers = min(workers, len(tasks))
+    if workers <= 1:
+        for i, args in enumerate(tasks):
+            yield i, func(*args)
+        return
+    pool = get_context("fork").Pool(workers, initializer=_ignore_sigint)
+    try:
+        yield from pool.imap_unordered(_call, [(i, func, args) for i, args in enumerate(tasks)])
+        pool.close()
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def run_ordered(func: Callable[..., Any], tasks: Sequence[tuple], workers: int) -> list[Any]:
+    """``[func(*t) for t in tasks]``, spread as ``run_unordered`` spreads it."""
+    out: list[Any] = [None] * len(tasks)
+    for i, value in run_unordered(func, tasks, workers):
+        out[i] = value
+    return out
