@@ -30,6 +30,7 @@ from typing import Callable
 from ..errors import StreamkError
 from ..shapes import GemmShape
 from ..sim.corpus import corpus as draw_corpus, decode_corpus as draw_decode
+from ..atomic import replacing
 from ..gpu.runtime.device import available, current
 from ..gpu.runtime.prepared import prepare
 from ..gpu.runtime.device_runtime import clear_cache
@@ -272,7 +273,7 @@ def main(args: argparse.Namespace, plot: Callable[[str, str], None] | None = Non
                   f" | err {max(finite(r[d + '_relerr'] for d in decomps), default=math.nan):.1e}", flush=True)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"bench_{args.dtype}.csv")
-    with open(path, "w", newline="") as f:
+    with replacing(path) as tmp, open(tmp, "w", newline="") as f:
         fields = list(dict.fromkeys(key for r in rows for key in r))
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
