@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, rule, run_state_machine_as_test
+from hypothesis.stateful import (Bundle, RuleBasedStateMachine, consumes, initialize, invariant, rule,
+                                 run_state_machine_as_test)
 
 from gpu_support import GPU, error_ratio
 
@@ -154,6 +155,10 @@ class GpuRuntime(RuleBasedStateMachine):
         if case["policy"] is not None:
             kwargs["fixup"] = case["policy"]
         return case, A, B, kwargs, (DeadlockError, ScheduleError)
+
+    @initialize(target=entries, case=gemm_cases())
+    def first_prepare(self, case):
+        return self.prepare(case)
 
     @rule(target=entries, case=gemm_cases())
     def prepare(self, case):
@@ -289,26 +294,22 @@ class GpuRuntime(RuleBasedStateMachine):
         gc.collect()
         self.junk = [torch.full(s, 7.0, dtype=t, device=f"cuda:{d}") for s, t, d in shapes]
 
-    @rule(size=st.integers(1, 1 << 22))
-    def allocate(self, size):
-        _count("allocate")
+    @rule(action=st.sampled_from(("allocate", "clear_cache", "switch_device")), size=st.integers(1, 1 << 22),
+          d=st.integers(0, 1))
+    def disturb(self, action, size, d):
+        """What else a program does between GEMMs: allocate (taking freed blocks), clear streamk's
+        cache, or switch the current device. One rule, so these cheap steps do not crowd out the GEMMs."""
+        _count(action)
         import torch
 
-        self.junk = [torch.full((size,), 5.0, device=f"cuda:{d}") for d in range(self.devices)]
+        if action == "allocate":
+            self.junk = [torch.full((size,), 5.0, device=f"cuda:{dev}") for dev in range(self.devices)]
+        elif action == "clear_cache":
+            from streamk.gpu import clear_cache
 
-    @rule()
-    def clear_cache(self):
-        _count("clear_cache")
-        from streamk.gpu import clear_cache
-
-        clear_cache()
-
-    @rule(d=st.integers(0, 1))
-    def switch_device(self, d):
-        _count("switch_device")
-        import torch
-
-        torch.cuda.set_device(d % self.devices)
+            clear_cache()
+        else:
+            torch.cuda.set_device(d % self.devices)
 
     @invariant()
     def torch_still_works(self):
