@@ -264,7 +264,7 @@ def main(args: argparse.Namespace, plot: Callable[[str, str], None] | None = Non
             break
         r = bench_shape(shape, args.dtype, stream, rows, decomps, args.alone, flush)
         torch.cuda.synchronize()
-        clear_cache(captured=True)  # this shape's graphs are gone: their launches' lanes can go too
+        clear_cache()  # this shape's graphs are gone: their lanes go as the driver releases them
         if i < 12 or i % 25 == 0:
             tf = lambda ms: 2 * r["m"] * r["n"] * r["k"] / ms / 1e9  # noqa: E731
             print(f"{r['m']:>5}x{r['n']:>5}x{r['k']:>5} cublas raw {tf(r['cublas_raw']):6.1f} pad "
