@@ -80,11 +80,12 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0
         ordinal = A.get_device()
         if ordinal >= 0:
             key = key_of(schedule, fixup, tile, machine, options, DEFAULT_TUNING)
-            if key is None:  # an unhashable option: planned afresh, through prepare
-                return _gemm_any(A, B, C, alpha, beta, schedule, fixup, tile, machine, stream, options)
-            return _gemm_torch(A, B, C, alpha, beta, stream, ordinal, key,
-                               lambda: request(schedule, fixup, tile, machine, options))
-    return _gemm_any(A, B, C, alpha, beta, schedule, fixup, tile, machine, stream, options)
+            if key is not None:  # (an unhashable option is planned afresh, below)
+                return _gemm_torch(A, B, C, alpha, beta, stream, ordinal, key,
+                                   lambda: request(schedule, fixup, tile, machine, options))
+    # every other input: CuPy and other CUDA arrays, torch tensors on the CPU (refused), NumPy
+    return prepare(A, B, C, alpha=alpha, beta=beta, schedule=schedule, fixup=fixup, tile=tile, machine=machine,
+                   _allow_empty=True, **options).run(stream)
 
 
 def _gemm_torch(A, B, C, alpha: float, beta: float, stream: int | None, ordinal: int, opts: tuple, req) -> Any:
@@ -127,10 +128,3 @@ def _launch_torch(rt: DeviceRuntime, plan: GemmPlan, a: int, b: int, c: int, alp
     stream = calls["stream"](ordinal)
     lane, capturing = rt.lane(plan, stream, calls["capturing"]())
     plan.enqueue(lane, a, b, c, float(alpha), float(beta), stream, capturing)
-
-
-def _gemm_any(A, B, C, alpha, beta, schedule, fixup, tile, machine, stream, options) -> Any:
-    """Every other input: CuPy and other CUDA arrays, torch tensors on the CPU (refused), NumPy."""
-    prepared = prepare(A, B, C, alpha=alpha, beta=beta, schedule=schedule, fixup=fixup, tile=tile, machine=machine,
-                       _allow_empty=True, **options)
-    return prepared.run(stream)
