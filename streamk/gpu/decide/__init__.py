@@ -19,11 +19,10 @@ from ...schedule import Schedule
 from ...shapes import GemmShape, TileShape
 from ...target import Target
 from ..catalogue import KernelSpec, spec_for_tile
-from .operands import Operand, copy_widths, layout_of
-from .tiles import orient
-from .schedule import schedule_for
-
 from ..request import GemmRequest
+from .operands import Operand, copy_widths, layout_of
+from .schedule import schedule_for
+from .tiles import orient
 
 
 @dataclass(frozen=True, slots=True)
