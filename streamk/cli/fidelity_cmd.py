@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .. import env
 from ..calibrate import fidelity
+from ..calibrate.selection import report as selection_report, selection
 from ..errors import StreamkError
 from ..bench.args import SEED, seconds_arg, variants_arg
 from ..shapes import TileShape
@@ -167,9 +168,11 @@ def run(args: argparse.Namespace) -> int:
     rows = fidelity.predict_rows(rows, target, args.dtype)
     fidelity.write_csv(rows, args.out)
     stats = fidelity.summary(rows)
+    stats["selection"] = selection(rows)
     cal = target.kernel(args.dtype, tile).calibration
     stats.update(target=target.name, dtype=args.dtype, tile=str(tile), calibration=cal.to_json_dict() if cal else None)
     print(fidelity.report(stats), file=sys.stderr if args.json else sys.stdout)
+    print(selection_report(stats["selection"]), file=sys.stderr if args.json else sys.stdout)
     if not stats["runs"]:
         top = max(stats["left_out_why"].items(), key=lambda x: x[1])[0] if stats["left_out_why"] else "no rows"
         raise StreamkError(f"none of the {stats['left_out']} runs could be predicted ({top}); {args.out} keeps them: "

@@ -69,14 +69,28 @@ def prediction(args: argparse.Namespace, schedule) -> dict:
     return {"predicted_us": us if math.isfinite(us) else None, "packed_mb": packed_mb, "calibration": cal.to_json_dict()}
 
 
+def candidate_rows(args: argparse.Namespace, schedule) -> list:
+    """With --target: every candidate of the shape with its prediction, auto's marked (its schedule
+    is ``schedule`` where DECOMP is auto, else auto's on the tile it would choose)."""
+    if args.target is None:
+        return []
+    from ..calibrate.candidates import candidates
+    from ..gpu.decide.schedule import schedule_for
+
+    auto = schedule if args.decomposition == "auto" else schedule_for("auto", args.shape, args.dtype, args.target)
+    return candidates(args.shape, args.dtype, args.target, auto)
+
+
 def run(args: argparse.Namespace) -> int:
     schedule = schedule_from(args)
     args.costs = costs_from(args)
     check_simulate_size(schedule)
     timeline = simulate(schedule, args.costs)
     predicted = prediction(args, schedule)
+    cands = candidate_rows(args, schedule)
     if args.json:
-        print_json({**timeline.to_json_dict(), **predicted})
+        print_json({**timeline.to_json_dict(), **predicted,
+                    **({"candidates": [c.to_json_dict() for c in cands]} if cands else {})})
         return 0
     p = schedule.problem
     print(f"{schedule.decomposition}: {schedule.shape} with {schedule.tile} tiles ({p.tiles} tiles, "
@@ -92,6 +106,11 @@ def run(args: argparse.Namespace) -> int:
         packs = f", the pack pass of {predicted['packed_mb']:.3g} MB included" if predicted.get("packed_mb") else ""
         print(f"predicted {_fmt(us)} us on "
               f"{args.target.name} (calibrated on {predicted['calibration']['device']}{packs})")
+    if cands:
+        from ..calibrate.candidates import table
+
+        print(f"candidates on {args.target.name} ({args.dtype}), each predicted by the calibrated simulator:")
+        print(table(cands))
     print(f"{'CTA':>5} {'SM':>4} {'slot':>4} {'start':>10} {'end':>10}")
     for c in range(schedule.grid):
         print(f"{c:>5} {int(timeline.cta_sm[c]):>4} {int(timeline.cta_slot[c]):>4} "
