@@ -171,3 +171,49 @@ def test_calibration_and_target_must_agree(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(ARGV + ["--calibration", str(path), "--target", "h100"])
     assert "--calibration calibrates h200, not --target h100" in capsys.readouterr().err
+
+
+def test_calibrate_all_lists_every_kernel_and_refuses_without_a_gpu_in_one_line(capsys):
+    from streamk.cli.calibrate_cmd import kernels_to_fit
+    from streamk.gpu import available
+
+    h200 = kernels_to_fit(preset("h200"))
+    assert len(h200) == len(preset("h200").tiles) == 23 and ("float64", TileShape(64, 64, 16)) in h200
+    assert ("float16", TILE) in h200 and ("float16", TILE) not in kernels_to_fit(preset("a100"))  # no sm90 there
+    with pytest.raises(SystemExit):
+        main(["calibrate", "--all", "--tile", "128x128x64"])
+    assert "--all fits every kernel of this GPU; drop --dtype and --tile" in capsys.readouterr().err
+    if available()[0]:
+        pytest.skip("a GPU is present: the no-GPU message cannot be seen here")
+    with pytest.raises(SystemExit) as exit_:
+        main(["calibrate", "--all", "--out", "x.json"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and len(err.splitlines()) == 1 and "needs a CUDA GPU" in err
+
+
+def test_calibrate_all_writes_one_file_that_loads_against_a_stand_in_gpu(tmp_path, capsys, monkeypatch):
+    # the device run but for the timing (the calibrated simulator under made-up terms, as in test_calibrate)
+    import types
+
+    import streamk.calibrate.device as device
+    import streamk.gpu.runtime.device as gpu_device
+    from test_calibrate import L2, NOISE, SMS, TRUE, simulated_device
+
+    paper = TileShape(128, 128, 32)
+    two = dataclasses.replace(preset("h100"), tiles=tuple(t for t in preset("h100").tiles if t.tile == paper))
+    dev = types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", arch="sm_90a", sms=SMS, l2_bytes=L2,
+                                target=two.with_sms(SMS, "NVIDIA H100 80GB HBM3"))
+    monkeypatch.setattr(device, "require_gpu", lambda: None)
+    monkeypatch.setattr(gpu_device, "current", lambda: dev)
+    monkeypatch.setattr(device, "time_schedules", simulated_device(TRUE, NOISE, seed=3))
+    out = tmp_path / "mine.json"
+    write(out, shipped(), family="h100")  # a kernel fitted earlier is kept (a file of another family is refused)
+    assert main(["calibrate", "--all", "--quick", "--out", str(out), "--json"]) == 0
+    printed, err = capsys.readouterr()
+    assert "calibrating 2 kernels" in err and err.count("wrote") == 2
+    assert json.loads(printed) == json.loads(out.read_text())
+    cals = files.read_kernels(out)
+    assert [(c.dtype, c.tile) for c in cals] == [("bfloat16", paper), ("float16", paper), ("float16", TILE)]
+    assert all(abs(t.us - TRUE[t.name]) < 4 * t.se for c in cals[:2] for t in c.terms)
+    assert main(["simulate", "stream-k", "--shape", "3000x5000x700", "--calibration", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["calibration"]["probes"] == cals[1].probes
