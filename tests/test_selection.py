@@ -102,3 +102,15 @@ def test_simulate_with_a_target_shows_the_candidates(capsys):
     assert "<- model's argmin" in text and "<- auto" in text and "x the model's argmin" in text
     assert main(["simulate", "auto", "--shape", "300x300x300", "--sms", "4", "--json"]) == 0
     assert "candidates" not in json.loads(capsys.readouterr().out)  # no target, no candidates
+
+
+def test_candidates_predicted_on_worker_processes_are_the_ones_predicted_in_one(monkeypatch):
+    import streamk.calibrate.candidates as module
+
+    h200, shape = preset("h200"), GemmShape(2000, 3000, 1000)
+    auto = schedule_for("auto", shape, "float16", h200)
+    monkeypatch.setattr(module, "workers_available", lambda: 1)
+    alone = candidates(shape, "float16", h200, auto)
+    monkeypatch.setattr(module, "workers_available", lambda: 2)
+    monkeypatch.setattr(module, "PARALLEL_ITERS", 0)
+    assert candidates(shape, "float16", h200, auto) == alone

@@ -14,12 +14,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import StreamkError
+from ..parallel import run_ordered, workers_available
 from ..schedule import Schedule
 from ..shapes import GemmShape, TileShape
 from ..target import Target
 from .fidelity import fingerprint, pin, resolve
 from .predict import predict_us
 
+# Candidates' MAC iterations in all above which their predictions run on worker processes: the DRAM
+# traffic model replays every iteration (8192^3's 21 candidates: 3.8 s in one process, 2.4 s on two)
+PARALLEL_ITERS = 2_000_000
 # DP, Stream-K, DP + one-tile SK, two-tile SK + DP, fixed-split 2 (its default), Stream-K turnstile
 # walking backward, Stream-K last-arrival.
 CANDIDATES = ("data-parallel", "stream-k", "dp-one-tile-sk", "two-tile-sk-dp", "fixed-split",
@@ -71,15 +75,21 @@ def _launch(s: Schedule) -> tuple:
 def candidates(shape: GemmShape, dtype: str, target: Target, auto: Schedule) -> list[Candidate]:
     """Every candidate of ``shape`` with its prediction; ``auto`` (auto's Schedule) marks the one it
     is, where it is one, and the least prediction is marked ``argmin``."""
-    out = []
+    built = []
     for tile in candidate_tiles(target, dtype, auto.tile):
         for text in pin(CANDIDATES, tile):
             try:
-                s = resolve(text, shape, dtype, target)
+                built.append((text, resolve(text, shape, dtype, target)))
             except StreamkError:  # a policy this tile's residency refuses: not a candidate
                 continue
-            out.append(Candidate(text, s.tile, s.grid, s.fixup, predicted(s, dtype, target),
-                                 auto=_launch(s) == _launch(auto)))
+    tasks = [(s, dtype, target) for _, s in built]
+    workers = min(workers_available(), len(tasks))
+    if workers > 1 and sum(s.problem.total_iters for _, s in built) > PARALLEL_ITERS:
+        times = run_ordered(predicted, tasks, workers)
+    else:
+        times = [predicted(*task) for task in tasks]
+    out = [Candidate(text, s.tile, s.grid, s.fixup, us, auto=_launch(s) == _launch(auto))
+           for (text, s), us in zip(built, times)]
     if not any(c.auto for c in out):  # auto's own grid or policy: a row of its own, no candidate
         out.append(Candidate("auto", auto.tile, auto.grid, auto.fixup, predicted(auto, dtype, target), auto=True))
     known = [i for i, c in enumerate(out) if c.predicted_us is not None and c.variant != "auto"]
