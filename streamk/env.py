@@ -8,8 +8,9 @@ naming the variable, its value and what it accepts. (The limits ``STREAMK_MAX_*`
 * ``STREAMK_DEVICE``: the CUDA device ordinal the GPU backend uses, an integer >= 0 (default 0).
 * ``STREAMK_CACHE_DIR``: the folder of compiled kernels (default ``~/.cache/streamk``); it must
   be a folder streamk can create and write.
-* ``STREAMK_CALIBRATION``: a folder of ``<family>.json`` calibration files read before the
-  shipped ones; it must exist, and each ``.json`` in it must be a calibration file.
+* ``STREAMK_CALIBRATION``: a folder of ``<family>.json`` calibration files, or one calibration
+  file, read before the shipped ones; it must exist, and each ``.json`` in it (or the file) must
+  be a calibration file.
 """
 
 from __future__ import annotations
@@ -68,24 +69,23 @@ def cache_dir() -> Path:
     return path
 
 
-def calibration_folder() -> Path | None:
+def calibration_path() -> Path | None:
     """$STREAMK_CALIBRATION, checked: an existing folder whose every ``.json`` is a calibration
-    file (None where unset)."""
+    file, or one calibration file (None where unset)."""
     text = os.environ.get(CALIBRATION, "").strip()
     if not text:
         return None
-    accepts = "a folder of <family>.json calibration files (written by `streamk calibrate --out DIR`)"
-    folder = Path(text)
-    if not folder.is_dir():
-        raise _refuse(CALIBRATION, text, f"{accepts}; it is not a folder")
+    accepts = ("a folder of <family>.json calibration files, or one calibration file (written by `streamk "
+               "calibrate --out`)")
+    path = Path(text)
+    if not path.is_dir() and not path.is_file():
+        raise _refuse(CALIBRATION, text, f"{accepts}; it is neither a folder nor a file")
     from .calibrate.files import read
-    from .calibrate.model import Calibration
 
-    for path in sorted(folder.glob("*.json")):
+    for item in sorted(path.glob("*.json")) if path.is_dir() else [path]:
         try:
-            for entry in read(path)["kernels"]:
-                Calibration.from_json_dict(entry)
-        except (InputError, KeyError, TypeError, ValueError) as exc:
+            read(item)
+        except InputError as exc:
             why = " ".join(str(exc).split()) or type(exc).__name__
-            raise _refuse(CALIBRATION, text, f"{accepts}; {path.name} is not one ({why})") from None
-    return folder
+            raise _refuse(CALIBRATION, text, f"{accepts}; {item.name} is not one ({why})") from None
+    return path

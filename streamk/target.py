@@ -341,10 +341,17 @@ PRESETS = _Presets(_BARE)
 
 
 def preset(name: str) -> Target:
-    """A named preset; ScheduleError naming the presets otherwise."""
+    """A named preset, or a GPU that $STREAMK_CALIBRATION's file of that name defines
+    (``calibrate.files.target_from``); ScheduleError naming the presets otherwise."""
     key = name.strip().lower()
     if key not in PRESETS:
-        raise ScheduleError(f"no target named {name!r} (there are: {', '.join(PRESETS)})")
+        from .calibrate import files as calibration_files
+
+        defined = calibration_files.env_target(key)  # a GPU with no preset, calibrated by $STREAMK_CALIBRATION
+        if defined is not None:
+            return defined
+        raise ScheduleError(f"no target named {name!r} (there are: {', '.join(PRESETS)}); another GPU's "
+                            f"calibration file defines it: --calibration FILE or STREAMK_CALIBRATION=FILE")
     return PRESETS[key]
 
 

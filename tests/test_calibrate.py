@@ -186,8 +186,9 @@ def test_calibration_files_round_trip_into_the_target(tmp_path, monkeypatch):
     assert target.kernel("float16", TILE).calibration == cal
     assert target.kernel("bfloat16", TILE).calibration == preset("h100").kernel("bfloat16", TILE).calibration
     assert target.kernel("float16", TILE).model_costs == preset("h100").kernel("float16", TILE).model_costs
-    path.write_text(json.dumps({"format": 1, "kernels": [{"dtype": "float16", "tile": [128, 128, 32]}]}))
-    with pytest.raises(SettingError, match="STREAMK_CALIBRATION=.* h100.json is not one .*malformed"):
+    path.write_text(json.dumps({"format": 1, "family": "h100", "arch": "sm_90a",
+                                "kernels": [{"dtype": "float16", "tile": [128, 128, 32]}]}))
+    with pytest.raises(SettingError, match=r"STREAMK_CALIBRATION=.* h100.json is not one .*kernels\[0\].ctas_per_sm must"):
         files.load("h100")  # the variable named, not a traceback from deep in the target's import
 
 

@@ -59,4 +59,4 @@ def test_a_malformed_calibration_file_is_one_line_and_help_still_works(tmp_path,
         main(["--help"])
     assert exit_.value.code == 0 and "schedule" in capsys.readouterr().out
     monkeypatch.setenv(env.CALIBRATION, str(tmp_path / "missing"))
-    assert "it is not a folder" in refusal(["simulate", "stream-k", "--shape", "384x384x128", "--sms", "4"], capsys)
+    assert "it is neither a folder nor a file" in refusal(["simulate", "stream-k", "--shape", "384x384x128", "--sms", "4"], capsys)

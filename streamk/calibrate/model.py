@@ -117,7 +117,7 @@ class Calibration:
         return {"dtype": self.dtype, "tile": [self.tile.bm, self.tile.bn, self.tile.bk],
                 "ctas_per_sm": self.ctas_per_sm, "device": self.device, "sms": self.sms, "probes": self.probes,
                 "rms_rel_residual": None if math.isnan(self.rms_rel_residual) else self.rms_rel_residual,
-                "l2_bytes": self.l2_bytes,
+                "l2_bytes": int(self.l2_bytes),
                 "terms_us": {t.name: {"us": t.us, "se": t.se} for t in self.terms}}
 
     @classmethod

@@ -63,7 +63,7 @@ class _Verbs(argparse._SubParsersAction):
     def __call__(self, parser, namespace, values, option_string=None):
         verb = values[0]
         if verb in VERBS and not self._name_parser_map[verb].get_default("_run"):
-            env.calibration_folder()  # every verb plans with the Targets, which load these files on import
+            env.calibration_path()  # every verb plans with the Targets, which load these files on import
             module = importlib.import_module(f"{__name__}.{verb}_cmd")
             module.add_parser(self).set_defaults(_run=module.run)
         super().__call__(parser, namespace, values, option_string)

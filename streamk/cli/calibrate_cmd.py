@@ -10,10 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+from ..errors import StreamkError
 from ..shapes import TileShape
+from ..target import Target
 from ..gpu.catalogue import F64_TILE, PAPER_HALF_TILE
 from .common import DTYPES, _typed
-from .paths import output_folder
+from .paths import output_file, output_folder
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -27,19 +29,53 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                    "every probe's residual, and write the kernel's entry of "
                                    "<out>/<family>.json, which the Target of that GPU family loads "
                                    "(streamk simulate --target GPU --json then reports predicted_us).",
-                       epilog="Example: streamk calibrate --dtype float16 --tile 128x128x32")
-    p.add_argument("--dtype", choices=DTYPES, default="float16", help="the kernel's input dtype (default float16)")
+                       epilog="Example: streamk calibrate --dtype float16 --tile 128x128x32; "
+                              "streamk calibrate --all --out my-gpu.json")
+    p.add_argument("--all", action="store_true",
+                   help="fit every kernel (dtype x tile) of this GPU's Target, one after the other, into one "
+                        "calibration file (each kernel written as it is fitted); refused with --dtype or --tile")
+    p.add_argument("--dtype", choices=DTYPES, default=None, help="the kernel's input dtype (default float16)")
     p.add_argument("--tile", type=_typed(TileShape.parse), metavar="BMxBNxBK",
                    help=f"the kernel's tile (default the paper's: {PAPER_HALF_TILE} for float16/bfloat16, "
                         f"{F64_TILE} for float64)")
     p.add_argument("--quick", action="store_true", help="the reduced design of the GPU test (21 probes, not 41; 23, not 44, on kernels that pack; "
                         "on the dot tiles 23, not 45)")
-    p.add_argument("--out", type=output_folder, default=None, metavar="DIR",
-                   help="folder of the calibration files (default: the package's streamk/calibrate/data, which "
-                        "ships; set STREAMK_CALIBRATION=DIR to use another folder's files)")
+    p.add_argument("--out", type=out_path, default=None, metavar="DIR|FILE.json",
+                   help="a calibration file (FILE.json: its other kernels kept) or a folder of <family>.json files "
+                        "(default: the package's streamk/calibrate/data, which ships); load it with --calibration "
+                        "FILE or STREAMK_CALIBRATION=DIR|FILE")
     p.add_argument("--dry-run", action="store_true", help="measure and print, write no file")
-    p.add_argument("--json", action="store_true", help="print the calibration entry as one JSON object")
+    p.add_argument("--json", action="store_true", help="print the calibration entry as one JSON object (with --all: the "
+                   "calibration file written)")
     return p
+
+
+def out_path(text: str) -> Path:
+    """--out: a calibration file where it ends in .json, else a folder of them."""
+    return output_file(".json")(text) if text.endswith(".json") else output_folder(text)
+
+
+def kernels_to_fit(target: Target) -> tuple[tuple[str, TileShape], ...]:
+    """Every kernel ``calibrate --all`` fits on ``target``: each dtype's tiles that a GPU kernel runs."""
+    from ..gpu.catalogue import spec_for_tile
+
+    out = []
+    for t in target.tiles:
+        try:
+            spec_for_tile(t.dtype, t.tile)
+        except StreamkError:  # a tile the planners know that no shipped kernel runs
+            continue
+        out.append((t.dtype, t.tile))
+    return tuple(out)
+
+
+def destination(out: Path | None, family: str) -> Path:
+    """The calibration file a run writes: --out FILE.json, or DIR/<family>.json (default the package's)."""
+    from ..calibrate import files
+
+    if out is not None and out.suffix == ".json":
+        return out
+    return (out or files.DATA) / f"{family}.json"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,20 +86,35 @@ def run(args: argparse.Namespace) -> int:
     from ..gpu.runtime.device import current
     from ..gpu.catalogue import spec_for_tile
 
-    tile = args.tile or (F64_TILE if args.dtype == "float64" else PAPER_HALF_TILE)
-    spec_for_tile(args.dtype, tile)  # a tile no kernel runs is one line, before the GPU is looked for
+    if args.all and (args.dtype or args.tile):
+        raise StreamkError("--all fits every kernel of this GPU; drop --dtype and --tile, or drop --all to fit one kernel")
+    dtype = args.dtype or "float16"
+    tile = args.tile or (F64_TILE if dtype == "float64" else PAPER_HALF_TILE)
+    if not args.all:
+        spec_for_tile(dtype, tile)  # a tile no kernel runs is one line, before the GPU is looked for
     require_gpu()
 
     dev = current()
-    print(f"calibrating {args.dtype} {tile} on {dev.name} ({dev.arch}, {dev.sms} SMs)", file=sys.stderr, flush=True)
-    start = time.monotonic()
-    design, result, cal, family = calibrate(args.dtype, tile, args.quick)
-    print(f"{len(design)} probes timed and fitted in {time.monotonic() - start:.0f} s", file=sys.stderr)
-    print(table(result, [f"{p.family} {p.label}" for p in design]), file=sys.stderr if args.json else sys.stdout)
-    if not args.dry_run:
-        path = files.write(cal, family, dev.arch, Path(args.out) if args.out else files.DATA)
-        print(f"wrote {path} ({family}: {args.dtype} {tile})", file=sys.stderr)
+    kernels = kernels_to_fit(dev.target) if args.all else ((dtype, tile),)
+    if args.all:
+        print(f"calibrating {len(kernels)} kernels on {dev.name} ({dev.arch}, {dev.sms} SMs): "
+              f"{', '.join(f'{d} {t}' for d, t in kernels)}", file=sys.stderr, flush=True)
+    fitted = []
+    for dtype, tile in kernels:
+        print(f"calibrating {dtype} {tile} on {dev.name} ({dev.arch}, {dev.sms} SMs)", file=sys.stderr, flush=True)
+        start = time.monotonic()
+        design, result, cal, family = calibrate(dtype, tile, args.quick)
+        print(f"{len(design)} probes timed and fitted in {time.monotonic() - start:.0f} s", file=sys.stderr)
+        print(table(result, [f"{p.family} {p.label}" for p in design]), file=sys.stderr if args.json else sys.stdout)
+        fitted.append(cal)
+        if not args.dry_run:  # each kernel as it is fitted: a run cut short keeps the ones done
+            path = files.write_file(destination(args.out, family), (cal,), family, dev.arch)
+            print(f"wrote {path} ({family}: {dtype} {tile})", file=sys.stderr)
     if args.json:
-        json.dump(cal.to_json_dict(), sys.stdout)
+        if not args.all:
+            obj = fitted[0].to_json_dict()
+        else:  # the file as written (its other kernels too), or with --dry-run this run's kernels
+            obj = files.document(fitted, family, dev.arch) if args.dry_run else files.read(path)
+        json.dump(obj, sys.stdout)
         sys.stdout.write("\n")
     return 0

@@ -75,6 +75,51 @@ def add_problem_args(p: argparse.ArgumentParser, *, shape: bool = True) -> None:
     p.add_argument("--dtype", choices=DTYPES, default=None,
                    help="with --target: the inputs' dtype, whose kernels' tiles apply (default float16); "
                         "refused without --target, where it would change nothing")
+    add_calibration_arg(p)
+
+
+def calibration_file(text: str) -> Target:
+    """An argparse type: the Target a calibration file is for (``calibrate.files.target_from``)."""
+    from pathlib import Path
+
+    from ..calibrate.files import target_from
+
+    if not Path(text).is_file():
+        raise argparse.ArgumentTypeError(f"must be a calibration file (got {text!r}, which is not a file)")
+    try:
+        return target_from(Path(text))
+    except StreamkError as exc:
+        raise argparse.ArgumentTypeError(" ".join(str(exc).split())) from None
+
+
+def add_calibration_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--calibration", type=calibration_file, default=None, metavar="FILE",
+                   help="a calibration file (streamk calibrate --all --out FILE on the GPU; docs/calibration.md): its "
+                        "GPU is the target (--target, if given, must name its family), and its kernels' terms predict "
+                        "microseconds and set auto's calibrated constants; a kernel it lacks has none (default: "
+                        "$STREAMK_CALIBRATION, then the files the package ships)")
+
+
+def target_of(args: argparse.Namespace) -> Target | None:
+    """--target, or the GPU --calibration's file is for (which --target, if given, must name)."""
+    loaded: Target | None = getattr(args, "calibration", None)
+    if loaded is None:
+        return args.target
+    if args.target is not None and args.target.name != loaded.name:
+        raise StreamkError(f"--calibration calibrates {loaded.name}, not --target {args.target.name}: drop --target "
+                           f"(the file's GPU is the target) or load that GPU's file")
+    return loaded
+
+
+def note_uncalibrated(target: Target, dtype: str, tile: TileShape) -> bool:
+    """Say on stderr, in one line, that ``target``'s kernel has no calibration (predictions fall
+    back to the appendix model); True where it has none."""
+    if target.kernel(dtype, tile).calibration is not None:
+        return False
+    print(f"streamk: {target.name} has no calibration of the {dtype} {tile} kernel: the appendix model's "
+          f"constants, no microseconds (streamk calibrate --all on that GPU writes a file for --calibration)",
+          file=sys.stderr)
+    return True
 
 
 def problem_from(args: argparse.Namespace) -> None:
@@ -83,6 +128,7 @@ def problem_from(args: argparse.Namespace) -> None:
     if getattr(args, "_problem_done", False):
         return
     args._problem_done = True
+    args.target = target_of(args)
     target: Target | None = args.target
     if target is None:
         if args.dtype is not None:  # the simulator times MAC iterations: a dtype changes nothing without a GPU's tiles

@@ -16,12 +16,13 @@ from pathlib import Path
 
 from .. import env
 from ..calibrate import fidelity
+from ..calibrate.selection import report as selection_report, selection
 from ..errors import StreamkError
 from ..bench.args import SEED, seconds_arg, variants_arg
 from ..shapes import TileShape
 from ..gpu.catalogue import DOT_T_TILE, DOT_TILE, F64_TILE, PAPER_HALF_TILE
 from ..target import preset
-from .common import DTYPES, _typed, add_seed_arg, positive_int, seed
+from .common import DTYPES, _typed, add_calibration_arg, add_seed_arg, note_uncalibrated, positive_int, seed, target_of
 from .paths import add_force_arg, check_output_file, input_file, output_file, refuse_overwriting_measurements
 
 COUNT = 200
@@ -42,6 +43,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="predict these fidelity CSVs again (no GPU; needs --target)")
     p.add_argument("--target", type=_typed(preset), metavar="GPU",
                    help="with --from-csv: the preset whose calibration predicts (default: the live GPU's)")
+    add_calibration_arg(p)
     p.add_argument("--dtype", choices=DTYPES, default=None,
                    help="input dtype (default float16; with --from-csv, the dtype the CSV's runs record)")
     p.add_argument("--tile", type=_typed(TileShape.parse), metavar="BMxBNxBK",
@@ -146,8 +148,9 @@ def default_out(args: argparse.Namespace) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     rows: list[dict] = []
+    args.target = target_of(args)
     if args.from_csv and args.target is None:
-        raise StreamkError("--from-csv needs --target GPU: the preset whose calibration predicts")
+        raise StreamkError("--from-csv needs --target GPU (or --calibration FILE): the GPU whose calibration predicts")
     if args.from_csv:
         rows = [r for path in args.from_csv for r in fidelity.read_csv(path)]
     args.dtype = _csv_dtype(rows, args.dtype)  # no rows (a device run): --dtype, else float16
@@ -158,13 +161,18 @@ def run(args: argparse.Namespace) -> int:
         target, where = args.target, args.target.name
     else:
         rows, target, where = _measure(args, tile)
+        if args.calibration is not None:  # the file's terms predict the live GPU's runs
+            target = args.target.with_sms(target.sms, args.target.name)
         print(f"predicting {len(rows)} runs with the calibrated simulator", file=sys.stderr, flush=True)
+    note_uncalibrated(target, args.dtype, tile)
     rows = fidelity.predict_rows(rows, target, args.dtype)
     fidelity.write_csv(rows, args.out)
     stats = fidelity.summary(rows)
+    stats["selection"] = selection(rows)
     cal = target.kernel(args.dtype, tile).calibration
     stats.update(target=target.name, dtype=args.dtype, tile=str(tile), calibration=cal.to_json_dict() if cal else None)
     print(fidelity.report(stats), file=sys.stderr if args.json else sys.stdout)
+    print(selection_report(stats["selection"]), file=sys.stderr if args.json else sys.stdout)
     if not stats["runs"]:
         top = max(stats["left_out_why"].items(), key=lambda x: x[1])[0] if stats["left_out_why"] else "no rows"
         raise StreamkError(f"none of the {stats['left_out']} runs could be predicted ({top}); {args.out} keeps them: "

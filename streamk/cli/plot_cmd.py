@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     if args.csv is not None:
         rows = load_sweep_csv(args.csv)
     else:
-        if args.sms is None and args.target is None:
+        if args.sms is None and args.target is None and args.calibration is None:
             raise StreamkError("plot landscape needs --csv FILE.csv, or --sms P (or --target GPU) to run a sweep itself")
         machine, costs = machine_from(args), costs_from(args)
         csv_path = args.out.with_suffix(".csv")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..fixup import Action, plan_fixup
-from .common import add_decomposition_args, add_problem_args, print_json, schedule_from
+from .common import add_decomposition_args, add_problem_args, note_uncalibrated, print_json, schedule_from
 
 _MARK = {Action.WRITE: "", Action.PARTIAL: " >slot", Action.REDUCE: " +fixup", Action.HANDOFF: " >>",
          Action.FINISH: " +fixup", Action.ARRIVE: " >slot", Action.ATOMIC: " +atomic", Action.DEFER: " >slot"}
@@ -22,6 +22,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     schedule = schedule_from(args)
+    if args.target is not None and args.decomposition == "auto":  # auto's calibrated constants
+        note_uncalibrated(args.target, args.dtype, schedule.tile)
     if args.json:
         print_json(schedule.to_json_dict())
         return 0

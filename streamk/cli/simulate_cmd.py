@@ -9,7 +9,8 @@ from ..costs import Costs
 from ..limits import check_memory, check_seconds
 from ..schedule import Schedule
 from ..sim import simulate
-from .common import _typed, add_decomposition_args, add_problem_args, costs_from, print_json, schedule_from
+from .common import (_typed, add_decomposition_args, add_problem_args, costs_from, note_uncalibrated, print_json,
+                     schedule_from)
 
 
 # The event simulator per work unit, its --json output included (measured: 1.07M units in 27 s, 2.3 GB):
@@ -56,7 +57,7 @@ def prediction(args: argparse.Namespace, schedule) -> dict:
     if args.target is None:
         return {}
     cal = args.target.kernel(args.dtype, schedule.tile).calibration
-    if cal is None:
+    if note_uncalibrated(args.target, args.dtype, schedule.tile):
         return {"predicted_us": None, "calibration": None,
                 "calibration_note": f"no prediction: {args.target.name} has no calibration of the {args.dtype} "
                                     f"{schedule.tile} kernel (streamk calibrate on that GPU writes one)"}
@@ -68,14 +69,28 @@ def prediction(args: argparse.Namespace, schedule) -> dict:
     return {"predicted_us": us if math.isfinite(us) else None, "packed_mb": packed_mb, "calibration": cal.to_json_dict()}
 
 
+def candidate_rows(args: argparse.Namespace, schedule) -> list:
+    """With --target: every candidate of the shape with its prediction, auto's marked (its schedule
+    is ``schedule`` where DECOMP is auto, else auto's on the tile it would choose)."""
+    if args.target is None:
+        return []
+    from ..calibrate.candidates import candidates
+    from ..gpu.decide.schedule import schedule_for
+
+    auto = schedule if args.decomposition == "auto" else schedule_for("auto", args.shape, args.dtype, args.target)
+    return candidates(args.shape, args.dtype, args.target, auto)
+
+
 def run(args: argparse.Namespace) -> int:
     schedule = schedule_from(args)
     args.costs = costs_from(args)
     check_simulate_size(schedule)
     timeline = simulate(schedule, args.costs)
     predicted = prediction(args, schedule)
+    cands = candidate_rows(args, schedule)
     if args.json:
-        print_json({**timeline.to_json_dict(), **predicted})
+        print_json({**timeline.to_json_dict(), **predicted,
+                    **({"candidates": [c.to_json_dict() for c in cands]} if cands else {})})
         return 0
     p = schedule.problem
     print(f"{schedule.decomposition}: {schedule.shape} with {schedule.tile} tiles ({p.tiles} tiles, "
@@ -86,11 +101,16 @@ def run(args: argparse.Namespace) -> int:
           f"deadlock {'YES' if timeline.deadlock else 'no'}")
     if timeline.deadlock:
         print(f"deadlock: {timeline.deadlock_reason}")
-    if predicted:
+    if predicted.get("predicted_us") is not None:  # where there is none, stderr said so in one line
         us = predicted["predicted_us"]
         packs = f", the pack pass of {predicted['packed_mb']:.3g} MB included" if predicted.get("packed_mb") else ""
-        print(predicted.get("calibration_note") or f"predicted {_fmt(us if us is not None else math.inf)} us on "
+        print(f"predicted {_fmt(us)} us on "
               f"{args.target.name} (calibrated on {predicted['calibration']['device']}{packs})")
+    if cands:
+        from ..calibrate.candidates import table
+
+        print(f"candidates on {args.target.name} ({args.dtype}), each predicted by the calibrated simulator:")
+        print(table(cands))
     print(f"{'CTA':>5} {'SM':>4} {'slot':>4} {'start':>10} {'end':>10}")
     for c in range(schedule.grid):
         print(f"{c:>5} {int(timeline.cta_sm[c]):>4} {int(timeline.cta_slot[c]):>4} "
