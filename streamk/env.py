@@ -18,13 +18,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import InputError, SettingError
+from .errors import SettingError
 
+CALIBRATION_ACCEPTS = ("a folder of <family>.json calibration files, or one calibration file (written by `streamk "
+                       "calibrate --out`)")
 WORKERS, DEVICE, CACHE_DIR, CALIBRATION = ("STREAMK_SWEEP_WORKERS", "STREAMK_DEVICE", "STREAMK_CACHE_DIR",
                                            "STREAMK_CALIBRATION")
 
 
-def _refuse(name: str, text: str, accepts: str) -> SettingError:
+def refuse(name: str, text: str, accepts: str) -> SettingError:
     return SettingError(f"{name}={text!r} cannot be used: it must be {accepts}; fix it or unset {name}")
 
 
@@ -42,7 +44,7 @@ def sweep_workers() -> int:
     if text is None:
         return cpus()
     if not text.strip().isdigit() or int(text) < 1:
-        raise _refuse(WORKERS, text, f"an integer >= 1 (more than this machine's {cpus()} CPUs are not used)")
+        raise refuse(WORKERS, text, f"an integer >= 1 (more than this machine's {cpus()} CPUs are not used)")
     return min(int(text), cpus())
 
 
@@ -50,7 +52,7 @@ def device_ordinal() -> int:
     """$STREAMK_DEVICE as a CUDA device ordinal (default 0)."""
     text = os.environ.get(DEVICE, "0")
     if not text.strip().isdigit():
-        raise _refuse(DEVICE, text, "a CUDA device ordinal, an integer >= 0 (nvidia-smi lists them)")
+        raise refuse(DEVICE, text, "a CUDA device ordinal, an integer >= 0 (nvidia-smi lists them)")
     return int(text)
 
 
@@ -63,29 +65,19 @@ def cache_dir() -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise _refuse(CACHE_DIR, str(path), f"{accepts}; creating it failed: {exc.strerror or exc}") from None
+        raise refuse(CACHE_DIR, str(path), f"{accepts}; creating it failed: {exc.strerror or exc}") from None
     if not os.access(path, os.W_OK | os.X_OK):
-        raise _refuse(CACHE_DIR, str(path), f"{accepts}; it is not writable")
+        raise refuse(CACHE_DIR, str(path), f"{accepts}; it is not writable")
     return path
 
 
 def calibration_path() -> Path | None:
-    """$STREAMK_CALIBRATION, checked: an existing folder whose every ``.json`` is a calibration
-    file, or one calibration file (None where unset)."""
+    """$STREAMK_CALIBRATION where set: an existing folder or file (its contents are checked where
+    they are read, ``streamk.calibrate.files.env_source``); None where unset."""
     text = os.environ.get(CALIBRATION, "").strip()
     if not text:
         return None
-    accepts = ("a folder of <family>.json calibration files, or one calibration file (written by `streamk "
-               "calibrate --out`)")
     path = Path(text)
     if not path.is_dir() and not path.is_file():
-        raise _refuse(CALIBRATION, text, f"{accepts}; it is neither a folder nor a file")
-    from .calibrate.files import read
-
-    for item in sorted(path.glob("*.json")) if path.is_dir() else [path]:
-        try:
-            read(item)
-        except InputError as exc:
-            why = " ".join(str(exc).split()) or type(exc).__name__
-            raise _refuse(CALIBRATION, text, f"{accepts}; {item.name} is not one ({why})") from None
+        raise refuse(CALIBRATION, text, f"{CALIBRATION_ACCEPTS}; it is neither a folder nor a file")
     return path

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from collections.abc import Iterator, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .calibrate.model import Calibration
 from .costs import Costs
@@ -20,6 +20,9 @@ from .errors import ScheduleError
 from .gpu.catalogue import (DOT_T_TILE, DOT_TILE, F64_TILE, LARGE_RUNGS, PAPER_HALF_TILE, SM90_TILE, SM90_TILES,
                             SM90_WIDE_TILE, WIDE_TILE)
 from .shapes import GemmShape, Machine, Problem, TileShape
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,12 +345,10 @@ PRESETS = _Presets(_BARE)
 
 def preset(name: str) -> Target:
     """A named preset, or a GPU that $STREAMK_CALIBRATION's file of that name defines
-    (``calibrate.files.target_from``); ScheduleError naming the presets otherwise."""
+    (``target_from_file``); ScheduleError naming the presets otherwise."""
     key = name.strip().lower()
     if key not in PRESETS:
-        from .calibrate import files as calibration_files
-
-        defined = calibration_files.env_target(key)  # a GPU with no preset, calibrated by $STREAMK_CALIBRATION
+        defined = env_target(key)  # a GPU with no preset, calibrated by $STREAMK_CALIBRATION
         if defined is not None:
             return defined
         raise ScheduleError(f"no target named {name!r} (there are: {', '.join(PRESETS)}); another GPU's "
@@ -368,3 +369,41 @@ def for_arch(arch: str, sms: int, name: str) -> Target | None:
     an arch with no preset."""
     family = family_for(arch, name)
     return PRESETS[family].with_sms(sms, name) if family else None
+
+
+def target_from_file(path: Path) -> Target:
+    """The Target a calibration file is for: its family's preset with the file's kernels as its
+    calibration (kernels the file lacks: none, the appendix model's constants), or, for a family
+    no preset is named, a new Target of the file's facts: its SMs, its kernels' residency and
+    calibration, on the kernels (and auto's constants) of its arch's preset (sm_90: h100's; any
+    other arch: a100's sm_80 kernels)."""
+    from .calibrate import files
+
+    obj = files.read(path)
+    family, arch = obj["family"], obj["arch"]
+    cals = files.read_kernels(path)
+    bare = PRESETS.bare()
+    if family in bare:
+        return with_calibration(bare[family], cals)
+    sms = {c.sms for c in cals}
+    if not cals or len(sms) != 1 or 0 in sms:
+        raise files.refusal(path, "kernels[].sms", f"the SM count of GPU {family!r} (no preset is named so), "
+                                                   f"one integer >= 1 on every kernel", sorted(sms) or None)
+    base = bare[family_for(arch, family) or "a100"]
+    residency = {(c.dtype, c.tile): c.ctas_per_sm for c in cals}
+    tiles = tuple(replace(t, ctas_per_sm=residency.get((t.dtype, t.tile), t.ctas_per_sm), calibration=None)
+                  for t in base.tiles)
+    missing = [f"{c.dtype} {c.tile}" for c in cals if (c.dtype, c.tile) not in {(t.dtype, t.tile) for t in tiles}]
+    if missing:
+        offered = ", ".join(sorted({str(t.tile) for t in tiles}))
+        raise files.refusal(path, "kernels[].tile", f"a kernel streamk runs on {arch} ({offered})", missing[0])
+    return with_calibration(replace(base, name=family, arch=arch, sms=sms.pop(), tiles=tiles), cals)
+
+
+def env_target(family: str) -> Target | None:
+    """The Target $STREAMK_CALIBRATION's file of ``family`` defines, where no preset is named so."""
+    from .calibrate import files
+
+    extra = files.env_source()
+    path = files.file_of(extra, family) if extra else None
+    return target_from_file(path) if path is not None else None

@@ -17,7 +17,7 @@ from streamk.cli import main
 from streamk.errors import InputError
 from streamk.gpu.decide.schedule import schedule_for
 from streamk.shapes import GemmShape, TileShape
-from streamk.target import preset
+from streamk.target import preset, target_from_file
 
 TILE = TileShape(128, 128, 64)
 # Few deep tiles (32 of 128 MAC iterations on 132 SMs): auto splits them at aligned k offsets, priced
@@ -50,7 +50,7 @@ def test_a_written_file_round_trips_exactly_and_drives_auto_through_the_cli(tmp_
     obj = json.loads(path.read_text())
     assert obj["format"] == files.FORMAT and obj["family"] == "h200" and len(obj["kernels"]) == 2
     assert files.read_kernels(path) == (shipped("bfloat16"), cal)  # sorted by dtype and tile, every term exact
-    assert files.target_from(path).kernel("float16", TILE).calibration == cal
+    assert target_from_file(path).kernel("float16", TILE).calibration == cal
     as_shipped = grid_of(ARGV + ["--target", "h200"], capsys)
     assert grid_of(ARGV + ["--calibration", str(path)], capsys) == as_shipped == 64
     write(path, dear)  # replaces the float16 entry, keeps the bfloat16 one
@@ -63,7 +63,7 @@ def test_a_written_file_round_trips_exactly_and_drives_auto_through_the_cli(tmp_
 def test_the_python_path_and_auto_constants_follow_the_file(tmp_path):
     cal = shipped()
     for b, grid in ((cal.us("b"), 64), (500.0, 32), (0.0, 128)):
-        target = files.target_from(write(tmp_path / f"b{b}.json", with_terms(cal, b=b, d=0.0 if b == 0 else cal.us("d"))))
+        target = target_from_file(write(tmp_path / f"b{b}.json", with_terms(cal, b=b, d=0.0 if b == 0 else cal.us("d"))))
         assert schedule_for("auto", SHAPE, "float16", target, tile=TILE).grid == grid
         split = target.kernel("float16", TILE).split_costs()
         assert split.b == pytest.approx((b + 1.5) / cal.us("c1"))  # the partial 1.5 us dearer (split_extra_us)
@@ -96,7 +96,7 @@ def test_the_environment_variable_takes_one_file_or_a_folder(tmp_path):
 def test_a_gpu_with_no_preset_is_defined_by_its_file(tmp_path, capsys, monkeypatch):
     cal = dataclasses.replace(shipped(), device="NVIDIA H20", sms=78)
     path = write(tmp_path / "h20.json", cal, family="h20")
-    target = files.target_from(path)
+    target = target_from_file(path)
     assert (target.name, target.arch, target.sms) == ("h20", "sm_90a", 78)
     assert target.kernel("float16", TILE).calibration == cal
     assert target.kernel("float16", TileShape(128, 256, 64)).calibration is None  # h100's kernels, uncalibrated
@@ -107,7 +107,7 @@ def test_a_gpu_with_no_preset_is_defined_by_its_file(tmp_path, capsys, monkeypat
     assert preset("h20") == target  # --target h20 then names it
     sm86 = write(tmp_path / "a10.json", dataclasses.replace(shipped(tile=TileShape(128, 128, 32)), sms=72),
                  family="a10", arch="sm_86")
-    a10 = files.target_from(sm86)  # the residency measured there (2), not the A100's (1)
+    a10 = target_from_file(sm86)  # the residency measured there (2), not the A100's (1)
     assert a10.sms == 72 and a10.kernel("float16", TileShape(128, 128, 32)).ctas_per_sm == 2
     assert a10.tiles_for("float16") == preset("a100").tiles_for("float16")  # the sm_80 kernels
 

@@ -4,7 +4,7 @@
 folder of such files, or one file, read before the shipped ones (the first source with a family's
 file gives that family's whole calibration); ``--calibration FILE`` on the CLI loads one file for
 one command. A file whose family is no preset defines a Target of its own from the machine facts it
-carries (``target_from``). Every read is checked (``check``): an error is one line naming the file,
+carries (``streamk.target.target_from_file``). Every read is checked (``check``): an error is one line naming the file,
 the field and what it accepts. Writes are atomic (a temp file, then ``os.replace``) and keep the
 file's other kernels. The format is documented, key by key, in docs/calibration.md.
 """
@@ -17,14 +17,12 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
-from ..env import CALIBRATION, calibration_path
+from ..env import CALIBRATION, CALIBRATION_ACCEPTS, calibration_path, refuse
 from ..errors import InputError
 from .model import TERM_DOC, Calibration
 
-if TYPE_CHECKING:
-    from ..target import Target
 
 # The format version written, and those read. Version history (docs/calibration.md):
 # 1: family, arch, kernels [{dtype, tile, ctas_per_sm, device, sms, probes, rms_rel_residual,
@@ -39,14 +37,29 @@ ARCH = re.compile(r"^sm_(\d+)a?$")
 MIN_ARCH = 80  # the GPU backend's kernels need sm_80 or later
 
 
+def env_source() -> Path | None:
+    """$STREAMK_CALIBRATION, checked: a folder whose every ``.json`` is a calibration file, or one
+    calibration file (SettingError in one line naming the variable otherwise); None where unset."""
+    path = calibration_path()
+    if path is None:
+        return None
+    for item in sorted(path.glob("*.json")) if path.is_dir() else [path]:
+        try:
+            read(item)
+        except InputError as exc:
+            why = " ".join(str(exc).split()) or type(exc).__name__
+            raise refuse(CALIBRATION, str(path), f"{CALIBRATION_ACCEPTS}; {item.name} is not one ({why})") from None
+    return path
+
+
 def sources() -> tuple[Path, ...]:
     """Where calibration files are looked for, first match wins: $STREAMK_CALIBRATION (a folder or
-    one file; checked: SettingError naming it where it is neither), the package's folder."""
-    extra = calibration_path()
+    one file, checked), the package's folder."""
+    extra = env_source()
     return (extra, DATA) if extra else (DATA,)
 
 
-def _refuse(path: Path, field: str, accepts: str, got: Any) -> InputError:
+def refusal(path: Path, field: str, accepts: str, got: Any) -> InputError:
     shown = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__
     return InputError(f"calibration file {str(path)!r}: {field} must be {accepts} (got {shown})")
 
@@ -56,43 +69,43 @@ def _int(obj: dict, key: str, path: Path, field: str, low: int, accepts: str, de
         return default
     value = obj.get(key)
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise _refuse(path, field, accepts, value)
+        raise refusal(path, field, accepts, value)
     return value
 
 
 def _number(value: Any, path: Path, field: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise _refuse(path, field, "a finite number >= 0 (microseconds)", value)
+        raise refusal(path, field, "a finite number >= 0 (microseconds)", value)
     return float(value)
 
 
 def check_kernel(entry: Any, path: Path, where: str) -> Calibration:
     """One kernel entry, checked field by field; the Calibration it holds."""
     if not isinstance(entry, dict):
-        raise _refuse(path, where, "an object (one kernel: dtype, tile, ctas_per_sm, terms_us)", entry)
+        raise refusal(path, where, "an object (one kernel: dtype, tile, ctas_per_sm, terms_us)", entry)
     if entry.get("dtype") not in DTYPES:
-        raise _refuse(path, f"{where}.dtype", f"one of {', '.join(DTYPES)}", entry.get("dtype"))
+        raise refusal(path, f"{where}.dtype", f"one of {', '.join(DTYPES)}", entry.get("dtype"))
     tile = entry.get("tile")
     if not (isinstance(tile, list) and len(tile) == 3
             and all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in tile)):
-        raise _refuse(path, f"{where}.tile", "[BM, BN, BK], three integers >= 1", tile)
+        raise refusal(path, f"{where}.tile", "[BM, BN, BK], three integers >= 1", tile)
     _int(entry, "ctas_per_sm", path, f"{where}.ctas_per_sm", 1, "an integer >= 1 (resident CTAs per SM)")
     _int(entry, "sms", path, f"{where}.sms", 0, "an integer >= 0 (the SMs it was measured on)", 0)
     _int(entry, "probes", path, f"{where}.probes", 0, "an integer >= 0", 0)
     _int(entry, "l2_bytes", path, f"{where}.l2_bytes", 0, "an integer >= 0 (the L2 it was measured on)", 0)
     if not isinstance(entry.get("device", ""), str):
-        raise _refuse(path, f"{where}.device", "a string (the GPU's name)", entry.get("device"))
+        raise refusal(path, f"{where}.device", "a string (the GPU's name)", entry.get("device"))
     rms = entry.get("rms_rel_residual")
     if rms is not None:
         _number(rms, path, f"{where}.rms_rel_residual")
     terms = entry.get("terms_us")
     if not isinstance(terms, dict) or not terms:
-        raise _refuse(path, f"{where}.terms_us", "an object {term: {us, se}}", terms)
+        raise refusal(path, f"{where}.terms_us", "an object {term: {us, se}}", terms)
     for name, value in terms.items():
         if name not in TERM_DOC:
-            raise _refuse(path, f"{where}.terms_us", f"keyed by the terms {', '.join(TERM_DOC)}", name)
+            raise refusal(path, f"{where}.terms_us", f"keyed by the terms {', '.join(TERM_DOC)}", name)
         if not isinstance(value, dict):
-            raise _refuse(path, f"{where}.terms_us.{name}", "an object {us, se}", value)
+            raise refusal(path, f"{where}.terms_us.{name}", "an object {us, se}", value)
         for key in ("us", "se"):
             _number(value.get(key), path, f"{where}.terms_us.{name}.{key}")
     try:
@@ -105,28 +118,28 @@ def check(obj: Any, path: Path) -> tuple[Calibration, ...]:
     """A calibration file's object, checked (InputError in one line naming the file, the field and
     what it accepts); its kernels' Calibrations."""
     if not isinstance(obj, dict):
-        raise _refuse(path, "the file", "a JSON object with format, family, arch and kernels", obj)
+        raise refusal(path, "the file", "a JSON object with format, family, arch and kernels", obj)
     if "format" not in obj:
-        raise _refuse(path, "format", f"the format version, one of {', '.join(map(str, FORMATS))}", None)
+        raise refusal(path, "format", f"the format version, one of {', '.join(map(str, FORMATS))}", None)
     if obj["format"] not in FORMATS or isinstance(obj["format"], bool):
-        raise _refuse(path, "format", f"a version this streamk reads: {', '.join(map(str, FORMATS))} "
+        raise refusal(path, "format", f"a version this streamk reads: {', '.join(map(str, FORMATS))} "
                                       f"(a newer streamk may read it)", obj["format"])
     family = obj.get("family")
     if not isinstance(family, str) or not FAMILY.match(family):
-        raise _refuse(path, "family", "the GPU family's name, lower case (h100, h200, l40s): what --target takes",
+        raise refusal(path, "family", "the GPU family's name, lower case (h100, h200, l40s): what --target takes",
                       family)
     arch = obj.get("arch")
     found = ARCH.match(arch) if isinstance(arch, str) else None
     if found is None or int(found.group(1)) < MIN_ARCH:
-        raise _refuse(path, "arch", f"the GPU's architecture, sm_{MIN_ARCH} or later (sm_80, sm_89, sm_90a)", arch)
+        raise refusal(path, "arch", f"the GPU's architecture, sm_{MIN_ARCH} or later (sm_80, sm_89, sm_90a)", arch)
     kernels = obj.get("kernels")
     if not isinstance(kernels, list):
-        raise _refuse(path, "kernels", "a list of kernel entries", kernels)
+        raise refusal(path, "kernels", "a list of kernel entries", kernels)
     out = tuple(check_kernel(k, path, f"kernels[{i}]") for i, k in enumerate(kernels))
     seen: set = set()
     for i, c in enumerate(out):
         if (c.dtype, c.tile) in seen:
-            raise _refuse(path, f"kernels[{i}]", "one entry per dtype and tile", f"{c.dtype} {c.tile} again")
+            raise refusal(path, f"kernels[{i}]", "one entry per dtype and tile", f"{c.dtype} {c.tile} again")
         seen.add((c.dtype, c.tile))
     return out
 
@@ -145,7 +158,7 @@ def read_kernels(path: Path) -> tuple[Calibration, ...]:
     return tuple(Calibration.from_json_dict(k) for k in read(path)["kernels"])
 
 
-def _file_of(source: Path, family: str) -> Path | None:
+def file_of(source: Path, family: str) -> Path | None:
     """``source``'s file of ``family``: the file itself where it is one and names that family."""
     if source.is_dir():
         path = source / f"{family}.json"
@@ -156,48 +169,10 @@ def _file_of(source: Path, family: str) -> Path | None:
 def load(family: str) -> tuple[Calibration, ...]:
     """Every kernel's calibration of ``family`` (a Target's name), from the first source with its file."""
     for source in sources():
-        path = _file_of(source, family)
+        path = file_of(source, family)
         if path is not None:
             return read_kernels(path)
     return ()
-
-
-def env_target(family: str) -> Target | None:
-    """The Target $STREAMK_CALIBRATION's file of ``family`` defines, where no preset is named so."""
-    extra = calibration_path()
-    path = _file_of(extra, family) if extra else None
-    return target_from(path) if path is not None else None
-
-
-def target_from(path: Path) -> Target:
-    """The Target a calibration file is for: its family's preset with the file's kernels as its
-    calibration (kernels the file lacks: none, the appendix model's constants), or, for a family
-    no preset is named, a new Target of the file's facts: its SMs, its kernels' residency and
-    calibration, on the kernels (and auto's constants) of its arch's preset (sm_90: h100's; any
-    other arch: a100's sm_80 kernels)."""
-    from dataclasses import replace
-
-    from ..target import PRESETS, family_for, with_calibration
-
-    obj = read(path)
-    family, arch = obj["family"], obj["arch"]
-    cals = read_kernels(path)
-    bare = PRESETS.bare()
-    if family in bare:
-        return with_calibration(bare[family], cals)
-    sms = {c.sms for c in cals}
-    if not cals or len(sms) != 1 or 0 in sms:
-        raise _refuse(path, "kernels[].sms", f"the SM count of GPU {family!r} (no preset is named so), "
-                                             f"one integer >= 1 on every kernel", sorted(sms) or None)
-    base = bare[family_for(arch, family) or "a100"]
-    residency = {(c.dtype, c.tile): c.ctas_per_sm for c in cals}
-    tiles = tuple(replace(t, ctas_per_sm=residency.get((t.dtype, t.tile), t.ctas_per_sm), calibration=None)
-                  for t in base.tiles)
-    missing = [f"{c.dtype} {c.tile}" for c in cals if (c.dtype, c.tile) not in {(t.dtype, t.tile) for t in tiles}]
-    if missing:
-        offered = ", ".join(sorted({str(t.tile) for t in tiles}))
-        raise _refuse(path, "kernels[].tile", f"a kernel streamk runs on {arch} ({offered})", missing[0])
-    return with_calibration(replace(base, name=family, arch=arch, sms=sms.pop(), tiles=tiles), cals)
 
 
 def document(calibrations: Sequence[Calibration], family: str, arch: str) -> dict[str, Any]:

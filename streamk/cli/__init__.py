@@ -63,7 +63,9 @@ class _Verbs(argparse._SubParsersAction):
     def __call__(self, parser, namespace, values, option_string=None):
         verb = values[0]
         if verb in VERBS and not self._name_parser_map[verb].get_default("_run"):
-            env.calibration_path()  # every verb plans with the Targets, which load these files on import
+            from ..calibrate.files import env_source
+
+            env_source()  # every verb plans with the Targets, which read these files: a bad one is one line here
             module = importlib.import_module(f"{__name__}.{verb}_cmd")
             module.add_parser(self).set_defaults(_run=module.run)
         super().__call__(parser, namespace, values, option_string)

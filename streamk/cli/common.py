@@ -79,15 +79,15 @@ def add_problem_args(p: argparse.ArgumentParser, *, shape: bool = True) -> None:
 
 
 def calibration_file(text: str) -> Target:
-    """An argparse type: the Target a calibration file is for (``calibrate.files.target_from``)."""
+    """An argparse type: the Target a calibration file is for (``target.target_from_file``)."""
     from pathlib import Path
 
-    from ..calibrate.files import target_from
+    from ..target import target_from_file
 
     if not Path(text).is_file():
         raise argparse.ArgumentTypeError(f"must be a calibration file (got {text!r}, which is not a file)")
     try:
-        return target_from(Path(text))
+        return target_from_file(Path(text))
     except StreamkError as exc:
         raise argparse.ArgumentTypeError(" ".join(str(exc).split())) from None
 
