@@ -217,3 +217,16 @@ def test_calibrate_all_writes_one_file_that_loads_against_a_stand_in_gpu(tmp_pat
     assert all(abs(t.us - TRUE[t.name]) < 4 * t.se for c in cals[:2] for t in c.terms)
     assert main(["simulate", "stream-k", "--shape", "3000x5000x700", "--calibration", str(out), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["calibration"]["probes"] == cals[1].probes
+
+
+def test_calibrate_refuses_to_replace_measured_kernels_without_force(tmp_path):
+    from streamk.cli.calibrate_cmd import refuse_replacing
+
+    path = write(tmp_path / "h200.json", files.read_kernels(files.DATA / "h200.json")[0])
+    held = files.read_kernels(path)[0]
+    kernel = (held.dtype, held.tile)
+    with pytest.raises(InputError, match=r"already holds the calibration of .*pass --force to replace it"):
+        refuse_replacing(path, (kernel,), force=False)
+    refuse_replacing(path, (kernel,), force=True)  # asked for
+    refuse_replacing(path, (("float64", TileShape(1, 1, 1)),), force=False)  # another kernel: kept beside
+    refuse_replacing(tmp_path / "new.json", (kernel,), force=False)  # no file yet

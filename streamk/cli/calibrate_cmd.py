@@ -10,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from ..errors import StreamkError
+from ..errors import InputError, StreamkError
 from ..shapes import TileShape
-from ..target import Target
+from ..target import Target, family_for
 from ..gpu.catalogue import F64_TILE, PAPER_HALF_TILE
 from .common import DTYPES, _typed
 from .paths import output_file, output_folder
@@ -45,6 +45,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "(default: the package's streamk/calibrate/data, which ships); load it with --calibration "
                         "FILE or STREAMK_CALIBRATION=DIR|FILE")
     p.add_argument("--dry-run", action="store_true", help="measure and print, write no file")
+    p.add_argument("--force", action="store_true",
+                   help="replace kernels the output file already holds (refused otherwise: they were measured)")
     p.add_argument("--json", action="store_true", help="print the calibration entry as one JSON object (with --all: the "
                    "calibration file written)")
     return p
@@ -67,6 +69,20 @@ def kernels_to_fit(target: Target) -> tuple[tuple[str, TileShape], ...]:
             continue
         out.append((t.dtype, t.tile))
     return tuple(out)
+
+
+def refuse_replacing(path: Path, kernels: tuple, force: bool) -> None:
+    """A calibration file's kernels were measured on a GPU: replacing any of them needs ``--force``
+    (InputError naming them and the file otherwise, before anything is timed)."""
+    from ..calibrate import files
+
+    if force or not path.is_file():
+        return
+    have = {(c.dtype, c.tile) for c in files.read_kernels(path)}
+    clash = [f"{dtype} {tile}" for dtype, tile in kernels if (dtype, tile) in have]
+    if clash:
+        raise InputError(f"{str(path)!r} already holds the calibration of {', '.join(clash)}, measured on a GPU; "
+                         f"choose another --out, or pass --force to replace it")
 
 
 def destination(out: Path | None, family: str) -> Path:
@@ -96,6 +112,9 @@ def run(args: argparse.Namespace) -> int:
 
     dev = current()
     kernels = kernels_to_fit(dev.target) if args.all else ((dtype, tile),)
+    family = family_for(dev.arch, dev.name)
+    if family is not None and not args.dry_run:
+        refuse_replacing(destination(args.out, family), kernels, args.force)
     if args.all:
         print(f"calibrating {len(kernels)} kernels on {dev.name} ({dev.arch}, {dev.sms} SMs): "
               f"{', '.join(f'{d} {t}' for d, t in kernels)}", file=sys.stderr, flush=True)
