@@ -1,6 +1,9 @@
-"""CPU-parallel work (sweeps, fidelity predictions) on forked worker processes that Ctrl-C stops.
+"""CPU-parallel work (sweeps, fidelity predictions) on worker processes that Ctrl-C stops.
 
-Workers are forked (a scheduler registered before the work is seen by them) and ignore SIGINT:
+Workers are forked (a scheduler registered before the work is seen by them), or spawned where
+this process has initialized CUDA through PyTorch: a forked child must never touch CUDA, and
+freeing a tensor it inherited can (PyTorch's allocator records an event for a tensor that was used
+on another stream, as streamk's launches tell it to). Workers ignore SIGINT:
 Ctrl-C interrupts only the parent, which then terminates them at once instead of waiting for the
 tasks they run, so an interrupted sweep stops within a second and prints no worker tracebacks.
 """
@@ -8,6 +11,7 @@ tasks they run, so an interrupted sweep stops within a second and prints no work
 from __future__ import annotations
 
 import signal
+import sys
 from multiprocessing import get_context
 from typing import Any, Callable, Iterator, Sequence
 
@@ -17,6 +21,12 @@ from .env import sweep_workers
 def workers_available() -> int:
     """Processes for CPU-parallel work: STREAMK_SWEEP_WORKERS (capped at the CPUs), or every CPU."""
     return sweep_workers()
+
+
+def start_method() -> str:
+    """``fork``, or ``spawn`` where PyTorch has initialized CUDA in this process (see the module doc)."""
+    torch = sys.modules.get("torch")
+    return "spawn" if torch is not None and torch.cuda.is_initialized() else "fork"
 
 
 def _ignore_sigint() -> None:
@@ -37,7 +47,7 @@ def run_unordered(func: Callable[..., Any], tasks: Sequence[tuple], workers: int
         for i, args in enumerate(tasks):
             yield i, func(*args)
         return
-    pool = get_context("fork").Pool(workers, initializer=_ignore_sigint)
+    pool = get_context(start_method()).Pool(workers, initializer=_ignore_sigint)
     try:
         yield from pool.imap_unordered(_call, [(i, func, args) for i, args in enumerate(tasks)])
         pool.close()

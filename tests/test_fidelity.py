@@ -246,3 +246,33 @@ def test_no_verb_overwrites_measurements_unless_forced(tmp_path, capsys, monkeyp
     with pytest.raises(SystemExit) as exit_:
         main(["bench", "--out", str(tmp_path)])
     assert exit_.value.code == 2 and "holds GPU measurements (its cublas_raw column)" in capsys.readouterr().err
+
+
+@pytest.mark.slow(5)
+def test_predictions_on_spawned_workers_are_the_ones_made_in_one(monkeypatch):
+    """Where PyTorch has initialized CUDA (a fidelity run on the GPU), the workers are spawned, not
+    forked: a forked child that frees an inherited tensor recorded on another stream calls CUDA and
+    aborts. Spawned workers must get the same Target and give the same predictions."""
+    from streamk import parallel
+
+    rows = _gpu_rows() * 6
+    monkeypatch.setattr(fidelity, "PARALLEL_ROWS", 32)
+    monkeypatch.setattr(parallel, "start_method", lambda: "spawn")
+    one = fidelity.predict_rows(rows, TARGET, "float16", workers=1)
+    two = fidelity.predict_rows(rows, TARGET, "float16", workers=2)
+    assert len(rows) > 2 * fidelity.PARALLEL_ROWS
+    assert [(r["variant"], r["predicted_us"], r["unpredicted"]) for r in two] == \
+        [(r["variant"], r["predicted_us"], r["unpredicted"]) for r in one]
+
+
+def test_workers_are_forked_unless_torch_has_initialized_cuda(monkeypatch):
+    import sys
+    import types
+
+    from streamk import parallel
+
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    assert parallel.start_method() == "fork"
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(is_initialized=lambda: True))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    assert parallel.start_method() == "spawn"
