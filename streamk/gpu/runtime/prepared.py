@@ -59,15 +59,26 @@ def device_of(x: Any) -> int:
     return -1
 
 
-def operands_of(A: Any, B: Any, C: Any, ordinal: int) -> tuple[Operand, Operand, Operand | None]:
-    """A, B and C described, refusing GPU operands on another device than ``ordinal`` (A's)."""
-    a, b = describe(A, "A"), describe(B, "B")
-    c = describe(C, "C") if C is not None else None
+def refuse_other_devices(B: Any, C: Any, ordinal: int) -> None:
+    """ScheduleError where B or C is a GPU operand on another device than ``ordinal`` (A's)."""
     for name, x in (("B", B), ("C", C)):
         if x is not None and not isinstance(x, np.ndarray) and (where := device_of(x)) != ordinal:
             raise ScheduleError(f"A is on cuda:{ordinal} but {name} is on cuda:{where}: put A, B and C on one "
                                 f"device (a GEMM runs on one GPU)")
-    return a, b, c
+
+
+def operands_of(A: Any, B: Any, C: Any, ordinal: int) -> tuple[Operand, Operand, Operand | None]:
+    """A, B and C described, refusing GPU operands on another device than ``ordinal`` (A's)."""
+    refuse_other_devices(B, C, ordinal)
+    return describe(A, "A"), describe(B, "B"), describe(C, "C") if C is not None else None
+
+
+def torch_current_stream(ordinal: int) -> int:
+    """PyTorch's current stream handle on device ``ordinal`` (its C entry where it has one: this is
+    asked on every launch of a Prepared)."""
+    torch = sys.modules["torch"]
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return int(raw(ordinal)) if raw is not None else int(torch.cuda.current_stream(ordinal).cuda_stream)
 
 
 def current_stream(x: Any, ordinal: int) -> tuple[int, object]:
@@ -75,7 +86,7 @@ def current_stream(x: Any, ordinal: int) -> tuple[int, object]:
     library destroys streams (CuPy; PyTorch's current streams come from a pool it never frees)."""
     module = type(x).__module__
     if module.startswith("torch"):
-        return int(sys.modules["torch"].cuda.current_stream(ordinal).cuda_stream), None
+        return torch_current_stream(ordinal), None
     if module.startswith("cupy"):
         import cupy
 
@@ -91,9 +102,9 @@ _TORCH_STREAMS: dict[tuple[int, int], Any] = {}  # (device, handle) -> torch.cud
 def record_stream(tensors: tuple, stream: int, ordinal: int) -> None:
     """Tell PyTorch's caching allocator that ``tensors`` are used on ``stream`` where that is not
     the device's current stream, so their memory is not handed out again before the launch is done."""
-    torch = sys.modules["torch"]
-    if stream == torch.cuda.current_stream(ordinal).cuda_stream:
+    if stream == torch_current_stream(ordinal):
         return
+    torch = sys.modules["torch"]
     external = _TORCH_STREAMS.get((ordinal, stream))
     if external is None:
         if len(_TORCH_STREAMS) > 256:
@@ -109,8 +120,9 @@ class Prepared:
     ``launch.enqueue(stream)`` only launches, for timing and CUDA graphs. It holds A, B and C for
     as long as it lives."""
 
-    def __init__(self, rt: DeviceRuntime, plan: GemmPlan | EmptyPlan, operands: tuple, output: Any, alpha: float,
-                 beta: float, C: Any) -> None:
+    def __init__(self, rt: DeviceRuntime, plan: GemmPlan | EmptyPlan, operands: tuple, ptrs: tuple[int, int, int],
+                 alpha: float, beta: float, C: Any) -> None:
+        output = operands[2]
         self._rt, self._plan, self.output, self.alpha, self.beta, self._C = rt, plan, output, alpha, beta, C
         self._operands = operands  # (A, B, output): held, so their memory outlives every launch
         self._torch = tuple(x for x in operands if type(x).__module__.startswith("torch"))
@@ -119,9 +131,8 @@ class Prepared:
         if self._host and isinstance(plan, GemmPlan):  # this Prepared's own device copies of NumPy operands
             needs = plan.needs
             self._staging = tuple(rt.dev.alloc(n) for n in (needs.host_a, needs.host_b, needs.host_c))
-            self._ptrs = tuple(buf.ptr for buf in self._staging)
-        elif isinstance(plan, GemmPlan):
-            self._ptrs = tuple(describe(x, name).ptr for x, name in zip(operands, "ABC"))
+            ptrs = tuple(buf.ptr for buf in self._staging)
+        self._ptrs = ptrs  # where the kernels read A and B and write C
         self.launch = Launch(self)
 
     @property
@@ -226,7 +237,7 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     req = request(schedule, fixup, tile, machine, options, _tuning)
     rt = runtime(None if a.on_host else device_of(A))
     if not a.on_host:
-        operands_of(A, B, C, rt.dev.ordinal)
+        refuse_other_devices(B, C, rt.dev.ordinal)
     key = req.key
     if key is not None:
         key = signature_key(A, B, C, a, b, c, key)
@@ -235,13 +246,14 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
         if not _allow_empty:
             raise ScheduleError(f"nothing to prepare: the GEMM is {plan.m}x{plan.n}x{plan.k}; call gemm() instead")
         output = _new_output(A, plan.m, plan.n, plan.out_dtype, rt.dev.ordinal) if C is None else C
-        return Prepared(rt, plan, (A, B, output), output, alpha, beta, C)
+        return Prepared(rt, plan, (A, B, output), (0, 0, 0), alpha, beta, C)
     if C is None:
         beta = 0.0
     output = C if C is not None else _new_output(A, plan.shape.m, plan.shape.n, plan.spec.out_dtype, rt.dev.ordinal)
+    pc = c.ptr if c is not None else describe(output, "C").ptr
     if C is not None and not a.on_host:
-        refuse_overlap(plan, a.ptr, b.ptr, c.ptr)
-    return Prepared(rt, plan, (A, B, output), output, alpha, beta, C)
+        refuse_overlap(plan, a.ptr, b.ptr, pc)
+    return Prepared(rt, plan, (A, B, output), (a.ptr, b.ptr, pc), alpha, beta, C)
 
 
 def signature_key(A: Any, B: Any, C: Any, a: Operand, b: Operand, c: Operand | None, request_key: tuple) -> tuple:
