@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from .calibrate.model import Calibration
 from .costs import Costs
 from .errors import ScheduleError
-from .gpu.catalogue import (DOT_T_TILE, DOT_TILE, F64_TILE, LARGE_RUNGS, PAPER_HALF_TILE, SM90_TILE, SM90_TILES,
-                            SM90_WIDE_TILE, WIDE_TILE)
+from .gpu.catalogue import (DOT_T_TILE, DOT_TILE, F64_TILE, LARGE_RUNGS, PAPER_HALF_TILE, SM90_192_TILE,
+                            SM90_NARROW_TILE, SM90_TILE, SM90_TILES, SM90_WIDE_TILE, WIDE_TILE)
 from .shapes import GemmShape, Machine, Problem, TileShape
 
 if TYPE_CHECKING:
@@ -227,7 +227,9 @@ _SM90_PAPER_OWNER = Costs(a=32.0, b=16.0, c=1.0, d=4.0)
 # The TMA + wgmma tiles (one CTA per SM): b = 48 on 128x256x64 and 64 on 128x128x64, of b in
 # {16, 32, 48, 64, 96} (d = 8) against our DP of the same tile on the shapes auto gives each tile, two
 # seeds of the 400-shape corpus (LOG.md v21): the paper's b = 32 left shapes at 0.84-0.92x of DP.
-_SM90_TMA_OWNER = {SM90_TILE: Costs(a=32.0, b=64.0, c=1.0, d=8.0), SM90_WIDE_TILE: _SM90_WIDE}
+# 128x64x64 and 128x192x64 take their neighbours' (not yet measured on their own).
+_SM90_TMA_OWNER = {SM90_TILE: Costs(a=32.0, b=64.0, c=1.0, d=8.0), SM90_WIDE_TILE: _SM90_WIDE,
+                   SM90_NARROW_TILE: Costs(a=32.0, b=64.0, c=1.0, d=8.0), SM90_192_TILE: _SM90_WIDE}
 # Below a tile per SM the sm90 tiles split tiles at aligned k offsets under their calibrated constants
 # (TargetTile.aligned_splits; auto's grids of even shares ran 0.75-1.07x of DP there: LOG.md v24).
 # auto's DP on persistent CTAs (streamk.sched.auto): on 128x128x64 up to 16 iterations per tile (k <=
@@ -285,8 +287,8 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
 _SM80_RESIDENCY = {(128, 128, 32): 1, (64, 64, 32): 2, (128, 64, 32): 2, (64, 128, 32): 2, (32, 64, 32): 3,
                    (32, 32, 32): 4, (128, 256, 32): 1, (64, 8, 128): 2, (8, 128, 64): 2}
 _SM90_RESIDENCY = {(128, 128, 32): 2, (64, 64, 32): 3, (128, 64, 32): 2, (64, 128, 32): 2, (32, 64, 32): 4,
-                   (32, 32, 32): 4, (128, 256, 32): 1, (128, 128, 64): 1, (128, 256, 64): 1, (64, 8, 128): 4,
-                   (8, 128, 64): 4}
+                   (32, 32, 32): 4, (128, 256, 32): 1, (128, 128, 64): 1, (128, 256, 64): 1, (128, 64, 64): 2,
+                   (128, 192, 64): 1, (64, 8, 128): 4, (8, 128, 64): 4}
 
 _H100_TILES = (*_half_tiles(_SM90_RESIDENCY, True), TargetTile("float64", F64_TILE, 2, _SM90_F64_OWNER, _SM90_F64_REDUCE))
 _A100_TILES = (*_half_tiles(_SM80_RESIDENCY, False), TargetTile("float64", F64_TILE, 2))

@@ -72,8 +72,8 @@ def test_the_sm90_family_is_generated_like_the_others_and_built_for_sm90a_only()
 
     with pytest.raises(ValueError, match="sm90_tma_128x128_w16 is not built for sm_80 .*sm_90a"):
         compile_source("sm90_tma_128x128_w16", "sm_80")
-    # kernels/sm90/tma_wgmma.cuh TmaParams: the GemmParams, then two 128-byte maps on 64-byte boundaries
-    assert (TmaParams.a.offset, TmaParams.b.offset, ctypes.sizeof(TmaParams)) == (192, 320, 448)
+    # kernels/sm90/tma_wgmma.cuh TmaParams: the GemmParams, then three 128-byte maps on 64-byte boundaries
+    assert (TmaParams.a.offset, TmaParams.b.offset, TmaParams.c.offset, ctypes.sizeof(TmaParams)) == (192, 320, 448, 576)
 
 
 def test_the_wide_sm90_tile_is_a_second_tile_of_the_family_with_three_stages_and_a_halved_epilogue():
@@ -88,8 +88,8 @@ def test_the_wide_sm90_tile_is_a_second_tile_of_the_family_with_three_stages_and
     assert spec_for_tile("float16", "128x256").main == "streamk_sm80_f16_t128x256"  # two sides: the first, sm80's
     main = reg.BY_NAME["streamk_sm90_bf16_t128x256"]
     assert (main.stages, main.blocks_per_sm, main.unit) == (3, 1, "sm90_tma_128x256_w16")
-    assert main.cxx_type == "streamk::sm90::TmaWgmma<true, 256, 3, false, false>"
-    assert reg.BY_NAME["streamk_sm90_f16"].cxx_type == "streamk::sm90::TmaWgmma<false, 128, 4, false, false>"
+    assert main.cxx_type == "streamk::sm90::TmaWgmma<true, 256, 3, false, false, 1>"
+    assert reg.BY_NAME["streamk_sm90_f16"].cxx_type == "streamk::sm90::TmaWgmma<false, 128, 4, false, false, 1>"
     assert "sm90_tma_128x256_w16" in units_for("sm_90a") and "sm90_tma_128x256_w16" not in units_for("sm_80")
     source = unit_source("sm90_tma_128x256_w16")
     assert "__launch_bounds__(streamk_sm90_f16_t128x256_t::BLOCK_THREADS, 1) streamk_sm90_f16_t128x256(" in source
@@ -105,8 +105,8 @@ def test_the_sm90_kernels_read_column_major_operands_each_layout_its_own_unit():
     assert spec.reads_column_major("A") and spec.reads_column_major("B")
     assert not spec_for_tile("float16", "128x128x32").reads_column_major("B")  # sm80: packed
     both = reg.BY_NAME["streamk_sm90_f16_acm_bcm"]
-    assert both.cxx_type == "streamk::sm90::TmaWgmma<false, 128, 4, true, true>"
-    assert reg.BY_NAME["streamk_sm90_f16_bcm"].cxx_type == "streamk::sm90::TmaWgmma<false, 128, 4, false, true>"
+    assert both.cxx_type == "streamk::sm90::TmaWgmma<false, 128, 4, true, true, 1>"
+    assert reg.BY_NAME["streamk_sm90_f16_bcm"].cxx_type == "streamk::sm90::TmaWgmma<false, 128, 4, false, true, 1>"
     # a GEMM compiles only what it launches: a layout's unit holds its main kernels, the passes
     # stay in the row-major unit
     assert [v.name for v in units()["sm90_tma_128x128_w16_bcm"]] == ["streamk_sm90_f16_bcm", "streamk_sm90_bf16_bcm"]

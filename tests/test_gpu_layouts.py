@@ -1,5 +1,5 @@
 """On an sm_90 GPU: the sm90 kernels read column-major operands in place (a column-major A M-major,
-a column-major B, torch's W.t(), K-major; catalogue.LAYOUTS). Every layout, both tiles and
+a column-major B, torch's W.t(), K-major; catalogue.LAYOUTS). Every layout, every sm90 tile and
 dtypes, every fixup policy, edge tiles in m, n and k, leading dimensions padded with NaNs (a read
 outside the view makes C NaN), bitwise equal over relaunches where the policy is deterministic,
 in clusters sharing B, and torch's Linear (x @ W.t()) run by auto with no pack and no transpose."""
@@ -12,11 +12,13 @@ import pytest
 
 from gpu_support import GPU, error_ratio, nan_padded_view
 from streamk.gpu.request import Tuning
+from streamk.gpu.catalogue import SM90_TILES
 from streamk.schedule import FIXUP_POLICIES
 
 pytestmark = GPU
 
-TILES = ("128x128x64", "128x256x64")
+# every sm90 TMA + wgmma tile (catalogue.SM90_TILES)
+TILES = tuple(f"{t.bm}x{t.bn}x{t.bk}" for t in SM90_TILES)
 DTYPES = ("float16", "bfloat16")
 LAYOUTS = {"CR": "acm", "RC": "bcm", "CC": "acm_bcm"}  # A, B: row-major R or column-major C
 # edge tiles in every dimension (with their leading dimensions rounded up to 16 bytes, rows and

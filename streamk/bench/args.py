@@ -66,9 +66,11 @@ def add_arguments(ap: argparse.ArgumentParser, seed: Callable[[str], int], outpu
                     help="corpus shapes (first N of the seeded 400; 0 with --big for 8192^3 alone) (default 400)")
     ap.add_argument("--seed", type=seed, default=SEED, metavar="S",
                     help=f"corpus seed (default {SEED}, the GPU sample of benchmarks/LOG.md)")
-    ap.add_argument("--corpus", default="paper", choices=("paper", "decode"),
-                    help="paper: m, n, k log-uniform in [128, 8192] (the paper's corpus); decode: m or n in [1, 64], "
-                         "the other and k in [128, 16384] (decode-like GEMMs) (default paper)")
+    ap.add_argument("--corpus", default="paper", choices=("paper", "aligned", "decode"),
+                    help="paper: m, n, k log-uniform in [128, 8192] (the paper's corpus); aligned: the same shapes "
+                         "with n and k rounded up to multiples of 8 (every row 16-byte aligned, as model widths are); "
+                         "decode: m or n in [1, 64], the other and k in [128, 16384] (decode-like GEMMs) "
+                         "(default paper)")
     ap.add_argument("--dtype", default="float16", choices=DTYPES, help="inputs (default float16)")
     ap.add_argument("--big", action="store_true", help="also 8192^3, each variant timed alone")
     ap.add_argument("--alone", action="store_true",

@@ -26,7 +26,7 @@ SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64
 @dataclass(frozen=True, slots=True)
 class Mainloop:
     """A mainloop family: its header, the C++ type of one instantiation (``cxx`` with the fields
-    ``bf16``, ``load_bytes``, ``bm``, ``bn``, ``stages``, ``a_mn``, ``b_k``), the input dtypes it
+    ``bf16``, ``load_bytes``, ``bm``, ``bn``, ``stages``, ``a_mn``, ``b_k``, ``blocks``), the input dtypes it
     reads, its accumulator (and C) dtype and the paper's tile, which its entry names leave untagged."""
 
     name: str
@@ -81,7 +81,9 @@ WIDE_TILE = TileShape(128, 256, 32)
 F64_TILE = TileShape(64, 64, 16)
 SM90_TILE = TileShape(128, 128, 64)
 SM90_WIDE_TILE = TileShape(128, 256, 64)
-SM90_TILES = (SM90_TILE, SM90_WIDE_TILE)
+SM90_NARROW_TILE = TileShape(128, 64, 64)
+SM90_192_TILE = TileShape(128, 192, 64)
+SM90_TILES = (SM90_TILE, SM90_WIDE_TILE, SM90_NARROW_TILE, SM90_192_TILE)
 DOT_TILE = TileShape(64, 8, 128)
 DOT_T_TILE = TileShape(8, 128, 64)
 # The large-GEMM tiles (square, wide) of each kernel family: the sm80 mma.sync kernels' and the sm90
@@ -104,7 +106,7 @@ MAINLOOPS = {m.name: m for m in (
              ("float32",), "float32", TileShape(32, 32, 8)),
     # TMA + wgmma, a producer warp group and two consumer ones; the TMA maps ride in the
     # __grid_constant__ parameter block (streamk/gpu/runtime/tma.py builds them)
-    Mainloop("sm90_tma", "sm90", "sm90/tma_wgmma.cuh", "streamk::sm90::TmaWgmma<{bf16}, {bn}, {stages}, {a_mn}, {b_k}>",
+    Mainloop("sm90_tma", "sm90", "sm90/tma_wgmma.cuh", "streamk::sm90::TmaWgmma<{bf16}, {bn}, {stages}, {a_mn}, {b_k}, {blocks}>",
              ("float16", "bfloat16"), "float32", SM90_TILE, archs=("sm_90a",),
              body="streamk::sm90::tma_wgmma_kernel<{t}>(p);", params="const __grid_constant__ streamk::sm90::TmaParams",
              block="BLOCK_THREADS", pass_suffix="_sm90", tma=True, layouts=LAYOUTS),
@@ -174,7 +176,7 @@ class KernelVariant:
         return MAINLOOPS[self.mainloop].cxx.format(
             bf16=str(self.dtype == "bfloat16").lower(), load_bytes=self.load_bytes,
             bm=self.tile.bm, bn=self.tile.bn, stages=self.stages, a_mn=str(column_major(self.layout, "A")).lower(),
-            b_k=str(column_major(self.layout, "B")).lower())
+            b_k=str(column_major(self.layout, "B")).lower(), blocks=self.blocks_per_sm or 1)
 
 
 
@@ -199,10 +201,9 @@ def _family(mainloop: str, tile: TileShape, widths: tuple[int, ...], stages: int
 
 HALF_STAGES = 3  # sm80/half_config.cuh STAGES
 F64_STAGES = 4   # sm80/f64_config.cuh STAGES
-# The sm90 TMA + wgmma tiles' stages (sm90/config.cuh STAGES_128 / STAGES_256: as many 64-deep stages
-# as fit in 227 KB beside the epilogue's 68 KB staging; 201,792 and 218,160 B of shared memory), one
-# CTA per SM.
-SM90_STAGES = {SM90_TILE: 4, SM90_WIDE_TILE: 3}
+# The sm90 TMA + wgmma tiles' stages and CTAs an SM (sm90/config.cuh: as many 64-deep stages as fit
+# beside the epilogue's staging; 128x64 at two CTAs an SM, the others one).
+SM90_STAGES = {SM90_TILE: (4, 1), SM90_WIDE_TILE: (3, 1), SM90_NARROW_TILE: (3, 2), SM90_192_TILE: (3, 1)}
 HALF_WIDTHS = (16, 8, 4)
 # The tiles of at most 8 columns or rows (sm80/dot.cuh): one width (they read any row alignment
 # themselves), launch bounds for 4 CTAs per SM (56,576 and 54,528 B of shared memory; no spills on
@@ -226,7 +227,7 @@ VARIANTS: tuple[KernelVariant, ...] = (
     KernelVariant("pack", "sm80_half", "float16"),
     KernelVariant("pack", "sm80_f64", "float64"),
     KernelVariant("test", "ws_test", "float32", TileShape(32, 32, 8)),
-    *(v for tile, stages in SM90_STAGES.items() for v in _family("sm90_tma", tile, (16,), stages, 1)),
+    *(v for tile, (stages, blocks) in SM90_STAGES.items() for v in _family("sm90_tma", tile, (16,), stages, blocks)),
     *_family("sm80_dot", DOT_TILE, (16,), DOT_STAGES, DOT_BLOCKS_PER_SM),
     *_family("sm80_dot_t", DOT_T_TILE, (16,), DOT_STAGES, DOT_BLOCKS_PER_SM),
 )

@@ -59,15 +59,16 @@ def gemm_params(**fields) -> GemmParams:
 
 class TmaParams(ctypes.Structure):
     """The sm90 mainloop's parameter block (kernels/sm90/tma_wgmma.cuh TmaParams): the GemmParams,
-    the clusters' pairing flags (clusters.multicast_pairs; null without clusters), then A's and B's
-    TMA maps at 64-byte offsets (tma.encode writes them)."""
+    the clusters' pairing flags (clusters.multicast_pairs; null without clusters), whether C is
+    written through its TMA map, then A's, B's and C's TMA maps at 64-byte offsets (tma.encode
+    writes them)."""
 
-    _fields_ = [("gemm", GemmParams), ("pairs", _P), ("_pad", ctypes.c_ubyte * 8), ("a", ctypes.c_ubyte * 128),
-                ("b", ctypes.c_ubyte * 128)]
+    _fields_ = [("gemm", GemmParams), ("pairs", _P), ("c_store", ctypes.c_int), ("_pad", ctypes.c_ubyte * 4),
+                ("a", ctypes.c_ubyte * 128), ("b", ctypes.c_ubyte * 128), ("c", ctypes.c_ubyte * 128)]
 
 
-assert TmaParams.pairs.offset == 176 and TmaParams.a.offset == 192 and TmaParams.b.offset == 320
-assert ctypes.sizeof(TmaParams) == 448
+assert TmaParams.pairs.offset == 176 and TmaParams.c_store.offset == 184 and TmaParams.a.offset == 192
+assert TmaParams.b.offset == 320 and TmaParams.c.offset == 448 and ctypes.sizeof(TmaParams) == 576
 
 
 class PackParams(ctypes.Structure):

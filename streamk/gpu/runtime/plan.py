@@ -45,6 +45,10 @@ class GemmPlan:
         self._bound: weakref.WeakKeyDictionary[Lane, tuple] = weakref.WeakKeyDictionary()
         self.maps = bound.maps  # sm90: what its TMA maps describe (tma.maps_of)
         self.pairs = bound.pairs  # sm90 clusters: the device address of their pairing flags (0: no clusters)
+        # sm90: C written through a TMA map where a launch's C base is 16-byte aligned and beta is 0
+        t = self.template
+        self.c_storable = self.maps is not None and tma.c_storable(t.ops.c_rs, t.ops.c_cs, self.spec.out_dtype,
+                                                                   self.plan.policy)
 
     @property
     def names(self) -> list[str]:
@@ -98,7 +102,8 @@ class GemmPlan:
                 ops.b = b
             ops.c, ops.alpha, ops.beta = c, alpha, beta
             if self.maps:
-                self._encode_maps(keep[2], keep[3], ops.a, ops.b)
+                self._encode_maps(keep[2], keep[3], ops.a, ops.b, c if self.c_storable and beta == 0 and c % 16 == 0
+                                  else 0)
             if only is not None:
                 only.enqueue(next(argv for step, argv in steps if step is only), stream)
                 return
@@ -109,13 +114,19 @@ class GemmPlan:
             if self.coresident:
                 self._order(stream, capturing, wait=False)
 
-    def _encode_maps(self, outer: TmaParams, last: list, a: int, b: int) -> None:
-        """A's and B's TMA maps in ``outer`` for the operands at ``a`` and ``b`` (re-encoded only
-        when the pointers change; ``last`` holds the pair they were encoded for)."""
-        if last[0] == (a, b):
+    def _encode_maps(self, outer: TmaParams, last: list, a: int, b: int, c: int) -> None:
+        """A's and B's TMA maps in ``outer`` for the operands at ``a`` and ``b``, and C's for the C
+        at ``c`` (0: C written by the shared epilogue); re-encoded only when the pointers change
+        (``last`` holds those they were encoded for)."""
+        if last[0] == (a, b, c):
             return
-        tma.fill(outer, self.maps, a, b)
-        last[0] = (a, b)
+        if last[0] is None or last[0][:2] != (a, b):
+            tma.fill(outer, self.maps, a, b)
+        if c:
+            t = self.template
+            tma.fill_c(outer, c, t.table.m, t.table.n, t.ops.c_rs, self.spec.tile.bm)
+        outer.c_store = 1 if c else 0
+        last[0] = (a, b, c)
 
     def _order(self, stream: int, capturing: bool, *, wait: bool) -> None:
         """Wait for (or record) the device's co-residency event; in a graph as external nodes, so

@@ -22,25 +22,29 @@ from .launch import TmaParams
 
 BOX_INNER = 64          # kernels/sm90/config.cuh BOX_INNER (elements of a 128-byte box row)
 MAP_BYTES = 128         # sizeof(CUtensorMap)
-_DTYPES = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"}
+_DTYPES = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
+           "float32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"}
+_ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
+SWIZZLE_BYTES = 128  # a box row: the 128-byte swizzle's width (BOX_INNER 16-bit or 32 FP32 elements)
 
 
 def encode(dst: int, dtype: str, ptr: int, rows: int, cols: int, ld: int, box_rows: int) -> None:
     """Write the tensor map of a row-major ``rows x cols`` ``dtype`` matrix at ``ptr`` (row stride
-    ``ld`` elements; boxes of BOX_INNER x ``box_rows``) into the 128 bytes at address ``dst``."""
+    ``ld`` elements; boxes of 128 bytes x ``box_rows``) into the 128 bytes at address ``dst``."""
     from cuda.bindings import driver
 
-    if ptr % 16 or (ld * 2) % 16:
+    item = _ITEMSIZE[dtype]
+    if ptr % 16 or (ld * item) % 16:
         raise ValueError(f"TMA operands need 16-byte-aligned base and rows (got address {ptr:#x}, row stride {ld})")
     E, u64, u32 = driver, driver.cuuint64_t, driver.cuuint32_t  # cuda-bindings 13.3 takes no plain ints here
     err, tmap = driver.cuTensorMapEncodeTiled(
-        getattr(E.CUtensorMapDataType, _DTYPES[dtype]), 2, ptr, [u64(cols), u64(rows)], [u64(ld * 2)],
-        [u32(BOX_INNER), u32(box_rows)], [u32(1), u32(1)],
+        getattr(E.CUtensorMapDataType, _DTYPES[dtype]), 2, ptr, [u64(cols), u64(rows)], [u64(ld * item)],
+        [u32(SWIZZLE_BYTES // item), u32(box_rows)], [u32(1), u32(1)],
         E.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, E.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
         E.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
         E.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
     if int(err):
-        raise CudaError(f"cuTensorMapEncodeTiled({dtype}, {rows}x{cols}, ld {ld}, box {BOX_INNER}x{box_rows}) "
+        raise CudaError(f"cuTensorMapEncodeTiled({dtype}, {rows}x{cols}, ld {ld}, box {SWIZZLE_BYTES // item}x{box_rows}) "
                         f"failed with {err.name}")
     ctypes.memmove(dst, int(tmap.getPtr()), MAP_BYTES)
 
@@ -62,3 +66,16 @@ def fill(params: TmaParams, maps: tuple, a: int, b: int) -> None:
     dtype, map_a, map_b = maps
     for offset, ptr, (rows, cols, ld, box_rows) in ((TmaParams.a.offset, a, map_a), (TmaParams.b.offset, b, map_b)):
         encode(ctypes.addressof(params) + offset, dtype, ptr, rows, cols, ld, box_rows)
+
+
+def c_storable(c_rs: int, c_cs: int, out_dtype: str, policy: str) -> bool:
+    """Whether the sm90 kernels may write C through a TMA map (kernels/sm90/tma_wgmma.cuh
+    write_tile_tma) for every launch whose C base is 16-byte aligned and whose beta is 0: an FP32 C
+    of unit column stride and 16-byte rows, under a policy that never adds to C atomically."""
+    return out_dtype == "float32" and c_cs == 1 and (c_rs * 4) % 16 == 0 and policy != "atomic"
+
+
+def fill_c(params: TmaParams, c: int, m: int, n: int, c_rs: int, bm: int) -> None:
+    """C's map (FP32, ``m x n``, row stride ``c_rs``; boxes of 32 columns x ``bm`` rows) for the C at
+    ``c``, written into ``params``."""
+    encode(ctypes.addressof(params) + TmaParams.c.offset, "float32", c, m, n, c_rs, bm)

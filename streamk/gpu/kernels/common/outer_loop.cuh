@@ -1,8 +1,8 @@
 // outer_loop.cuh: the Stream-K outer loop, shared by every mainloop: a thread group G (group.cuh)
 // holding the accumulators walks this CTA's unit rows (work.cuh), runs the mainloop over each
 // unit's MAC iterations [k_begin, k_end) of its tile, then the unit's action (fixup.cuh) and the
-// epilogue (epilogue.cuh). run_units<ML, G>(p, smem, mainloop) takes the mainloop as a callable
-// mainloop(m0, n0, k_begin, k_end, acc); ML provides Acc, BM, BN, THREADS (G's size), ACC and
+// epilogue (epilogue.cuh). run_units<ML, G>(p, smem, mainloop[, write]) takes the mainloop as a callable
+// mainloop(m0, n0, k_begin, k_end, acc) (and optionally its own write of C, SharedWrite); ML provides Acc, BM, BN, THREADS (G's size), ACC and
 // coord(i, tid, r, c) (fragment element -> tile row, column). The sm80 mainloops, where every
 // thread does everything, run it with the whole block as G (main_kernel below); a warp-specialized
 // mainloop (sm90/) runs it in its consumer warp groups while its producer streams the operands.
@@ -26,8 +26,19 @@ namespace streamk {
 template <class ML>
 constexpr bool GUESS_FIRST_ROW = sizeof(typename ML::Elem) == 2 && ML::BM * ML::BN < 128 * 128;
 
-template <class ML, class G, class Mainloop>
-__device__ __forceinline__ void run_units(const GemmParams& p, unsigned char* smem, Mainloop&& mainloop) {
+// The shared epilogue's write of C (write_c) for every WRITE: a mainloop with a write of its own
+// passes run_units a callable write(m0, n0, acc, last) (last: the CTA's last unit) that returns
+// false where it leaves C to write_c.
+struct SharedWrite {
+  template <class Acc, int N>
+  __device__ __forceinline__ bool operator()(int, int, const Acc (&)[N], bool) const {
+    return false;
+  }
+};
+
+template <class ML, class G, class Mainloop, class Write = SharedWrite>
+__device__ __forceinline__ void run_units(const GemmParams& p, unsigned char* smem, Mainloop&& mainloop,
+                                          Write&& write = SharedWrite{}) {
   using Acc = typename ML::Acc;
   static_assert(G::THREADS == ML::THREADS, "the group holds the accumulators");
   const TableParams& t = p.table;
@@ -95,7 +106,7 @@ __device__ __forceinline__ void run_units(const GemmParams& p, unsigned char* sm
     } else if (action == ACT_PARTIAL || action == ACT_HANDOFF) {
       signal<G>(t, u, epoch);
     }
-    if (writes) write_c<ML, G>(p.ops, problem(t), m0, n0, acc, smem);
+    if (writes && !write(m0, n0, acc, u + 1 == last)) write_c<ML, G>(p.ops, problem(t), m0, n0, acc, smem);
     if (action == ACT_ATOMIC) atomic_c<ML, G>(p.ops, problem(t), m0, n0, acc, smem);
     trace<G>(u - first, 2);
   }

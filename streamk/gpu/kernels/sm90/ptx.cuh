@@ -67,6 +67,24 @@ __device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const void* 
       : "memory");
 }
 
+// The box at (c0 inner, c1 outer) of the 2-D tensor `map` written from shared `src` (the async
+// proxy reads it: the writers' fence.proxy.async comes first), in this thread's current bulk group.
+// Elements past the tensor's edge are not written.
+__device__ __forceinline__ void tma_store_2d(const void* map, unsigned src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
+               ::"l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(src)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Until this thread's bulk groups have read their shared sources (the staging may be rewritten)...
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+// ... or have completed, their writes done.
+__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+// Shared-memory writes of this thread (generic proxy) visible to the async proxy's later reads.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
 // ---- clusters ----
 __device__ __forceinline__ unsigned cluster_rank() {
   unsigned r;
@@ -145,6 +163,30 @@ __device__ __forceinline__ unsigned long long smem_desc(unsigned addr, unsigned 
       : WGMMA_D32(0), WGMMA_D32(32), WGMMA_D32(64), WGMMA_D32(96)                               \
       : "l"(desc_a), "l"(desc_b), "r"(scale_d))
 
+// The same instruction on 64 and 192 columns (the fragment formula above with i up to 31 / 95).
+#define WGMMA_M64N64K16(TYPE, TA, TB)                                                                 \
+  asm volatile(                                                                                  \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                             \
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32." #TYPE "." #TYPE " {"                        \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
+      "}, %32, %33, p, 1, 1, " TA ", " TB ";\n}\n"                                                     \
+      : WGMMA_D32(0)                               \
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d))
+#define WGMMA_M64N192K16(TYPE, TA, TB)                                                                 \
+  asm volatile(                                                                                  \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"                                             \
+      "wgmma.mma_async.sync.aligned.m64n192k16.f32." #TYPE "." #TYPE " {"                        \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95" \
+      "}, %96, %97, p, 1, 1, " TA ", " TB ";\n}\n"                                                     \
+      : WGMMA_D32(0), WGMMA_D32(32), WGMMA_D32(64)                               \
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d))
+
 // The instruction of one shape and type for each operand layout: A M-major (imm-trans-a 1) or
 // K-major, B K-major (imm-trans-b 0) or N-major.
 #define WGMMA_LAYOUTS(SHAPE, TYPE)         \
@@ -158,13 +200,21 @@ __device__ __forceinline__ unsigned long long smem_desc(unsigned addr, unsigned 
     SHAPE(TYPE, "0", "1");                 \
   }
 
-// One k16 step of a consumer warp group's 64 x BN accumulators (BN 128 or 256), D += A * B, with A
+// One k16 step of a consumer warp group's 64 x BN accumulators (BN 64, 128, 192 or 256), D += A * B, with A
 // M-major where A_MN and B K-major where B_K (the layouts TMA wrote them in shared memory).
 template <int BN, bool BF16, bool A_MN, bool B_K>
 __device__ __forceinline__ void wgmma_k16(float (&d)[BN / 2], unsigned long long desc_a, unsigned long long desc_b) {
   const int scale_d = 1;
-  static_assert(BN == 128 || BN == 256, "wgmma n128 or n256");
-  if constexpr (BN == 128 && BF16) {
+  static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "wgmma n64, n128, n192 or n256");
+  if constexpr (BN == 64 && BF16) {
+    WGMMA_LAYOUTS(WGMMA_M64N64K16, bf16)
+  } else if constexpr (BN == 64) {
+    WGMMA_LAYOUTS(WGMMA_M64N64K16, f16)
+  } else if constexpr (BN == 192 && BF16) {
+    WGMMA_LAYOUTS(WGMMA_M64N192K16, bf16)
+  } else if constexpr (BN == 192) {
+    WGMMA_LAYOUTS(WGMMA_M64N192K16, f16)
+  } else if constexpr (BN == 128 && BF16) {
     WGMMA_LAYOUTS(WGMMA_M64N128K16, bf16)
   } else if constexpr (BN == 128) {
     WGMMA_LAYOUTS(WGMMA_M64N128K16, f16)
@@ -177,6 +227,8 @@ __device__ __forceinline__ void wgmma_k16(float (&d)[BN / 2], unsigned long long
 #undef WGMMA_LAYOUTS
 #undef WGMMA_M64N128K16
 #undef WGMMA_M64N256K16
+#undef WGMMA_M64N64K16
+#undef WGMMA_M64N192K16
 #undef WGMMA_D32
 #undef WGMMA_D8
 

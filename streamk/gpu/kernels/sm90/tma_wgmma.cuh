@@ -3,14 +3,16 @@
 // run_units) over any Schedule table (common/schedule_table.cuh) under every fixup policy
 // (common/fixup.cuh; the separate-reduce and atomic passes are common/passes.cuh on this layout).
 //
-// TmaWgmma<BF16, BN, STAGES> (config.cuh): a 128 x BN x 64 tile per MAC iteration, BN 128 (4 stages)
-// or 256 (3 stages). 384 threads, three warp groups, __launch_bounds__(384, 1):
+// TmaWgmma<BF16, BN, STAGES, A_MN, B_K, BLOCKS> (config.cuh): a 128 x BN x 64 tile per MAC iteration,
+// BN 64 (3 stages, two CTAs an SM), 128 (4 stages), 192 or 256 (3 stages). 384 threads, three warp
+// groups, __launch_bounds__(384, BLOCKS):
 //   producer  (warp group 0, setmaxnreg down to 40): one thread walks the CTA's unit rows (work.cuh)
 //             and, for every MAC iteration of every unit, waits for a free stage and issues the TMA
 //             bulk tensor loads of A (one 128 x 64 box) and B (BN/64 boxes of 64 x 64) into it; the
 //             stage's mbarrier completes on their bytes. It runs ahead across units: the ring
 //             persists, so the next unit's operands arrive while the consumers run an epilogue.
-//   consumers (warp groups 1-2, setmaxnreg up to 232; one thread group on named barrier 1): the
+//   consumers (warp groups 1-2, setmaxnreg up to 232, or 96 at two CTAs an SM; one thread group on
+//             named barrier 1): the
 //             outer loop with its fixup and epilogue; per MAC iteration each warp group waits for
 //             the stage, issues four wgmma.m64nBNk16 (rows 64g .. 64g + 63, all BN columns: BN/2
 //             accumulators per thread) and frees the previous stage once its batch has completed
@@ -40,7 +42,8 @@
 // CUTLASS include/cute/atom/mma_traits_sm90_gmma.hpp (make_gmma_desc) and the PTX ISA's matrix
 // descriptor section.
 // Clusters (launched with two CTAs a cluster where the host found pairs, streamk/gpu/clusters.py): a
-// paired cluster's CTAs each load half of every stage's B boxes and multicast them to both (the
+// paired cluster's CTAs each load half of every stage's B boxes (rank 0 the larger half of an odd
+// count) and multicast them to both (the
 // 2x1 clusters of the anchors, github pranjalssh/fast.cu matmul_12.cuh: one operand's L2 reads
 // halved); each CTA's stage is refilled once both CTAs' consumers freed it. Unpaired clusters run
 // as single CTAs.
@@ -74,19 +77,22 @@ struct TmaParams {
   // per cluster of two CTAs (blockIdx.x / 2), 1 where they share B (streamk/gpu/clusters.py); null
   // when the launch has no clusters
   const int* pairs;
+  int c_store;  // 1: this launch writes C through `c` (write_tile_tma); 0: the shared epilogue
   TensorMap a;  // A: dims (k, m), box (BK, BM)
   TensorMap b;  // B: dims (n, k), box (64, BK)
+  TensorMap c;  // C (FP32, row-major): dims (n, m), box (C_BOX_COLS, BM), 128-byte swizzle
 };
-// (176 B, pairs at 176, then maps on 64-byte boundaries: a at 192, b at 320; NVRTC 13.0 has no offsetof)
-static_assert(sizeof(GemmParams) == 176 && alignof(TensorMap) == 64 && sizeof(TmaParams) == 448,
+// (176 B, pairs at 176, c_store at 184, then maps on 64-byte boundaries: a at 192, b at 320, c at 448;
+// NVRTC 13.0 has no offsetof)
+static_assert(sizeof(GemmParams) == 176 && alignof(TensorMap) == 64 && sizeof(TmaParams) == 576,
               "launch.py TmaParams mirrors this layout");
 
 template <bool BF16, int BN_ = 128, int STAGES_ = TileConfig<BN_>::DEFAULT_STAGES, bool A_MN_ = false,
-          bool B_K_ = false>
+          bool B_K_ = false, int BLOCKS_ = 1>
 struct TmaWgmma {
   using Acc = float;
   using Elem = unsigned short;  // raw FP16 / BF16 bits
-  using Config = TileConfig<BN_>;
+  using Config = TileConfig<BN_, BLOCKS_>;
   static constexpr bool IS_BF16 = BF16;
   // operand layouts in global and shared memory: A M-major (a column-major A, read in two 64-row
   // boxes of 64 k) instead of K-major; B K-major (a column-major B: boxes of 64 n rows of 64 k)
@@ -116,12 +122,15 @@ struct TmaWgmma {
   }
 };
 
-template <bool BF16, int BN>
-constexpr bool staging_matches = EPILOGUE_STAGING_BYTES<TmaWgmma<BF16, BN>> == TmaWgmma<BF16, BN>::STAGING_BYTES;
-static_assert(staging_matches<false, 128> && staging_matches<true, 128> && staging_matches<false, 256> &&
-                  staging_matches<true, 256>,
+template <int BN, int BLOCKS = 1>
+constexpr bool staging_matches = EPILOGUE_STAGING_BYTES<TmaWgmma<false, BN, TileConfig<BN>::DEFAULT_STAGES, false,
+                                                                 false, BLOCKS>> ==
+                                 TmaWgmma<false, BN, TileConfig<BN>::DEFAULT_STAGES, false, false, BLOCKS>::STAGING_BYTES;
+static_assert(staging_matches<64, 2> && staging_matches<128> && staging_matches<192> && staging_matches<256>,
               "the epilogue's staging size");
-static_assert(TmaWgmma<false, 128>::SMEM_BYTES == 201792 && TmaWgmma<false, 256>::SMEM_BYTES == 218160,
+static_assert(TmaWgmma<false, 64, 3, false, false, 2>::SMEM_BYTES == 111664 &&
+                  TmaWgmma<false, 128>::SMEM_BYTES == 201792 && TmaWgmma<false, 192>::SMEM_BYTES == 226352 &&
+                  TmaWgmma<false, 256>::SMEM_BYTES == 218160,
               "config.cuh states each tile's shared memory");
 
 // Where each piece of the dynamic shared memory lies (shared-space byte addresses).
@@ -169,8 +178,9 @@ __device__ __forceinline__ void produce(const TmaParams& p, const Smem<ML>& s, b
   work.prefetch(t, blockIdx.x);
   work.begin(t, blockIdx.x);
   pdl_wait();  // behind the pack pass: its copies of A and B are complete from here
-  constexpr int HALF = ML::Config::B_BOXES / 2;
-  const int own = paired ? static_cast<int>(cluster_rank()) * HALF : 0;  // first B box this CTA loads
+  constexpr int FIRST_HALF = (ML::Config::B_BOXES + 1) / 2;  // rank 0's boxes; rank 1 loads the rest
+  const bool rank0 = !paired || cluster_rank() == 0;
+  const int own_begin = rank0 ? 0 : FIRST_HALF, own_end = rank0 ? FIRST_HALF : ML::Config::B_BOXES;
   Ring<ML> ring;
   for (int u = work.first; u < work.last; ++u) {
     const WorkUnit w = work.unit(u, blockIdx.x);
@@ -187,8 +197,7 @@ __device__ __forceinline__ void produce(const TmaParams& p, const Smem<ML>& s, b
         tma_load_2d(s.a(ring.stage), &p.a, s.full(ring.stage), kt * ML::BK, m0);
       }
       if (paired) {
-#pragma unroll
-        for (int box = own; box < own + HALF; ++box)
+        for (int box = own_begin; box < own_end; ++box)
           tma_load_2d_multicast(s.b(ring.stage) + box * B_BOX_BYTES, &p.b, s.full(ring.stage),
                                 b_inner<ML>(n0 + box * BOX_INNER, kt), b_outer<ML>(n0 + box * BOX_INNER, kt),
                                 CLUSTER_MASK);
@@ -246,6 +255,64 @@ __device__ __forceinline__ void consume(const Smem<ML>& s, Ring<ML>& ring, int w
   if (arrives && previous >= 0) release(previous);
 }
 
+// C tile (m0, n0) = alpha * acc through the TMA unit, for every WRITE unit of a CTA but its last (the
+// host sets c_store where C is a row-major FP32 matrix TMA can address, beta is 0 and no unit adds
+// to C atomically; a CTA's last tile, with no mainloop after it to hide behind, left the SM faster
+// through the shared epilogue's stores: 5-8% on one-tile-per-CTA GEMMs, LOG.md v39). The tile goes to the
+// staging as C_BOX_COLS-column boxes of 128-byte rows, 16-byte chunks swizzled by row (the map's
+// 128-byte swizzle: a warp's pair stores take the minimum two wavefronts), then one thread issues
+// the boxes' bulk stores and the consumers go on to their next unit while the copy engine writes C:
+// the epilogue's global stores no longer hold the tensor cores (benchmarks/LOG.md v39). The staging
+// is rewritten only once the previous tile's stores have read it (bulk_wait_read), and the kernel
+// ends after they complete. A staging too small for the whole tile (128x256) takes it in parts.
+// (The TMA-store epilogue of NVIDIA CUTLASS include/cutlass/epilogue/collective/
+// sm90_epilogue_tma_warpspecialized.hpp, written here for one staging buffer.)
+template <class ML, class G>
+__device__ __forceinline__ void write_tile_tma(const TmaParams& p, unsigned staging, int m0, int n0,
+                                               const float (&acc)[ML::ACC]) {
+  constexpr int BOX_BYTES = ML::BM * SWIZZLE_BYTES, BOXES = ML::BN / C_BOX_COLS;
+  constexpr int PER_PART = ML::STAGING_BYTES / BOX_BYTES < BOXES ? ML::STAGING_BYTES / BOX_BYTES : BOXES;
+  constexpr int PARTS = BOXES / PER_PART, PART_ACC = ML::ACC / PARTS;
+  static_assert(BOXES % PER_PART == 0 && ML::ACC % PARTS == 0, "whole boxes a part");
+  static_assert(C_BOX_COLS == 32 && ML::ACC == WG_M * ML::BN / WG_THREADS, "the wgmma D layout, 32-column boxes");
+  // the thread's first pair (row r0, columns c0, c0 + 1; ML::coord of element 0), from a fresh read
+  // of %tid: kept across the unit loop, these addresses spilled beside 128 accumulators
+  unsigned tid;
+  asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
+  tid -= WG_THREADS;  // the consumers' rank (the producer is warp group 0)
+  int r0, c0;
+  ML::coord(0, static_cast<int>(tid), r0, c0);
+  const unsigned row = staging + r0 * SWIZZLE_BYTES + (c0 % 4) * 4;
+  const int swz = r0 % 8, chunk0 = c0 / 4;
+  const float alpha = static_cast<float>(p.gemm.ops.alpha);
+#pragma unroll
+  for (int part = 0; part < PARTS; ++part) {
+    if (G::leader()) bulk_wait_read();
+    G::sync();
+#pragma unroll
+    for (int i = part * PART_ACC; i < (part + 1) * PART_ACC; i += 2) {  // a part's columns are whole fragments
+      // element i of the wgmma D fragment: row r0 + 8 ((i / 2) % 2), column c0 + 8 (i / 4) (ML::coord)
+      const int q = i / 4, box = q / 4 - part * PER_PART;
+      const unsigned at = row + box * BOX_BYTES + ((i / 2) % 2) * 8 * SWIZZLE_BYTES + (((2 * (q % 4) + chunk0) ^ swz) * 16);
+      asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(alpha * acc[i]), "f"(alpha * acc[i + 1])
+                   : "memory");
+    }
+    fence_proxy_async_shared();
+    G::sync();
+    if (G::leader()) {
+#pragma unroll
+      for (int box = 0; box < PER_PART; ++box)
+        tma_store_2d(&p.c, staging + box * BOX_BYTES, n0 + (part * PER_PART + box) * C_BOX_COLS, m0);
+      bulk_commit();
+    }
+  }
+}
+
+// Tiles whose rows the shared epilogue stores in a flattened loop (epilogue.cuh store_rows: 192
+// columns) write their last tile through TMA too: 1.12x on one-tile-per-CTA GEMMs (LOG.md v39).
+template <class ML>
+constexpr bool SLOW_SHARED_WRITE = ML::THREADS % (ML::BN / 4) != 0;
+
 // The entry's body (catalogue/source.py instantiates it per dtype).
 template <class ML>
 __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
@@ -267,14 +334,29 @@ __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
     regs_down<PRODUCER_REGS>();
     if (threadIdx.x == 0) produce<ML>(p, s, paired);
   } else {
-    regs_up<CONSUMER_REGS>();
+    regs_up<ML::Config::CONSUMER_REGS>();
     using G = ThreadGroup<1, WG_THREADS, ML::THREADS>;
     const int wg = G::rank() / WG_THREADS;
     unsigned char* staging = smem_raw + (s.staging() - raw);
     Ring<ML> ring;
-    run_units<ML, G>(p.gemm, staging, [&](int, int, int k_begin, int k_end, float (&acc)[ML::ACC]) {
-      consume<ML>(s, ring, wg, k_begin, k_end, acc, paired);
-    });
+    const bool c_store = p.c_store != 0;
+    run_units<ML, G>(
+        p.gemm, staging,
+        [&](int, int, int k_begin, int k_end, float (&acc)[ML::ACC]) {
+          consume<ML>(s, ring, wg, k_begin, k_end, acc, paired);
+        },
+        [&](int m0, int n0, const float (&acc)[ML::ACC], bool last) {
+          if (c_store && (!last || SLOW_SHARED_WRITE<ML>)) {
+            write_tile_tma<ML, G>(p, s.staging(), m0, n0, acc);
+            return true;
+          }
+          if (c_store) {  // the shared epilogue's staging: free once the last bulk store has read it
+            if (G::leader()) bulk_wait_read();
+            G::sync();
+          }
+          return false;
+        });
+    if (c_store && G::leader()) bulk_wait();  // C's last stores complete before the CTA ends
   }
 }
 
