@@ -13,7 +13,8 @@ batch of GRAPH_BATCH calls where one takes under GRAPH_BELOW_MS, so host launch 
 the variants of a shape replayed round-robin (streamk.bench.harness.time_interleaved's method) after
 a warm-up, the median of ``--reps`` rounds. The last lines are a table: shape, tile, decomposition,
 microseconds, TFLOP/s, cuBLAS microseconds and cuBLAS's time over ours (above 1: faster than cuBLAS).
-About two minutes on an H100 with the default shapes (the 8192^3 checks and timings take most).
+About 1-2 minutes on an H100 or H200 with the default shapes, NVRTC builds of the new tiles included
+(the 8192^3 checks and timings take most).
 """
 
 from __future__ import annotations
