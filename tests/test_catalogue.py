@@ -56,7 +56,8 @@ def test_the_fp64_tiles_instantiate_one_template_the_paper_tile_as_before():
     wide = reg.BY_NAME["streamk_sm80_f64_t128x128_w8"]
     assert (wide.stages, wide.blocks_per_sm, wide.unit) == (2, 1, "sm80_f64_128x128_w8")
     assert wide.cxx_type == "streamk::sm80::Double<8, streamk::sm80::F64Tile<128, 128, 2>>"
-    assert reg.BY_NAME["streamk_sm80_f64_t128x64"].cxx_type == "streamk::sm80::Double<16, streamk::sm80::F64Tile<128, 64, 3>>"
+    tall = reg.BY_NAME["streamk_sm80_f64_t128x64"]
+    assert tall.cxx_type == "streamk::sm80::Double<16, streamk::sm80::F64Tile<128, 64, 3>>"
     assert "__launch_bounds__(streamk_sm80_f64_t128x64_t::THREADS, 1)" in unit_source("sm80_f64_128x64_w16")
 
 

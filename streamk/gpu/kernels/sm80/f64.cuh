@@ -2,15 +2,17 @@
 // (common/outer_loop.cuh) over any Schedule table under any fixup policy (common/fixup.cuh).
 //
 // Double<LOAD_BYTES, F64Tile<BM, BN, STAGES>> (f64_config.cuh): a BM x BN x 16 tile per MAC
-// iteration, warps of WM x WN (F64Shape), mma.sync m8n8k4 f64 on sm_80, m16n8k8 (or m16n8k16
-// where the tile asks) on sm_90, a STAGES-deep cp.async pipeline (sm80/pipeline.cuh) of
-// STAGE_ITERS MAC iterations a stage, fragments read from shared memory with 8-byte loads (ldmatrix
-// is 16-bit only) from rows padded to 4 (mod 16) doubles. The tiles:
+// iteration, warps of WM x WN (F64Shape), mma.sync m8n8k4 f64 on sm_80, m16n8k8, m16n8k16 or
+// m16n8k4 (as the tile's registers allow) on sm_90, a STAGES-deep cp.async pipeline
+// (sm80/pipeline.cuh) of STAGE_ITERS MAC iterations a stage, fragments read from shared memory with
+// 8-byte loads (ldmatrix is 16-bit only) from rows padded to 4 (mod 16) doubles. The tiles:
 //   64x64x16 (the paper's): 4 warps as 2 x 2 of 32x32 (4x4 m8n8k4 / 2x4 m16n8k8 a warp per k-step),
 //     4 stages: 4 x (64x20 + 16x68) x 8 B = 75,776 B of shared memory, 2 CTAs per SM;
-//   128x64x16: 4 warps as 2 x 2 of 64x32, 3 stages: 3 x (128x20 + 16x68) x 8 B = 87,552 B, 2 CTAs per SM;
-//   128x128x16: 8 warps as 4 x 2 of 32x64, 4 stages: 4 x (128x20 + 16x132) x 8 B = 149,504 B (the
-//     epilogue stages the 139,264-byte C tile in it), one CTA per SM.
+//   128x64x16: 8 warps as 4 x 2 of 32x32, m16n8k16 on sm_90, 3 stages of two MAC iterations:
+//     3 x (128x36 + 32x68) x 8 B = 162,816 B, one CTA per SM;
+//   128x128x16: 8 warps as 4 x 2 of 32x64, m16n8k4 on sm_90, 2 stages of two MAC iterations:
+//     2 x (128x36 + 32x132) x 8 B = 141,312 B (the epilogue stages the 139,264-byte C tile in it),
+//     one CTA per SM.
 // The whole block is one thread group.
 // Arch: sm_80 and later (DMMA; runs on sm_90a).
 // Operands: A m x k row-major (lda), B k x n row-major (ldb), 16-byte aligned rows with the

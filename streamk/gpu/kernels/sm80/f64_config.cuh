@@ -3,8 +3,9 @@
 // ships: 64x64x16 (the paper's, shipped and calibrated) and the larger 128x64x16 and 128x128x16,
 // which stream fewer operand bytes from L2 per flop (8 (BM + BN) / (BM BN) bytes a multiply-add:
 // 0.25 on 64x64, 0.19 on 128x64, 0.125 on 128x128; 64x64 near cuBLAS's FP64 rate would ask the
-// L2 for over 5 TB/s on an H100) and read fewer shared-memory bytes per flop on their larger warp
-// tiles (8 (WM + WN) / (WM WN): 0.5 on 32x32, 0.375 on 64x32 and 32x64).
+// L2 for over 5 TB/s on an H100); 128x128's 32x64 warps also read fewer shared-memory bytes per
+// flop (8 (WM + WN) / (WM WN): 0.375, 0.5 on 32x32). Which of these wins is for the GPU to say
+// (benchmarks/f64_probe.py).
 #pragma once
 
 namespace streamk {
@@ -36,7 +37,7 @@ template <>
 struct F64Shape<64, 64> {
   static constexpr int WARPS_M = 2, WARPS_N = 2, WIDE_K = 8, STAGE_ITERS = 1;
 };
-// 8 warps as 4 x 2 of 32x32, m16n8k16, k-32 stages; one CTA per SM (255 registers on sm_90a, 44 B
+// 8 warps as 4 x 2 of 32x32, m16n8k16, k-32 stages; one CTA per SM (255 registers on sm_90a, 56 B
 // of spills outside the mainloop)
 template <>
 struct F64Shape<128, 64> {
