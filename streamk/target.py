@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from .calibrate.model import Calibration
 from .costs import Costs
 from .errors import ScheduleError
-from .gpu.catalogue import (DOT_T_TILE, DOT_TILE, F64_TILE, LARGE_RUNGS, PAPER_HALF_TILE, SM90_192_TILE,
-                            SM90_NARROW_TILE, SM90_TILE, SM90_TILES, SM90_WIDE_TILE, WIDE_TILE)
+from .gpu.catalogue import (DOT_T_TILE, DOT_TILE, F64_LARGE_TILES, F64_TILE, LARGE_RUNGS, PAPER_HALF_TILE,
+                            SM90_192_TILE, SM90_NARROW_TILE, SM90_TILE, SM90_TILES, SM90_WIDE_TILE, WIDE_TILE)
 from .shapes import GemmShape, Machine, Problem, TileShape
 
 if TYPE_CHECKING:
@@ -290,8 +290,14 @@ _SM90_RESIDENCY = {(128, 128, 32): 2, (64, 64, 32): 3, (128, 64, 32): 2, (64, 12
                    (32, 32, 32): 4, (128, 256, 32): 1, (128, 128, 64): 1, (128, 256, 64): 1, (128, 64, 64): 2,
                    (128, 192, 64): 1, (64, 8, 128): 4, (8, 128, 64): 4}
 
-_H100_TILES = (*_half_tiles(_SM90_RESIDENCY, True), TargetTile("float64", F64_TILE, 2, _SM90_F64_OWNER, _SM90_F64_REDUCE))
-_A100_TILES = (*_half_tiles(_SM80_RESIDENCY, False), TargetTile("float64", F64_TILE, 2))
+# The larger FP64 tiles (128x64x16, 128x128x16; sm80/f64_config.cuh), one CTA per SM on either arch
+# (255 and 254 registers a thread on sm_90a, 141-163 KB of shared memory; derived from ptxas, not yet
+# measured): for tile= requests, after the paper's tile, so auto keeps 64x64x16 (decide/tiles.py);
+# auto's model constants on them are the paper's until they are calibrated.
+_F64_LARGE = tuple(TargetTile("float64", tile, 1) for tile in F64_LARGE_TILES)
+_H100_TILES = (*_half_tiles(_SM90_RESIDENCY, True),
+               TargetTile("float64", F64_TILE, 2, _SM90_F64_OWNER, _SM90_F64_REDUCE), *_F64_LARGE)
+_A100_TILES = (*_half_tiles(_SM80_RESIDENCY, False), TargetTile("float64", F64_TILE, 2), *_F64_LARGE)
 
 
 

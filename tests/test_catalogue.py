@@ -39,10 +39,26 @@ def test_names_follow_the_rule_and_keep_their_meaning():
     assert SPECS["float16"].main == "streamk_sm80_f16" and SPECS["float64"].narrow == ((8, "streamk_sm80_f64_w8"),)
     assert tile_specs("bfloat16")[SMALL_TILE].entry(4) == "streamk_sm80_bf16_t64_w4"
     assert tile_specs("float16")[WIDE_TILE].reduce == "streamk_reduce_f32_t128x256"
-    assert tile_specs("float64") == {TileShape(64, 64, 16): SPECS["float64"]}
+    f64 = tile_specs("float64")  # the paper's FP64 tile first (auto runs it), then the larger ones
+    assert list(f64) == [TileShape(64, 64, 16), TileShape(128, 64, 16), TileShape(128, 128, 16)]
+    assert f64[TileShape(64, 64, 16)] == SPECS["float64"]
+    assert f64[TileShape(128, 128, 16)].entry(8) == "streamk_sm80_f64_t128x128_w8"
+    assert f64[TileShape(128, 64, 16)].reduce == "streamk_reduce_f64_t128x64"
     assert tile_specs("float16")[SMALL_TILE].entry(2) == "streamk_sm80_f16_t64_w2"  # shifted copies: 64x64 and 32x64 only
     assert {t for t, s in tile_specs("float16").items() if 2 in dict(s.narrow)} == set(reg.SHIFTED_TILES)
     assert all(w in (8, 4, 2) for s in tile_specs("float16").values() for w, _ in s.narrow)
+
+
+def test_the_fp64_tiles_instantiate_one_template_the_paper_tile_as_before():
+    paper = reg.BY_NAME["streamk_sm80_f64"]
+    assert (paper.stages, paper.blocks_per_sm) == (4, 2)
+    assert paper.cxx_type == "streamk::sm80::Double<16, streamk::sm80::F64Tile<64, 64, 4>>"
+    wide = reg.BY_NAME["streamk_sm80_f64_t128x128_w8"]
+    assert (wide.stages, wide.blocks_per_sm, wide.unit) == (2, 1, "sm80_f64_128x128_w8")
+    assert wide.cxx_type == "streamk::sm80::Double<8, streamk::sm80::F64Tile<128, 128, 2>>"
+    tall = reg.BY_NAME["streamk_sm80_f64_t128x64"]
+    assert tall.cxx_type == "streamk::sm80::Double<16, streamk::sm80::F64Tile<128, 64, 3>>"
+    assert "__launch_bounds__(streamk_sm80_f64_t128x64_t::THREADS, 1)" in unit_source("sm80_f64_128x64_w16")
 
 
 def test_variants_check_themselves():

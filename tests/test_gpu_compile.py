@@ -29,10 +29,21 @@ def test_every_kernel_compiles_without_spills(arch, tmp_path):
     # under the 255-register cap ptxas spills at most a few dozen words, all of them values kept
     # across the unit loop, none in the mainloop (cuobjdump, benchmarks/LOG.md v9 and v10)
     spills = {r["name"]: r["spill_bytes"] for r in rows}
-    assert max(spills.values()) <= 128, spills
+    # ... but the FP64 128x128 tile on sm_80, whose m8n8k4 mainloop (2x the DMMAs of sm_90's
+    # m16n8k4) spills ~220 B beside its 64 fp64 accumulators a thread (an A100 runs it only when asked)
+    a100_f64_wide = {n for n in spills if n.startswith("streamk_sm80_f64_t128x128")} if arch == "sm_80" else set()
+    assert max(v for n, v in spills.items() if n not in a100_f64_wide) <= 128, spills
+    assert all(spills[n] <= 256 for n in a100_f64_wide), spills
     assert spills["streamk_sm80_f64"] == 0, spills
     main = {r["name"]: r["registers"] for r in rows}
     assert 128 < main["streamk_sm80_f16"] <= 255 and 64 < main["streamk_sm80_f64"] <= 255, main
+    # the larger FP64 tiles hold 32 (128x64) and 64 (128x128) fp64 accumulators a thread beside
+    # double-buffered fragments; on sm_90a a few words kept across the unit loop spill, none in
+    # the mainloop (sm80/f64_config.cuh F64Shape)
+    f64_large = [f"streamk_sm80_f64_t{t}{w}" for t in ("128x64", "128x128") for w in ("", "_w8")]
+    assert all(128 < main[n] <= 255 for n in f64_large), {n: main[n] for n in f64_large}
+    if arch == "sm_90a":
+        assert all(spills[n] <= 64 for n in f64_large), {n: spills[n] for n in f64_large}
     if arch == "sm_90a":  # the TMA + wgmma kernels keep their BN/2 accumulators per consumer thread in registers
         sm90 = {v.name: v for v in VARIANTS if v.mainloop == "sm90_tma" and v.role == "main"}
         assert {n for n in main if n.startswith("streamk_sm90_")} == set(sm90)

@@ -324,12 +324,14 @@ def test_small_tile_kernels_and_autos_tile_choice():
     assert spec_for_tile("float16", "128x64").main == "streamk_sm80_f16_t128x64"
     with pytest.raises(ScheduleError, match="tile must look like 128x64"):
         spec_for_tile("float16", "big")
-    assert list(tile_specs("float64")) == [TileShape(64, 64, 16)]  # the paper's FP64 tile only
+    # the paper's FP64 tile first (auto's), then the larger ones (tile= only)
+    assert list(tile_specs("float64")) == [TileShape(64, 64, 16), TileShape(128, 64, 16), TileShape(128, 128, 16)]
+    assert spec_for_tile("float64", 128).main == "streamk_sm80_f64_t128x128"
     assert spec_for_tile("bfloat16", 64) is tile_specs("bfloat16")[SMALL_TILE]
     assert spec_for_tile("float16", TileShape(128, 128, 32)) is SPECS["float16"]
     assert tile_specs("float16")[SMALL_TILE].entry(8) == "streamk_sm80_f16_t64_w8"
-    with pytest.raises(ScheduleError, match="no float64 kernel runs 128.*there are: 64x64x16"):
-        spec_for_tile("float64", 128)
+    with pytest.raises(ScheduleError, match="no float64 kernel runs 256.*there are: 64x64x16, 128x64x16, 128x128x16"):
+        spec_for_tile("float64", 256)
     with pytest.raises(ScheduleError, match="no float16 kernel runs 96x96x32"):
         spec_for_tile("float16", TileShape(96, 96, 32))
     # 64x64 tiles that fit one wave on the SMs -> the small tile; the FP64 tile is the paper's

@@ -79,6 +79,8 @@ RECT_TILES = (TileShape(128, 64, 32), TileShape(64, 128, 32))
 TINY_TILES = (TileShape(32, 64, 32), TileShape(32, 32, 32))
 WIDE_TILE = TileShape(128, 256, 32)
 F64_TILE = TileShape(64, 64, 16)
+# The larger FP64 tiles (sm80/f64_config.cuh): fewer operand bytes from L2 and shared memory per flop
+F64_LARGE_TILES = (TileShape(128, 64, 16), TileShape(128, 128, 16))
 SM90_TILE = TileShape(128, 128, 64)
 SM90_WIDE_TILE = TileShape(128, 256, 64)
 SM90_NARROW_TILE = TileShape(128, 64, 64)
@@ -94,7 +96,8 @@ MAINLOOPS = {m.name: m for m in (
     Mainloop("sm80_half", "sm80", "sm80/half.cuh",
              "streamk::sm80::Half<{bf16}, {load_bytes}, streamk::sm80::Tile<{bm}, {bn}, {stages}>>",
              ("float16", "bfloat16"), "float32", PAPER_HALF_TILE),
-    Mainloop("sm80_f64", "sm80", "sm80/f64.cuh", "streamk::sm80::Double<{load_bytes}, {stages}>",
+    Mainloop("sm80_f64", "sm80", "sm80/f64.cuh",
+             "streamk::sm80::Double<{load_bytes}, streamk::sm80::F64Tile<{bm}, {bn}, {stages}>>",
              ("float64",), "float64", F64_TILE),
     # at most 8 columns (GEMV-like decode GEMMs): A read in place at any row alignment; at most 8
     # rows: the same on the transposed problem, B read in place
@@ -200,7 +203,12 @@ def _family(mainloop: str, tile: TileShape, widths: tuple[int, ...], stages: int
 
 
 HALF_STAGES = 3  # sm80/half_config.cuh STAGES
-F64_STAGES = 4   # sm80/f64_config.cuh STAGES
+# The FP64 tiles (sm80/f64_config.cuh), the paper's first, with their pipeline stages and the CTAs per
+# SM their __launch_bounds__ ask for: 64x64 4 stages of k 16 (75,776 B), 2 CTAs; 128x64 (8 warps of
+# 32x32) 3 stages of k 32 (162,816 B) and 128x128 (8 warps of 32x64) 2 of k 32 (141,312 B, room for
+# the epilogue's 139,264-byte C tile), one CTA each (up to 255 registers a thread).
+F64_STAGES = 4   # the paper's FP64 tile's
+F64_TILES = ((F64_TILE, F64_STAGES, 2), (F64_LARGE_TILES[0], 3, 1), (F64_LARGE_TILES[1], 2, 1))
 # The sm90 TMA + wgmma tiles' stages and CTAs an SM (sm90/config.cuh: as many 64-deep stages as fit
 # beside the epilogue's staging; 128x64 at two CTAs an SM, the others one).
 SM90_STAGES = {SM90_TILE: (4, 1), SM90_WIDE_TILE: (3, 1), SM90_NARROW_TILE: (3, 2), SM90_192_TILE: (3, 1)}
@@ -223,7 +231,7 @@ HALF_TILES = ((PAPER_HALF_TILE, 0), (SMALL_TILE, 3), (RECT_TILES[0], 2), (RECT_T
 VARIANTS: tuple[KernelVariant, ...] = (
     *(v for tile, blocks in HALF_TILES for v in _family(
         "sm80_half", tile, HALF_WIDTHS + ((2,) if tile in SHIFTED_TILES else ()), HALF_STAGES, blocks)),
-    *_family("sm80_f64", F64_TILE, (16, 8), F64_STAGES, 2),
+    *(v for tile, stages, blocks in F64_TILES for v in _family("sm80_f64", tile, (16, 8), stages, blocks)),
     KernelVariant("pack", "sm80_half", "float16"),
     KernelVariant("pack", "sm80_f64", "float64"),
     KernelVariant("test", "ws_test", "float32", TileShape(32, 32, 8)),

@@ -127,18 +127,40 @@ __device__ __forceinline__ void store_access(const OperandParams& p, const unsig
 template <class ML, int V>
 __device__ __forceinline__ void store_rows(const OperandParams& p, const Problem& mnk, const unsigned char* smem, int m0,
                                            int n0, int tid) {
+  using Acc = typename ML::Acc;
+  using S = TileStage<ML>;
   constexpr int PER_ROW = ML::BN / V;  // accesses per tile row
   const int rows = min(ML::BM, mnk.m - m0), cols = min(ML::BN, mnk.n - n0);
-  if constexpr (ML::THREADS % PER_ROW == 0) {  // each thread keeps one column
-    constexpr int ROWS_PER_PASS = ML::THREADS / PER_ROW;
-    const int c = (tid % PER_ROW) * V;
-    if (c >= cols) return;
-    const int whole = cols - c >= V ? V : cols - c;  // elements of this thread's access inside n
-    for (int r = tid / PER_ROW; r < rows; r += ROWS_PER_PASS) store_access<ML, V>(p, smem, m0, n0, r, c, whole);
-  } else {  // rows of 192 columns: the accesses of the tile in order
+  if constexpr (ML::THREADS % PER_ROW != 0) {  // rows of 192 columns: the tile's accesses in order
     for (int e = tid; e < rows * PER_ROW; e += ML::THREADS) {
       const int r = e / PER_ROW, c = (e % PER_ROW) * V;
       if (c < cols) store_access<ML, V>(p, smem, m0, n0, r, c, cols - c >= V ? V : cols - c);
+    }
+    return;
+  }
+  constexpr int ROWS_PER_PASS = ML::THREADS / PER_ROW;  // each thread keeps one column
+  const int c = (tid % PER_ROW) * V;
+  if (c >= cols) return;
+  const Acc alpha = static_cast<Acc>(p.alpha), beta = static_cast<Acc>(p.beta);
+  const Acc* s = reinterpret_cast<const Acc*>(smem) + c;
+  Acc* dst = static_cast<Acc*>(p.c) + static_cast<long long>(m0) * p.c_rs + n0 + c;
+  const int whole = cols - c >= V ? V : cols - c;  // elements of this thread's access inside n
+  for (int r = tid / PER_ROW; r < rows; r += ROWS_PER_PASS) {
+    const Vec<Acc, V> in = *reinterpret_cast<const Vec<Acc, V>*>(s + r * S::LD);
+    Acc* d = dst + static_cast<long long>(r) * p.c_rs;
+    if (whole == V) {
+      Vec<Acc, V> out;
+      if (beta != Acc(0)) {
+        out = *reinterpret_cast<const Vec<Acc, V>*>(d);
+#pragma unroll
+        for (int j = 0; j < V; ++j) out.v[j] = alpha * in.v[j] + beta * out.v[j];
+      } else {
+#pragma unroll
+        for (int j = 0; j < V; ++j) out.v[j] = alpha * in.v[j];
+      }
+      *reinterpret_cast<Vec<Acc, V>*>(d) = out;
+    } else {
+      for (int j = 0; j < whole; ++j) d[j] = beta != Acc(0) ? alpha * in.v[j] + beta * d[j] : alpha * in.v[j];
     }
   }
 }
