@@ -50,7 +50,7 @@ def test_every_kernel_compiles_without_spills(arch, tmp_path):
         assert {v.layout for v in sm90.values()} == {"", "acm", "bcm", "acm_bcm"}  # every operand layout
         # one CTA an SM: at most 168 registers at launch, no spill; two (128x64): 80, and a few words
         # of the epilogue's thread coordinates kept across the unit loop, none in the mainloop (cuobjdump)
-        limits = {1: (168, 0), 2: (80, 96)}
+        limits = {1: (168, 0), 2: (80, 128)}
         assert all(main[n] <= limits[v.blocks_per_sm][0] and spills[n] <= limits[v.blocks_per_sm][1]
                    for n, v in sm90.items()), {n: (main[n], spills[n]) for n in sm90}
     assert len(list(tmp_path.glob("*.cubin"))) == len(units_for(arch))

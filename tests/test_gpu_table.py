@@ -355,7 +355,10 @@ def test_small_tile_kernels_and_autos_tile_choice():
     assert choose_tile(GemmShape(128 * 12, 256 * 11, 1024), "bfloat16", 132) == TileShape(128, 256, 32)  # 132
     assert choose_tile(GemmShape(128 * 12, 256 * 11, 992), "float16", 132) == TileShape(128, 128, 32)  # 31 its
     assert choose_tile(GemmShape(128 * 12, 256 * 11 - 256, 4096), "float16", 132) == TileShape(128, 128, 32)  # 120
-    assert choose_tile(GemmShape(8192, 8192, 8192), "float64", 132) == TileShape(64, 64, 16)
+    # FP64: the 128x128x16 tile from a wave of its tiles on sm_90a (decide.tiles F64_WIDE_TILE)
+    assert choose_tile(GemmShape(8192, 8192, 8192), "float64", 132) == TileShape(128, 128, 16)
+    assert choose_tile(GemmShape(128 * 12, 128 * 11, 512), "float64", 132) == TileShape(128, 128, 16)  # 132
+    assert choose_tile(GemmShape(128 * 12, 128 * 11 - 128, 512), "float64", 132) == TileShape(64, 64, 16)  # 120
     no_wide = Target("no-wide", "sm_90a", 132, tuple(t for t in H100.tiles if t.tile != TileShape(128, 256, 32)))
     assert choose_tile(GemmShape(8192, 8192, 8192), "float16", 132, no_wide) == TileShape(128, 128, 32)
     # 128x128 tiles under a wave, short k: the rectangle with fewer tiles that fits (a tie: 64x128)
@@ -415,7 +418,7 @@ def test_auto_takes_the_sm90_tiles_on_its_large_rungs_where_the_target_says_so()
     shape = GemmShape(128 * 12, 256 * 11 - 256, 4096)
     assert choose_tile(shape, "float16", H100) == TileShape(128, 128, 32)
     assert choose_tile(shape, "float16", on) == TileShape(128, 256, 64)
-    assert choose_tile(GemmShape(8192, 8192, 8192), "float64", on) == TileShape(64, 64, 16)
+    assert choose_tile(GemmShape(8192, 8192, 8192), "float64", on) == TileShape(128, 128, 16)  # F64_WIDE_TILE
     sm80_only = Target("sm80-only", "sm_90a", 132, tuple(t for t in H100.tiles if t.tile.bk != 64), "sm90")
     assert choose_tile(GemmShape(8192, 8192, 8192), "float16", sm80_only) == TileShape(128, 256, 32)
     # auto on an sm90 tile takes the kernel's tile order unless the caller names one

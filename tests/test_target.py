@@ -174,7 +174,8 @@ def test_auto_takes_the_sm90_tiles_on_hopper_where_they_were_measured_to_win():
     assert choose_tile(GemmShape(1153, 1090, 610), "float16", h100) == TileShape(128, 128, 64)  # 90 tiles
     assert choose_tile(GemmShape(1153, 1090, 610), "float16", a100).bk == 32  # no sm90 tiles there
     assert choose_tile(GemmShape(590, 459, 526), "float16", h100) == TileShape(64, 64, 32)  # 20 tiles
-    assert choose_tile(GemmShape(8192, 8192, 8192), "float64", h100) == TileShape(64, 64, 16)
+    assert choose_tile(GemmShape(8192, 8192, 8192), "float64", h100) == TileShape(128, 128, 16)  # F64_WIDE_TILE
+    assert choose_tile(GemmShape(8192, 8192, 8192), "float64", preset("a100")) == TileShape(64, 64, 16)
 
 
 def test_auto_on_the_sm90_square_tile_runs_shallow_dp_on_persistent_ctas():

@@ -12,11 +12,11 @@ from typing import Callable, NamedTuple
 
 from ...shapes import ITEMSIZE, GemmShape, TileShape
 from ...target import Target
-from ..catalogue import (DOT_T_TILE, DOT_TILE, LARGE_RUNGS, RECT_TILES, SHIFTED_TILES, SMALL_TILE, TINY_TILES,
-                         spec_for_tile)
+from ..catalogue import (DOT_T_TILE, DOT_TILE, F64_LARGE_TILES, LARGE_RUNGS, RECT_TILES, SHIFTED_TILES,
+                         SM90_192_TILE, SM90_WIDE_TILE, SMALL_TILE, TINY_TILES, spec_for_tile)
 from .operands import Operand, copy_widths, decode_like
 
-# auto's tile where the caller names none (FP16/BF16; FP64 has the paper's 64x64x16 only), the first
+# auto's tile where the caller names none (FP16/BF16; FP64: F64_WIDE_TILE below), the first
 # rule that holds; each won on H100 corpus samples (benchmarks/LOG.md v13-v15, v21 give the figures):
 # * at most 8 columns, and deeper than DOT_SHALLOW_ITERS of its MAC iterations or an A of
 #   DOT_MIN_A_BYTES or more: the 64x8x128 tile (kernels/sm80/dot.cuh), which reads A in place at any
@@ -62,6 +62,11 @@ from .operands import Operand, copy_widths, decode_like
 # three seeds (LOG.md v27b); from two waves on 128x128x64 stays (0.80-0.90x). The whole rule against
 # the one before: 1.063-1.071x on those three seeds, 1.075x on a fourth (worst 0.83x), BF16 1.063x.
 SM90_PACK_FLOPS_PER_BYTE = 300
+# FP64: the 128x128x16 tile (8 warps of 32x64, half the L2 bytes per flop of 64x64x16) where its
+# tiles fill a wave: H200 (LOG.md v39), auto on it against auto on 64x64x16 at 2048^3 (1.94
+# waves) 1.06x, 4096^3 1.06x, 3000x1000x2000 1.05x; below a wave (1024^3, 64 tiles) 0.61x. sm_90a
+# only: its sm_80 build reloads spilled fragments in the mainloop, and no A100 has run it.
+F64_WIDE_TILE = F64_LARGE_TILES[1]
 DOT_MIN_A_BYTES = 4 << 20
 DOT_SHALLOW_ITERS = 3
 DOT_T_MIN_B_BYTES = 12 << 20
@@ -104,12 +109,15 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
     """The tile ``schedule="auto"`` runs on ``target`` when the caller names none (rules above)."""
     tiles = target.tiles_for(dtype)
     default = tiles[0]
-    if SMALL_TILE not in tiles:
-        return default
     sms = target.sms
 
     def count(t: TileShape) -> int:
         return -(-shape.m // t.bm) * -(-shape.n // t.bn)
+
+    if target.arch == "sm_90a" and F64_WIDE_TILE in tiles and count(F64_WIDE_TILE) >= sms:
+        return F64_WIDE_TILE
+    if SMALL_TILE not in tiles:
+        return default
 
     def smallest_tiny(most: int) -> TileShape | None:
         """The smallest 32-row tile of at most ``most`` tiles."""
@@ -152,10 +160,29 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
     if square != sm80_square and not sm90:
         square, wide = sm80_square, (sm80_wide if sm80_wide in tiles else None)
     if wide is not None and iters >= WIDE_MIN_ITERS and count(wide) >= sms:
-        return wide
+        return narrower_wide(shape, wide, tiles)
     if sm90 and wide is not None and count(wide) <= sms <= count(square) < 2 * sms:
-        return wide  # one wave of the wide tile, where the square one would run a partial second
+        # one wave of the wide tile, where the square one would run a partial second
+        return narrower_wide(shape, wide, tiles)
     return square
+
+
+# Tall GEMMs of at most NARROWER_WIDE_MAX_N columns take 128x192x64 for 128x256x64 where it pads
+# fewer columns: H200, aligned corpus seed 777 (LOG.md v39), n of 264-528: its DP 1.015-1.19x auto
+# on 128x256x64 (5 of 5 shapes); wider ones ran 0.64-0.98x (its mainloop is slower per flop).
+NARROWER_WIDE_MAX_N = 600
+
+
+def narrower_wide(shape: GemmShape, wide: TileShape, tiles: tuple[TileShape, ...]) -> TileShape:
+    """``wide``, or 128x192x64 for the sm90 wide tile on a GEMM of at most NARROWER_WIDE_MAX_N
+    columns that it pads less."""
+    def padded(bn: int) -> int:
+        return -(-shape.n // bn) * bn
+
+    if (wide == SM90_WIDE_TILE and SM90_192_TILE in tiles and shape.n <= NARROWER_WIDE_MAX_N
+            and padded(SM90_192_TILE.bn) < padded(wide.bn)):
+        return SM90_192_TILE
+    return wide
 
 
 

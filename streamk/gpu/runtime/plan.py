@@ -47,8 +47,8 @@ class GemmPlan:
         self.pairs = bound.pairs  # sm90 clusters: the device address of their pairing flags (0: no clusters)
         # sm90: C written through a TMA map where a launch's C base is 16-byte aligned and beta is 0
         t = self.template
-        self.c_storable = self.maps is not None and tma.c_storable(t.ops.c_rs, t.ops.c_cs, self.spec.out_dtype,
-                                                                   self.plan.policy)
+        self.c_storable = self.maps is not None and tma.c_storable(self.spec.tile, t.ops.c_rs, t.ops.c_cs,
+                                                                   self.spec.out_dtype, self.plan.policy)
 
     @property
     def names(self) -> list[str]:

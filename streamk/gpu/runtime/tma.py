@@ -17,7 +17,7 @@ import ctypes
 
 from ...errors import CudaError
 from ...shapes import GemmShape, TileShape
-from ..catalogue import column_major
+from ..catalogue import TMA_STORE_TILES, column_major
 from .launch import TmaParams
 
 BOX_INNER = 64          # kernels/sm90/config.cuh BOX_INNER (elements of a 128-byte box row)
@@ -68,11 +68,13 @@ def fill(params: TmaParams, maps: tuple, a: int, b: int) -> None:
         encode(ctypes.addressof(params) + offset, dtype, ptr, rows, cols, ld, box_rows)
 
 
-def c_storable(c_rs: int, c_cs: int, out_dtype: str, policy: str) -> bool:
-    """Whether the sm90 kernels may write C through a TMA map (kernels/sm90/tma_wgmma.cuh
-    write_tile_tma) for every launch whose C base is 16-byte aligned and whose beta is 0: an FP32 C
-    of unit column stride and 16-byte rows, under a policy that never adds to C atomically."""
-    return out_dtype == "float32" and c_cs == 1 and (c_rs * 4) % 16 == 0 and policy != "atomic"
+def c_storable(tile: TileShape, c_rs: int, c_cs: int, out_dtype: str, policy: str) -> bool:
+    """Whether the sm90 kernel of ``tile`` may write C through a TMA map (kernels/sm90/tma_wgmma.cuh
+    write_tile_tma) for every launch whose C base is 16-byte aligned and whose beta is 0: a tile of
+    catalogue.TMA_STORE_TILES, an FP32 C of unit column stride and 16-byte rows, under a policy that
+    never adds to C atomically."""
+    return (tile in TMA_STORE_TILES and out_dtype == "float32" and c_cs == 1 and (c_rs * 4) % 16 == 0
+            and policy != "atomic")
 
 
 def fill_c(params: TmaParams, c: int, m: int, n: int, c_rs: int, bm: int) -> None:

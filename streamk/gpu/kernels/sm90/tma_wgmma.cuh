@@ -255,25 +255,31 @@ __device__ __forceinline__ void consume(const Smem<ML>& s, Ring<ML>& ring, int w
   if (arrives && previous >= 0) release(previous);
 }
 
-// C tile (m0, n0) = alpha * acc through the TMA unit, for every WRITE unit of a CTA but its last (the
-// host sets c_store where C is a row-major FP32 matrix TMA can address, beta is 0 and no unit adds
-// to C atomically; a CTA's last tile, with no mainloop after it to hide behind, left the SM faster
-// through the shared epilogue's stores: 5-8% on one-tile-per-CTA GEMMs, LOG.md v39). The tile goes to the
-// staging as C_BOX_COLS-column boxes of 128-byte rows, 16-byte chunks swizzled by row (the map's
-// 128-byte swizzle: a warp's pair stores take the minimum two wavefronts), then one thread issues
-// the boxes' bulk stores and the consumers go on to their next unit while the copy engine writes C:
-// the epilogue's global stores no longer hold the tensor cores (benchmarks/LOG.md v39). The staging
-// is rewritten only once the previous tile's stores have read it (bulk_wait_read), and the kernel
-// ends after they complete. A staging too small for the whole tile (128x256) takes it in parts.
+// C tile (m0, n0) = alpha * acc through the TMA unit, for every WRITE unit of a CTA but its last, on
+// the tiles whose whole FP32 C tile fits the epilogue's staging (TMA_STORE; the host sets c_store
+// where C is a row-major FP32 matrix TMA can address, beta is 0 and no unit adds to C atomically:
+// catalogue TMA_STORE_TILES). The tile goes to the staging as C_BOX_COLS-column boxes of 128-byte
+// rows, 16-byte chunks swizzled by row (the map's 128-byte swizzle: a warp's pair stores take the
+// minimum two wavefronts), then one thread issues the boxes' bulk stores and the consumers go on to
+// their next unit while the copy engine writes C: the epilogue's global stores no longer hold the
+// tensor cores (persistent 128x128x64 CTAs 1.07x, LOG.md v39). A CTA's last tile, with no mainloop
+// after it to hide behind, leaves the SM faster through the shared epilogue's stores (one-tile CTAs
+// 0.92-0.95x through TMA), but on 128x192 (SLOW_SHARED_WRITE). The staging is rewritten only once
+// the previous tile's stores have read it (bulk_wait_read), and the CTA ends after they complete.
 // (The TMA-store epilogue of NVIDIA CUTLASS include/cutlass/epilogue/collective/
 // sm90_epilogue_tma_warpspecialized.hpp, written here for one staging buffer.)
+template <class ML>
+constexpr bool TMA_STORE = ML::EPILOGUE_PARTS == 1;
+// Tiles whose rows the shared epilogue stores in a flattened loop (epilogue.cuh store_rows: 192
+// columns) write their last tile through TMA too (1.12x on one-tile-per-CTA GEMMs, LOG.md v39).
+template <class ML>
+constexpr bool SLOW_SHARED_WRITE = ML::THREADS % (ML::BN / 4) != 0;
+
 template <class ML, class G>
 __device__ __forceinline__ void write_tile_tma(const TmaParams& p, unsigned staging, int m0, int n0,
                                                const float (&acc)[ML::ACC]) {
   constexpr int BOX_BYTES = ML::BM * SWIZZLE_BYTES, BOXES = ML::BN / C_BOX_COLS;
-  constexpr int PER_PART = ML::STAGING_BYTES / BOX_BYTES < BOXES ? ML::STAGING_BYTES / BOX_BYTES : BOXES;
-  constexpr int PARTS = BOXES / PER_PART, PART_ACC = ML::ACC / PARTS;
-  static_assert(BOXES % PER_PART == 0 && ML::ACC % PARTS == 0, "whole boxes a part");
+  static_assert(TMA_STORE<ML> && BOXES * BOX_BYTES <= ML::STAGING_BYTES, "the whole tile in the staging");
   static_assert(C_BOX_COLS == 32 && ML::ACC == WG_M * ML::BN / WG_THREADS, "the wgmma D layout, 32-column boxes");
   // the thread's first pair (row r0, columns c0, c0 + 1; ML::coord of element 0), from a fresh read
   // of %tid: kept across the unit loop, these addresses spilled beside 128 accumulators
@@ -285,33 +291,24 @@ __device__ __forceinline__ void write_tile_tma(const TmaParams& p, unsigned stag
   const unsigned row = staging + r0 * SWIZZLE_BYTES + (c0 % 4) * 4;
   const int swz = r0 % 8, chunk0 = c0 / 4;
   const float alpha = static_cast<float>(p.gemm.ops.alpha);
+  if (G::leader()) bulk_wait_read();
+  G::sync();
 #pragma unroll
-  for (int part = 0; part < PARTS; ++part) {
-    if (G::leader()) bulk_wait_read();
-    G::sync();
+  for (int i = 0; i < ML::ACC; i += 2) {
+    // element i of the wgmma D fragment: row r0 + 8 ((i / 2) % 2), column c0 + 8 (i / 4) (ML::coord)
+    const int q = i / 4;
+    const unsigned at = row + (q / 4) * BOX_BYTES + ((i / 2) % 2) * 8 * SWIZZLE_BYTES + (((2 * (q % 4) + chunk0) ^ swz) * 16);
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(alpha * acc[i]), "f"(alpha * acc[i + 1])
+                 : "memory");
+  }
+  fence_proxy_async_shared();
+  G::sync();
+  if (G::leader()) {
 #pragma unroll
-    for (int i = part * PART_ACC; i < (part + 1) * PART_ACC; i += 2) {  // a part's columns are whole fragments
-      // element i of the wgmma D fragment: row r0 + 8 ((i / 2) % 2), column c0 + 8 (i / 4) (ML::coord)
-      const int q = i / 4, box = q / 4 - part * PER_PART;
-      const unsigned at = row + box * BOX_BYTES + ((i / 2) % 2) * 8 * SWIZZLE_BYTES + (((2 * (q % 4) + chunk0) ^ swz) * 16);
-      asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(alpha * acc[i]), "f"(alpha * acc[i + 1])
-                   : "memory");
-    }
-    fence_proxy_async_shared();
-    G::sync();
-    if (G::leader()) {
-#pragma unroll
-      for (int box = 0; box < PER_PART; ++box)
-        tma_store_2d(&p.c, staging + box * BOX_BYTES, n0 + (part * PER_PART + box) * C_BOX_COLS, m0);
-      bulk_commit();
-    }
+    for (int box = 0; box < BOXES; ++box) tma_store_2d(&p.c, staging + box * BOX_BYTES, n0 + box * C_BOX_COLS, m0);
+    bulk_commit();
   }
 }
-
-// Tiles whose rows the shared epilogue stores in a flattened loop (epilogue.cuh store_rows: 192
-// columns) write their last tile through TMA too: 1.12x on one-tile-per-CTA GEMMs (LOG.md v39).
-template <class ML>
-constexpr bool SLOW_SHARED_WRITE = ML::THREADS % (ML::BN / 4) != 0;
 
 // The entry's body (catalogue/source.py instantiates it per dtype).
 template <class ML>
@@ -339,24 +336,30 @@ __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
     const int wg = G::rank() / WG_THREADS;
     unsigned char* staging = smem_raw + (s.staging() - raw);
     Ring<ML> ring;
-    const bool c_store = p.c_store != 0;
+    const bool c_store = TMA_STORE<ML> && p.c_store != 0;
+    // (the same on every consumer) a bulk store of C may still read the staging; one was issued
+    bool reading = false, stored = false;
     run_units<ML, G>(
         p.gemm, staging,
         [&](int, int, int k_begin, int k_end, float (&acc)[ML::ACC]) {
           consume<ML>(s, ring, wg, k_begin, k_end, acc, paired);
         },
         [&](int m0, int n0, const float (&acc)[ML::ACC], bool last) {
-          if (c_store && (!last || SLOW_SHARED_WRITE<ML>)) {
-            write_tile_tma<ML, G>(p, s.staging(), m0, n0, acc);
-            return true;
-          }
-          if (c_store) {  // the shared epilogue's staging: free once the last bulk store has read it
-            if (G::leader()) bulk_wait_read();
-            G::sync();
+          if constexpr (TMA_STORE<ML>) {
+            if (c_store && (!last || SLOW_SHARED_WRITE<ML>)) {
+              write_tile_tma<ML, G>(p, s.staging(), m0, n0, acc);
+              reading = stored = true;
+              return true;
+            }
+            if (reading) {  // the shared epilogue's staging: free once the last bulk store has read it
+              if (G::leader()) bulk_wait_read();
+              G::sync();
+              reading = false;
+            }
           }
           return false;
         });
-    if (c_store && G::leader()) bulk_wait();  // C's last stores complete before the CTA ends
+    if (stored && G::leader()) bulk_wait();  // C's last stores complete before the CTA ends
   }
 }
 
