@@ -291,9 +291,10 @@ _SM90_RESIDENCY = {(128, 128, 32): 2, (64, 64, 32): 3, (128, 64, 32): 2, (64, 12
                    (128, 192, 64): 1, (64, 8, 128): 4, (8, 128, 64): 4}
 
 # The larger FP64 tiles (128x64x16, 128x128x16; sm80/f64_config.cuh), one CTA per SM on either arch
-# (255 and 254 registers a thread on sm_90a, 141-163 KB of shared memory; derived from ptxas, not yet
-# measured): for tile= requests, after the paper's tile, so auto keeps 64x64x16 (decide/tiles.py);
-# auto's model constants on them are the paper's until they are calibrated.
+# (255 and 254 registers a thread on sm_90a, 141-163 KB of shared memory; the occupancy API agrees on
+# an H200, tests/test_gpu_target.py; the A100's derived from ptxas), after the paper's tile: auto
+# takes 128x128x16 on sm_90a from a wave of its tiles (decide/tiles.py F64_WIDE_TILE); auto's model
+# constants on them are the paper's.
 _F64_LARGE = tuple(TargetTile("float64", tile, 1) for tile in F64_LARGE_TILES)
 _H100_TILES = (*_half_tiles(_SM90_RESIDENCY, True),
                TargetTile("float64", F64_TILE, 2, _SM90_F64_OWNER, _SM90_F64_REDUCE), *_F64_LARGE)
