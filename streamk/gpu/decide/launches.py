@@ -14,8 +14,9 @@ from ..catalogue import SM90_TILE, KernelSpec
 # v13): such launches 1.046x faster geomean with it (208 shapes; worst 0.962x), larger grids
 # 1.006-1.009x but down to 0.87x on some big packed GEMMs (main-kernel CTAs placed while the pack
 # pass still ran). A GEMM's first main kernel launches so too, behind whatever kernel ran before
-# it on the stream (often another GEMM; LOG.md v40, unmeasured): that kernel may be a multi-wave
-# grid like the pack, so the same one-wave default holds there.
+# it on the stream (often another GEMM; LOG.md v40, unmeasured; a kernel that never triggers lets
+# it start only at its end): that kernel may be a multi-wave grid like the pack, so the same
+# one-wave default holds there.
 BEHIND = ("pack", "prescale", "main", "stream")  # the kernel a PDL launch follows
 MAY_BE_MULTI_WAVE = ("pack", "stream")
 
