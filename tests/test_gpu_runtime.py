@@ -154,6 +154,60 @@ def test_1000_launches_without_a_reset_stay_bitwise_equal():
         assert error_ratio(first, A, B) <= 1 and torch.equal(last, first), policy
 
 
+@pytest.mark.parametrize("policy", ["owner-waits", "last-arrival", "turnstile"])
+def test_back_to_back_gemms_on_one_lane_launch_by_pdl_and_stay_bitwise_equal(policy):
+    """sm_90: a GEMM's first main kernel launches by programmatic dependent launch behind whatever
+    kernel ran before it on the stream, here the other GEMM's on the same lane, whose last CTA bumps
+    the epoch that flags and counters are compared with and re-arms the done count: the main kernel
+    reads them only after griddepcontrol.wait (outer_loop.cuh). Two Stream-K GEMMs of other grids
+    alternate on one stream, queued behind a sleep so they run back to back, each into its own C,
+    then the same captured in a CUDA graph and replayed: every C bitwise the lone launch's."""
+    import torch
+
+    from streamk.fixup import needs_epoch
+    from streamk.gpu import gemm, prepare
+    from streamk.gpu.runtime.device import current
+
+    dev = current()
+    if int("".join(ch for ch in dev.arch if ch.isdigit())) < 90:
+        pytest.skip(f"programmatic dependent launch is sm_90's ({dev.arch} here)")
+    gen = torch.Generator(device="cuda").manual_seed(23)
+    walk = {"walk": "backward"} if policy == "turnstile" else {}  # its waits only backward: no co-residency order
+    cases = []
+    for (m, n, k), grid in (((1000, 1000, 3000), dev.sms), ((512, 768, 4096), dev.sms - 20)):
+        A, B = inputs(m, n, k, "float16", gen)
+        kw = dict(schedule="stream-k", fixup=policy, grid=grid, tile="128x128x64", **walk)
+        p = prepare(A, B, **kw)
+        assert needs_epoch(p.plan) and len(p.launch.steps) == 1 and p.launch.steps[0].pdl, p.launch.steps
+        alone = p.run().clone()
+        assert error_ratio(alone, A, B) <= 1
+        cases.append((A, B, kw, alone))
+    stream, rounds = torch.cuda.Stream(), 60
+    outs = [[torch.full_like(alone, math.nan) for _ in range(rounds)] for _, _, _, alone in cases]
+    stream.wait_stream(torch.cuda.current_stream())  # the NaN fills first
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(50_000_000)  # the host queues every launch before the first starts
+        for r in range(rounds):
+            for (A, B, kw, _), out in zip(cases, outs):
+                gemm(A, B, out[r], **kw)
+    stream.synchronize()
+    for (_, _, _, alone), out in zip(cases, outs):
+        assert all(torch.equal(C, alone) for C in out), policy
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        for r in range(rounds // 3):
+            for (A, B, kw, _), out in zip(cases, outs):
+                gemm(A, B, out[r], **kw)
+    for _ in range(3):
+        for out in outs:
+            for C in out:
+                C.fill_(math.nan)
+        graph.replay()
+        torch.cuda.synchronize()
+        for (_, _, _, alone), out in zip(cases, outs):
+            assert all(torch.equal(C, alone) for C in out[:rounds // 3]), policy
+
+
 @pytest.mark.parametrize("warm", [True, False], ids=["warmed-up", "first-call-in-capture"])
 def test_torch_cuda_graph_replays_with_new_inputs(warm):
     import torch

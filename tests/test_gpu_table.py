@@ -433,16 +433,66 @@ def test_auto_takes_the_sm90_tiles_on_its_large_rungs_where_the_target_says_so()
         H100.with_large_rungs("sm100")
 
 
-def test_programmatic_dependent_launch_only_on_sm90_and_behind_a_pack_by_default_for_one_wave():
+def test_programmatic_dependent_launch_only_on_sm90_and_behind_a_pack_or_the_stream_by_default_for_one_wave():
     from streamk.gpu.decide.launches import use_pdl
 
-    assert use_pdl(None, 132, 132, "sm_90a") and not use_pdl(None, 133, 132, "sm_90a")
-    assert use_pdl(True, 500, 132, "sm_90a") and not use_pdl(False, 10, 132, "sm_90a")
-    assert not use_pdl(True, 10, 108, "sm_80") and use_pdl(None, 10, 148, "sm_100")
-    # behind the main kernel or the one-wave prescale (not a pack pass): every grid, unless told not to
-    assert use_pdl(None, 528, 132, "sm_90a", behind_pack=False) and not use_pdl(False, 528, 132, "sm_90a",
-                                                                                behind_pack=False)
-    assert not use_pdl(None, 528, 132, "sm_80", behind_pack=False)
+    for behind in ("pack", "stream"):  # the kernel before may be a multi-wave grid: one wave by default
+        assert use_pdl(None, 132, 132, "sm_90a", behind=behind) and not use_pdl(None, 133, 132, "sm_90a", behind=behind)
+        assert use_pdl(True, 500, 132, "sm_90a", behind=behind) and not use_pdl(False, 10, 132, "sm_90a", behind=behind)
+        assert not use_pdl(True, 10, 108, "sm_80", behind=behind) and use_pdl(None, 10, 148, "sm_100", behind=behind)
+    # behind the main kernel or the one-wave prescale: every grid, unless told not to
+    for behind in ("main", "prescale"):
+        assert use_pdl(None, 528, 132, "sm_90a", behind=behind) and not use_pdl(False, 528, 132, "sm_90a", behind=behind)
+        assert not use_pdl(None, 528, 132, "sm_80", behind=behind)
+    with pytest.raises(ValueError, match="behind must be one of pack, prescale, main, stream"):
+        use_pdl(None, 10, 132, "sm_90a", behind="pass")
+
+
+def test_launch_steps_launch_the_main_kernel_by_pdl_behind_any_kernel_on_sm90():
+    """The main kernel waits (griddepcontrol) for the kernel before it, so it launches by PDL as the
+    GEMM's first kernel too (behind the stream's last kernel: one-wave grids by default, as behind
+    the pack), behind the pack, behind the atomic prescale; Tuning.pdl False (+nopdl) turns every
+    step's off, True every one's on; never on sm_80; never behind a prescale behind a pack."""
+    from types import SimpleNamespace
+
+    from streamk.gpu.decide import decide
+    from streamk.gpu.decide.operands import Operand
+    from streamk.gpu.request import request
+    from streamk.gpu.runtime.bind import launch_steps, operand_params
+    from streamk.gpu.runtime.launch import Step
+
+    def op(rows, cols):
+        return Operand(None, "torch", 0, (rows, cols), (cols, 1), "float16")
+
+    def flags(m, n, k, schedule, fixup=None, arch="sm_90a", pdl=None, **options):
+        d = decide(op(m, k), op(k, n), None, preset("h100"), request(schedule, fixup, "128x128x64", options=options))
+        dev = SimpleNamespace(sms=132, arch=arch, function=lambda name, smem=0: None, block_size=lambda name: 256,
+                              smem_bytes=lambda name: 0)
+        main = Step(d.main, None, d.schedule.grid, 384, 0)
+        steps = launch_steps(dev, d, operand_params(d).pack, main, len(tbl.build_table(d.plan).items), pdl)
+        return [(st.name.split("_")[1], st.pdl) for st in steps], d.schedule.grid
+
+    # the GEMM's first kernel (aligned, nothing packed): behind whatever ran before it on the stream
+    first, grid = flags(1024, 1024, 1024, "stream-k", "owner-waits")
+    assert grid == 132 and first == [("sm90", True)]
+    assert flags(1024, 1024, 1024, "stream-k", "owner-waits", pdl=False)[0] == [("sm90", False)]  # +nopdl
+    assert flags(1024, 1024, 1024, "stream-k", "owner-waits", arch="sm_80", pdl=True)[0] == [("sm90", False)]
+    waves, grid = flags(4096, 4096, 1024, "data-parallel")
+    assert grid > 132 and waves == [("sm90", False)]  # more CTAs than SMs: not by default
+    assert flags(4096, 4096, 1024, "data-parallel", pdl=True)[0] == [("sm90", True)]  # +pdl
+    # behind the pack pass (k odd: A's rows packed), which itself launches plainly
+    assert flags(1024, 1024, 1001, "stream-k", "owner-waits")[0] == [("pack", False), ("sm90", True)]
+    assert flags(1024, 1024, 1001, "stream-k", "owner-waits", pdl=False)[0] == [("pack", False), ("sm90", False)]
+    # the reduce pass behind the main kernel at any grid; the main kernel of 256 CTAs not by default
+    split = dict(fixup="separate-reduce", splits=4)
+    assert flags(1024, 1024, 4096, "fixed-split", **split)[0] == [("sm90", False), ("reduce", True)]
+    assert flags(1024, 1024, 4096, "fixed-split", **split, pdl=True)[0] == [("sm90", True), ("reduce", True)]
+    assert flags(1024, 1024, 4096, "fixed-split", **split, pdl=False)[0] == [("sm90", False), ("reduce", False)]
+    # the atomic prescale launches plainly and the main kernel behind it by PDL at any grid; behind a
+    # prescale behind a pack, plainly
+    assert flags(1024, 1024, 4096, "fixed-split", "atomic", splits=4)[0] == [("prescale", False), ("sm90", True)]
+    assert flags(1024, 1024, 4001, "fixed-split", "atomic", splits=4)[0] == \
+        [("pack", False), ("prescale", False), ("sm90", False)]
 
 
 def test_auto_runs_gemms_transposed_where_that_copies_less():

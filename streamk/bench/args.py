@@ -86,7 +86,7 @@ def add_arguments(ap: argparse.ArgumentParser, seed: Callable[[str], int], outpu
                          "separate-reduce constants), a tile order such as grouped-8, a fixup policy, the CTA tile "
                          "(64, 128, 128x64, 64x128, 32x64, 32x32, 128x256, or BMxBNxBK such as 128x128x64 and "
                          "128x256x64 for the sm90 kernels; auto picks one by default), how unaligned "
-                         "operands are read, whether the kernels after the first use programmatic dependent launch, "
+                         "operands are read, whether the kernels use programmatic dependent launch (+pdl: at any grid), "
                          "+back to walk each CTA's units backwards, +sm80 or +sm90 for the tile auto picks with its "
                          "large-GEMM rungs on that family's tiles (Target.large_rungs), and +nomc to launch the sm90 "
                          "kernels without the two-CTA clusters that share B by TMA multicast. A variant that cannot "

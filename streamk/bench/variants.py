@@ -27,7 +27,7 @@ def variant(text: str, sms: Callable[[], int]) -> dict[str, Any]:
     rasterization such as grouped-8, the fixup policy, the tile (an edge such as 128 or 64, or
     BMxBN; auto picks one by default); +pack packs every operand that is not 16-byte aligned (as
     v1-v8 did), +narrow reads every one it can in place (narrow="always"); +pdl / +nopdl launch the
-    kernels after the first with or without programmatic dependent launch; +back walks each CTA's
+    kernels (the main kernel too where it is the first) with or without programmatic dependent launch; +back walks each CTA's
     units backwards (walk="backward"); +sm80 / +sm90 run the tile auto picks on the device's Target
     with its large-GEMM rungs on that family's tiles (``_large_rungs``: the bench resolves it per
     shape with ``tile_for``), what the Target switched to that ``large_rungs`` would run; +nomc

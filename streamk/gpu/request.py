@@ -22,8 +22,9 @@ NARROW_MODES = ("auto", "always", "never")  # decide.operands.copy_widths
 @dataclass(frozen=True, slots=True)
 class Tuning:
     """``narrow``: how operands whose rows are 8- or 4-byte aligned are read ("auto", "always" or
-    "never": operands.copy_widths); ``pdl``: programmatic dependent launch between a GEMM's kernels
-    (None: decide.launches.use_pdl); ``multicast``: False launches sm90 kernels without clusters."""
+    "never": operands.copy_widths); ``pdl``: programmatic dependent launch of a GEMM's kernels behind
+    the kernel before each, its own or, for its first main kernel, the stream's (None:
+    decide.launches.use_pdl); ``multicast``: False launches sm90 kernels without clusters."""
 
     narrow: str = "auto"
     pdl: bool | None = None

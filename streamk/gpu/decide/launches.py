@@ -13,17 +13,28 @@ from ..catalogue import SM90_TILE, KernelSpec
 # default only where the main grid is at most one CTA per SM. H100, 400 shapes, one call (LOG.md
 # v13): such launches 1.046x faster geomean with it (208 shapes; worst 0.962x), larger grids
 # 1.006-1.009x but down to 0.87x on some big packed GEMMs (main-kernel CTAs placed while the pack
-# pass still ran).
-def use_pdl(pdl: bool | None, main_grid: int, sms: int, arch: str, *, behind_pack: bool = True) -> bool:
-    """Whether a kernel of this launch after the first uses programmatic dependent launch. Behind
-    the pack pass, by default only where the main grid fits one CTA per SM: main-kernel CTAs placed
-    while a large multi-wave pack still ran cost up to 1.15x (LOG.md v13). Behind the main kernel
-    (the reduce pass) or the one-wave atomic prescale, every grid: nothing waits to be placed."""
+# pass still ran). A GEMM's first main kernel launches so too, behind whatever kernel ran before
+# it on the stream (often another GEMM; LOG.md v40, unmeasured; a kernel that never triggers lets
+# it start only at its end): that kernel may be a multi-wave grid like the pack, so the same
+# one-wave default holds there.
+BEHIND = ("pack", "prescale", "main", "stream")  # the kernel a PDL launch follows
+MAY_BE_MULTI_WAVE = ("pack", "stream")
+
+
+def use_pdl(pdl: bool | None, main_grid: int, sms: int, arch: str, *, behind: str) -> bool:
+    """Whether a kernel of this launch uses programmatic dependent launch behind ``behind``: "pack"
+    or "prescale" (the main kernel behind that pass), "main" (the reduce pass behind the main
+    kernel) or "stream" (the main kernel as the GEMM's first, behind any kernel before it). Behind
+    the pack pass or an unknown kernel, by default only where the main grid fits one CTA per SM:
+    main-kernel CTAs placed while a large multi-wave pack still ran cost up to 1.15x (LOG.md v13).
+    Behind the main kernel or the one-wave atomic prescale, every grid: nothing waits to be placed."""
+    if behind not in BEHIND:
+        raise ValueError(f"behind must be one of {', '.join(BEHIND)} (got {behind!r})")
     if int("".join(ch for ch in arch if ch.isdigit())) < 90:
         return False  # griddepcontrol is sm_90's
     if pdl is not None:
         return pdl
-    return main_grid <= sms or not behind_pack
+    return main_grid <= sms or behind not in MAY_BE_MULTI_WAVE
 
 
 # sm90 clusters of two CTAs sharing B by TMA multicast (clusters.py) on the tile whose mainloop asks the

@@ -195,14 +195,17 @@ def launch_steps(dev: Device, d: Decision, pack: PackPair | None, main: Step, it
     # consumer warp groups (their own __launch_bounds__)
     if d.plan.policy == "atomic" and items:
         steps.append(Step(spec.prescale, dev.function(spec.prescale), items, dev.block_size(spec.prescale), 0))
-    # the main kernel waits (griddepcontrol) for the one pass before it: the pack or the prescale
-    main.pdl = len(steps) == 1 and use_pdl(pdl, grid, dev.sms, dev.arch, behind_pack=pack is not None)
+    # the main kernel waits (griddepcontrol) for the kernel before it: the pack pass or the prescale,
+    # or, as the GEMM's first kernel, whatever ran before it on the stream (outer_loop.cuh reads
+    # nothing another kernel may write before its wait); not behind a prescale behind a pack
+    before = "pack" if pack is not None else "prescale" if steps else "stream"
+    main.pdl = len(steps) <= 1 and use_pdl(pdl, grid, dev.sms, dev.arch, behind=before)
     steps.append(main)
     if d.plan.policy == "separate-reduce" and items:
         rsmem, rthreads = dev.smem_bytes(spec.reduce), dev.block_size(spec.reduce)
         steps.append(Step(spec.reduce, dev.function(spec.reduce, rsmem), items, rthreads, rsmem,
                           grid_y=reduce_slices(items, spec, rthreads, dev.sms),
-                          pdl=use_pdl(pdl, grid, dev.sms, dev.arch, behind_pack=False)))
+                          pdl=use_pdl(pdl, grid, dev.sms, dev.arch, behind="main")))
     return steps
 
 def _upload_table(dev: Device, arrays: tuple[np.ndarray, ...]) -> tuple[Buffer, list[int]]:

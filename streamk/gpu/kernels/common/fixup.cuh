@@ -73,6 +73,11 @@ __device__ __forceinline__ void add_slot(const TableParams& t, int slot, typenam
   }
 }
 
+// This launch's epoch, read by each thread that uses it: the word changes only once every CTA of
+// this launch is past its reads (finish_launch), or before the launch (the last one on this lane,
+// complete at the reader's pdl_wait), so all of them read the same value.
+__device__ __forceinline__ unsigned read_epoch(const TableParams& t) { return ld_volatile(t.state + STATE_EPOCH); }
+
 // This launch's epoch, read by G's leader into the group's shared word `epoch` (then synced).
 template <class G>
 __device__ __forceinline__ void share_epoch(const TableParams& t, unsigned& epoch) {
@@ -128,7 +133,7 @@ __device__ __forceinline__ bool arrive_last(const TableParams& t, int tile, int 
 }
 
 // The last CTA to finish bumps the epoch for the next launch and re-arms the done counter (every
-// CTA read the epoch at its start; the next launch sees both words after the kernel boundary).
+// CTA read the epoch before; the next launch reads both words only after its pdl_wait, outer_loop.cuh).
 // One group per CTA calls it, after its last access to flags, counters and slots.
 template <class G>
 __device__ __forceinline__ void finish_launch(const TableParams& t) {

@@ -52,9 +52,7 @@ __device__ __forceinline__ void run_units(const GemmParams& p, unsigned char* sm
   // state is null when no unit signals, waits or arrives (the host checks): such a launch needs
   // no epoch, so it skips the epoch read and the end-of-launch count (~1 us, LOG.md v10)
   const bool epochs = t.state != nullptr;
-  __shared__ unsigned launch_epoch;
-  if (epochs) share_epoch<G>(t, launch_epoch);
-  const unsigned epoch = epochs ? launch_epoch : 0u;
+  unsigned epoch = 0u;  // this launch's, read after pdl_wait at the first unit
   work.begin(t, cta);
   const int first = work.first, last = work.last;
   // A PARTIAL unit's signal waits until the end of this CTA's next mainloop: by then its slot
@@ -70,11 +68,16 @@ __device__ __forceinline__ void run_units(const GemmParams& p, unsigned char* sm
 #pragma unroll
     for (int i = 0; i < ML::ACC; ++i) acc[i] = Acc(0);
     trace<G>(u - first, 0);
-    // Launched behind the pack pass (programmatic dependent launch): its copies are complete and
-    // visible from here. The table, the epoch and this first row were read while it finished
-    // (nothing before this kernel writes them: the pack pass was launched normally, behind every
-    // earlier kernel); A, B, C, the workspace and the flags are touched only after.
-    if (u == first) pdl_wait();
+    // Launched by programmatic dependent launch (behind the pack pass, the prescale or any kernel
+    // before this GEMM): that kernel is complete and its writes visible from here. The table and
+    // this first row, written once before any launch, were read while it finished (LOG.md v13:
+    // 3.4%); the epoch (the last launch on this lane bumps it at its end), A, B, C, the workspace,
+    // flags and counters only after. Each thread reads the epoch itself: no barrier, and the load
+    // lands under the mainloop (its first use is the unit's fixup).
+    if (u == first) {
+      pdl_wait();
+      if (epochs) epoch = read_epoch(t);
+    }
     mainloop(m0, n0, w.k_begin, w.k_end, acc);
     trace<G>(u - first, 1);
     if (pending >= 0) {
@@ -110,6 +113,9 @@ __device__ __forceinline__ void run_units(const GemmParams& p, unsigned char* sm
     if (action == ACT_ATOMIC) atomic_c<ML, G>(p.ops, problem(t), m0, n0, acc, smem);
     trace<G>(u - first, 2);
   }
+  // a CTA without units waits too: its finish_launch must not count into the previous launch's
+  // (same lane), and every CTA waiting keeps "this grid done" implying "the one before it done"
+  if (first == last) pdl_wait();
   if (epochs) {
     G::sync();
     finish_launch<G>(t);

@@ -137,8 +137,10 @@ __device__ __forceinline__ void st_cg16(double* p, const double (&v)[2]) {
 // Programmatic dependent launch (sm_90): a kernel the host launched with programmatic stream
 // serialization may start while the kernel before it in the stream still runs; `pdl_wait` blocks
 // until that one has finished and its memory is visible (a no-op when launched normally or before
-// sm_90), `pdl_trigger` lets the next such kernel start launching. The host uses it only between
-// the kernels of one GEMM (streamk.gpu.api.prepare, pdl).
+// sm_90), `pdl_trigger` lets the next such kernel start launching. The host uses it between the
+// kernels of one GEMM and for a GEMM's first main kernel behind any kernel before it
+// (streamk.gpu.decide.launches.use_pdl), so a main kernel reads nothing another kernel may write
+// before its wait (common/outer_loop.cuh).
 __device__ __forceinline__ void pdl_wait() {
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");

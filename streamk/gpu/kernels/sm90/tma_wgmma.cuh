@@ -177,7 +177,7 @@ __device__ __forceinline__ void produce(const TmaParams& p, const Smem<ML>& s, b
   WorkIterator<false> work;
   work.prefetch(t, blockIdx.x);
   work.begin(t, blockIdx.x);
-  pdl_wait();  // behind the pack pass: its copies of A and B are complete from here
+  pdl_wait();  // behind the pack pass or any kernel before this GEMM: A and B are complete from here
   constexpr int FIRST_HALF = (ML::Config::B_BOXES + 1) / 2;  // rank 0's boxes; rank 1 loads the rest
   const bool rank0 = !paired || cluster_rank() == 0;
   const int own_begin = rank0 ? 0 : FIRST_HALF, own_end = rank0 ? FIRST_HALF : ML::Config::B_BOXES;
