@@ -159,3 +159,29 @@ def test_the_bench_summary_counts_a_variant_skipped_on_some_shapes(capsys):
     out = capsys.readouterr().out
     assert "stream-k%264     vs data-parallel geo 2.000 mean 2.000 min 2.000" in out, out
     assert "skipped on 1 shapes" in out, out
+
+
+def test_the_aligned_corpus_is_the_paper_sample_with_n_and_k_rounded_up_to_8():
+    from streamk.bench.harness import corpus
+
+    paper, aligned = corpus(50, 777), corpus(50, 777, "aligned")
+    assert [m for m, _, _ in aligned] == [m for m, _, _ in paper]
+    assert all(n % 8 == 0 and k % 8 == 0 and 0 <= n - pn < 8 and 0 <= k - pk < 8
+               for (_, n, k), (_, pn, pk) in zip(aligned, paper))
+    assert any(pn % 8 for _, pn, _ in paper)  # the sample does change
+
+
+def test_the_bench_summary_compares_with_cublas_faster_output_dtype(capsys):
+    """cuBLAS writing FP16 (cublas_half) is timed too; "cuBLAS's faster output dtype" takes the
+    faster of it and the FP32-out run per shape."""
+    from streamk.bench.harness import summarize
+
+    rows = []
+    for raw, half in ((1.0, 0.5), (1.0, 2.0)):
+        r = {"m": 512, "n": 512, "k": 512, "intensity": 100.0, "cublas_raw": raw, "cublas_padded": raw,
+             "cublas_half": half, "auto": 1.0, "auto_relerr": 0.0, "auto_tile": "128x128x64",
+             "auto_steps": "streamk_sm90_f16", "auto_same_as": ""}
+        rows.append(r)
+    summarize(rows, ["auto"], "float16")
+    out = capsys.readouterr().out
+    assert "vs cuBLAS's faster output dtype geo 0.707 min 0.500" in out, out  # (0.5 * 1.0) ** 0.5

@@ -355,6 +355,11 @@ def test_small_tile_kernels_and_autos_tile_choice():
     assert choose_tile(GemmShape(128 * 12, 256 * 11, 1024), "bfloat16", 132) == TileShape(128, 256, 32)  # 132
     assert choose_tile(GemmShape(128 * 12, 256 * 11, 992), "float16", 132) == TileShape(128, 128, 32)  # 31 its
     assert choose_tile(GemmShape(128 * 12, 256 * 11 - 256, 4096), "float16", 132) == TileShape(128, 128, 32)  # 120
+    # tall GEMMs of at most 600 columns: 128x192x64 where it pads fewer columns than 128x256x64
+    on = H100.with_large_rungs("sm90")
+    assert choose_tile(GemmShape(7040, 296, 520), "float16", 132, on) == TileShape(128, 192, 64)  # 384 vs 512
+    assert choose_tile(GemmShape(5425, 472, 656), "float16", 132, on) == TileShape(128, 256, 64)  # 576 vs 512
+    assert choose_tile(GemmShape(3224, 944, 256), "float16", 132, on) == TileShape(128, 256, 64)  # over 600
     # FP64: the 128x128x16 tile from a wave of its tiles on sm_90a (decide.tiles F64_WIDE_TILE)
     assert choose_tile(GemmShape(8192, 8192, 8192), "float64", 132) == TileShape(128, 128, 16)
     assert choose_tile(GemmShape(128 * 12, 128 * 11, 512), "float64", 132) == TileShape(128, 128, 16)  # 132

@@ -61,3 +61,31 @@ def test_column_major_operands_are_mapped_as_their_stored_transposes():
     assert map_b == (77, 130, 136, 64)   # B stored as n x k (ld 136): boxes of 64 k x 64 n
     assert tma.maps_of("float16", shape, 304, 128, tile, "acm")[2] == (130, 77, 128, 64)  # B row-major
     assert tma.maps_of("float16", shape, 136, 136, tile, "bcm")[1] == (300, 130, 136, 128)  # A row-major
+
+
+def test_c_is_stored_through_tma_only_where_the_kernel_and_the_layout_allow():
+    wide, square = TileShape(128, 256, 64), TileShape(128, 128, 64)
+    assert tma.c_storable(square, 1000, 1, "float32", "owner-waits")
+    assert tma.c_storable(TileShape(128, 192, 64), 4, 1, "float32", "separate-reduce")
+    assert not tma.c_storable(wide, 1000, 1, "float32", "owner-waits")  # staged in halves: no TMA store
+    assert not tma.c_storable(square, 1001, 1, "float32", "owner-waits")  # rows not 16-byte multiples
+    assert not tma.c_storable(square, 1, 1000, "float32", "owner-waits")  # column-major C
+    assert not tma.c_storable(square, 1000, 1, "float32", "atomic")  # C added to, not written
+
+
+def test_c_map_is_fp32_in_32_column_boxes_of_the_tile_rows(monkeypatch):
+    calls = []
+
+    def encode(dtype, rank, ptr, dims, strides, box, element_strides, *modes):
+        calls.append((dtype, ptr, [int(x) for x in dims], [int(x) for x in strides], [int(x) for x in box]))
+        return driver.CUresult.CUDA_SUCCESS, _Map(3)
+
+    monkeypatch.setattr(driver, "cuTensorMapEncodeTiled", encode)
+    params = TmaParams()
+    tma.fill_c(params, 1 << 20, 300, 77, 80, 128)
+    ((dtype, ptr, dims, strides, box),) = calls
+    assert dtype == driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+    assert (ptr, dims, strides, box) == (1 << 20, [77, 300], [320], [32, 128])  # (n, m), 4-byte rows, 32 x BM
+    assert bytes(params.c) == bytes([3] * 128) and bytes(params.a) == bytes(128)
+    with pytest.raises(ValueError, match="16-byte-aligned base and rows"):
+        tma.fill_c(params, 1 << 20, 300, 77, 78, 128)  # 312-byte rows
