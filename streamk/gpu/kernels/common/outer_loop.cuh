@@ -52,7 +52,15 @@ __device__ __forceinline__ void run_units(const GemmParams& p, unsigned char* sm
   // state is null when no unit signals, waits or arrives (the host checks): such a launch needs
   // no epoch, so it skips the epoch read and the end-of-launch count (~1 us, LOG.md v10)
   const bool epochs = t.state != nullptr;
+#if __CUDA_ARCH__ >= 900
   unsigned epoch = 0u;  // this launch's, read after pdl_wait at the first unit
+#else
+  // sm_80 never launches by PDL (decide.launches.use_pdl), so the epoch is read up front there, as
+  // the A100's kernels were measured (the read after the wait cost them 12-32 B of spills, LOG.md v40)
+  __shared__ unsigned launch_epoch;
+  if (epochs) share_epoch<G>(t, launch_epoch);
+  const unsigned epoch = epochs ? launch_epoch : 0u;
+#endif
   work.begin(t, cta);
   const int first = work.first, last = work.last;
   // A PARTIAL unit's signal waits until the end of this CTA's next mainloop: by then its slot
@@ -76,7 +84,9 @@ __device__ __forceinline__ void run_units(const GemmParams& p, unsigned char* sm
     // lands under the mainloop (its first use is the unit's fixup).
     if (u == first) {
       pdl_wait();
+#if __CUDA_ARCH__ >= 900
       if (epochs) epoch = read_epoch(t);
+#endif
     }
     mainloop(m0, n0, w.k_begin, w.k_end, acc);
     trace<G>(u - first, 1);
