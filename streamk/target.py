@@ -96,7 +96,6 @@ def streams_unaligned(shape: GemmShape, tile: TileShape, element_bytes: int) -> 
     if tile == DOT_T_TILE:
         return shape.n * element_bytes % 16 != 0
     return False
-LARGE_RUNGS = {"sm80": (PAPER_HALF_TILE, WIDE_TILE), "sm90": (SM90_TILE, SM90_WIDE_TILE)}
 
 
 @dataclass(frozen=True, slots=True)
