@@ -152,17 +152,21 @@ def small(stream) -> None:
     group("small GEMMs: where the time goes", cases, stream)
 
 
-TRACE_UNITS, TRACE_WORDS = 5, 16  # kernels/common/trace.cuh layout
+TRACE_UNITS, TRACE_HEAD = 5, 3  # kernels/common/trace.cuh layout: entry, SM, pdl_wait return, then units
+TRACE_WORDS = TRACE_HEAD + 3 * TRACE_UNITS
 
 
-def trace_launch(p, stream) -> tuple[float, list[tuple[int, ...]]]:
-    """One launch of prepared ``p`` after warm-up: (event us, per-CTA timestamps in ns)."""
+def trace_launch(p, stream, pair: bool = False) -> tuple[float, list[tuple[int, ...]]]:
+    """One launch of prepared ``p`` after warm-up: (event us, per-CTA timestamps in ns). ``pair``:
+    two back-to-back launches (the second by PDL where the GEMM launches so); the trace holds the
+    second's (every event of it comes after the first's), the event time both."""
     with torch.cuda.stream(stream):
         for _ in range(5):
             p.launch.enqueue(stream.cuda_stream)
         e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         e0.record(stream)
-        p.launch.enqueue(stream.cuda_stream)
+        for _ in range(2 if pair else 1):
+            p.launch.enqueue(stream.cuda_stream)
         e1.record(stream)
     torch.cuda.synchronize()
     grid = min(p.schedule.grid, 8192)
@@ -171,7 +175,8 @@ def trace_launch(p, stream) -> tuple[float, list[tuple[int, ...]]]:
     return e0.elapsed_time(e1) * 1e3, [raw[i * TRACE_WORDS:(i + 1) * TRACE_WORDS] for i in range(grid)]
 
 
-def traces(stream, shapes: list[tuple[int, int, int]] | None = None, variants: list[str] | None = None) -> None:
+def traces(stream, shapes: list[tuple[int, int, int]] | None = None, variants: list[str] | None = None,
+           pair: bool = False) -> None:
     from streamk.bench.variants import variant
 
     print("\n== traces (one launch each, us). span: first CTA start to last unit end; per action: units, "
@@ -198,7 +203,7 @@ def traces(stream, shapes: list[tuple[int, int, int]] | None = None, variants: l
     for name, shape, kw in cases:
         A, B, C = operands(*shape)
         p = prepare(A, B, C, **kw)
-        event, t = trace_launch(p, stream)
+        event, t = trace_launch(p, stream, pair)
         s, plan = p.schedule, p.plan
         t0 = min(r[0] for r in t)
         ends = []
@@ -207,7 +212,7 @@ def traces(stream, shapes: list[tuple[int, int, int]] | None = None, variants: l
         for cta, r in enumerate(t):
             for j in range(min(TRACE_UNITS, int(offsets[cta + 1] - offsets[cta]))):
                 u = int(offsets[cta]) + j
-                start, stop, done = r[1 + 3 * j:4 + 3 * j]
+                start, stop, done = r[TRACE_HEAD + 3 * j:TRACE_HEAD + 3 + 3 * j]
                 iters = int(s.units[u, 2] - s.units[u, 1])
                 ml, ep = per_action.setdefault(Action(int(plan.action[u])).name, ([], []))
                 ml.append((stop - start) / 1e3 / max(iters, 1))
@@ -219,13 +224,40 @@ def traces(stream, shapes: list[tuple[int, int, int]] | None = None, variants: l
             ep.sort()
             parts.append(f"{action} {len(ep)}: {statistics.median(ml):.3f}/it, epi {statistics.median(ep):.2f}"
                          f"/{ep[int(0.9 * (len(ep) - 1))]:.2f}/{ep[-1]:.2f}")
-        lead = sorted((r[1] - r[0]) / 1e3 for r in t)  # a CTA's entry to its first mainloop's start
+        lead = sorted((r[TRACE_HEAD] - r[0]) / 1e3 for r in t)  # a CTA's entry to its first mainloop's start
         enter = sorted((r[0] - t0) / 1e3 for r in t)  # when CTAs entered, after the first
         print(f"{name:<44} grid {s.grid:>4} {'+'.join(n.removeprefix('streamk_') for n in p.launch.names)} "
               f"event {event:8.2f} span {span:8.2f} | entry spread {enter[-1]:.2f}, entry to mainloop "
               f"{statistics.median(lead):.2f}/{lead[-1]:.2f} | " + " | ".join(parts))
+        placement_report(s, t, per_action)
         if shapes:
             waits_report(s, plan, t, t0)
+
+
+def placement_report(s, t, per_action) -> None:
+    """Where the CTAs ran: how many entered before the first pdl_wait returned (placed early, behind
+    the kernel before), how many share a TPC (SMs 2i, 2i+1) with another CTA of this launch, and the
+    first unit's mainloop us per MAC iteration of CTAs alone on their TPC against sharing ones."""
+    release = min(r[2] for r in t if r[2])
+    early = sum(r[0] < release for r in t)
+    tpcs: dict[int, int] = {}
+    for r in t:
+        tpcs[r[1] // 2] = tpcs.get(r[1] // 2, 0) + 1
+    rate: dict[bool, list[float]] = {True: [], False: []}
+    offsets = s.cta_offsets
+    for cta, r in enumerate(t):
+        if offsets[cta + 1] > offsets[cta]:
+            u = int(offsets[cta])
+            iters = int(s.units[u, 2] - s.units[u, 1])
+            start = max(r[TRACE_HEAD], r[2])  # the first mainloop begins once the wait returned
+            rate[tpcs[r[1] // 2] > 1].append((r[TRACE_HEAD + 1] - start) / 1e3 / max(iters, 1))
+    gpcs = len(tpcs)
+    print(f"    placement: {early} of {len(t)} CTAs entered before the wait returned (latest entry "
+          f"{(max(r[0] for r in t) - release) / 1e3:+.2f} us from it); {gpcs} TPCs used, "
+          f"{sum(v > 1 for v in tpcs.values())} by two CTAs; first mainloop us/it alone "
+          + (f"{statistics.median(rate[False]):.3f} ({len(rate[False])})" if rate[False] else "-")
+          + ", sharing a TPC " + (f"{statistics.median(rate[True]):.3f} ({len(rate[True])})" if rate[True] else "-")
+          + f"; span from the wait's return {(max(r[i] for r in t for i in range(TRACE_HEAD + 2, TRACE_WORDS, 3)) - release) / 1e3:.2f} us")
 
 
 def waits_report(s, plan, t, t0) -> None:
@@ -237,7 +269,7 @@ def waits_report(s, plan, t, t0) -> None:
     times = {}  # unit -> (start, stop, done) ns
     for cta, r in enumerate(t):
         for j in range(min(TRACE_UNITS, int(offsets[cta + 1] - offsets[cta]))):
-            times[int(offsets[cta]) + j] = r[1 + 3 * j:4 + 3 * j]
+            times[int(offsets[cta]) + j] = r[TRACE_HEAD + 3 * j:TRACE_HEAD + 3 + 3 * j]
 
     def signalled(q: int) -> float:
         deferred = q + 1 < offsets[cta_of[q] + 1] and q + 1 in times
@@ -322,6 +354,8 @@ def main() -> int:
     ap.add_argument("--pause", type=float, default=0.0, help="with --big: seconds idle before each variant")
     ap.add_argument("--rounds", type=int, default=1, help="with --big: rounds of fresh operands, variants rotated")
     ap.add_argument("--small", action="store_true", help="only where small GEMMs' time goes (pack, main, cuBLAS)")
+    ap.add_argument("--pair", action="store_true",
+                    help="with --trace: trace the second of two back-to-back launches (PDL behind the first)")
     ap.add_argument("--trace-shape", action="append", default=[], metavar="MxNxK",
                     help="with --trace: trace these shapes (DP and auto) instead of the built-in cases")
     args = ap.parse_args()
@@ -338,7 +372,7 @@ def main() -> int:
         small(stream)
     elif args.trace:
         traces(stream, [tuple(int(v) for v in t.split("x")) for t in args.trace_shape],
-               args.variants.split(";") if args.variants else None)
+               args.variants.split(";") if args.variants else None, args.pair)
     else:
         timings(stream)
     return 0

@@ -439,7 +439,7 @@ def test_auto_takes_the_sm90_tiles_on_its_large_rungs_where_the_target_says_so()
 
 
 def test_programmatic_dependent_launch_only_on_sm90_and_behind_a_pack_or_the_stream_by_default_for_one_wave():
-    from streamk.gpu.decide.launches import use_pdl
+    from streamk.gpu.decide.launches import STREAM_PDL_MAX_MACS, use_pdl
 
     for behind in ("pack", "stream"):  # the kernel before may be a multi-wave grid: one wave by default
         assert use_pdl(None, 132, 132, "sm_90a", behind=behind) and not use_pdl(None, 133, 132, "sm_90a", behind=behind)
@@ -449,8 +449,37 @@ def test_programmatic_dependent_launch_only_on_sm90_and_behind_a_pack_or_the_str
     for behind in ("main", "prescale"):
         assert use_pdl(None, 528, 132, "sm_90a", behind=behind) and not use_pdl(False, 528, 132, "sm_90a", behind=behind)
         assert not use_pdl(None, 528, 132, "sm_80", behind=behind)
+    # behind an unknown kernel, not where the busiest CTA runs more than eight 128x128x64
+    # iterations and the grid is more than half a wave and less than 90% of one
+    deep = STREAM_PDL_MAX_MACS + 1
+    assert not use_pdl(None, 100, 132, "sm_90a", behind="stream", cta_macs=deep)
+    assert not use_pdl(None, 67, 132, "sm_90a", behind="stream", cta_macs=deep)
+    assert use_pdl(None, 66, 132, "sm_90a", behind="stream", cta_macs=deep)
+    assert use_pdl(None, 119, 132, "sm_90a", behind="stream", cta_macs=deep)
+    assert use_pdl(None, 100, 132, "sm_90a", behind="stream", cta_macs=STREAM_PDL_MAX_MACS)
+    assert use_pdl(None, 100, 132, "sm_90a", behind="pack", cta_macs=deep)  # the pack's end is known
+    assert use_pdl(True, 100, 132, "sm_90a", behind="stream", cta_macs=deep)  # +pdl
     with pytest.raises(ValueError, match="behind must be one of pack, prescale, main, stream"):
         use_pdl(None, 10, 132, "sm_90a", behind="pass")
+
+
+def test_the_busiest_ctas_macs_count_on_the_sm90_kernels_only():
+    from streamk.gpu.decide import decide
+    from streamk.gpu.decide.launches import longest_cta_macs
+    from streamk.gpu.decide.operands import Operand
+    from streamk.gpu.request import request
+
+    def op(rows, cols):
+        return Operand(None, "torch", 0, (rows, cols), (cols, 1), "float16")
+
+    # 8 x 2 tiles of 128x128, 40 iterations of k 64 each: data-parallel CTAs run one tile each;
+    # Stream-K over 132 CTAs spreads 640 iterations, at most ceil(640 / 132) = 5 a CTA
+    for schedule, iterations in (("data-parallel", 40), ("stream-k", 5)):
+        d = decide(op(1024, 2560), op(2560, 256), None, preset("h100"), request(schedule, None, "128x128x64"))
+        assert longest_cta_macs(d.spec, d.schedule) == \
+            iterations * 128 * 128 * 64, schedule
+    d = decide(op(1024, 2560), op(2560, 256), None, preset("h100"), request("data-parallel", None, "64x64x32"))
+    assert longest_cta_macs(d.spec, d.schedule) == 0  # an sm80 tile
 
 
 def test_launch_steps_launch_the_main_kernel_by_pdl_behind_any_kernel_on_sm90():
@@ -485,6 +514,10 @@ def test_launch_steps_launch_the_main_kernel_by_pdl_behind_any_kernel_on_sm90():
     waves, grid = flags(4096, 4096, 1024, "data-parallel")
     assert grid > 132 and waves == [("sm90", False)]  # more CTAs than SMs: not by default
     assert flags(4096, 4096, 1024, "data-parallel", pdl=True)[0] == [("sm90", True)]  # +pdl
+    # 80 CTAs of 64 iterations each: not behind an unknown kernel by default; 16 such CTAs, yes
+    assert flags(1280, 1024, 4096, "data-parallel")[0] == [("sm90", False)]
+    assert flags(1280, 1024, 4096, "data-parallel", pdl=True)[0] == [("sm90", True)]
+    assert flags(1024, 256, 4096, "data-parallel")[0] == [("sm90", True)]
     # behind the pack pass (k odd: A's rows packed), which itself launches plainly
     assert flags(1024, 1024, 1001, "stream-k", "owner-waits")[0] == [("pack", False), ("sm90", True)]
     assert flags(1024, 1024, 1001, "stream-k", "owner-waits", pdl=False)[0] == [("pack", False), ("sm90", False)]

@@ -6,6 +6,9 @@ Each rule carries the measurement it rests on (benchmarks/LOG.md has the history
 
 from __future__ import annotations
 
+import numpy as np
+
+from ...schedule import Schedule
 from ...shapes import ITEMSIZE
 from ..catalogue import SM90_TILE, KernelSpec
 
@@ -14,26 +17,49 @@ from ..catalogue import SM90_TILE, KernelSpec
 # v13): such launches 1.046x faster geomean with it (208 shapes; worst 0.962x), larger grids
 # 1.006-1.009x but down to 0.87x on some big packed GEMMs (main-kernel CTAs placed while the pack
 # pass still ran). A GEMM's first main kernel launches so too, behind whatever kernel ran before
-# it on the stream (often another GEMM; LOG.md v40, unmeasured; a kernel that never triggers lets
-# it start only at its end): that kernel may be a multi-wave grid like the pack, so the same
-# one-wave default holds there.
+# it on the stream (often another GEMM; a kernel that never triggers lets it start only at its
+# end): that kernel may be a multi-wave grid like the pack, so the same one-wave default holds
+# there. H200, aligned GEMMs back to back, seeds 777 / 4245 / 4246 (LOG.md v41): 1.05-1.06x geomean
+# over no PDL, 1.09x on those under 20 us, but 0.76-0.92x on sm90 launches of more than half a
+# wave and less than a whole one whose CTAs each run 6-50 MAC iterations. There the GEMM before
+# leaves some SMs free, so some CTAs are placed early and the rest as its CTAs leave, and traces
+# show the mixed placement's mainloops up to 1.25x slower per iteration once released
+# (gpu_probe.py --trace --pair); at most half a wave (every CTA early) or nearly a whole one (none)
+# they ran as fast. So there, only where the busiest CTA's work is small enough for the hidden
+# prologue (~1 us) to outweigh that.
 BEHIND = ("pack", "prescale", "main", "stream")  # the kernel a PDL launch follows
 MAY_BE_MULTI_WAVE = ("pack", "stream")
+STREAM_PDL_MAX_MACS = 8 * 128 * 128 * 64  # the busiest CTA's MACs: eight 128x128x64 iterations
+FULL_WAVE = 0.9  # from this share of the SMs on, a grid is placed as a whole wave is
 
 
-def use_pdl(pdl: bool | None, main_grid: int, sms: int, arch: str, *, behind: str) -> bool:
+def longest_cta_macs(spec: KernelSpec, schedule: Schedule) -> int:
+    """The MACs of the schedule's busiest CTA on the kernels whose PDL launch behind an unknown
+    kernel was measured to cost (the sm90 family's); 0 on the others, which it never cost."""
+    if not spec.tma:
+        return 0
+    done = np.concatenate(([0], np.cumsum(schedule.units[:, 2] - schedule.units[:, 1])))
+    per_cta = done[schedule.cta_offsets[1:]] - done[schedule.cta_offsets[:-1]]
+    return int(per_cta.max(initial=0)) * spec.tile.bm * spec.tile.bn * spec.tile.bk
+
+
+def use_pdl(pdl: bool | None, main_grid: int, sms: int, arch: str, *, behind: str, cta_macs: int = 0) -> bool:
     """Whether a kernel of this launch uses programmatic dependent launch behind ``behind``: "pack"
     or "prescale" (the main kernel behind that pass), "main" (the reduce pass behind the main
     kernel) or "stream" (the main kernel as the GEMM's first, behind any kernel before it). Behind
     the pack pass or an unknown kernel, by default only where the main grid fits one CTA per SM:
-    main-kernel CTAs placed while a large multi-wave pack still ran cost up to 1.15x (LOG.md v13).
-    Behind the main kernel or the one-wave atomic prescale, every grid: nothing waits to be placed."""
+    main-kernel CTAs placed while a large multi-wave pack still ran cost up to 1.15x (LOG.md v13);
+    behind an unknown kernel, a grid between half a wave and nearly a whole one also only where
+    ``cta_macs`` (longest_cta_macs) is at most STREAM_PDL_MAX_MACS. Behind the main kernel or the one-wave atomic prescale, every grid:
+    nothing waits to be placed."""
     if behind not in BEHIND:
         raise ValueError(f"behind must be one of {', '.join(BEHIND)} (got {behind!r})")
     if int("".join(ch for ch in arch if ch.isdigit())) < 90:
         return False  # griddepcontrol is sm_90's
     if pdl is not None:
         return pdl
+    if behind == "stream" and cta_macs > STREAM_PDL_MAX_MACS and sms / 2 < main_grid < FULL_WAVE * sms:
+        return False
     return main_grid <= sms or behind not in MAY_BE_MULTI_WAVE
 
 

@@ -18,7 +18,7 @@ from . import tma
 from ..catalogue import column_major
 from ..clusters import CLUSTER, launch_pairs
 from ..decide import Decision
-from ..decide.launches import reduce_slices, use_pdl
+from ..decide.launches import longest_cta_macs, reduce_slices, use_pdl
 from ..decide.operands import Operand, padded
 from .device import Buffer, Device
 from .lanes import Needs
@@ -199,7 +199,8 @@ def launch_steps(dev: Device, d: Decision, pack: PackPair | None, main: Step, it
     # or, as the GEMM's first kernel, whatever ran before it on the stream (outer_loop.cuh reads
     # nothing another kernel may write before its wait); not behind a prescale behind a pack
     before = "pack" if pack is not None else "prescale" if steps else "stream"
-    main.pdl = len(steps) <= 1 and use_pdl(pdl, grid, dev.sms, dev.arch, behind=before)
+    main.pdl = len(steps) <= 1 and use_pdl(pdl, grid, dev.sms, dev.arch, behind=before,
+                                           cta_macs=longest_cta_macs(spec, d.schedule) if before == "stream" else 0)
     steps.append(main)
     if d.plan.policy == "separate-reduce" and items:
         rsmem, rthreads = dev.smem_bytes(spec.reduce), dev.block_size(spec.reduce)

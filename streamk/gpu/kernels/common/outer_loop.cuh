@@ -84,6 +84,7 @@ __device__ __forceinline__ void run_units(const GemmParams& p, unsigned char* sm
     // lands under the mainloop (its first use is the unit's fixup).
     if (u == first) {
       pdl_wait();
+      trace<G>(-1, 2);
 #if __CUDA_ARCH__ >= 900
       if (epochs) epoch = read_epoch(t);
 #endif
