@@ -89,6 +89,23 @@ def test_only_the_multicast_tiles_launch_clusters():
     assert TileShape(128, 128, 64) in MULTICAST_TILES
 
 
+def test_the_wide_tiles_share_b_where_its_rows_straddle_l2_lines_on_deep_tiles():
+    """128x256x64 and 128x192x64 launch clusters only where B's TMA rows are no multiple of 32 bytes
+    (each box row then touches two L2 lines) and a tile runs at least 16 MAC iterations."""
+    from streamk.gpu.catalogue import spec_for_tile
+    from streamk.gpu.decide.launches import MULTICAST_MIN_ITERATIONS, use_multicast
+
+    for tile in ("128x256x64", "128x192x64"):
+        spec = spec_for_tile("float16", tile)
+        deep = MULTICAST_MIN_ITERATIONS
+        assert use_multicast(True, spec, 1448 * 2, deep)  # 2896-byte rows: 16-byte aligned only
+        assert not use_multicast(True, spec, 1448 * 2, deep - 1)  # shallow
+        assert not use_multicast(True, spec, 1440 * 2, deep) and not use_multicast(True, spec, 1536 * 2, deep)
+        assert not use_multicast(True, spec, None, deep) and not use_multicast(False, spec, 1448 * 2, deep)
+    assert use_multicast(True, spec_for_tile("float16", "128x128x64"), 1536 * 2, 1)  # always, as before
+    assert not use_multicast(True, spec_for_tile("float16", "128x64x64"), 1448 * 2, 64)
+
+
 def test_a_clustered_launch_asks_for_clusters_of_two_beside_pdl():
     driver = pytest.importorskip("cuda.bindings.driver")
     from streamk.gpu.runtime.launch import Step

@@ -55,6 +55,8 @@ def _print_clusters(schedule, plan, dtype: str) -> None:
     from ..gpu.catalogue import spec_for_tile
     from ..gpu.table import build_table
 
-    pairs = launch_pairs(build_table(plan), spec_for_tile(dtype, schedule.tile), not waits_only_backward(plan))
+    spec = spec_for_tile(dtype, schedule.tile)  # B contiguous and row-major, n columns
+    pairs = launch_pairs(build_table(plan), spec, not waits_only_backward(plan), True,
+                         schedule.shape.n * spec.itemsize, schedule.problem.iters_per_tile)
     if pairs is not None:
         print(f"clusters of 2 CTAs: {int(pairs.sum())} of {len(pairs)} pairs share each stage's B by TMA multicast")

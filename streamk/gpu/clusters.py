@@ -47,12 +47,14 @@ def multicast_pairs(table: Table) -> np.ndarray:
     return pairs
 
 
-def launch_pairs(table: Table, spec: KernelSpec, coresident: bool, multicast: bool = True) -> np.ndarray | None:
+def launch_pairs(table: Table, spec: KernelSpec, coresident: bool, multicast: bool = True,
+                 b_row_bytes: int | None = None, tile_iterations: int = 0) -> np.ndarray | None:
     """The pairing flags of a launch of ``spec``'s main kernel that runs in clusters of two, None where
-    it runs without: not a tile that multicasts (decide.launches.use_multicast), a wait pointing upwards
+    it runs without: not a tile that multicasts for this B (decide.launches.use_multicast: B's TMA
+    row stride ``b_row_bytes``, a tile's ``tile_iterations``), a wait pointing upwards
     (``coresident``: a cluster is dispatched whole, so only waits on lower CTAs are certain to end), or
     no pair. The device may still refuse clusters (plan.build_plan checks their residency)."""
-    if not use_multicast(multicast, spec) or coresident:
+    if not use_multicast(multicast, spec, b_row_bytes, tile_iterations) or coresident:
         return None
     pairs = multicast_pairs(table)
     return pairs if pairs.any() else None

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...schedule import Schedule
 from ...shapes import ITEMSIZE
-from ..catalogue import SM90_TILE, KernelSpec
+from ..catalogue import SM90_192_TILE, SM90_TILE, SM90_WIDE_TILE, KernelSpec
 
 # Programmatic dependent launch between one GEMM's kernels (pack -> main -> separate-reduce): by
 # default only where the main grid is at most one CTA per SM. H100, 400 shapes, one call (LOG.md
@@ -69,11 +69,27 @@ def use_pdl(pdl: bool | None, main_grid: int, sms: int, arch: str, *, behind: st
 # 1.015x (seed 20260121, twice) and 1.017x (seed 7); 128x256x64 1.000x, 1.005x, 0.996x and 8192^3
 # 0.98x: no gain, so no clusters there.
 MULTICAST_TILES = (SM90_TILE,)
+# 128x256x64 and 128x192x64 share B too where B's rows are only 16-byte aligned (a row stride that
+# is no multiple of 32 bytes) and each tile runs at least MULTICAST_MIN_ITERATIONS: there every
+# 128-byte box row straddles two L2 lines, which doubles B's L2 requests (128x256x64 data-parallel,
+# full wave, 2841x1448x6272: 0.80 us an iteration against 0.67 with 128-byte rows, LOG.md v41), and
+# multicast halves them. H200, aligned seed 4249: the 15 such shapes 1.154x (1.05-1.24x); with
+# 32-byte-aligned rows 0.98-1.07x, shallower launches 0.93-0.99x (what clusters cost).
+STRADDLE_MULTICAST_TILES = (SM90_WIDE_TILE, SM90_192_TILE)
+MULTICAST_MIN_ITERATIONS = 16
+STRADDLE_BYTES = 32  # B row strides that are no multiple of this
 
 
-def use_multicast(multicast: bool, spec: KernelSpec) -> bool:
-    """Whether launches of ``spec``'s main kernel run in clusters that share B where the table pairs CTAs."""
-    return multicast and spec.tma and spec.tile in MULTICAST_TILES
+def use_multicast(multicast: bool, spec: KernelSpec, b_row_bytes: int | None = None, tile_iterations: int = 0) -> bool:
+    """Whether launches of ``spec``'s main kernel run in clusters that share B where the table pairs
+    CTAs; ``b_row_bytes``: the stride of the rows the kernel's TMA reads B by (None: unknown),
+    ``tile_iterations``: a tile's MAC iterations."""
+    if not (multicast and spec.tma):
+        return False
+    if spec.tile in MULTICAST_TILES:
+        return True
+    return (spec.tile in STRADDLE_MULTICAST_TILES and b_row_bytes is not None and b_row_bytes % STRADDLE_BYTES != 0
+            and tile_iterations >= MULTICAST_MIN_ITERATIONS)
 
 
 REDUCE_MAX_VECS = 4  # fixup.cuh: accumulator vectors per thread of one reduce block

@@ -88,8 +88,11 @@ def bind(dev: Device, d: Decision, tuning: Tuning) -> Bound:
         refuse_unfinishable(plan, residency)
 
     table = build_table(plan)
-    # sm90 clusters of two CTAs sharing B where the table pairs them (clusters.py)
-    pairs = launch_pairs(table, spec, coresident, tuning.multicast)
+    ops = operand_params(d)
+    # sm90 clusters of two CTAs sharing B where the table pairs them (clusters.py); B's TMA map
+    # strides by its leading dimension (a column-major B's column stride)
+    pairs = launch_pairs(table, spec, coresident, tuning.multicast, ops.ldb * spec.itemsize,
+                         sched.problem.iters_per_tile)
     cluster = CLUSTER if pairs is not None else 1
     if cluster > 1 and (clustered := dev.cluster_residency(d.main, threads, launch_smem, cluster)):
         residency = clustered
@@ -97,7 +100,6 @@ def bind(dev: Device, d: Decision, tuning: Tuning) -> Bound:
         cluster, pairs = 1, None
     main_grid = sched.grid + sched.grid % cluster  # an odd grid's last cluster gets an empty CTA
     table_buf, table_ptrs = _upload_table(dev, table_arrays(table, main_grid, pairs))
-    ops = operand_params(d)
     epoch = needs_epoch(plan)
     assert STATE_WORDS == 2
     shape, acc_bytes, host = d.problem, ITEMSIZE[spec.out_dtype], d.a.on_host
