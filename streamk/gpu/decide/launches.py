@@ -7,7 +7,7 @@ Each rule carries the measurement it rests on (benchmarks/LOG.md has the history
 from __future__ import annotations
 
 from ...shapes import ITEMSIZE
-from ..catalogue import SM90_TILE, KernelSpec
+from ..catalogue import SM90_M64_TILE, SM90_M64_WIDE_TILE, SM90_TILE, KernelSpec
 
 # Programmatic dependent launch between one GEMM's kernels (pack -> main -> separate-reduce): by
 # default only where the main grid is at most one CTA per SM. H100, 400 shapes, one call (LOG.md
@@ -41,8 +41,9 @@ def use_pdl(pdl: bool | None, main_grid: int, sms: int, arch: str, *, behind: st
 # most of the L2 (128x128x64: 32 KB a CTA per 0.38 us MAC iteration; 128x256x64: 48 KB per 0.69 us).
 # H100, auto vs auto without clusters, corpus shapes of each tile (LOG.md v26): 128x128x64 1.015x,
 # 1.015x (seed 20260121, twice) and 1.017x (seed 7); 128x256x64 1.000x, 1.005x, 0.996x and 8192^3
-# 0.98x: no gain, so no clusters there.
-MULTICAST_TILES = (SM90_TILE,)
+# 0.98x: no gain, so no clusters there. The 64-row tiles read B twice per flop what 128-row ones do
+# (64x128x64: 16 of a stage's 24 KB), so they share it too (unmeasured; +nomc in the bench compares).
+MULTICAST_TILES = (SM90_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE)
 
 
 def use_multicast(multicast: bool, spec: KernelSpec) -> bool:
