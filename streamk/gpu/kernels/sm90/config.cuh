@@ -40,15 +40,15 @@ constexpr int SMEM_LIMIT = 227 * 1024;         // a block's dynamic shared memor
 constexpr int SM_REGS = 64 * 1024;             // an SM's register file (32-bit registers)
 // Registers per thread after reallocation (setmaxnreg): the producer needs few, the consumers hold
 // BN/2 accumulators each plus the fixup's. ptxas launches a kernel that reallocates with what its
-// __launch_bounds__ allow or its largest setmaxnreg, the fewer, and the consumers take what the
-// producer gives back, at most 232 (the one-CTA 128-row tiles': 128 x 40 + 256 x 232 = 64,512 of
-// the SM's 65,536; ptxas 13.5's counts at launch):
-//   384 threads, one CTA an SM: 168 at launch, consumers 232
+// __launch_bounds__ allow (at most 255) or its largest setmaxnreg, the fewer, and the consumers
+// take what the producer gives back, at most setmaxnreg's 256 (ptxas 13.5's counts at launch):
+//   384 threads, one CTA an SM: 168 at launch, 128 x 40 + 256 x 232 = 64,512 of the SM's 65,536
 //   384 threads, two (128x64): 80 at launch, 128 x 40 + 256 x 96 = 29,696 of the CTA's 30,720
 //   256 threads, two (64x128): 128 at launch, 128 x 40 + 128 x 216 = 32,768 of the CTA's 32,768
-//   256 threads, one (64x256): 232 at launch (its setmaxnreg), 128 x 40 + 128 x 232 of 59,392
+//   256 threads, one (64x256): 255 at launch, consumers 256, as FlashAttention-3's kernels with
+//   one consumer warp group (github Dao-AILab/flash-attention hopper/flash_fwd_kernel_sm90.h)
 constexpr int PRODUCER_REGS = 40;
-constexpr int MAX_CONSUMER_REGS = 232;
+constexpr int MAX_CONSUMER_REGS = 256;
 // A thread's registers at launch under __launch_bounds__(threads, blocks), whole multiples of 8.
 constexpr int launch_regs(int threads, int blocks) { return SM_REGS / (threads * blocks) / 8 * 8; }
 // The consumers' registers after the producer's drop to PRODUCER_REGS, whole multiples of 8.
@@ -64,7 +64,7 @@ static_assert(BK * ELEM_BYTES == SWIZZLE_BYTES, "an A row of one stage is one sw
 static_assert(B_BOX_BYTES % ATOM_BYTES == 0, "boxes start on swizzle atoms");
 static_assert(BK % MMA_K == 0, "whole wgmma k-steps per stage");
 static_assert(consumer_regs(2, 1) == 232 && consumer_regs(2, 2) == 96 && consumer_regs(1, 2) == 216 &&
-                  consumer_regs(1, 1) == 232,
+                  consumer_regs(1, 1) == 256,
               "the table above");
 
 // What depends on the tile: BM/64 consumer warp groups each compute 64 x BN with one

@@ -12,8 +12,8 @@
 //             bulk tensor loads of A (one BM x 64 box) and B (BN/64 boxes of 64 x 64) into it; the
 //             stage's mbarrier completes on their bytes. It runs ahead across units: the ring
 //             persists, so the next unit's operands arrive while the consumers run an epilogue.
-//   consumers (warp groups 1 .. BM/64; setmaxnreg up to 232, or 96 on 128x64 and 216 on 64x128 at
-//             two CTAs an SM; one thread group on named barrier 1): the
+//   consumers (warp groups 1 .. BM/64; setmaxnreg up to 232, 256 on 64x256, or at two CTAs an SM
+//             96 on 128x64 and 216 on 64x128; one thread group on named barrier 1): the
 //             outer loop with its fixup and epilogue; per MAC iteration each warp group waits for
 //             the stage, issues four wgmma.m64nBNk16 (rows 64g .. 64g + 63, all BN columns: BN/2
 //             accumulators per thread) and frees the previous stage once its batch has completed
