@@ -130,11 +130,12 @@ struct TmaWgmma {
   }
 };
 
-template <int BN, int BLOCKS = 1>
-constexpr bool staging_matches = EPILOGUE_STAGING_BYTES<TmaWgmma<false, BN, TileConfig<BN>::DEFAULT_STAGES, false,
-                                                                 false, BLOCKS>> ==
-                                 TmaWgmma<false, BN, TileConfig<BN>::DEFAULT_STAGES, false, false, BLOCKS>::STAGING_BYTES;
-static_assert(staging_matches<64, 2> && staging_matches<128> && staging_matches<192> && staging_matches<256>,
+template <int BN, int BLOCKS = 1, int BM = 128>
+constexpr bool staging_matches =
+    EPILOGUE_STAGING_BYTES<TmaWgmma<false, BN, 3, false, false, BLOCKS, BM>> ==
+    TmaWgmma<false, BN, 3, false, false, BLOCKS, BM>::STAGING_BYTES;
+static_assert(staging_matches<64, 2> && staging_matches<128> && staging_matches<192> && staging_matches<256> &&
+                  staging_matches<128, 2, 64> && staging_matches<256, 1, 64>,
               "the epilogue's staging size");
 static_assert(TmaWgmma<false, 64, 3, false, false, 2>::SMEM_BYTES == 111664 &&
                   TmaWgmma<false, 128>::SMEM_BYTES == 201792 && TmaWgmma<false, 192>::SMEM_BYTES == 226352 &&
@@ -225,10 +226,10 @@ __device__ __forceinline__ void produce(const TmaParams& p, const Smem<ML>& s, b
     for (int i = 0; i < ML::STAGES; ++i, ring.next()) mbar_wait(s.empty(ring.stage), ring.phase ^ 1u);
 }
 
-// One unit's MAC iterations [k_begin, k_end) for consumer warp group `wg` (0 .. CONSUMERS - 1). One batch of
-// wgmma stays in flight: a stage is freed once the batch after it has been issued and its own has
-// completed (wait_group 1), the last one when the unit's accumulators are complete (wait_group 0),
-// so the tensor cores never wait for the stage handshake (the pattern of NVIDIA CUTLASS
+// One unit's MAC iterations [k_begin, k_end) for consumer warp group `wg` (0 .. CONSUMERS - 1).
+// One batch of wgmma stays in flight: a stage is freed once the batch after it has been issued and
+// its own has completed (wait_group 1), the last one when the unit's accumulators are complete
+// (wait_group 0), so the tensor cores never wait for the stage handshake (the pattern of NVIDIA CUTLASS
 // include/cutlass/gemm/collective/sm90_mma_tma_gmma_ss_warpspecialized.hpp, K_PIPE_MMAS = 1).
 // A paired CTA frees each stage in both CTAs of its cluster (the peer's multicast writes here too).
 template <class ML>
