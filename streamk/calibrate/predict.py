@@ -47,7 +47,7 @@ from ..shapes import ITEMSIZE, Machine
 from ..sim import Timeline, simulate
 from ..target import streams_unaligned
 from .model import Calibration
-from .traffic import dram_slowdown, operand_bytes, row32_share
+from .traffic import dram_slowdown, operand_bytes, row32_share, wave_steps
 
 EXTRA_PASS_POLICIES = ("separate-reduce", "atomic")  # a second kernel when any tile is split
 MIN_C_US = 1e-9  # Costs needs c > 0; a fit may probe c at 0
@@ -66,19 +66,28 @@ def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_
     co-residency, idle-SM, L2 and DRAM terms) and the fixup policy."""
     policy = schedule.fixup if fixup is None else fixup
     r = residency(schedule.grid, sms, ctas_per_sm)
-    c = values["c1"] if r == 1 else values.get("c_shared", values["c1"])
-    if r == 1:
-        c -= values.get("c_free", 0.0) * (1.0 - min(schedule.grid, sms) / sms)
+    c0 = values["c1"] if r == 1 else values.get("c_shared", values["c1"])
     if streams_unaligned(schedule.shape, schedule.tile, element_bytes):
-        c += values.get("c_shifted", 0.0)
+        c0 += values.get("c_shifted", 0.0)
     if l2_bytes > 0:
-        c += values.get("c_l2", 0.0) * operand_bytes(schedule.shape, element_bytes) / l2_bytes
-    if values.get("l2_us_per_mb", 0.0) > 0:
-        t = schedule.tile
-        box_mb = (t.bm + t.bn) * t.bk * element_bytes / 1e6
-        c = max(c, min(schedule.grid, sms * r) * box_mb * values["l2_us_per_mb"])
+        c0 += values.get("c_l2", 0.0) * operand_bytes(schedule.shape, element_bytes) / l2_bytes
+    t = schedule.tile
+    floor_us = (t.bm + t.bn) * t.bk * element_bytes / 1e6 * values.get("l2_us_per_mb", 0.0)
+    stretch = 1.0
     if values.get("c_row32", 0.0) > 0:
-        c *= 1.0 + row32_share(schedule.shape, schedule.tile, element_bytes) * values["c_row32"] / max(values["c1"], MIN_C_US)
+        stretch += row32_share(schedule.shape, schedule.tile, element_bytes) * values["c_row32"] / max(values["c1"], MIN_C_US)
+
+    def at(busy: int) -> float:
+        """A MAC iteration while ``busy`` CTAs run: idle SMs' relief and the L2 floor of those CTAs."""
+        c = c0 - values.get("c_free", 0.0) * (1.0 - min(busy, sms) / sms) if r == 1 else c0
+        return max(c, busy * floor_us) * stretch
+
+    # each wave priced at its own CTAs (a small last wave runs with SMs idle: their bandwidth, a lighter
+    # L2 floor), not the full wave's; CTAs left running inside a wave keep its count (the split-long-owner
+    # probes reject relief there; LOG.md v43)
+    counts, steps = wave_steps(schedule, sms * r)
+    c = float(sum(n * at(int(b)) for b, n in zip(counts, steps)) / steps.sum()) if steps.sum() > 0 else at(
+        min(schedule.grid, sms * r))
     c = max(c, MIN_C_US)
     if l2_bytes > 0 and values.get("dram_us_per_mb", 0.0) > 0:
         slots = min(schedule.grid, sms * r)
