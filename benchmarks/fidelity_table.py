@@ -108,7 +108,8 @@ def main() -> None:
             pct = lambda x: f"{100 * x:.1f}%" if math.isfinite(x) else "-"  # noqa: E731
             print(f"{path.stem:<40} {name:<6} {s['runs']:>5} {s['spearman']:>8.4f} "
                   f"{s['within_shape_spearman_median']:>7.4f} {pct(s['median_abs_rel_err']):>7} "
-                  f"{pct(s['p90_abs_rel_err']):>7} {pct(sel['within_5pct']):>8} {pct(dp):>8} {pct(last):>8}", flush=True)
+                  f"{pct(s['p90_abs_rel_err']):>7} {pct(sel['within_5pct']):>8} {pct(dp):>8} {pct(last):>8}",
+                  flush=True)
 
 
 if __name__ == "__main__":

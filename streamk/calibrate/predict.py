@@ -13,12 +13,17 @@ machine and which constants it runs with, mirroring how the GPU backend launches
 * ``c_shifted``: on a kernel that streams rows of any alignment in place (the dot tiles), each MAC
   iteration over rows that are not 16-byte aligned costs that more (``target.streams_unaligned``;
   LOG.md v35);
-* ``c_free``: a grid of fewer CTAs than SMs runs each MAC iteration faster, c1 - (1 - grid / sms)
-  c_free (the idle SMs' L2 and DRAM bandwidth serves the busy ones; LOG.md v22);
+* ``c_free``: a wave of fewer CTAs than SMs (a one-wave grid, or a launch's last wave) runs each MAC
+  iteration faster, c1 - (1 - CTAs / sms) c_free (the idle SMs' L2 and DRAM bandwidth serves the
+  busy ones; LOG.md v22, v43);
 * ``c_l2``: each MAC iteration costs c_l2 more per L2's worth of A and B bytes (an L2-bound
   mainloop refills more of its shared slices the fuller the L2; LOG.md v26);
-* ``l2_us_per_mb``: a MAC iteration lasts at least the time the L2 takes to serve every busy CTA
-  its A and B boxes (past about half the SMs an H100's 128x128x64 mainloop is L2-bound; LOG.md v28);
+* ``l2_us_per_mb``: a MAC iteration lasts at least the time the L2 takes to serve every CTA of the
+  wave its A and B boxes (past about half the SMs an H100's 128x128x64 mainloop is L2-bound; LOG.md v28);
+* waves: wave w holds each slot's w-th CTA (``traffic.wave_steps``); the idle-SM relief and the L2
+  floor are taken at each wave's CTAs and the iteration the simulator runs at is their mean over the
+  waves' steps (DP's fast path: exactly each wave at its own cost). CTAs left running inside one
+  wave keep its count: the split-long-owner probes reject a relief there (LOG.md v43);
 * ``c_row32``: where the rows of A and B that the TMA boxes read start off a 32-byte boundary (k or n
   an odd multiple of 8 two-byte elements), each such row spans one 32-byte sector more and the
   mainloop, fed by its loads at any occupancy, waits that much longer: the MAC iteration (after the
@@ -75,7 +80,8 @@ def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_
     floor_us = (t.bm + t.bn) * t.bk * element_bytes / 1e6 * values.get("l2_us_per_mb", 0.0)
     stretch = 1.0
     if values.get("c_row32", 0.0) > 0:
-        stretch += row32_share(schedule.shape, schedule.tile, element_bytes) * values["c_row32"] / max(values["c1"], MIN_C_US)
+        share = row32_share(schedule.shape, schedule.tile, element_bytes)
+        stretch += share * values["c_row32"] / max(values["c1"], MIN_C_US)
 
     def at(busy: int) -> float:
         """A MAC iteration while ``busy`` CTAs run: idle SMs' relief and the L2 floor of those CTAs."""
