@@ -279,15 +279,19 @@ def main(args: argparse.Namespace, plot: Callable[[str, str], None] | None = Non
                   f" | err {max(finite(r[d + '_relerr'] for d in decomps), default=math.nan):.1e}", flush=True)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"bench_{args.dtype}.csv")
-    with replacing(path) as tmp, open(tmp, "w", newline="") as f:
-        fields = list(dict.fromkeys(key for r in rows for key in r))
-        w = csv.DictWriter(f, fieldnames=fields)
-        w.writeheader()
-        w.writerows(rows)
+    write_rows(path, rows)
     summarize(rows, decomps, args.dtype)
     if plot is not None and "data-parallel" in decomps and any((r["m"], r["n"], r["k"]) != BIG for r in rows):
         plot(path, f"{dev.name}, {args.dtype}, {len(rows) - len(big_rows(rows))} corpus shapes")
     return 0
+
+
+def write_rows(path: str, rows: list[dict]) -> None:
+    """``rows`` as a CSV at ``path`` (every key any row has, in first-seen order), replaced whole."""
+    with replacing(path) as tmp, open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(key for r in rows for key in r)))
+        w.writeheader()
+        w.writerows(rows)
 
 
 def big_rows(rows):

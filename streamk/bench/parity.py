@@ -15,13 +15,13 @@ the table (parity.md) go to the output folder.
 
 from __future__ import annotations
 
-import csv
 import math
 import os
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..atomic import replacing
+from .harness import geomean, write_rows
 
 # (out_features, in_features) of the Llama-2-7B and Llama-3-8B blocks' layers
 LLAMA_LAYERS = ((4096, 4096), (11008, 4096), (4096, 11008), (14336, 4096), (4096, 14336))
@@ -42,8 +42,7 @@ class Row:
 
     @property
     def geo(self) -> float:
-        xs = [x for x in self.ratios if x > 0 and math.isfinite(x)]
-        return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else math.nan
+        return geomean(self.ratios)
 
     @property
     def worst(self) -> float:
@@ -83,13 +82,6 @@ def unaligned_rows(rows: list[dict]) -> list[Row]:
                 tuple(r["cublas_padded"] / r["auto"] for r in rows), 0.9),
             Row(f"unaligned corpus vs cuBLAS on the raw shapes, {n} shapes",
                 tuple(r["cublas_raw"] / r["auto"] for r in rows), 2.5)]
-
-
-def write_csv(path: str, rows: list[dict]) -> None:
-    with replacing(path) as tmp, open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(key for r in rows for key in r)))
-        w.writeheader()
-        w.writerows(rows)
 
 
 def time_linear(m: int, n: int, k: int, stream) -> dict:
@@ -136,7 +128,7 @@ def run(count: int, seed: int, out: str, log: Callable[[str], None] = print) -> 
             bench_shape(shape, dtype, stream, got, ["auto"], alone)
             torch.cuda.synchronize()
             clear_cache()
-        write_csv(os.path.join(out, f"parity_{name}.csv"), got)
+        write_rows(os.path.join(out, f"parity_{name}.csv"), got)
         log(f"{name}: {len(got)} shapes timed")
         return got
 
@@ -149,7 +141,7 @@ def run(count: int, seed: int, out: str, log: Callable[[str], None] = print) -> 
         for n, k in LLAMA_LAYERS:
             linear.append(time_linear(m, n, k, stream))
             clear_cache()
-    write_csv(os.path.join(out, "parity_linear.csv"), linear)
+    write_rows(os.path.join(out, "parity_linear.csv"), linear)
     rows.append(Row(f"x @ W.t(), {len(LLAMA_LAYERS)} Llama layers x {LINEAR_TOKENS[0]}-{LINEAR_TOKENS[-1]} tokens",
                     tuple(best_cublas(r) / r["auto"] for r in linear), 1.0, 0.9))
     log(f"linear: {len(linear)} shapes timed")
