@@ -6,7 +6,8 @@ Per shape: a float64 check, then CUDA-graph replays interleaved with cuBLAS's (s
 method, medians). Prints a table and the geomean of cuBLAS time / ours; --csv writes the rows.
 
     PYTHONPATH=. python3 benchmarks/linear.py [--batches 1,2,4,8,16,32,64,512,2048] [--layers 8192:8192,...]
-                                              [--fixup atomic] [--csv out.csv]
+                                              [--fixup atomic] [--schedule stream-k] [--tile 64x128x64]
+                                              [--csv out.csv]
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ def main() -> None:
     ap.add_argument("--batches", default="1,2,4,8,16,32,64,512,2048", help="rows of x (comma-separated)")
     ap.add_argument("--layers", help="OUT:IN,... (out_features:in_features) instead of the Llama layers")
     ap.add_argument("--fixup", help="run auto's Schedules under this fixup policy (e.g. atomic: not deterministic)")
+    ap.add_argument("--schedule", default="auto", help="the decomposition (default auto)")
+    ap.add_argument("--tile", help="pin the tile, e.g. 64x128x64 (default: auto's pick and orientation)")
     ap.add_argument("--csv", help="write the rows here")
     args = ap.parse_args()
     stream = torch.cuda.Stream()
@@ -41,7 +44,7 @@ def main() -> None:
             x = torch.randn(m, k, generator=gen, device="cuda").half()
             W = torch.randn(n, k, generator=gen, device="cuda").half()
             out = torch.empty(m, n, device="cuda")
-            p = prepare(x, W.t(), out, fixup=args.fixup)
+            p = prepare(x, W.t(), out, fixup=args.fixup, schedule=args.schedule, tile=args.tile)
             p.run()
             torch.cuda.synchronize()
             ref = x.double() @ W.double().t()

@@ -18,7 +18,8 @@ from .calibrate.model import Calibration
 from .costs import Costs
 from .errors import ScheduleError
 from .gpu.catalogue import (DOT_T_TILE, DOT_TILE, F64_LARGE_TILES, F64_TILE, LARGE_RUNGS, PAPER_HALF_TILE,
-                            SM90_192_TILE, SM90_NARROW_TILE, SM90_TILE, SM90_TILES, SM90_WIDE_TILE, WIDE_TILE)
+                            SM90_192_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE, SM90_NARROW_TILE, SM90_TILE, SM90_TILES,
+                            SM90_WIDE_TILE, WIDE_TILE)
 from .shapes import GemmShape, Machine, Problem, TileShape
 
 if TYPE_CHECKING:
@@ -226,9 +227,11 @@ _SM90_PAPER_OWNER = Costs(a=32.0, b=16.0, c=1.0, d=4.0)
 # The TMA + wgmma tiles (one CTA per SM): b = 48 on 128x256x64 and 64 on 128x128x64, of b in
 # {16, 32, 48, 64, 96} (d = 8) against our DP of the same tile on the shapes auto gives each tile, two
 # seeds of the 400-shape corpus (LOG.md v21): the paper's b = 32 left shapes at 0.84-0.92x of DP.
-# 128x64x64 and 128x192x64 take their neighbours' (not yet measured on their own).
+# 128x64x64 and 128x192x64 take their neighbours' (not yet measured on their own), and so do the
+# 64-row tiles: 64x128x64 the square tile's, 64x256x64 the wide one's (unmeasured; auto never takes them).
 _SM90_TMA_OWNER = {SM90_TILE: Costs(a=32.0, b=64.0, c=1.0, d=8.0), SM90_WIDE_TILE: _SM90_WIDE,
-                   SM90_NARROW_TILE: Costs(a=32.0, b=64.0, c=1.0, d=8.0), SM90_192_TILE: _SM90_WIDE}
+                   SM90_NARROW_TILE: Costs(a=32.0, b=64.0, c=1.0, d=8.0), SM90_192_TILE: _SM90_WIDE,
+                   SM90_M64_TILE: Costs(a=32.0, b=64.0, c=1.0, d=8.0), SM90_M64_WIDE_TILE: _SM90_WIDE}
 # Below a tile per SM the sm90 tiles split tiles at aligned k offsets under their calibrated constants
 # (TargetTile.aligned_splits; auto's grids of even shares ran 0.75-1.07x of DP there: LOG.md v24).
 # auto's DP on persistent CTAs (streamk.sched.auto): on 128x128x64 up to 16 iterations per tile (k <=
@@ -279,7 +282,8 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
 # Resident CTAs per SM of each main kernel (16-byte copies), in the registry's tile order (the
 # paper's first); sm_90a also runs the TMA + wgmma kernels, one CTA per SM: 128x128x64 (201,792 B of
 # dynamic shared memory) and 128x256x64 (218,160 B; kernels/sm90/config.cuh), each with 1 KB of
-# static shared memory, of the 228 KB an SM has. sm_90a: the occupancy API on an H100
+# static shared memory, of the 228 KB an SM has; 64x128x64 two (2 x (109,616 + 1 KB static + 1 KB
+# reserved) B, 2 x 256 threads of 128 registers), 64x256x64 one (191,536 B). sm_90a: the occupancy API on an H100
 # (tests/test_gpu_target.py checks it on every device run; 128x256x64 not yet run there). sm_80: derived from ptxas's registers (NVRTC 13.5) and shared memory
 # under the A100's limits (64 K registers, 164 KB shared memory per SM, 1 KB per block reserved),
 # not measured: 128x128 tiles take 105 KB, so one CTA per SM, as in the paper's A100 evaluation.
@@ -287,7 +291,7 @@ _SM80_RESIDENCY = {(128, 128, 32): 1, (64, 64, 32): 2, (128, 64, 32): 2, (64, 12
                    (32, 32, 32): 4, (128, 256, 32): 1, (64, 8, 128): 2, (8, 128, 64): 2}
 _SM90_RESIDENCY = {(128, 128, 32): 2, (64, 64, 32): 3, (128, 64, 32): 2, (64, 128, 32): 2, (32, 64, 32): 4,
                    (32, 32, 32): 4, (128, 256, 32): 1, (128, 128, 64): 1, (128, 256, 64): 1, (128, 64, 64): 2,
-                   (128, 192, 64): 1, (64, 8, 128): 4, (8, 128, 64): 4}
+                   (128, 192, 64): 1, (64, 128, 64): 2, (64, 256, 64): 1, (64, 8, 128): 4, (8, 128, 64): 4}
 
 # The larger FP64 tiles (128x64x16, 128x128x16; sm80/f64_config.cuh), one CTA per SM on either arch
 # (255 and 254 registers a thread on sm_90a, 141-163 KB of shared memory; the occupancy API agrees on

@@ -104,11 +104,33 @@ def test_the_wide_sm90_tile_is_a_second_tile_of_the_family_with_three_stages_and
     assert spec_for_tile("float16", "128x256").main == "streamk_sm80_f16_t128x256"  # two sides: the first, sm80's
     main = reg.BY_NAME["streamk_sm90_bf16_t128x256"]
     assert (main.stages, main.blocks_per_sm, main.unit) == (3, 1, "sm90_tma_128x256_w16")
-    assert main.cxx_type == "streamk::sm90::TmaWgmma<true, 256, 3, false, false, 1>"
-    assert reg.BY_NAME["streamk_sm90_f16"].cxx_type == "streamk::sm90::TmaWgmma<false, 128, 4, false, false, 1>"
+    assert main.cxx_type == "streamk::sm90::TmaWgmma<true, 256, 3, false, false, 1, 128>"
+    assert reg.BY_NAME["streamk_sm90_f16"].cxx_type == "streamk::sm90::TmaWgmma<false, 128, 4, false, false, 1, 128>"
     assert "sm90_tma_128x256_w16" in units_for("sm_90a") and "sm90_tma_128x256_w16" not in units_for("sm_80")
     source = unit_source("sm90_tma_128x256_w16")
     assert "__launch_bounds__(streamk_sm90_f16_t128x256_t::BLOCK_THREADS, 1) streamk_sm90_f16_t128x256(" in source
+
+
+def test_the_64_row_sm90_tiles_are_the_family_on_one_consumer_warp_group():
+    """64x128x64 (two CTAs an SM) and 64x256x64 (one): the same template with BM 64, 256 threads
+    (a producer and one consumer warp group), every operand layout, their own passes."""
+    from streamk.gpu.catalogue import SM90_M64_TILE, SM90_M64_WIDE_TILE, SM90_TILES, TMA_STORE_TILES, spec_for_tile
+
+    assert {SM90_M64_TILE, SM90_M64_WIDE_TILE} <= set(SM90_TILES) & set(TMA_STORE_TILES)
+    spec = spec_for_tile("float16", "64x128x64")
+    assert spec.tile == SM90_M64_TILE and spec.tma and spec.archs == ("sm_90a",) and spec.narrow == ()
+    assert (spec.main, spec.reduce, spec.prescale) == ("streamk_sm90_f16_t64x128", "streamk_reduce_f32_t64x128_sm90",
+                                                       "streamk_prescale_f32_t64x128_sm90")
+    assert spec_for_tile("float16", "64x128").main == "streamk_sm80_f16_t64x128"  # two sides: the first, sm80's
+    assert [layout for layout, _ in spec.layouts] == ["acm", "bcm", "acm_bcm"]
+    narrow, wide = reg.BY_NAME["streamk_sm90_f16_t64x128"], reg.BY_NAME["streamk_sm90_bf16_t64x256_acm_bcm"]
+    assert (narrow.stages, narrow.blocks_per_sm, narrow.unit) == (3, 2, "sm90_tma_64x128_w16")
+    assert narrow.cxx_type == "streamk::sm90::TmaWgmma<false, 128, 3, false, false, 2, 64>"
+    assert (wide.stages, wide.blocks_per_sm, wide.unit) == (3, 1, "sm90_tma_64x256_w16_acm_bcm")
+    assert wide.cxx_type == "streamk::sm90::TmaWgmma<true, 256, 3, true, true, 1, 64>"
+    source = unit_source("sm90_tma_64x128_w16")
+    assert "__launch_bounds__(streamk_sm90_f16_t64x128_t::BLOCK_THREADS, 2) streamk_sm90_f16_t64x128(" in source
+    assert "static_assert(streamk_sm90_f16_t64x128_t::BM == 64 && streamk_sm90_f16_t64x128_t::BN == 128" in source
 
 
 def test_the_sm90_kernels_read_column_major_operands_each_layout_its_own_unit():
@@ -121,8 +143,8 @@ def test_the_sm90_kernels_read_column_major_operands_each_layout_its_own_unit():
     assert spec.reads_column_major("A") and spec.reads_column_major("B")
     assert not spec_for_tile("float16", "128x128x32").reads_column_major("B")  # sm80: packed
     both = reg.BY_NAME["streamk_sm90_f16_acm_bcm"]
-    assert both.cxx_type == "streamk::sm90::TmaWgmma<false, 128, 4, true, true, 1>"
-    assert reg.BY_NAME["streamk_sm90_f16_bcm"].cxx_type == "streamk::sm90::TmaWgmma<false, 128, 4, false, true, 1>"
+    assert both.cxx_type == "streamk::sm90::TmaWgmma<false, 128, 4, true, true, 1, 128>"
+    assert reg.BY_NAME["streamk_sm90_f16_bcm"].cxx_type == "streamk::sm90::TmaWgmma<false, 128, 4, false, true, 1, 128>"
     # a GEMM compiles only what it launches: a layout's unit holds its main kernels, the passes
     # stay in the row-major unit
     assert [v.name for v in units()["sm90_tma_128x128_w16_bcm"]] == ["streamk_sm90_f16_bcm", "streamk_sm90_bf16_bcm"]

@@ -22,8 +22,8 @@ SHAPES = [(1, 300, 77), (129, 130, 1), (7, 13, 17), (131, 257, 67), (200, 130, 9
 
 
 def _tiles(dtype: str) -> list:
-    """Every kernel's tile as "BMxBNxBK" (128x128x32: sm80; 128x128x64 and 128x256x64: the sm90 TMA +
-    wgmma ones); FP64: the paper's tile as auto runs it (None), then the larger ones (128x64x16,
+    """Every kernel's tile as "BMxBNxBK" (128x128x32: sm80; 128x128x64, 128x256x64, the 64-row
+    64x128x64 and others: the sm90 TMA + wgmma ones); FP64: the paper's tile as auto runs it (None), then the larger ones (128x64x16,
     128x128x16)."""
     from streamk.gpu.catalogue import tile_specs
 
@@ -81,7 +81,7 @@ def test_every_decomposition_and_policy_within_the_bound(dtype, tile):
     assert not failures, failures[:5]
 
 
-@pytest.mark.parametrize("tile", [None, "128x128x64", "128x256x64"])
+@pytest.mark.parametrize("tile", [None, "128x128x64", "128x256x64", "64x128x64", "64x256x64"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_auto_as_users_call_it_on_large_gemms_is_bitwise_stable(dtype, tile):
     """auto with no policy: on a wave or more of 128x256 tiles its two-tile hybrid walked

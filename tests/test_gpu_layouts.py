@@ -10,9 +10,10 @@ import math
 
 import pytest
 
-from gpu_support import GPU, error_ratio, nan_padded_view
+from gpu_support import GPU, error_ratio, nan_padded_view, relaunched
 from streamk.gpu.request import Tuning
 from streamk.gpu.catalogue import SM90_TILES
+from streamk.gpu.decide.launches import MULTICAST_TILES
 from streamk.schedule import FIXUP_POLICIES
 
 pytestmark = GPU
@@ -87,8 +88,9 @@ def test_column_major_operands_are_read_in_place_within_the_bound(dtype, tile, l
     assert not failures, failures[:5]
 
 
+@pytest.mark.parametrize("tile", [f"{t.bm}x{t.bn}x{t.bk}" for t in MULTICAST_TILES])
 @pytest.mark.parametrize("layout", list(LAYOUTS))
-def test_column_major_layouts_in_clusters_match_unclustered_launches_bitwise(layout):
+def test_column_major_layouts_in_clusters_match_unclustered_launches_bitwise(layout, tile):
     import torch
 
     from streamk.gpu import prepare
@@ -101,7 +103,7 @@ def test_column_major_layouts_in_clusters_match_unclustered_launches_bitwise(lay
     outs, clusters = [], []
     for tuning in (Tuning(multicast=False), Tuning()):
         C = torch.full((m, n), math.nan, device="cuda")
-        p = prepare(A, B, C, tile="128x128x64", schedule="data-parallel", tile_order="grouped-8", _tuning=tuning)
+        p = prepare(A, B, C, tile=tile, schedule="data-parallel", tile_order="grouped-8", _tuning=tuning)
         p.run()
         outs.append(C)
         clusters.append(max(st.cluster for st in p.launch.steps))
@@ -109,6 +111,31 @@ def test_column_major_layouts_in_clusters_match_unclustered_launches_bitwise(lay
     assert clusters == [1, 2]
     assert error_ratio(outs[1], A, B) <= 1
     assert torch.equal(outs[0], outs[1])
+
+
+@pytest.mark.parametrize("tile", ["64x128x64", "64x256x64"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_torch_linear_on_the_64_row_tiles_reads_w_in_place(dtype, tile):
+    """x @ W.t() at 16-512 tokens, the GEMMs the 64-row tiles are for, asked for by tile: W.t() read
+    in place as a column-major B, C written by TMA on every unit but a CTA's last, every decomposition."""
+    import torch
+
+    from streamk.gpu import prepare
+
+    _skip_unless_sm90()
+    gen = torch.Generator(device="cuda").manual_seed(4)
+    for rows, out_features, in_features in ((16, 4096, 4096), (64, 6144, 4096), (200, 1000, 2048), (512, 4096, 1024)):
+        x = torch.randn(rows, in_features, generator=gen, device="cuda").to(getattr(torch, dtype))
+        W = torch.randn(out_features, in_features, generator=gen, device="cuda").to(getattr(torch, dtype))
+        for decomp in ("data-parallel", "stream-k", "auto"):
+            C = torch.full((rows, out_features), math.nan, device="cuda")
+            p = prepare(x, W.t(), C, tile=tile, schedule=decomp)
+            assert not any("pack" in name for name in p.launch.names), p.launch.names
+            assert _main_kernel(p).endswith(f"_t{tile.rsplit('x', 1)[0]}_bcm")
+            assert p._plan.c_storable or p.plan.policy == "atomic"
+            first, last = relaunched(p, C, 5)
+            assert error_ratio(first, x, W.t(), 1.0, 0.0) <= 1, (rows, out_features, in_features, decomp)
+            assert torch.equal(first, last) or p.plan.policy == "atomic"
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

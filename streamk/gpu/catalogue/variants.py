@@ -85,10 +85,13 @@ SM90_TILE = TileShape(128, 128, 64)
 SM90_WIDE_TILE = TileShape(128, 256, 64)
 SM90_NARROW_TILE = TileShape(128, 64, 64)
 SM90_192_TILE = TileShape(128, 192, 64)
-SM90_TILES = (SM90_TILE, SM90_WIDE_TILE, SM90_NARROW_TILE, SM90_192_TILE)
+# 64 rows, one consumer warp group (sm90/tma_wgmma.cuh): 64x128 two CTAs an SM, 64x256 one
+SM90_M64_TILE = TileShape(64, 128, 64)
+SM90_M64_WIDE_TILE = TileShape(64, 256, 64)
+SM90_TILES = (SM90_TILE, SM90_WIDE_TILE, SM90_NARROW_TILE, SM90_192_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE)
 # The sm90 tiles whose kernels can write C through a TMA map (sm90/tma_wgmma.cuh TMA_STORE: the whole
 # FP32 tile fits the epilogue's staging; 128x256 stages it in halves, where bulk stores ran 2% slower).
-TMA_STORE_TILES = (SM90_TILE, SM90_NARROW_TILE, SM90_192_TILE)
+TMA_STORE_TILES = (SM90_TILE, SM90_NARROW_TILE, SM90_192_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE)
 DOT_TILE = TileShape(64, 8, 128)
 DOT_T_TILE = TileShape(8, 128, 64)
 # The large-GEMM tiles (square, wide) of each kernel family: the sm80 mma.sync kernels' and the sm90
@@ -110,9 +113,10 @@ MAINLOOPS = {m.name: m for m in (
              "float32", DOT_T_TILE, pass_suffix="_dot_t", any_rows=True, elementwise="A"),
     Mainloop("ws_test", "ws_test", "testing/warp_specialized.cuh", "streamk::testing::WsKernel",
              ("float32",), "float32", TileShape(32, 32, 8)),
-    # TMA + wgmma, a producer warp group and two consumer ones; the TMA maps ride in the
+    # TMA + wgmma, a producer warp group and one consumer one per 64 tile rows; the TMA maps ride in the
     # __grid_constant__ parameter block (streamk/gpu/runtime/tma.py builds them)
-    Mainloop("sm90_tma", "sm90", "sm90/tma_wgmma.cuh", "streamk::sm90::TmaWgmma<{bf16}, {bn}, {stages}, {a_mn}, {b_k}, {blocks}>",
+    Mainloop("sm90_tma", "sm90", "sm90/tma_wgmma.cuh",
+             "streamk::sm90::TmaWgmma<{bf16}, {bn}, {stages}, {a_mn}, {b_k}, {blocks}, {bm}>",
              ("float16", "bfloat16"), "float32", SM90_TILE, archs=("sm_90a",),
              body="streamk::sm90::tma_wgmma_kernel<{t}>(p);", params="const __grid_constant__ streamk::sm90::TmaParams",
              block="BLOCK_THREADS", pass_suffix="_sm90", tma=True, layouts=LAYOUTS),
@@ -213,8 +217,9 @@ HALF_STAGES = 3  # sm80/half_config.cuh STAGES
 F64_STAGES = 4   # the paper's FP64 tile's
 F64_TILES = ((F64_TILE, F64_STAGES, 2), (F64_LARGE_TILES[0], 3, 1), (F64_LARGE_TILES[1], 2, 1))
 # The sm90 TMA + wgmma tiles' stages and CTAs an SM (sm90/config.cuh: as many 64-deep stages as fit
-# beside the epilogue's staging; 128x64 at two CTAs an SM, the others one).
-SM90_STAGES = {SM90_TILE: (4, 1), SM90_WIDE_TILE: (3, 1), SM90_NARROW_TILE: (3, 2), SM90_192_TILE: (3, 1)}
+# beside the epilogue's staging; 128x64 and 64x128 at two CTAs an SM, the others one).
+SM90_STAGES = {SM90_TILE: (4, 1), SM90_WIDE_TILE: (3, 1), SM90_NARROW_TILE: (3, 2), SM90_192_TILE: (3, 1),
+               SM90_M64_TILE: (3, 2), SM90_M64_WIDE_TILE: (3, 1)}
 HALF_WIDTHS = (16, 8, 4)
 # The tiles of at most 8 columns or rows (sm80/dot.cuh): one width (they read any row alignment
 # themselves), launch bounds for 4 CTAs per SM (56,576 and 54,528 B of shared memory; no spills on

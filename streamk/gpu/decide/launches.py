@@ -10,7 +10,7 @@ import numpy as np
 
 from ...schedule import Schedule
 from ...shapes import ITEMSIZE
-from ..catalogue import SM90_192_TILE, SM90_TILE, SM90_WIDE_TILE, KernelSpec
+from ..catalogue import SM90_192_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE, SM90_TILE, SM90_WIDE_TILE, KernelSpec
 
 # Programmatic dependent launch between one GEMM's kernels (pack -> main -> separate-reduce): by
 # default only where the main grid is at most one CTA per SM. H100, 400 shapes, one call (LOG.md
@@ -67,8 +67,9 @@ def use_pdl(pdl: bool | None, main_grid: int, sms: int, arch: str, *, behind: st
 # most of the L2 (128x128x64: 32 KB a CTA per 0.38 us MAC iteration; 128x256x64: 48 KB per 0.69 us).
 # H100, auto vs auto without clusters, corpus shapes of each tile (LOG.md v26): 128x128x64 1.015x,
 # 1.015x (seed 20260121, twice) and 1.017x (seed 7); 128x256x64 1.000x, 1.005x, 0.996x and 8192^3
-# 0.98x: no gain, so no clusters there.
-MULTICAST_TILES = (SM90_TILE,)
+# 0.98x: no gain with 128-byte rows (but see STRADDLE_MULTICAST_TILES). The 64-row tiles read B
+# twice per flop what 128-row ones do (64x128x64: 16 of a stage's 24 KB), so they share it too.
+MULTICAST_TILES = (SM90_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE)
 # 128x256x64 and 128x192x64 share B too where B's rows are only 16-byte aligned (a row stride that
 # is no multiple of 32 bytes) and each tile runs at least MULTICAST_MIN_ITERATIONS: there every
 # 128-byte box row straddles two L2 lines, which doubles B's L2 requests (128x256x64 data-parallel,

@@ -4,9 +4,9 @@
 A row-major ``rows x cols`` operand with row stride ``ld`` (elements) is the 2-D tensor (cols,
 rows), innermost first; a box is ``BOX_INNER`` elements (128 bytes: the 128-byte swizzle's width)
 by ``box_rows`` rows. A row-major A is read in (k, m) boxes of 64 x BM, a row-major B in (n, k)
-boxes of 64 x BK (both sm90 tiles, 128x128x64 and 128x256x64: 64 x 128 and 64 x 64; a 128x256
-stage takes four B boxes). A column-major operand is its transpose stored row-major: A in (m, k)
-boxes of 64 x BK (two a stage), B in (k, n) boxes of 64 x 64 (catalogue.LAYOUTS). TMA
+boxes of 64 x BK (on 128x128x64: 64 x 128 and 64 x 64; on 64x128x64 64 x 64 both; a stage takes
+BN/64 B boxes). A column-major operand is its transpose stored row-major: A in (m, k) boxes of
+64 x BK (BM/64 a stage: one on the 64-row tiles), B in (k, n) boxes of 64 x 64 (catalogue.LAYOUTS). TMA
 needs a 16-byte-aligned base and row stride (the host packs other operands first); elements past
 the tensor's edge arrive as zeros.
 """

@@ -51,7 +51,7 @@ def traced_gemm(A: Any, B: Any, C: Any, alpha: float, beta: float, schedule: Any
                             f"{', '.join(TRACED_OPTIONS)} (no Schedule object, machine or model constants); "
                             f"call it eagerly for those")
     if isinstance(tile, TileShape):
-        tile = f"{tile.bm}x{tile.bn}"
+        tile = f"{tile.bm}x{tile.bn}x{tile.bk}"  # all three sides: "128x128" names the sm80 kernel
     out = torch.ops.streamk.gemm(A, B, C, float(alpha), float(beta), schedule, fixup,
                                  None if tile is None else str(tile), options.get("grid"), options.get("splits"),
                                  options.get("walk"), options.get("tile_order"))

@@ -1,76 +1,98 @@
-// config.cuh (sm90): constants of the TMA + wgmma mainloop (tma_wgmma.cuh), for its tiles 128 x BN x 64,
-// BN 64, 128, 192 or 256 (TileConfig<BN, BLOCKS>).
+// config.cuh (sm90): constants of the TMA + wgmma mainloop (tma_wgmma.cuh), for its tiles BM x BN x 64:
+// BM 128 (two consumer warp groups) with BN 64, 128, 192 or 256, and BM 64 (one consumer warp group)
+// with BN 128 or 256 (TileConfig<BN, BLOCKS, BM>).
 //
 // Shared memory (dynamic; 227 KB = 232,448 B a block may have on sm_90, 228 KB an SM): the ring of
-// STAGES x (A 128 x 64 + B 64 x BN) FP16/BF16, the epilogue's FP32 staging (its own, so the producer
+// STAGES x (A BM x 64 + B 64 x BN) FP16/BF16, the epilogue's FP32 staging (its own, so the producer
 // loads the next unit's operands while the consumers run the fixup and write C), 2 x STAGES mbarriers
 // and 1 KB of alignment slack:
 //   128x64  (two CTAs an SM): 3 x 24 KB + the tile staged (128 x 72 x 4 B = 36 KB)       = 111,664 B
 //   128x128: 4 x 32 KB + a whole tile staged (128 x 136 x 4 B = 68 KB)                   = 201,792 B
 //   128x192: 3 x 40 KB + a whole tile staged (128 x 200 x 4 B = 100 KB)                  = 226,352 B
 //   128x256: 3 x 48 KB + the tile staged in two column halves (128 x 136 x 4 B = 68 KB)  = 218,160 B
+//   64x128  (two CTAs an SM): 3 x 24 KB + a whole tile staged (64 x 136 x 4 B = 34 KB)   = 109,616 B
+//   64x256:  3 x 40 KB + a whole tile staged (64 x 264 x 4 B = 66 KB)                    = 191,536 B
 // A whole 128x256 FP32 staging (132 KB) would leave room for one 48 KB stage only, and a fourth
 // stage does not fit beside the halves (196,608 + 69,632 > 232,448), so 128x256 runs 3 stages and
 // writes C in two passes of 128 columns (common/epilogue.cuh EPILOGUE_PARTS). Of three 64-deep
 // stages two load while one is computed: ~1.1 us of math ahead at the H100's ~7.5 TFLOP/s per SM
-// (a 128x256x64 stage is 4.2 Mflop). 128x64 keeps two CTAs on an SM (2 x (111,664 + 1 KB static)
-// of 228 KB), so one CTA's prologue and epilogue run beside the other's mainloop.
+// (a 128x256x64 stage is 4.2 Mflop). 128x64 and 64x128 keep two CTAs on an SM (2 x (111,664 or
+// 109,616 + 1 KB static) of 228 KB), so one CTA's prologue and epilogue run beside the other's
+// mainloop. 64x256 stages its tile whole (so C can leave through TMA) and so runs 3 stages: a fourth
+// misses by 64 B (4 x 40 KB + 67,584 + 64 + 1,024 = 232,512).
 #pragma once
 
 namespace streamk {
 namespace sm90 {
 
-constexpr int BM = 128;           // CTA tile rows (every tile)
 constexpr int BK = 64;            // k per MAC iteration: one 128-byte swizzled row of A per tile row
 constexpr int WG_THREADS = 128;   // a warp group
-constexpr int CONSUMERS = 2;      // consumer warp groups, 64 tile rows each
-constexpr int THREADS = (1 + CONSUMERS) * WG_THREADS;  // producer + consumers
-constexpr int WG_M = BM / CONSUMERS;                   // rows per consumer warp group: one wgmma m64
-constexpr int MMA_K = 16;                              // wgmma k per instruction
+constexpr int WG_M = 64;          // rows per consumer warp group: one wgmma m64
+constexpr int MMA_K = 16;         // wgmma k per instruction
 constexpr int ELEM_BYTES = 2;
 constexpr int SWIZZLE_BYTES = 128;  // TMA / wgmma 128-byte swizzle: a box's inner side is 128 bytes
 constexpr int BOX_INNER = SWIZZLE_BYTES / ELEM_BYTES;  // 64 elements
-constexpr int A_STAGE_BYTES = BM * BK * ELEM_BYTES;    // one box: 128 rows x 64 k
 constexpr int B_BOX_BYTES = BK * BOX_INNER * ELEM_BYTES;  // a B box: 64 k rows x 64 n
 constexpr int A_MN_BOX_BYTES = BK * BOX_INNER * ELEM_BYTES;  // an M-major A box: 64 k rows x 64 m
 constexpr int ATOM_BYTES = 8 * SWIZZLE_BYTES;  // 8 rows of 128 B: the swizzle pattern's period
 constexpr int C_BOX_COLS = SWIZZLE_BYTES / 4;  // FP32 columns of a C box written by TMA (tma_wgmma.cuh write_tile_tma)
 constexpr int SMEM_LIMIT = 227 * 1024;         // a block's dynamic shared memory on sm_90
+constexpr int SM_REGS = 64 * 1024;             // an SM's register file (32-bit registers)
 // Registers per thread after reallocation (setmaxnreg): the producer needs few, the consumers hold
-// BN/2 accumulators each plus the fixup's. One CTA an SM: 128 x 40 + 256 x 232 = 64,512 of the
-// SM's 65,536; two (128x64): each CTA is launched with 80 a thread (__launch_bounds__(384, 2)), and
-// 128 x 40 + 256 x 96 = 29,696 of its 30,720.
+// BN/2 accumulators each plus the fixup's. ptxas launches a kernel that reallocates with what its
+// __launch_bounds__ allow (at most 255) or its largest setmaxnreg, the fewer, and the consumers
+// take what the producer gives back, at most setmaxnreg's 256 (ptxas 13.5's counts at launch):
+//   384 threads, one CTA an SM: 168 at launch, 128 x 40 + 256 x 232 = 64,512 of the SM's 65,536
+//   384 threads, two (128x64): 80 at launch, 128 x 40 + 256 x 96 = 29,696 of the CTA's 30,720
+//   256 threads, two (64x128): 128 at launch, 128 x 40 + 128 x 216 = 32,768 of the CTA's 32,768
+//   256 threads, one (64x256): 255 at launch, consumers 256, as FlashAttention-3's kernels with
+//   one consumer warp group (github Dao-AILab/flash-attention hopper/flash_fwd_kernel_sm90.h)
 constexpr int PRODUCER_REGS = 40;
-template <int BLOCKS>
-constexpr int CONSUMER_REGS = BLOCKS == 1 ? 232 : 96;
+constexpr int MAX_CONSUMER_REGS = 256;
+// A thread's registers at launch under __launch_bounds__(threads, blocks), whole multiples of 8.
+constexpr int launch_regs(int threads, int blocks) { return SM_REGS / (threads * blocks) / 8 * 8; }
+// The consumers' registers after the producer's drop to PRODUCER_REGS, whole multiples of 8.
+constexpr int consumer_regs(int consumers, int blocks) {
+  const int freed = launch_regs((1 + consumers) * WG_THREADS, blocks) * (1 + consumers) - PRODUCER_REGS;
+  return freed / consumers / 8 * 8 < MAX_CONSUMER_REGS ? freed / consumers / 8 * 8 : MAX_CONSUMER_REGS;
+}
 // Clusters of two CTAs along m share each stage's B boxes (TMA multicast to both ranks).
 constexpr int CLUSTER = 2;
 constexpr unsigned short CLUSTER_MASK = (1u << CLUSTER) - 1u;
 
 static_assert(BK * ELEM_BYTES == SWIZZLE_BYTES, "an A row of one stage is one swizzle row");
-static_assert(WG_M == 64, "one m64 wgmma per consumer group");
-static_assert(A_STAGE_BYTES % ATOM_BYTES == 0 && B_BOX_BYTES % ATOM_BYTES == 0, "boxes start on swizzle atoms");
+static_assert(B_BOX_BYTES % ATOM_BYTES == 0, "boxes start on swizzle atoms");
 static_assert(BK % MMA_K == 0, "whole wgmma k-steps per stage");
-static_assert(PRODUCER_REGS * WG_THREADS + CONSUMER_REGS<1> * CONSUMERS * WG_THREADS <= 65536, "the SM's registers");
-static_assert(PRODUCER_REGS * WG_THREADS + CONSUMER_REGS<2> * CONSUMERS * WG_THREADS <= 80 * THREADS,
-              "a CTA's registers at two CTAs an SM");
+static_assert(consumer_regs(2, 1) == 232 && consumer_regs(2, 2) == 96 && consumer_regs(1, 2) == 216 &&
+                  consumer_regs(1, 1) == 256,
+              "the table above");
 
-// What depends on the tile's width: each consumer warp group computes 64 x BN with one
-// wgmma.m64nBNk16 per k-step (BN/2 FP32 accumulators per thread), B arrives in BN/64 boxes, the
-// pipeline is as deep as fits beside the epilogue's staging (above; BLOCKS CTAs an SM), and the
-// epilogue stages the tile whole or, on 128x256, in two column halves.
-template <int BN_, int BLOCKS_ = 1>
+// What depends on the tile: BM/64 consumer warp groups each compute 64 x BN with one
+// wgmma.m64nBNk16 per k-step (BN/2 FP32 accumulators per thread), A arrives in one BM x 64 box
+// (K-major) or BM/64 boxes of 64 k x 64 m (M-major), B in BN/64 boxes, the pipeline is as deep as
+// fits beside the epilogue's staging (above; BLOCKS CTAs an SM), and the epilogue stages the tile
+// whole or, on 128x256, in two column halves.
+template <int BN_, int BLOCKS_ = 1, int BM_ = 128>
 struct TileConfig {
-  static constexpr int BN = BN_;
+  static constexpr int BM = BM_, BN = BN_;
   static constexpr int BLOCKS = BLOCKS_;  // CTAs an SM (__launch_bounds__)
+  static constexpr int CONSUMERS = BM / WG_M;  // consumer warp groups, 64 tile rows each
+  static constexpr int THREADS = (1 + CONSUMERS) * WG_THREADS;  // producer + consumers
+  static constexpr int A_STAGE_BYTES = BM * BK * ELEM_BYTES;    // a K-major box of BM rows x 64 k
+  static constexpr int A_MN_BOXES = BM / BOX_INNER;             // M-major A: boxes of 64 m a stage
   static constexpr int B_BOXES = BN / BOX_INNER;
   static constexpr int B_STAGE_BYTES = B_BOXES * B_BOX_BYTES;
   static constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;  // TMA transaction bytes per stage
-  static constexpr int DEFAULT_STAGES = BN == 128 ? 4 : 3;
-  static constexpr int EPILOGUE_PARTS = BN == 256 ? 2 : 1;
-  static constexpr int CONSUMER_REGS = sm90::CONSUMER_REGS<BLOCKS>;
+  static constexpr int DEFAULT_STAGES = BN == 128 && BM == 128 ? 4 : 3;
+  static constexpr int EPILOGUE_PARTS = BN == 256 && BM == 128 ? 2 : 1;
+  static constexpr int CONSUMER_REGS = consumer_regs(CONSUMERS, BLOCKS);
+  static_assert(BM == 128 || BM == 64, "one or two m64 consumer warp groups");
   static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "wgmma n64, n128, n192 or n256");
-  static_assert(BLOCKS == 1 || (BLOCKS == 2 && BN == 64), "two CTAs an SM fit on 128x64 only");
+  static_assert(BLOCKS == 1 || (BLOCKS == 2 && BM * BN == 128 * 64), "two CTAs an SM fit on 128x64 and 64x128 only");
+  static_assert(A_STAGE_BYTES % ATOM_BYTES == 0, "boxes start on swizzle atoms");
+  static_assert(PRODUCER_REGS * WG_THREADS + CONSUMER_REGS * CONSUMERS * WG_THREADS <=
+                    launch_regs(THREADS, BLOCKS) * THREADS,
+                "the registers the CTA was launched with");
 };
 
 }  // namespace sm90

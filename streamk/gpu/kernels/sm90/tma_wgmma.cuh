@@ -3,33 +3,40 @@
 // run_units) over any Schedule table (common/schedule_table.cuh) under every fixup policy
 // (common/fixup.cuh; the separate-reduce and atomic passes are common/passes.cuh on this layout).
 //
-// TmaWgmma<BF16, BN, STAGES, A_MN, B_K, BLOCKS> (config.cuh): a 128 x BN x 64 tile per MAC iteration,
-// BN 64 (3 stages, two CTAs an SM), 128 (4 stages), 192 or 256 (3 stages). 384 threads, three warp
-// groups, __launch_bounds__(384, BLOCKS):
+// TmaWgmma<BF16, BN, STAGES, A_MN, B_K, BLOCKS, BM> (config.cuh): a BM x BN x 64 tile per MAC
+// iteration: BM 128 with BN 64 (3 stages, two CTAs an SM), 128 (4 stages), 192 or 256 (3 stages);
+// BM 64 with BN 128 (3 stages, two CTAs an SM) or 256 (3 stages). 128 + BM threads: a producer warp
+// group and BM/64 consumer ones, __launch_bounds__(128 + BM, BLOCKS):
 //   producer  (warp group 0, setmaxnreg down to 40): one thread walks the CTA's unit rows (work.cuh)
 //             and, for every MAC iteration of every unit, waits for a free stage and issues the TMA
-//             bulk tensor loads of A (one 128 x 64 box) and B (BN/64 boxes of 64 x 64) into it; the
+//             bulk tensor loads of A (one BM x 64 box) and B (BN/64 boxes of 64 x 64) into it; the
 //             stage's mbarrier completes on their bytes. It runs ahead across units: the ring
 //             persists, so the next unit's operands arrive while the consumers run an epilogue.
-//   consumers (warp groups 1-2, setmaxnreg up to 232, or 96 at two CTAs an SM; one thread group on
-//             named barrier 1): the
+//   consumers (warp groups 1 .. BM/64; setmaxnreg up to 232, 256 on 64x256, or at two CTAs an SM
+//             96 on 128x64 and 216 on 64x128; one thread group on named barrier 1): the
 //             outer loop with its fixup and epilogue; per MAC iteration each warp group waits for
 //             the stage, issues four wgmma.m64nBNk16 (rows 64g .. 64g + 63, all BN columns: BN/2
 //             accumulators per thread) and frees the previous stage once its batch has completed
 //             (one batch in flight; one arrival per warp group).
+// Why 64-row tiles with one consumer: two such CTAs on an SM (64x128) overlap one CTA's fixup and
+// epilogue with the other's mainloop, the effect of the two consumers taking turns in NVIDIA
+// CUTLASS's "pingpong" schedule (include/cutlass/gemm/kernel/
+// sm90_gemm_tma_warpspecialized_pingpong.hpp) without any order between them; and a GEMM of few
+// rows (a Linear of 16-64 tokens) pads half as many rows as on 128-row tiles.
 // Why 64 x BN per warp group and not 128 x BN/2: per k16 step the two groups then read A 2 x 2 KB
 // and B 2 x BN/16 KB of shared memory, where two m64n(BN/2) halves of 128 rows each would read A
 // 2 x 4 KB and B the same: on 128x256, 20 KB against 24 KB per 128x256x16 step, with half the
 // wgmma instructions (the split of the 128x256 anchors, github pranjalssh/fast.cu matmul_12.cuh).
-// Shared memory (dynamic, 1024-byte aligned by hand): STAGES x (A 16 KB + B BN/8 KB) 128-byte
-// swizzled as TMA writes and wgmma reads them, the epilogue's staging (128 x 136 x 4 B, its own, so
-// loads go on during epilogues; BN 256 stages and writes C in two column halves, epilogue.cuh
-// EPILOGUE_PARTS), 2 x STAGES mbarriers: 201,792 B on 128x128, 218,160 B on 128x256 (config.cuh).
+// Shared memory (dynamic, 1024-byte aligned by hand): STAGES x (A BM/8 KB + B BN/8 KB) 128-byte
+// swizzled as TMA writes and wgmma reads them, the epilogue's staging (BM x (BN + 8) x 4 B, its own,
+// so loads go on during epilogues; 128x256 stages and writes C in two column halves, epilogue.cuh
+// EPILOGUE_PARTS), 2 x STAGES mbarriers: 201,792 B on 128x128, 218,160 B on 128x256, 109,616 B on
+// 64x128, 191,536 B on 64x256 (config.cuh has every tile's).
 // Arch: sm_90a.
 // Operands (TMA descriptors built by the host, streamk/gpu/runtime/tma.py): A m x k and B k x n, each
 // row-major or column-major with a 16-byte-aligned base and stride (the host packs others:
 // common/pack.cuh). A row-major A is read K-major (swizzled rows of 64 k), a column-major one
-// M-major (A_MN: two boxes of 64 k rows of 64 m, imm-trans-a); a row-major B N-major (imm-trans-b:
+// M-major (A_MN: BM/64 boxes of 64 k rows of 64 m, imm-trans-a); a row-major B N-major (imm-trans-b:
 // rows of 64 n per box), a column-major one K-major (B_K: rows of 64 k, one per n). wgmma reads
 // either layout of 16-bit inputs, so torch's x @ W.t() needs no copy (the Linear layout). Elements
 // outside the matrices arrive as zeros from TMA, so edge tiles in m, n and k need no predication;
@@ -88,19 +95,20 @@ static_assert(sizeof(GemmParams) == 176 && alignof(TensorMap) == 64 && sizeof(Tm
               "launch.py TmaParams mirrors this layout");
 
 template <bool BF16, int BN_ = 128, int STAGES_ = TileConfig<BN_>::DEFAULT_STAGES, bool A_MN_ = false,
-          bool B_K_ = false, int BLOCKS_ = 1>
+          bool B_K_ = false, int BLOCKS_ = 1, int BM_ = 128>
 struct TmaWgmma {
   using Acc = float;
   using Elem = unsigned short;  // raw FP16 / BF16 bits
-  using Config = TileConfig<BN_, BLOCKS_>;
+  using Config = TileConfig<BN_, BLOCKS_, BM_>;
   static constexpr bool IS_BF16 = BF16;
-  // operand layouts in global and shared memory: A M-major (a column-major A, read in two 64-row
-  // boxes of 64 k) instead of K-major; B K-major (a column-major B: boxes of 64 n rows of 64 k)
+  // operand layouts in global and shared memory: A M-major (a column-major A, read in BM/64 boxes
+  // of 64 k rows of 64 m) instead of K-major; B K-major (a column-major B: boxes of 64 n rows of 64 k)
   // instead of N-major
   static constexpr bool A_MN = A_MN_, B_K = B_K_;
-  static constexpr int BM = sm90::BM, BN = BN_, BK = sm90::BK, STAGES = STAGES_;
+  static constexpr int BM = BM_, BN = BN_, BK = sm90::BK, STAGES = STAGES_;
+  static constexpr int CONSUMERS = Config::CONSUMERS;
   static constexpr int THREADS = CONSUMERS * WG_THREADS;  // the accumulators' group: fixup, epilogue, passes
-  static constexpr int BLOCK_THREADS = sm90::THREADS;     // the block: producer + consumers
+  static constexpr int BLOCK_THREADS = Config::THREADS;   // the block: producer + consumers
   static constexpr int ACC = BM * BN / THREADS;           // BN/2 FP32 per consumer thread
   static constexpr int EPILOGUE_PARTS = Config::EPILOGUE_PARTS;  // column slices the epilogue stages
   static constexpr int STAGING_BYTES = BM * (BN / EPILOGUE_PARTS + 8) * 4;  // one slice (checked below)
@@ -116,30 +124,33 @@ struct TmaWgmma {
   // fragment element i of consumer thread tid -> (row, col) inside the tile (the wgmma D layout,
   // rows offset by the warp group's 64)
   static __device__ __forceinline__ void coord(int i, int tid, int& r, int& c) {
-    const int wg = tid / WG_THREADS, t = tid % WG_THREADS, warp = t / 32, lane = t % 32;
+    const int wg = CONSUMERS == 1 ? 0 : tid / WG_THREADS, t = tid % WG_THREADS, warp = t / 32, lane = t % 32;
     r = wg * WG_M + warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
     c = 8 * (i / 4) + 2 * (lane % 4) + (i % 2);
   }
 };
 
-template <int BN, int BLOCKS = 1>
-constexpr bool staging_matches = EPILOGUE_STAGING_BYTES<TmaWgmma<false, BN, TileConfig<BN>::DEFAULT_STAGES, false,
-                                                                 false, BLOCKS>> ==
-                                 TmaWgmma<false, BN, TileConfig<BN>::DEFAULT_STAGES, false, false, BLOCKS>::STAGING_BYTES;
-static_assert(staging_matches<64, 2> && staging_matches<128> && staging_matches<192> && staging_matches<256>,
+template <int BN, int BLOCKS = 1, int BM = 128>
+constexpr bool staging_matches =
+    EPILOGUE_STAGING_BYTES<TmaWgmma<false, BN, 3, false, false, BLOCKS, BM>> ==
+    TmaWgmma<false, BN, 3, false, false, BLOCKS, BM>::STAGING_BYTES;
+static_assert(staging_matches<64, 2> && staging_matches<128> && staging_matches<192> && staging_matches<256> &&
+                  staging_matches<128, 2, 64> && staging_matches<256, 1, 64>,
               "the epilogue's staging size");
 static_assert(TmaWgmma<false, 64, 3, false, false, 2>::SMEM_BYTES == 111664 &&
                   TmaWgmma<false, 128>::SMEM_BYTES == 201792 && TmaWgmma<false, 192>::SMEM_BYTES == 226352 &&
-                  TmaWgmma<false, 256>::SMEM_BYTES == 218160,
+                  TmaWgmma<false, 256>::SMEM_BYTES == 218160 &&
+                  TmaWgmma<false, 128, 3, false, false, 2, 64>::SMEM_BYTES == 109616 &&
+                  TmaWgmma<false, 256, 3, false, false, 1, 64>::SMEM_BYTES == 191536,
               "config.cuh states each tile's shared memory");
 
 // Where each piece of the dynamic shared memory lies (shared-space byte addresses).
 template <class ML>
 struct Smem {
   unsigned base;  // 1024-byte aligned
-  __device__ __forceinline__ unsigned a(int stage) const { return base + stage * A_STAGE_BYTES; }
+  __device__ __forceinline__ unsigned a(int stage) const { return base + stage * ML::Config::A_STAGE_BYTES; }
   __device__ __forceinline__ unsigned b(int stage) const {
-    return base + ML::STAGES * A_STAGE_BYTES + stage * ML::Config::B_STAGE_BYTES;
+    return base + ML::STAGES * ML::Config::A_STAGE_BYTES + stage * ML::Config::B_STAGE_BYTES;
   }
   __device__ __forceinline__ unsigned staging() const { return base + ML::RING_BYTES; }
   __device__ __forceinline__ unsigned full(int stage) const { return staging() + ML::STAGING_BYTES + 8 * stage; }
@@ -190,8 +201,8 @@ __device__ __forceinline__ void produce(const TmaParams& p, const Smem<ML>& s, b
       mbar_arrive_expect_tx(s.full(ring.stage), ML::Config::STAGE_BYTES);
       if constexpr (ML::A_MN) {
 #pragma unroll
-        for (int half = 0; half < BM / BOX_INNER; ++half)
-          tma_load_2d(s.a(ring.stage) + half * A_MN_BOX_BYTES, &p.a, s.full(ring.stage), m0 + half * BOX_INNER,
+        for (int box = 0; box < ML::Config::A_MN_BOXES; ++box)
+          tma_load_2d(s.a(ring.stage) + box * A_MN_BOX_BYTES, &p.a, s.full(ring.stage), m0 + box * BOX_INNER,
                       kt * ML::BK);
       } else {
         tma_load_2d(s.a(ring.stage), &p.a, s.full(ring.stage), kt * ML::BK, m0);
@@ -215,10 +226,10 @@ __device__ __forceinline__ void produce(const TmaParams& p, const Smem<ML>& s, b
     for (int i = 0; i < ML::STAGES; ++i, ring.next()) mbar_wait(s.empty(ring.stage), ring.phase ^ 1u);
 }
 
-// One unit's MAC iterations [k_begin, k_end) for consumer warp group `wg` (0 or 1). One batch of
-// wgmma stays in flight: a stage is freed once the batch after it has been issued and its own has
-// completed (wait_group 1), the last one when the unit's accumulators are complete (wait_group 0),
-// so the tensor cores never wait for the stage handshake (the pattern of NVIDIA CUTLASS
+// One unit's MAC iterations [k_begin, k_end) for consumer warp group `wg` (0 .. CONSUMERS - 1).
+// One batch of wgmma stays in flight: a stage is freed once the batch after it has been issued and
+// its own has completed (wait_group 1), the last one when the unit's accumulators are complete
+// (wait_group 0), so the tensor cores never wait for the stage handshake (the pattern of NVIDIA CUTLASS
 // include/cutlass/gemm/collective/sm90_mma_tma_gmma_ss_warpspecialized.hpp, K_PIPE_MMAS = 1).
 // A paired CTA frees each stage in both CTAs of its cluster (the peer's multicast writes here too).
 template <class ML>
@@ -321,7 +332,7 @@ __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
   if (threadIdx.x == 0) {
     for (int i = 0; i < ML::STAGES; ++i) {
       mbar_init(s.full(i), 1);  // the producer's arrival (+ the stage's TMA bytes)
-      mbar_init(s.empty(i), CONSUMERS * (paired ? CLUSTER : 1));  // one arrival per consumer warp group
+      mbar_init(s.empty(i), ML::CONSUMERS * (paired ? CLUSTER : 1));  // one arrival per consumer warp group
     }
     mbar_init_fence();
   }
@@ -333,7 +344,7 @@ __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
   } else {
     regs_up<ML::Config::CONSUMER_REGS>();
     using G = ThreadGroup<1, WG_THREADS, ML::THREADS>;
-    const int wg = G::rank() / WG_THREADS;
+    const int wg = ML::CONSUMERS == 1 ? 0 : G::rank() / WG_THREADS;
     unsigned char* staging = smem_raw + (s.staging() - raw);
     Ring<ML> ring;
     const bool c_store = TMA_STORE<ML> && p.c_store != 0;
