@@ -5,7 +5,7 @@ reads its own A and B boxes. Launched as clusters of two CTAs (blockIdx 2i, 2i+1
 cluster's CTAs each load half of every stage's B boxes and multicast them to both, halving B's L2
 reads. Pairing is read off the table the kernel runs, so any Schedule, a user's too, gets it where it
 holds: both CTAs run the same number of units, and unit j of each lies on the same tile column (the
-same B) over the same k range (the same stages, in the same order): *twins*. A grouped tile order
+same B) over the same k range (the same stages, in the same order) with the same action: *twins*. A grouped tile order
 puts consecutive tiles in one tile column, so data-parallel CTAs pair; paired Stream-K
 (streamk.sched.paired) is built so that its CTAs do.
 
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..fixup import Action
+from ..fixup import Action, unordered
 from .catalogue import KernelSpec
 from .decide.launches import use_multicast
 from .table import UNIT_FIELDS, Table
@@ -104,34 +104,16 @@ def lockstep_finishes(table: Table, pairs: np.ndarray, coresident: bool) -> bool
         return bool(np.all((la < lw) | ((la == lw) & (at < wait_at))))
     base = 2 * offsets[leader[cta]]  # a program's first node: its leader's rows, two steps each
     nodes = base + 2 * step
-    return not _has_cycle(2 * len(cta), np.concatenate([nodes, nodes + 1]), 2 * offsets[la] + at,
-                          2 * offsets[lw] + wait_at, cta, nodes)
+    return not _has_cycle(2 * len(cta), 2 * offsets[la] + at, 2 * offsets[lw] + wait_at, cta, nodes)
 
 
-def _has_cycle(size: int, live: np.ndarray, sources: np.ndarray, targets: np.ndarray, cta: np.ndarray,
-               nodes: np.ndarray) -> bool:
-    """Whether the cluster programs' steps (``live`` of ``size`` ids; unit u's mainloop ``nodes[u]``,
-    its fixup the next id) and the waits ``sources`` -> ``targets`` close a cycle (Kahn's algorithm)."""
+def _has_cycle(size: int, sources: np.ndarray, targets: np.ndarray, cta: np.ndarray, nodes: np.ndarray) -> bool:
+    """Whether the cluster programs' steps (ids below ``size``; unit u's mainloop ``nodes[u]``, its
+    fixup the next id) and the waits ``sources`` -> ``targets`` close a cycle."""
     same = np.flatnonzero(cta[1:] == cta[:-1])  # program order; the twins' rows give the same edges
     order = [np.stack([nodes, nodes + 1], axis=1), np.stack([nodes[same] + 1, nodes[same + 1]], axis=1),
              np.stack([sources, targets], axis=1)]
-    edges = np.unique(np.concatenate(order), axis=0)
-    succ: list[list[int]] = [[] for _ in range(size)]
-    indeg = np.zeros(size, np.int64)
-    for a, b in edges.tolist():
-        succ[a].append(b)
-        indeg[b] += 1
-    live = np.unique(live)
-    ready = [int(v) for v in live if indeg[v] == 0]
-    done = 0
-    while ready:
-        v = ready.pop()
-        done += 1
-        for w in succ[v]:
-            indeg[w] -= 1
-            if indeg[w] == 0:
-                ready.append(w)
-    return done < len(live)
+    return len(unordered(size, np.unique(np.concatenate(order), axis=0))) > 0
 
 
 def launch_pairs(table: Table, spec: KernelSpec, coresident: bool, multicast: bool = True,
