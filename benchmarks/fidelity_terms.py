@@ -3,10 +3,12 @@ shapes, both halves scored before and after (LOG.md v26).
 
     python benchmarks/fidelity_terms.py benchmarks/data/fidelity_h100_f16_sm90_128_v24.csv --before c_l2=0
     python benchmarks/fidelity_terms.py CSV --before c_l2=0 --fit c_l2 --on data-parallel,data-parallel%132
+    python benchmarks/fidelity_terms.py benchmarks/data/fidelity_h200_sm90_v31.csv --target h200 \
+        --before c_row32=0 --fit c_row32 --on data-parallel --max-grid 132
 
 "after" is the Target's calibration as shipped, with the ``--fit`` term fitted where one is given
 (relative least squares, the other terms held, on the runs of the ``--on`` variants of the fitting
-half); "before" is the shipped one with ``--before`` values (a term at 0: the model without it).
+half, of at most ``--max-grid`` CTAs where given); "before" is the shipped one with ``--before`` values (a term at 0: the model without it).
 Halves: shapes sorted by (m, n, k), even positions fit, odd ones are held out (``--fit-half odd``:
 the other way round). Each row's Schedule is rebuilt once (``fidelity.resolve``, checked against
 its fingerprint); a row today's auto no longer builds is rebuilt as auto ran before its aligned
@@ -111,6 +113,9 @@ def main() -> None:
     ap.add_argument("--fit", metavar="TERM", help="the term fitted on the fitting half's --on runs")
     ap.add_argument("--on", default="data-parallel,data-parallel%132", help="variants (without tile) the fit uses")
     ap.add_argument("--fit-half", choices=("even", "odd"), default="even", help="the half of the shapes fitted on")
+    ap.add_argument("--max-grid", type=int, metavar="G",
+                    help="fit only on launches of at most G CTAs (the Target's SMs: one wave of a kernel of one CTA an "
+                         "SM, whose CTAs all run at one busy count)")
     args = ap.parse_args()
     target = preset(args.target)
     rows = [r for r in read_csv(args.csv) if not r.get("error") and float(r["measured_us"] or 0) > 0]
@@ -131,10 +136,12 @@ def main() -> None:
     after = dict(shipped)
     if args.fit:
         on = set(args.on.split(","))
-        idx = np.flatnonzero(in_fit & np.array([label(r["variant"]) in on for r in rows]))
+        idx = np.flatnonzero(in_fit & np.array([label(r["variant"]) in on for r in rows])
+                             & np.array([args.max_grid is None or s.grid <= args.max_grid for s in schedules]))
         after[args.fit], se = fit_term([schedules[i] for i in idx], measured[idx], after, args.fit, target,
                                        args.dtype)
-        print(f"{args.fit} fitted on {len(idx)} runs ({args.on}) of {len(fitting)} shapes ({args.fit_half} half): "
+        print(f"{args.fit} fitted on {len(idx)} runs ({args.on}{'' if args.max_grid is None else f', grid <= {args.max_grid}'})"
+              f" of {len(fitting)} shapes ({args.fit_half} half): "
               f"{after[args.fit]:.4f} +- {se:.4f} us (before {before.get(args.fit, 0.0):.4f})")
     changed = {k: v for k, v in before.items() if shipped.get(k) != v}
     print(f"before: shipped{' with ' + str(changed) if changed else ''}; after: shipped"

@@ -360,6 +360,10 @@ def test_small_tile_kernels_and_autos_tile_choice():
     assert choose_tile(GemmShape(7040, 296, 520), "float16", 132, on) == TileShape(128, 192, 64)  # 384 vs 512
     assert choose_tile(GemmShape(5425, 472, 656), "float16", 132, on) == TileShape(128, 256, 64)  # 576 vs 512
     assert choose_tile(GemmShape(3224, 944, 256), "float16", 132, on) == TileShape(128, 256, 64)  # over 600
+    # the 64x128 rectangle on the sm90 64x128x64 tile where that kernel reads the operands in place
+    assert choose_tile(GemmShape(1625, 632, 1560), "float16", 132, on) == TileShape(64, 128, 64)
+    assert choose_tile(GemmShape(539, 1360, 176), "bfloat16", 132, on) == TileShape(64, 128, 64)
+    assert choose_tile(GemmShape(539, 1361, 176), "float16", 132, on) == TileShape(64, 128, 32)  # B packed there
     # FP64: the 128x128x16 tile from a wave of its tiles on sm_90a (decide.tiles F64_WIDE_TILE)
     assert choose_tile(GemmShape(8192, 8192, 8192), "float64", 132) == TileShape(128, 128, 16)
     assert choose_tile(GemmShape(128 * 12, 128 * 11, 512), "float64", 132) == TileShape(128, 128, 16)  # 132

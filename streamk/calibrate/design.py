@@ -24,6 +24,12 @@ so its calibrated-simulator time is linear in the terms (``predict.predict_from`
   whole iterations, so the GPU packs A before the main kernel: dp-one-per-sm's time + pack +
   (A's MB) pack_us_per_mb; k of 8 to 128 iterations moves the MB 16-fold at a main kernel the
   dp-one-per-sm probes already pin
+* dp-row32 (kernels that read A and B in place through TMA boxes): dp-one-per-sm at k = 32 and
+  128 and dp-partial at 1/4 of the SMs, on operands whose k and n are 16 bytes short of whole
+  tiles, so every other row of A and of B starts 16 bytes off a 32-byte boundary (a row share of
+  0.5, ``traffic.row32_share``): each MAC iteration stretched by 1 + 0.5 c_row32 / c1, against
+  the same probes on aligned rows above (the fidelity runs' k and n are multiples of 8: half of
+  them read such rows; LOG.md v41d)
 * dram-scattered: S x S whole tiles (S = sms x ctas_per_sm, one wave) in a Latin-square order, so
   no two tiles of a wave share a row or column of tiles, on operands twice the L2: every slice
   read comes from DRAM, and each step takes its misses' bytes x dram_us_per_mb where that
@@ -62,11 +68,13 @@ PARTIAL_SHARES = (8, 4, 2)                 # dp-partial: 1/s of the SMs busy (k 
 WIDE_ROWS = (4, 2)                         # dp-wide: one wave of whole tiles in this many tile rows (k = 128)
 SHIFTED_ITERS = (8, 32, 128)               # k iterations of dp-shifted one CTA per SM (and sms/4 at LONG_K)
 PACKED_ITERS = (8, 32, 128)                # k iterations of dp-packed
+ROW32_ITERS = (32, 128)                    # k iterations of dp-row32 one CTA per SM (and sms/4 at LONG_K)
+ROW32_SHORT_BYTES = 16                     # dp-row32's k and n this much short of whole tiles
 LONG_K = 128
 QUICK = {"DP_ITERS": (1, 8, 64), "WAVE_ITERS": (8, 32), "SPLIT_ITERS": (64,), "SPLITS": (2, 4), "PEERS": (1, 4),
          "REDUCE_SPLITS": (2, 4, 8), "UNITS": ((4, 8), (2, 32)),
          "ATOMIC_SPLITS": (2, 8), "PARTIAL_SHARES": (4,),
-         "WIDE_ROWS": (2,), "SHIFTED_ITERS": (32,), "PACKED_ITERS": (8, 128)}  # the GPU test's reduced design: every term
+         "WIDE_ROWS": (2,), "SHIFTED_ITERS": (32,), "PACKED_ITERS": (8, 128), "ROW32_ITERS": (128,)}  # the GPU test's reduced design: every term
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,11 +126,13 @@ def _scattered(tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float, ele
 
 
 def probes(tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float, element_bytes: int,
-           quick: bool = False, packed_mb: Callable[[GemmShape], float] | None = None) -> tuple[Probe, ...]:
+           quick: bool = False, packed_mb: Callable[[GemmShape], float] | None = None, *,
+           row32: bool = False) -> tuple[Probe, ...]:
     """The design for a kernel on ``tile`` of ``ctas_per_sm`` resident CTAs on ``sms`` SMs with an
     L2 of ``l2_bytes``, operands of ``element_bytes`` (``quick``: the reduced design of the GPU test);
     ``packed_mb``: the MB of contiguous A and B the kernel packs for a shape (``gpu.decide.tiles.packed_bytes``),
-    where it packs any: then the dp-packed probes price the pack pass."""
+    where it packs any: then the dp-packed probes price the pack pass; ``row32``: the kernel reads A
+    and B in place through TMA boxes (``KernelSpec.tma``): then the dp-row32 probes price c_row32."""
     if sms < 2 * max(REDUCE_SPLITS):
         raise ScheduleError(f"calibration needs at least {2 * max(REDUCE_SPLITS)} SMs (got {sms})")
     q = QUICK if quick else {}
@@ -193,6 +203,15 @@ def probes(tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float, element
                                    ctas, machine=one)
             if packed_mb(s.shape) > 0:
                 out.append(Probe("dp-packed", f"k={k}", s, packed_mb(s.shape)))
+    if row32:
+        short = ROW32_SHORT_BYTES // element_bytes
+        for tiles, k in [(sms, k) for k in q.get("ROW32_ITERS", ROW32_ITERS)] + [(sms // 4, LONG_K)]:
+            ctas = [[(t, 0, k)] for t in range(tiles)]
+            full = _shape(tiles, k, tile)
+            s = Schedule.from_ctas(f"calibrate:row32-{tiles}-k{k}", replace(full, n=full.n - short, k=full.k - short),
+                                   tile, ctas, machine=one)
+            out.append(Probe("dp-row32", f"{'sms/4 ' if tiles < sms else ''}k={k}", s,
+                             packed_mb(s.shape) if packed_mb is not None else 0.0))
     scattered = _scattered(tile, sms, ctas_per_sm, l2_bytes, element_bytes)
     out.append(Probe("dram-scattered", f"k={scattered.problem.iters_per_tile}", scattered))
     return tuple(out)

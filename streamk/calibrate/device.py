@@ -88,6 +88,7 @@ def calibrate(dtype: str, tile: TileShape, quick: bool = False) -> tuple[tuple[P
     """Probe, time and fit one kernel on the current GPU: the probes, the fit, its Calibration and
     the device family whose file it belongs in."""
     from ..gpu.runtime.device import current
+    from ..gpu.catalogue import spec_for_tile
     from ..gpu.decide.tiles import packed_bytes
 
     dev = current()
@@ -96,7 +97,8 @@ def calibrate(dtype: str, tile: TileShape, quick: bool = False) -> tuple[tuple[P
         raise CudaError(f"{dev.name} ({dev.arch}) is no preset's GPU; calibration files are kept per preset")
     ctas = dev.target.kernel(dtype, tile).ctas_per_sm
     design, result = calibrate_with(time_schedules, dtype, tile, dev.sms, ctas, dev.l2_bytes, quick,
-                                    packed_mb=lambda shape: packed_bytes(shape, dtype, tile) / 1e6)
+                                    packed_mb=lambda shape: packed_bytes(shape, dtype, tile) / 1e6,
+                                    row32=spec_for_tile(dtype, tile).tma)
     return design, result, result.calibration(dtype, tile, ctas, dev.name, dev.sms, dev.l2_bytes), family
 
 

@@ -36,16 +36,19 @@ TERM_DOC: dict[str, str] = {
                     "takes at least that (every SM's reads share the L2's bandwidth)",
     "c_shifted": "per MAC iteration, what it costs more where the kernel streams rows that are not 16-byte aligned "
                  "in place (the dot tiles' funnel-shifted fragments; target.streams_unaligned)",
+    "c_row32": "per MAC iteration of a CTA alone on its SM, what it costs more where every row of its A and B boxes "
+               "starts off a 32-byte boundary; any iteration stretches by 1 + share c_row32 / c1, share the rows off "
+               "(traffic.row32_share: a 16-byte-aligned row spans a 32-byte sector more, and the mainloop waits on loads)",
     "pack": "once per launch whose operands the pack pass copies first (its launch and drain, less what the main "
             "kernel's programmatic launch overlaps)",
     "pack_us_per_mb": "per MB of A and B the pack pass copies (operands whose rows the kernel cannot read in place)",
 }
 
 
-# Terms added to the first model (LOG.md v19, v21, v22, v26, v28, v35, v35e); an entry fitted without some
+# Terms added to the first model (LOG.md v19, v21, v22, v26, v28, v35, v41d, v35e); an entry fitted without some
 # of them predicts as if they were 0.
-EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic", "c_free", "c_l2", "l2_us_per_mb", "c_shifted", "pack",
-                   "pack_us_per_mb")
+EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic", "c_free", "c_l2", "l2_us_per_mb", "c_shifted", "c_row32",
+                   "pack", "pack_us_per_mb")
 # The pack pass's terms: fitted only on a kernel that packs (the dp-packed probes); any other predicts no pack.
 PACK_TERMS = ("pack", "pack_us_per_mb")
 

@@ -19,6 +19,12 @@ machine and which constants it runs with, mirroring how the GPU backend launches
   mainloop refills more of its shared slices the fuller the L2; LOG.md v26);
 * ``l2_us_per_mb``: a MAC iteration lasts at least the time the L2 takes to serve every busy CTA
   its A and B boxes (past about half the SMs an H100's 128x128x64 mainloop is L2-bound; LOG.md v28);
+* ``c_row32``: where the rows of A and B that the TMA boxes read start off a 32-byte boundary (k or n
+  an odd multiple of 8 two-byte elements), each such row spans one 32-byte sector more and the
+  mainloop, fed by its loads at any occupancy, waits that much longer: the MAC iteration (after the
+  idle-SM, L2 and L2-floor terms) is stretched by 1 + share x c_row32 / c1, share =
+  ``traffic.row32_share`` (0 to 0.5); c_row32 is what it adds to a lone CTA's iteration with every
+  row off (LOG.md v41d);
 * ``pack`` and ``pack_us_per_mb``: where the GPU packs operands first (the caller says how many MB),
   that pass's launch and drain and its copy, in series before the main kernel (the dp-packed probes;
   LOG.md v35e, v36);
@@ -41,7 +47,7 @@ from ..shapes import ITEMSIZE, Machine
 from ..sim import Timeline, simulate
 from ..target import streams_unaligned
 from .model import Calibration
-from .traffic import dram_slowdown, operand_bytes
+from .traffic import dram_slowdown, operand_bytes, row32_share
 
 EXTRA_PASS_POLICIES = ("separate-reduce", "atomic")  # a second kernel when any tile is split
 MIN_C_US = 1e-9  # Costs needs c > 0; a fit may probe c at 0
@@ -71,6 +77,8 @@ def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_
         t = schedule.tile
         box_mb = (t.bm + t.bn) * t.bk * element_bytes / 1e6
         c = max(c, min(schedule.grid, sms * r) * box_mb * values["l2_us_per_mb"])
+    if values.get("c_row32", 0.0) > 0:
+        c *= 1.0 + row32_share(schedule.shape, schedule.tile, element_bytes) * values["c_row32"] / max(values["c1"], MIN_C_US)
     c = max(c, MIN_C_US)
     if l2_bytes > 0 and values.get("dram_us_per_mb", 0.0) > 0:
         slots = min(schedule.grid, sms * r)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..schedule import Schedule, tile_coordinates
-from ..shapes import GemmShape
+from ..shapes import GemmShape, TileShape
 
 # The share of the L2 that holds operand slices between reads (the rest: C, partials, other sets).
 L2_SHARE = 0.5
@@ -28,6 +28,27 @@ _MEMO_ENTRIES = 64
 def operand_bytes(shape: GemmShape, element_bytes: int) -> int:
     """Bytes of A (m x k) and B (k x n): what the problem asks the L2 to hold."""
     return (shape.m + shape.n) * shape.k * element_bytes
+
+
+SECTOR_BYTES = 32  # the L2's sector: a box row starting off one spans a sector more
+IN_PLACE_BYTES = 16  # rows of a multiple of this are read in place; others are packed first (or shifted: c_shifted)
+BOX_ROW_BYTES = 128  # a TMA box row (the 128-byte swizzle's width, gpu/runtime/tma.py)
+
+
+def row32_share(shape: GemmShape, tile: TileShape, element_bytes: int) -> float:
+    """The share of the rows of a MAC iteration's A and B boxes that start off a 32-byte boundary,
+    for contiguous row-major operands of ``shape`` read in place (A m x k: BM rows a step; B k x n:
+    BK rows per 128 bytes of BN), as ``target.streams_unaligned`` assumes. Row r starts r x the
+    row's bytes past an aligned base, so where those bytes are an odd multiple of 16 (k or n an odd
+    multiple of 8 two-byte elements) every other row is off: 0.5 of that operand's rows. Rows that
+    are not a multiple of 16 bytes are not read in place (packed first, or the dot tiles' shifted
+    path): 0 here."""
+    def off(row_bytes: int) -> float:
+        return 0.5 if row_bytes % SECTOR_BYTES == IN_PLACE_BYTES else 0.0
+
+    rows_a = tile.bm
+    rows_b = tile.bk * max(1, tile.bn * element_bytes // BOX_ROW_BYTES)
+    return (rows_a * off(shape.k * element_bytes) + rows_b * off(shape.n * element_bytes)) / (rows_a + rows_b)
 
 
 def miss_bytes_per_step(schedule: Schedule, slots: int, l2_bytes: float, element_bytes: int) -> np.ndarray:

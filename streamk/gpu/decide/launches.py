@@ -72,10 +72,11 @@ def use_pdl(pdl: bool | None, main_grid: int, sms: int, arch: str, *, behind: st
 MULTICAST_TILES = (SM90_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE)
 # 128x256x64 and 128x192x64 share B too where B's rows are only 16-byte aligned (a row stride that
 # is no multiple of 32 bytes) and each tile runs at least MULTICAST_MIN_ITERATIONS: there every
-# 128-byte box row straddles two L2 lines, which doubles B's L2 requests (128x256x64 data-parallel,
-# full wave, 2841x1448x6272: 0.80 us an iteration against 0.67 with 128-byte rows, LOG.md v41), and
-# multicast halves them. H200, aligned seed 4249: the 15 such shapes 1.154x (1.05-1.24x); with
-# 32-byte-aligned rows 0.98-1.07x, shallower launches 0.93-0.99x (what clusters cost).
+# other 128-byte box row starts 16 bytes into a 32-byte L2 sector and spans one sector more, which
+# the L2's request rate pays for (128x256x64 data-parallel, full wave, 2841x1448x6272: 0.80 us an
+# iteration against 0.67 with aligned rows, 64-byte-aligned rows as fast; LOG.md v41b, v41d), and
+# multicast halves B's requests. H200, aligned seed 4249: the 15 such shapes 1.154x (1.05-1.24x);
+# with 32-byte-aligned rows 0.98-1.07x, shallower launches 0.93-0.99x (what clusters cost).
 STRADDLE_MULTICAST_TILES = (SM90_WIDE_TILE, SM90_192_TILE)
 MULTICAST_MIN_ITERATIONS = 16
 STRADDLE_BYTES = 32  # B row strides that are no multiple of this

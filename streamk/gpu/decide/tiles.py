@@ -13,7 +13,7 @@ from typing import Callable, NamedTuple
 from ...shapes import ITEMSIZE, GemmShape, TileShape
 from ...target import Target
 from ..catalogue import (DOT_T_TILE, DOT_TILE, F64_LARGE_TILES, LARGE_RUNGS, RECT_TILES, SHIFTED_TILES,
-                         SM90_192_TILE, SM90_WIDE_TILE, SMALL_TILE, TINY_TILES, spec_for_tile)
+                         SM90_192_TILE, SM90_M64_TILE, SM90_WIDE_TILE, SMALL_TILE, TINY_TILES, spec_for_tile)
 from .operands import Operand, copy_widths, decode_like
 
 # auto's tile where the caller names none (FP16/BF16; FP64: F64_WIDE_TILE below), the first
@@ -156,7 +156,7 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
         if count(default) < sms and short:
             for tile in sorted((t for t in RECT_TILES if t in tiles), key=lambda t: (count(t), t.bm)):  # a tie: 64x128
                 if count(tile) <= sms or (count(tile) <= 2 * sms and not narrow(tile)):
-                    return tile
+                    return rect_on_sm90(shape, dtype, tile, tiles)
     if square != sm80_square and not sm90:
         square, wide = sm80_square, (sm80_wide if sm80_wide in tiles else None)
     if wide is not None and iters >= WIDE_MIN_ITERS and count(wide) >= sms:
@@ -165,6 +165,17 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
         # one wave of the wide tile, where the square one would run a partial second
         return narrower_wide(shape, wide, tiles)
     return square
+
+
+# The 64x128 rectangle runs on the sm90 64x128x64 tile (wgmma, one consumer warp group, two CTAs an
+# SM) where that kernel reads the operands in place: H200, aligned seed 777 (LOG.md v41c), auto on
+# it against auto on the sm80 64x128x32 tile, the 8 shapes the rule above gives 64x128: 1.12x
+# (1.02-1.24x each); held out (seeds 4247 / 4248 BF16): 9 shapes 1.17x (0.94-1.27x), 3 shapes 1.11x.
+def rect_on_sm90(shape: GemmShape, dtype: str, rect: TileShape, tiles: tuple[TileShape, ...]) -> TileShape:
+    """``rect``, or the sm90 64x128x64 tile for the sm80 64x128 one where it packs nothing."""
+    if rect == RECT_TILES[1] and SM90_M64_TILE in tiles and packed_bytes(shape, dtype, SM90_M64_TILE) == 0:
+        return SM90_M64_TILE
+    return rect
 
 
 # Tall GEMMs of at most NARROWER_WIDE_MAX_N columns take 128x192x64 for 128x256x64 where it pads
