@@ -20,9 +20,10 @@ import torch
 
 from streamk.gpu import prepare
 from streamk.bench.harness import cublas, time_interleaved
+from streamk.bench.parity import LLAMA_LAYERS
 
-# (out_features, in_features) of a Llama-2-7B / Llama-3-8B block and head, and an odd one
-LAYERS = [(4096, 4096), (11008, 4096), (4096, 11008), (14336, 4096), (4096, 14336), (32000, 4096), (4097, 4095)]
+# (out_features, in_features): the Llama-2-7B / Llama-3-8B block's layers, its head and an odd one
+LAYERS = [*LLAMA_LAYERS, (32000, 4096), (4097, 4095)]
 
 
 def main() -> None:

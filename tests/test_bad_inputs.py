@@ -137,6 +137,8 @@ def walk_table(f: dict[str, str]) -> list[tuple[list[str], str]]:
         (["bench", "--out", "/dev/null"], "must be a folder"),
         (["bench", "--only-tile", "big"], "must be a tile"),
         (["bench", "--dtype", "int8"], "invalid choice"),
+        (["bench", "--parity", "--dtype", "bfloat16"], "--parity runs its own corpora, dtypes and variants: drop --dtype"),
+        (["bench", "--parity", "--decomps", "auto", "--big"], "drop --decomps, --big"),
         (["frobnicate"], "invalid choice"),
         ([], "required"),
     ]

@@ -55,6 +55,16 @@ def _only_tile(text: str) -> str:
     return "x".join(parts * 2 if len(parts) == 1 else parts)
 
 
+# the options --parity fixes itself, with their defaults (add_arguments)
+PARITY_FIXED = {"decomps": ";".join(DECOMPS), "dtype": "float16", "corpus": "paper", "big": False, "alone": False,
+                "flush_l2": False, "only_tile": None}
+
+
+def parity_conflicts(args: argparse.Namespace) -> list[str]:
+    """The options ``--parity`` fixes itself that ``args`` sets otherwise (as --flags)."""
+    return ["--" + name.replace("_", "-") for name, default in PARITY_FIXED.items() if getattr(args, name) != default]
+
+
 def tile_matches(tile: object, only: str) -> bool:
     """Whether ``tile`` (printed BMxBNxBK) is the one ``--only-tile`` names (``only`` as _only_tile returns it)."""
     return f"{tile}x".startswith(only + "x")
@@ -95,6 +105,14 @@ def add_arguments(ap: argparse.ArgumentParser, seed: Callable[[str], int], outpu
     ap.add_argument("--only-tile", type=_only_tile, metavar="TILE",
                     help="only the corpus shapes for which auto picks this tile (128x256: any depth; 128x256x64: the sm90 "
                          "kernel's): a rule's shapes")
+    ap.add_argument("--parity", action="store_true",
+                    help="issue 42's target table in one run, auto against cuBLAS where models run: the aligned "
+                         "corpus (--count shapes of --seed) in FP16 and BF16, torch's Linear x @ W.t() on five "
+                         "Llama layers at 1-8192 tokens, 8192^3 and 4096^3 alone, the FP64 corpus (at most 200 "
+                         "shapes) and 8192^3, the unaligned paper corpus; prints each target's goal, figure and "
+                         "whether it is met, and writes parity.md and each part's CSV to --out (minutes: ~5 at "
+                         "400 shapes on an H200). Takes no --decomps, --dtype, --corpus, --big, --alone, "
+                         "--flush-l2 or --only-tile")
     ap.add_argument("--seconds", type=seconds_arg, default=400.0, help="stop starting new shapes after this (default 400)")
     ap.add_argument("--out", type=output_folder, default=os.environ.get("OUT", "."), metavar="DIR",
                     help="folder for the CSV and its plot (default $OUT or .)")

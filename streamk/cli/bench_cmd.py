@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..bench.args import add_arguments
+from ..bench.args import add_arguments, parity_conflicts
 from ..errors import StreamkError
 from .common import seed
 from .paths import add_force_arg, output_folder, refuse_overwriting_measurements
@@ -28,11 +28,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def csv_path(args: argparse.Namespace) -> Path:
-    """Where the bench writes its rows (``streamk.bench.harness.main``: DIR/bench_<dtype>.csv)."""
-    return Path(args.out) / f"bench_{args.dtype}.csv"
+    """Where the bench writes its rows (``streamk.bench.harness.main``: DIR/bench_<dtype>.csv; with
+    --parity the table, DIR/parity.md, beside its parts' CSVs)."""
+    return Path(args.out) / ("parity.md" if args.parity else f"bench_{args.dtype}.csv")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.parity and (conflicts := parity_conflicts(args)):
+        raise StreamkError(f"--parity runs its own corpora, dtypes and variants: drop {', '.join(conflicts)}")
     refuse_overwriting_measurements(csv_path(args), args.force)  # before minutes of GPU time, not after
     from ..gpu import available
 
@@ -43,6 +46,11 @@ def run(args: argparse.Namespace) -> int:
     ok, why = available()
     if not ok:
         raise StreamkError(f"no usable GPU: {why}")
+    if args.parity:
+        from ..bench.parity import run as parity, table
+
+        print(table(parity(args.count, args.seed, args.out)))
+        return 0
     return main(args, _plot)
 
 
