@@ -314,25 +314,27 @@ def _find_cycle(plan: FixupPlan) -> list[int] | None:
     and waits (unit after the awaited unit)."""
     s = plan.schedule
     n = len(s.units)
-    succ: list[list[int]] = [[] for _ in range(n)]
-    indeg = np.zeros(n, dtype=np.int64)
-    starts = set(s.cta_offsets[:-1].tolist())
-    for u in range(1, n):
-        if u not in starts:
-            succ[u - 1].append(u)
-            indeg[u] += 1
-    for waiter, awaited in plan.wait_edges().tolist():
-        succ[awaited].append(waiter)
-        indeg[waiter] += 1
-    ready = [u for u in range(n) if indeg[u] == 0]
-    done = 0
+    follows = np.ones(n, dtype=bool)  # a unit after its CTA's previous one
+    follows[s.cta_offsets[:-1][s.cta_offsets[:-1] < n]] = False
+    after = np.flatnonzero(follows)
+    order = np.stack([after - 1, after], axis=1)
+    waits = plan.wait_edges()[:, ::-1]  # awaited, then waiter
+    stuck = unordered(n, np.concatenate([order, waits]))
+    return stuck.tolist() if len(stuck) else None
+
+
+def unordered(count: int, edges: np.ndarray) -> np.ndarray:
+    """The nodes of a graph of ``count`` nodes and ``edges`` rows (before, after) that no
+    topological order reaches (on a cycle or after one), ascending: Kahn's algorithm."""
+    succ: list[list[int]] = [[] for _ in range(count)]
+    indeg = [0] * count
+    for a, b in edges.tolist():
+        succ[a].append(b)
+        indeg[b] += 1
+    ready = [v for v in range(count) if indeg[v] == 0]
     while ready:
-        u = ready.pop()
-        done += 1
-        for v in succ[u]:
-            indeg[v] -= 1
-            if indeg[v] == 0:
-                ready.append(v)
-    if done == n:
-        return None
-    return sorted(int(u) for u in np.flatnonzero(indeg > 0))
+        for w in succ[ready.pop()]:
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                ready.append(w)
+    return np.flatnonzero(np.asarray(indeg, dtype=np.int64) > 0)

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from streamk.dispatch import waits_only_backward
 from streamk.fixup import Action, plan_fixup
-from streamk.gpu.clusters import CLUSTER, multicast_pairs
+from streamk.gpu.clusters import CLUSTER, multicast_pairs, twin_pairs
 from streamk.gpu.table import build_table
 from streamk.sched import make_schedule
 from streamk.schedule import Schedule
@@ -19,12 +20,13 @@ H100 = Machine(132, 1)
 
 
 def _pairs(schedule: Schedule) -> np.ndarray:
-    return multicast_pairs(build_table(plan_fixup(schedule)))
+    plan = plan_fixup(schedule)
+    return multicast_pairs(build_table(plan), not waits_only_backward(plan))
 
 
-def _pairs_by_loop(schedule: Schedule) -> list[int]:
-    """The rule of clusters.py written unit by unit: both CTAs' units, in order, are whole tiles
-    written alone on one tile column over the same k range."""
+def _pairs_by_loop(schedule: Schedule, alone: bool = True) -> list[int]:
+    """The twins of clusters.py written unit by unit: both CTAs' units, in order, are on one tile
+    column over the same k range, and with ``alone`` whole tiles written alone."""
     table = build_table(plan_fixup(schedule))
     rows = [table.units[table.cta_offsets[c]:table.cta_offsets[c + 1]] for c in range(table.grid)]
     rows += [table.units[:0]] * (table.grid % CLUSTER)
@@ -32,8 +34,8 @@ def _pairs_by_loop(schedule: Schedule) -> list[int]:
     out = []
     for first, second in zip(rows[0::2], rows[1::2]):
         same = len(first) == len(second) > 0 and all(
-            u[col["action"]] == v[col["action"]] == Action.WRITE and
-            all(u[col[f]] == v[col[f]] for f in ("tile_n", "k_begin", "k_end")) for u, v in zip(first, second))
+            (not alone or u[col["action"]] == v[col["action"]] == Action.WRITE) and
+            all(u[col[f]] == v[col[f]] for f in ("action", "tile_n", "k_begin", "k_end")) for u, v in zip(first, second))
         out.append(int(same))
     return out
 
@@ -56,9 +58,12 @@ def test_an_odd_grid_pads_its_last_cluster_with_an_empty_cta():
     assert s.grid == 5 and pairs.tolist() == [1, 1, 0]
 
 
-def test_split_tiles_never_pair():
+def test_basic_stream_k_never_pairs_and_paired_stream_k_always_does():
     s = make_schedule("stream-k", GemmShape(2048, 1024, 4096), TILE, H100, tile_order="grouped-8", grid=132)
     assert not _pairs(s).any()
+    s = make_schedule("stream-k", GemmShape(2048, 1024, 4096), TILE, H100, tile_order="grouped-8", grid=132,
+                      pair_rows=True)
+    assert _pairs(s).all()
 
 
 def test_persistent_ctas_pair_where_they_hold_as_many_tiles():
@@ -74,7 +79,13 @@ def test_persistent_ctas_pair_where_they_hold_as_many_tiles():
 @given(schedules(), st.sampled_from(["row-major", "grouped-2", "grouped-8", "column-major"]))
 def test_pairs_are_the_unit_by_unit_rule(schedule, order):
     s = Schedule.from_ctas(schedule.decomposition, schedule.shape, schedule.tile, schedule.ctas, tile_order=order)
-    assert _pairs(s).tolist() == _pairs_by_loop(s), (s.shape, s.tile, s.grid, order)
+    twins, plain = twin_pairs(build_table(plan_fixup(s)))
+    assert twins.tolist() == _pairs_by_loop(s, alone=False), (s.shape, s.tile, s.grid, order)
+    assert plain.tolist() == _pairs_by_loop(s), (s.shape, s.tile, s.grid, order)
+    # the rule keeps every twin pair, or, where the waits point back, the whole tiles written alone
+    plan = plan_fixup(s)
+    fallback = np.zeros_like(plain) if not waits_only_backward(plan) else plain
+    assert _pairs(s).tolist() in (twins.tolist(), fallback.tolist()), (s.shape, s.tile, s.grid, order)
 
 
 def test_only_the_multicast_tiles_launch_clusters():

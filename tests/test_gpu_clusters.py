@@ -1,7 +1,8 @@
 """On an sm_90 GPU: launches in clusters of two CTAs that share B by TMA multicast (gpu/clusters.py)
 compute C within the float64 bound and bitwise equal to the same launch without clusters (the
 same wgmma order), over relaunches, CUDA graphs and two streams at once; mixed tables (paired and
-unpaired clusters, an odd grid's empty CTA) included."""
+unpaired clusters, an odd grid's empty CTA) included; and paired Stream-K (sched/paired.py), whose
+twin CTAs run partial tiles and fixups in lockstep, under every fixup policy."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ import pytest
 
 from gpu_support import GPU, error_ratio, inputs, relaunched
 from streamk.gpu.request import Tuning
-from streamk.gpu.decide.launches import MULTICAST_TILES
-from streamk.schedule import Schedule
+from streamk.fixup import plan_fixup
+from streamk.gpu.clusters import twin_pairs
+from streamk.gpu.decide.launches import MULTICAST_TILES, STRADDLE_MULTICAST_TILES
+from streamk.gpu.table import build_table
+from streamk.schedule import FIXUP_POLICIES, Schedule
 from streamk.shapes import GemmShape, TileShape
 
 pytestmark = GPU
@@ -128,3 +132,72 @@ def test_clustered_launches_on_two_streams_and_in_a_graph():
         graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(C, refs[0])
+
+
+PAIRED_TILES = [f"{t.bm}x{t.bn}x{t.bk}" for t in STRADDLE_MULTICAST_TILES]
+# 11 tile rows of 128 (the last one unpaired), B rows of 1448 FP16 (2896 bytes: 16-byte aligned only,
+# so these tiles multicast), 32 MAC iterations a tile: 96 CTAs split tiles over two or three CTAs
+PAIRED_SHAPE = (1400, 1448, 2048)
+
+
+def _twins(prepared) -> int:
+    return int(twin_pairs(build_table(plan_fixup(prepared.schedule)))[0].sum())
+
+
+@pytest.mark.parametrize("fixup", FIXUP_POLICIES)
+@pytest.mark.parametrize("tile", PAIRED_TILES)
+def test_paired_stream_k_runs_in_clusters_eager_and_in_a_graph(tile, fixup):
+    """Paired Stream-K in clusters under each policy (turnstile walked backwards as auto runs it; a
+    one-wave grid, so owner-waits' upward waits may pair): C within the float64 bound, relaunches
+    without a reset bitwise equal (but atomic's), a CUDA graph's replays equal to the eager run."""
+    import torch
+
+    from streamk.gpu import gemm, prepare
+
+    _skip_unless_sm90()
+    m, n, k = PAIRED_SHAPE
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    A, B = inputs(m, n, k, "float16", gen)
+    options = dict(schedule="stream-k", pair_rows=True, tile=tile, fixup=fixup, tile_order="grouped-8",
+                   walk="backward" if fixup == "turnstile" else "forward", grid=96)
+    C = torch.full((m, n), math.nan, device="cuda")
+    p = prepare(A, B, C, **options)
+    assert _cluster(p) == 2 and _twins(p) >= 40, (tile, fixup, _twins(p))
+    first, last = relaunched(p, C, 20)
+    deterministic = fixup != "atomic"
+    assert error_ratio(first, A, B) <= 1 and error_ratio(last, A, B) <= 1, (tile, fixup)
+    assert not deterministic or torch.equal(first, last)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        gemm(A, B, **options)  # warm: plan built
+    stream.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        G = gemm(A, B, **options)
+    for _ in range(5):
+        G.fill_(math.nan)
+        graph.replay()
+    torch.cuda.synchronize()
+    assert error_ratio(G, A, B) <= 1 and (not deterministic or torch.equal(G, first)), (tile, fixup)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_auto_pairs_its_stream_k_where_b_rows_straddle_l2_lines(dtype):
+    """2841x1448x6280 (LOG.md v41b's largest loss): auto's Stream-K over 23 x 6 tiles of 128x256x64
+    runs paired in clusters; without clusters it runs unpaired; both within the float64 bound."""
+    import torch
+
+    from streamk.gpu import prepare
+
+    _skip_unless_sm90()
+    m, n, k = 2841, 1448, 6280
+    gen = torch.Generator(device="cuda").manual_seed(13)
+    A, B = inputs(m, n, k, dtype, gen)
+    C, D = (torch.full((m, n), math.nan, device="cuda") for _ in range(2))
+    p, plain = prepare(A, B, C), prepare(A, B, D, _tuning=NO_CLUSTERS)
+    assert p.schedule.tile in STRADDLE_MULTICAST_TILES and _cluster(p) == 2 and _twins(p) >= 60
+    assert _cluster(plain) == 1 and _twins(plain) < _twins(p)
+    first, last = relaunched(p, C, 5)
+    plain.run()
+    torch.cuda.synchronize()
+    assert error_ratio(first, A, B) <= 1 and torch.equal(first, last) and error_ratio(D, A, B) <= 1

@@ -100,7 +100,7 @@ def test_streamk_default_grid_is_every_slot_but_never_more_than_the_iterations()
 
 def test_builtin_names_and_options_are_the_cli_contract():
     assert names()[:6] == ["data-parallel", "fixed-split", "stream-k", "dp-one-tile-sk", "two-tile-sk-dp", "auto"]
-    assert accepted_options("stream-k") == ["grid"]
+    assert accepted_options("stream-k") == ["grid", "pair_rows"]
     assert accepted_options("fixed-split") == ["splits"]
 
 

@@ -56,7 +56,9 @@ def _print_clusters(schedule, plan, dtype: str) -> None:
     from ..gpu.table import build_table
 
     spec = spec_for_tile(dtype, schedule.tile)  # B contiguous and row-major, n columns
-    pairs = launch_pairs(build_table(plan), spec, not waits_only_backward(plan), True,
-                         schedule.shape.n * spec.itemsize, schedule.problem.iters_per_tile)
-    if pairs is not None:
+    coresident = not waits_only_backward(plan)
+    pairs = launch_pairs(build_table(plan), spec, coresident, True, schedule.shape.n * spec.itemsize,
+                         schedule.problem.iters_per_tile)
+    slots = schedule.machine.slots if schedule.machine is not None else 0
+    if pairs is not None and (not coresident or schedule.grid + schedule.grid % 2 <= slots):  # bind.py's check
         print(f"clusters of 2 CTAs: {int(pairs.sum())} of {len(pairs)} pairs share each stage's B by TMA multicast")

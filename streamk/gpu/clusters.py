@@ -4,17 +4,37 @@ The sm90 mainloop is L2-bound on large GEMMs (Nsight: L2 throughput 81%, LOG.md 
 reads its own A and B boxes. Launched as clusters of two CTAs (blockIdx 2i, 2i+1), a *paired*
 cluster's CTAs each load half of every stage's B boxes and multicast them to both, halving B's L2
 reads. Pairing is read off the table the kernel runs, so any Schedule, a user's too, gets it where it
-holds: both CTAs run the same number of units, and unit j of each is a whole tile written alone
-(``Action.WRITE``: no partials, no waits, so the two CTAs' lockstep cannot join a fixup's wait
-chain) on the same tile column (the same B) over the same k range (the same stages, in the same
-order). A grouped tile order puts consecutive tiles in one tile column, so data-parallel CTAs pair.
+holds: both CTAs run the same number of units, and unit j of each lies on the same tile column (the
+same B) over the same k range (the same stages, in the same order) with the same action: *twins*. A grouped tile order
+puts consecutive tiles in one tile column, so data-parallel CTAs pair; paired Stream-K
+(streamk.sched.paired) is built so that its CTAs do.
+
+Twins run in lockstep: a stage is refilled only once the consumers of both CTAs freed it, so
+neither runs more than a ring of stages ahead of the other. A fixup wait inside a pair can then
+deadlock where a plain launch would not (CTA 2i waits on a flag that CTA 2i+1 raises only after
+stages 2i must free first). The rule: take every twin pair as one *cluster program* whose unit j
+is both CTAs' unit j, done when both are, a wait on either being a wait on it; a PARTIAL unit's
+signal, which the outer loop defers past its CTA's next mainloop (common/outer_loop.cuh), counts
+as the next unit's. The lockstep only ever holds a CTA back where that program would (slack of a
+ring against none, a signal at most as late), so the launch finishes where the program does.
+Twin pairs are kept
+
+* where the launch's waits only point back (``coresident`` False), if in the program every wait
+  points at a lower cluster, at the lower CTA of an unpaired cluster, or at an earlier unit of the
+  same program: in-order dispatch of clusters then finishes at any residency (induction on the
+  lowest unfinished cluster); or
+* where its waits point upwards (``coresident``), if the program has no wait cycle: then it
+  finishes once every cluster is resident at once, which the host must check (bind.py);
+
+else only the twin pairs whose units are all written alone (``Action.WRITE``: no waits, no
+signals, so merging them adds no edge) are kept, and none where the waits point upwards.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..fixup import Action
+from ..fixup import Action, unordered
 from .catalogue import KernelSpec
 from .decide.launches import use_multicast
 from .table import UNIT_FIELDS, Table
@@ -22,11 +42,13 @@ from .table import UNIT_FIELDS, Table
 CLUSTER = 2  # kernels/sm90/config.cuh CLUSTER
 
 _FIELDS = [UNIT_FIELDS.index(f) for f in ("action", "tile_n", "k_begin", "k_end")]
+_ACTION, _WAITS_OFFSET, _WAITS_COUNT = (UNIT_FIELDS.index(f) for f in ("action", "waits_offset", "waits_count"))
 
 
-def multicast_pairs(table: Table) -> np.ndarray:
+def twin_pairs(table: Table) -> tuple[np.ndarray, np.ndarray]:
     """Per cluster of two CTAs (the last one padded with an empty CTA where the grid is odd), 1
-    where its CTAs can share B (module doc), else 0; int32, ``ceil(grid / 2)`` entries."""
+    where its CTAs are twins (module doc), and 1 where moreover every unit is WRITE; int32 each,
+    ``ceil(grid / 2)`` entries."""
     offsets = table.cta_offsets.astype(np.int64)
     if table.grid % CLUSTER:
         offsets = np.append(offsets, offsets[-1])  # the pad CTA runs no unit
@@ -39,22 +61,69 @@ def multicast_pairs(table: Table) -> np.ndarray:
     lengths = first[candidate]
     rows = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
     partner = rows + np.repeat(lengths, lengths)
-    ok = (keys[rows, 0] == int(Action.WRITE)) & np.all(keys[rows] == keys[partner], axis=1)
-    bad = np.zeros(len(starts), np.int64)
-    np.add.at(bad, np.repeat(np.arange(len(starts)), lengths), ~ok)
-    pairs = np.zeros(len(first), np.int32)
-    pairs[np.flatnonzero(candidate)] = bad == 0
-    return pairs
+    owner = np.repeat(np.arange(len(starts)), lengths)
+    twins, plain = np.zeros(len(first), np.int32), np.zeros(len(first), np.int32)
+    for out, ok in ((twins, np.all(keys[rows] == keys[partner], axis=1)),
+                    (plain, np.all(keys[rows] == keys[partner], axis=1) & (keys[rows, 0] == int(Action.WRITE)))):
+        bad = np.zeros(len(starts), np.int64)
+        np.add.at(bad, owner, ~ok)
+        out[np.flatnonzero(candidate)] = bad == 0
+    return twins, plain
+
+
+def multicast_pairs(table: Table, coresident: bool = False) -> np.ndarray:
+    """Per cluster of two CTAs, 1 where its CTAs share B (module doc: twins whose lockstep cannot
+    join a wait chain; where ``coresident``, only if every cluster is resident at once, which the
+    caller checks), else 0; int32, ``ceil(grid / 2)`` entries."""
+    twins, plain = twin_pairs(table)
+    if not twins.any() or lockstep_finishes(table, twins, coresident):
+        return twins
+    return np.zeros_like(twins) if coresident else plain
+
+
+def lockstep_finishes(table: Table, pairs: np.ndarray, coresident: bool) -> bool:
+    """Whether the table finishes with the CTAs of every cluster flagged in ``pairs`` in lockstep
+    (module doc): in its cluster programs every wait points back, or, where ``coresident``, no wait
+    closes a cycle. A program's unit j is two steps, its mainloops (node 2j) and its fixups (2j + 1),
+    each after the one before; a unit waits in its fixup step on a signal raised in the awaited
+    unit's fixup step, or, deferred, in the mainloop step after it."""
+    offsets = table.cta_offsets.astype(np.int64)
+    grid = table.grid
+    cta = np.repeat(np.arange(grid), np.diff(offsets))
+    step = np.arange(len(cta)) - offsets[cta]  # a unit's index in its CTA
+    flagged = np.repeat(pairs.astype(bool), CLUSTER)[:grid]
+    leader = np.where(flagged, np.arange(grid) & ~1, np.arange(grid))  # a program's lower CTA
+    waiter = np.repeat(np.arange(len(cta)), table.units[:, _WAITS_COUNT])
+    awaited = table.waits.astype(np.int64)
+    # a PARTIAL unit that is not its CTA's last signals after its CTA's next mainloop
+    deferred = (table.units[awaited, _ACTION] == int(Action.PARTIAL)) & (awaited + 1 < offsets[cta[awaited] + 1])
+    at = 2 * step[awaited] + np.where(deferred, 2, 1)  # the step that raises the signal
+    wait_at = 2 * step[waiter] + 1
+    lw, la = leader[cta[waiter]], leader[cta[awaited]]
+    if not coresident:
+        return bool(np.all((la < lw) | ((la == lw) & (at < wait_at))))
+    base = 2 * offsets[leader[cta]]  # a program's first node: its leader's rows, two steps each
+    nodes = base + 2 * step
+    return not _has_cycle(2 * len(cta), 2 * offsets[la] + at, 2 * offsets[lw] + wait_at, cta, nodes)
+
+
+def _has_cycle(size: int, sources: np.ndarray, targets: np.ndarray, cta: np.ndarray, nodes: np.ndarray) -> bool:
+    """Whether the cluster programs' steps (ids below ``size``; unit u's mainloop ``nodes[u]``, its
+    fixup the next id) and the waits ``sources`` -> ``targets`` close a cycle."""
+    same = np.flatnonzero(cta[1:] == cta[:-1])  # program order; the twins' rows give the same edges
+    order = [np.stack([nodes, nodes + 1], axis=1), np.stack([nodes[same] + 1, nodes[same + 1]], axis=1),
+             np.stack([sources, targets], axis=1)]
+    return len(unordered(size, np.unique(np.concatenate(order), axis=0))) > 0
 
 
 def launch_pairs(table: Table, spec: KernelSpec, coresident: bool, multicast: bool = True,
                  b_row_bytes: int | None = None, tile_iterations: int = 0) -> np.ndarray | None:
     """The pairing flags of a launch of ``spec``'s main kernel that runs in clusters of two, None where
     it runs without: not a tile that multicasts for this B (decide.launches.use_multicast: B's TMA
-    row stride ``b_row_bytes``, a tile's ``tile_iterations``), a wait pointing upwards
-    (``coresident``: a cluster is dispatched whole, so only waits on lower CTAs are certain to end), or
-    no pair. The device may still refuse clusters (plan.build_plan checks their residency)."""
-    if not use_multicast(multicast, spec, b_row_bytes, tile_iterations) or coresident:
+    row stride ``b_row_bytes``, a tile's ``tile_iterations``) or no pair (multicast_pairs). Where
+    ``coresident`` (a wait points upwards) the pairs hold only if every cluster is resident at once:
+    the caller checks it (bind.py), as the device may refuse clusters anyway."""
+    if not use_multicast(multicast, spec, b_row_bytes, tile_iterations):
         return None
-    pairs = multicast_pairs(table)
+    pairs = multicast_pairs(table, coresident)
     return pairs if pairs.any() else None

@@ -82,6 +82,12 @@ DP 0.527x, Stream-K under owner-waits 0.644x; DP was as fast at two iterations a
 H200, 83 such shapes deeper than that: at most 8 / 16 / 32 / 64 CTAs a tile 0.941 / 1.002 / 1.011 /
 1.009x cuBLAS raw, last-arrival in place of the reduce pass 0.70-0.75x (LOG.md v31).
 
+Given ``pair_rows`` (the GPU backend passes it where the launch would share B by TMA multicast on the
+128x256x64 and 128x192x64 tiles: gpu/decide/launches.pair_stream_k), auto's Stream-K (basic, or the
+two-tile hybrid's SK CTAs) runs paired (``sched.paired``): CTAs 2i and 2i + 1 run the same k ranges
+on the two tiles of one cluster tile, so that a cluster of two shares each stage's B (benchmarks/LOG.md
+v42); numbered in ``tile_order``, which make_schedule gives it.
+
 Below a tile per SM, given ``reduce_costs`` (the same model's constants for the separate-reduce
 fixup, whose pass sums a split tile's slots on many SMs at once), auto also plans that grid and
 takes it where the model says it is faster than owner-waits: the owner reads its peers one after
@@ -99,6 +105,7 @@ from ..schedule import FIXUP_POLICIES, Schedule
 from ..shapes import GemmShape, Machine, TileShape
 from .basic import persistent_tiles
 from .hybrid import hybrid_regions
+from .paired import paired_of_ranges
 from .ranges import Ranges, tile_counts, two_regions
 from .registry import register
 
@@ -190,7 +197,7 @@ def auto(shape: GemmShape, tile: TileShape, machine: Machine, *, model_costs: Co
          split_costs: Costs | None = None, split_busy_share: float | None = None,
          split_wide_share: float | None = None, few_tiles_reduce: bool = False, hybrid_max_waves: float | None = None,
          hybrid_busy_share: float | None = None, hybrid_max_fill: float | None = None, decode_reduce: bool = False,
-         spread_reduce: bool = False) -> Schedule:
+         spread_reduce: bool = False, pair_rows: bool = False, tile_order: str = "row-major") -> Schedule:
     ranges = auto_ranges(np.array([[shape.m, shape.n, shape.k]]), tile, machine, model_costs=model_costs,
                          reduce_costs=reduce_costs, sk_backward=sk_backward, split_costs=split_costs,
                          split_busy_share=split_busy_share, split_wide_share=split_wide_share,
@@ -201,4 +208,6 @@ def auto(shape: GemmShape, tile: TileShape, machine: Machine, *, model_costs: Co
     # auto's even splits of [0, total) over as many CTAs as tiles are a whole tile each: plain DP
     if persistent_upto is not None and machine.sms < tiles and ipt <= persistent_upto and ranges.grids[0] == tiles:
         return persistent_tiles("auto", shape, tile, machine, machine.sms)
+    if pair_rows and (paired := paired_of_ranges(ranges, "auto", tile, machine, tile_order)) is not None:
+        return paired
     return ranges.schedule(0, "auto", tile, machine)

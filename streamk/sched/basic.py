@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import ScheduleError
 from ..schedule import Schedule
 from ..shapes import GemmShape, Machine, Problem, TileShape
+from .paired import paired_schedule
 from .ranges import Ranges, check_range, from_regions, one_shape, ramp, tile_counts
 from .registry import register
 
@@ -87,7 +88,18 @@ def fixed_split(shape: GemmShape, tile: TileShape, machine: Machine, *, splits: 
 
 
 @register("stream-k", batch=stream_k_ranges)
-def stream_k(shape: GemmShape, tile: TileShape, machine: Machine, *, grid: int | None = None) -> Schedule:
+def stream_k(shape: GemmShape, tile: TileShape, machine: Machine, *, grid: int | None = None,
+             pair_rows: bool = False, tile_order: str = "row-major") -> Schedule:
     """Algorithm 5: the aggregate MAC iterations split evenly (within one) over ``grid`` CTAs,
-    each contiguous in the m -> n -> k linearization; default grid = every resident slot."""
+    each contiguous in the m -> n -> k linearization; default grid = every resident slot. With
+    ``pair_rows`` the split runs over cluster tiles of two tile rows and CTAs 2i, 2i + 1 take their
+    upper and lower tiles (``sched.paired``; at most ``grid`` CTAs; unpaired where no pair fits)."""
+    if pair_rows:
+        p = Problem(shape, tile)
+        ctas = min(machine.slots, p.total_iters) if grid is None else grid
+        check_range("grid", np.array([ctas]), 1, np.array([p.total_iters]), np.array([[shape.m, shape.n, shape.k]]),
+                    tile, "MAC iterations")
+        paired = paired_schedule("stream-k", shape, tile, machine, tile_order, ctas, p.tiles)
+        if paired is not None:
+            return paired
     return one_shape("stream-k", stream_k_ranges, shape, tile, machine, grid=grid)

@@ -75,7 +75,7 @@ def get_batch(name: str) -> BatchScheduler | None:
 
 
 def accepted_options(name: str) -> list[str]:
-    return list(_keyword_options(get(name)))
+    return [o for o in _keyword_options(get(name)) if o != "tile_order"]  # make_schedule's own (below)
 
 
 @functools.lru_cache(maxsize=None)
@@ -185,7 +185,8 @@ def make_schedule(
     """Run scheduler ``name``; options it does not take must be None (else a clear error).
 
     ``fixup``, ``tile_order`` and ``walk`` (``backward`` reverses each CTA's units) apply to
-    any scheduler's result, a user's too.
+    any scheduler's result, a user's too. A scheduler that declares a keyword ``tile_order`` is
+    given it: its tile indices depend on the rasterization (paired Stream-K, ``sched.paired``).
     """
     fn = get(name)
     for what, value, kind in (("shape", shape, GemmShape), ("tile", tile, TileShape), ("machine", machine, Machine)):
@@ -197,6 +198,8 @@ def make_schedule(
     if walk not in WALKS:
         raise ScheduleError(f"walk must be one of {', '.join(WALKS)} (got {walk!r})")
     _check_size(name, shape, tile, given)
+    if "tile_order" in _keyword_options(fn):
+        given["tile_order"] = tile_order
     try:
         made = fn(shape, tile, machine, **given)
     except StreamkError:

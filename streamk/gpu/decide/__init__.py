@@ -18,9 +18,9 @@ from ...fixup import FixupPlan, plan_fixup
 from ...schedule import Schedule
 from ...shapes import GemmShape, TileShape
 from ...target import Target
-from ..catalogue import KernelSpec, spec_for_tile
+from ..catalogue import SPECS, KernelSpec, spec_for_tile
 from ..request import GemmRequest
-from .operands import Operand, copy_widths, layout_of
+from .operands import Operand, copy_widths, layout_of, leading_dim, padded
 from .schedule import schedule_for
 from .tiles import orient
 
@@ -65,6 +65,7 @@ def decide(a: Operand, b: Operand, c: Operand | None, target: Target, req: GemmR
         _check_arch(spec_for_tile(a.dtype, tile), target)
     problem = GemmShape(a.shape[0], b.shape[1], a.shape[1])
     sched = schedule_for(req.schedule, problem, a.dtype, target, tile=tile, fixup=req.fixup, machine=req.machine,
+                         b_row_bytes=b_row_bytes(a, b, tile, req), multicast=req.tuning.multicast,
                          **req.scheduler_options)
     spec = spec_for_tile(a.dtype, sched.tile)
     if c is not None:
@@ -74,6 +75,18 @@ def decide(a: Operand, b: Operand, c: Operand | None, target: Target, req: GemmR
     layout = layout_of(a, b, spec)  # column-major operands the sm90 kernels read in place
     main = spec.entry(min(w or 16 for w in widths), layout)
     return Decision(shape, transposed, a, b, c, spec, sched, plan_fixup(sched), widths, layout, main)
+
+
+def b_row_bytes(a: Operand, b: Operand, tile: TileShape | None, req: GemmRequest) -> int | None:
+    """The bytes between the rows the main kernel on ``tile`` reads B by (auto pairs its Stream-K
+    CTAs where they straddle L2 lines: launches.pair_stream_k); host operands are copied in padded.
+    None where the tile is not known yet and B is on the device (a named schedule's: not auto's)."""
+    if tile is None:
+        spec = SPECS[a.dtype]
+        return padded(b.shape[1], spec) * spec.itemsize if b.on_host else None
+    spec = spec_for_tile(a.dtype, tile)
+    width = copy_widths(a, b, spec, req.tuning.narrow)[1]
+    return leading_dim(b, "B", layout_of(a, b, spec), width, spec) * spec.itemsize
 
 
 def asked_tile(dtype: str, schedule: str | Schedule, tile: TileShape | int | str | None) -> TileShape | None:

@@ -94,6 +94,15 @@ def use_multicast(multicast: bool, spec: KernelSpec, b_row_bytes: int | None = N
             and tile_iterations >= MULTICAST_MIN_ITERATIONS)
 
 
+def pair_stream_k(multicast: bool, spec: KernelSpec, b_row_bytes: int | None, tile_iterations: int) -> bool:
+    """Whether auto's Stream-K on ``spec``'s tile runs paired (streamk.sched.paired: CTAs 2i and
+    2i + 1 on two tile rows of one column over the same k ranges) so that its clusters share B: on
+    the tiles that multicast where B's rows straddle L2 lines, where they do (use_multicast). Basic
+    Stream-K's partial tiles never pair, and they ran 2841x1448x6280 at 1.1-1.2 us an iteration
+    against 0.8 with 128-byte rows (H200, LOG.md v41b)."""
+    return spec.tile in STRADDLE_MULTICAST_TILES and use_multicast(multicast, spec, b_row_bytes, tile_iterations)
+
+
 REDUCE_MAX_VECS = 4  # fixup.cuh: accumulator vectors per thread of one reduce block
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...errors import ScheduleError
 from ...shapes import ITEMSIZE
-from ..catalogue import SPECS, KernelSpec, layout_of_operands
+from ..catalogue import SPECS, KernelSpec, column_major, layout_of_operands
 from ..request import NARROW_MODES
 
 _TYPESTR = {"<f2": "float16", "<f4": "float32", "<f8": "float64"}
@@ -212,3 +212,21 @@ def padded(cols: int, spec: KernelSpec) -> int:
     straddled two lines per stage; LOG.md v10b)."""
     per_line = PACKED_ROW_BYTES // spec.itemsize
     return -(-cols // per_line) * per_line
+
+
+def leading_dim(op: Operand, name: str, layout: str, width: int, spec: KernelSpec) -> int:
+    """The stride (elements) between the rows the main kernel reads operand ``name`` ("A" or "B") by,
+    read with copy width ``width`` under ``layout``: a packed or host copy's padded rows (``width``
+    0, or on the host), a column-major operand's column stride where read so in place, else its row
+    stride."""
+    if op.on_host or width == 0:
+        return padded(op.shape[1], spec)
+    return op.strides[1] if column_major(layout, name) else op.strides[0]
+
+
+def contiguous_b_row_bytes(k: int, n: int, spec: KernelSpec) -> int:
+    """The bytes between the rows ``spec``'s main kernel reads a contiguous row-major k x n B by, at
+    a 16-byte-aligned address (what auto and the CLI assume): n elements, or a packed copy's padded
+    rows where n elements are no whole 16-byte chunks."""
+    b = Operand(None, "cuda", 0, (k, n), (n, 1), "")
+    return (padded(n, spec) if needs_pack(b, spec) else n) * spec.itemsize

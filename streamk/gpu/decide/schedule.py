@@ -12,15 +12,18 @@ from ...sched import make_schedule
 from ...schedule import Schedule
 from ...shapes import GemmShape, Machine, Problem, TileShape
 from ...target import Target, TargetTile
-from .operands import decode_like
+from ..catalogue import spec_for_tile
+from .launches import pair_stream_k
+from .operands import contiguous_b_row_bytes, decode_like
 from .tiles import choose_tile
 
 
 def auto_options(kernel: TargetTile, shape: GemmShape, machine: Machine, fixup: str | None,
-                 given: dict[str, Any]) -> dict[str, Any]:
+                 given: dict[str, Any], paired: bool = False) -> dict[str, Any]:
     """``auto``'s options on ``kernel``: those ``given`` (a None counts as not given), then the
     kernel's measured facts (streamk.target) for the rest; a forced ``fixup`` keeps the caller's
-    policy (no reduce constants, no reduce spreads but the dot tiles' under atomic)."""
+    policy (no reduce constants, no reduce spreads but the dot tiles' under atomic); ``paired``:
+    its Stream-K runs paired (launches.pair_stream_k)."""
     facts: dict[str, Any] = {
         "model_costs": kernel.model_costs,
         "tile_order": kernel.order_for(Problem(shape, kernel.tile), machine.slots),
@@ -44,6 +47,8 @@ def auto_options(kernel: TargetTile, shape: GemmShape, machine: Machine, fixup: 
         # a wave or more of tiles at one CTA per SM (the 128x256 tile): the SK CTAs of the two-tile
         # hybrid walk backwards under turnstile (streamk.sched.auto), unless a policy is given
         "sk_backward": fixup is None,
+        # clusters of two share B where its rows straddle L2 lines: Stream-K's CTAs in twin pairs
+        "pair_rows": paired,
     }
     options.update({name: True for name, on in switches.items() if on and name not in given})
     return options
@@ -51,11 +56,13 @@ def auto_options(kernel: TargetTile, shape: GemmShape, machine: Machine, fixup: 
 
 def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target: Target, *,
                  tile: TileShape | None = None, fixup: str | None = None, machine: Machine | None = None,
-                 **options: Any) -> Schedule:
+                 b_row_bytes: int | None = None, multicast: bool = True, **options: Any) -> Schedule:
     """What ``streamk.gpu.gemm`` runs on ``target``: a named decomposition on ``tile`` (default:
     auto's choice for ``auto``, else the paper's tile) and that kernel's Machine, ``auto`` with the
     target's measured constants and the kernel's tile order where the caller gives none; or a given
-    Schedule, checked against the shape and tile."""
+    Schedule, checked against the shape and tile. auto's Stream-K runs paired where the launch's
+    clusters share B (launches.pair_stream_k: ``multicast``, and the bytes between the rows the
+    kernel reads B by, ``b_row_bytes``; None: a contiguous row-major B, as the CLI assumes)."""
     if isinstance(schedule, Schedule):
         if schedule.shape != shape:
             raise ScheduleError(f"the schedule is for {schedule.shape}, the operands are {shape}")
@@ -70,5 +77,8 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
     kernel = target.kernel(dtype, tile)
     machine = machine or target.machine(dtype, tile)
     if schedule == "auto":
-        options = auto_options(kernel, shape, machine, fixup, options)
+        spec = spec_for_tile(dtype, tile)
+        rows = contiguous_b_row_bytes(shape.k, shape.n, spec) if b_row_bytes is None else b_row_bytes
+        paired = pair_stream_k(multicast, spec, rows, Problem(shape, tile).iters_per_tile)
+        options = auto_options(kernel, shape, machine, fixup, options, paired)
     return make_schedule(schedule, shape, tile, machine, fixup=fixup, **options)

@@ -15,11 +15,10 @@ from ...errors import CudaError, DeadlockError
 from ...fixup import FixupPlan, needs_epoch
 from ...shapes import ITEMSIZE
 from . import tma
-from ..catalogue import column_major
 from ..clusters import CLUSTER, launch_pairs
 from ..decide import Decision
 from ..decide.launches import longest_cta_macs, reduce_slices, use_pdl
-from ..decide.operands import Operand, padded
+from ..decide.operands import Operand, leading_dim, padded
 from .device import Buffer, Device
 from .lanes import Needs
 from .launch import GemmParams, PackPair, PackParams, Step
@@ -94,11 +93,13 @@ def bind(dev: Device, d: Decision, tuning: Tuning) -> Bound:
     pairs = launch_pairs(table, spec, coresident, tuning.multicast, ops.ldb * spec.itemsize,
                          sched.problem.iters_per_tile)
     cluster = CLUSTER if pairs is not None else 1
-    if cluster > 1 and (clustered := dev.cluster_residency(d.main, threads, launch_smem, cluster)):
+    main_grid = sched.grid + sched.grid % cluster  # an odd grid's last cluster gets an empty CTA
+    clustered = dev.cluster_residency(d.main, threads, launch_smem, cluster) if cluster > 1 else 0
+    # waits pointing upwards finish in lockstep pairs only with every cluster resident (clusters.py)
+    if clustered and (not coresident or clustered >= main_grid):
         residency = clustered
     else:
-        cluster, pairs = 1, None
-    main_grid = sched.grid + sched.grid % cluster  # an odd grid's last cluster gets an empty CTA
+        cluster, pairs, main_grid = 1, None, sched.grid
     table_buf, table_ptrs = _upload_table(dev, table_arrays(table, main_grid, pairs))
     epoch = needs_epoch(plan)
     assert STATE_WORDS == 2
@@ -158,8 +159,9 @@ def operand_params(d: Decision) -> OperandLayout:
     """The operands' part of the parameter blocks for ``d``."""
     spec, a, b, c = d.spec, d.a, d.b, d.c
     widths = dict(zip("AB", d.widths))
-    # leading dimensions: a row-major operand's row stride, a column-major one's column stride
-    lda, ldb = (op.strides[1] if column_major(d.layout, name) else op.strides[0] for name, op in (("A", a), ("B", b)))
+    # leading dimensions: a row-major operand's row stride, a column-major one's column stride, a
+    # packed copy's padded rows
+    lda, ldb = (leading_dim(op, name, d.layout, width, spec) for (name, op), width in zip((("A", a), ("B", b)), d.widths))
     pack = None
     packs = {name: op.on_host or widths[name] == 0 for name, op in (("A", a), ("B", b))}
     sizes = {}

@@ -1,0 +1,107 @@
+"""Paired Stream-K: CTAs 2i and 2i+1 run the same units on the two tiles of one cluster tile.
+
+An sm90 launch in clusters of two shares B between a cluster's CTAs by TMA multicast where both
+run unit j on tiles of one tile column over one k range (streamk/gpu/clusters.py). Basic
+Stream-K's CTAs never do: each starts its tiles at its own k offset. Here the Stream-K split runs
+over *cluster tiles* of 2 BM x BN (tile rows 2r and 2r + 1 of one tile column: one B) on half as
+many super CTAs, and each super CTA becomes two CTAs, 2s taking the upper tile of each of its
+units and 2s + 1 the lower one. The cluster tiles follow their upper tiles' index order, so the
+tile order's rasterization (grouped-8: down a group's column) is kept.
+
+With an odd number of tile rows the last row's tiles have no partner: they are shared by ordinary
+Stream-K CTAs placed after the pairs, as many as keep the busiest CTA lightest. A data-parallel
+region (the two-tile hybrid's) takes whole cluster tiles, the upper tile's CTA then the lower's.
+Either way every MAC iteration is covered once (the Schedule checks it), and each pair's units
+are on one tile column over one k range, so under turnstile every wait still points at a lower
+CTA, and under owner-waits at a higher one, as in basic Stream-K.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..schedule import FIXUP_POLICIES, Schedule, tile_coordinates
+from ..shapes import GemmShape, Machine, Problem, TileShape
+from .ranges import Ranges, split_within_one, units_of_ranges
+
+
+def paired_schedule(name: str, shape: GemmShape, tile: TileShape, machine: Machine, tile_order: str,
+                    sk_ctas: int, sk_tiles: int) -> Schedule | None:
+    """Stream-K over ``sk_tiles`` tiles' worth of cluster tiles (and the last tile row's unpaired
+    tiles, where the tile rows are odd) on at most ``sk_ctas`` CTAs, paired (module doc), then the
+    other cluster tiles data-parallel; None where no pair fits (one tile row, or too few CTAs)."""
+    p = Problem(shape, tile)
+    ipt = p.iters_per_tile
+    tm, tn = tile_coordinates(tile_order, p.tiles_m, p.tiles_n, np.arange(p.tiles))
+    at = np.empty((p.tiles_m, p.tiles_n), np.int64)
+    at[tm, tn] = np.arange(p.tiles)
+    upper = np.flatnonzero((tm % 2 == 0) & (tm + 1 < p.tiles_m))  # cluster tiles, in index order
+    lower = at[tm[upper] + 1, tn[upper]]
+    single = np.flatnonzero(tm == p.tiles_m - 1) if p.tiles_m % 2 else np.zeros(0, np.int64)
+    dp = min((p.tiles - sk_tiles) // 2, len(upper))  # whole cluster tiles, the last ones
+    pairs_sk = len(upper) - dp
+    supers, alone = _split(pairs_sk * ipt, len(single) * ipt, sk_ctas)
+    if supers == 0:
+        return None
+    # the pairs: super CTA s's units on cluster tiles, upper tiles for CTA 2s, lower for 2s + 1
+    starts, ends = split_within_one(pairs_sk * ipt, supers, np.arange(supers))
+    cluster_units, cluster_offsets = units_of_ranges(ipt, starts, ends)
+    counts = np.diff(cluster_offsets)
+    # super CTA s's unit w (row i = offset + w) goes to row 2 offset + w (CTA 2s), its twin count rows on
+    at_upper = np.arange(len(cluster_units)) + np.repeat(cluster_offsets[:-1], counts)
+    paired = np.empty((2 * len(cluster_units), 3), np.int64)
+    for rows, tiles_of in ((at_upper, upper), (at_upper + np.repeat(counts, counts), lower)):
+        paired[rows] = cluster_units
+        paired[rows, 0] = tiles_of[cluster_units[:, 0]]
+    units = [paired]
+    sizes = [np.stack([counts, counts], axis=1).reshape(-1)]
+    if alone:  # the odd last row: ordinary Stream-K after the pairs
+        starts, ends = split_within_one(len(single) * ipt, alone, np.arange(alone))
+        single_units, single_offsets = units_of_ranges(ipt, starts, ends)
+        single_units[:, 0] = single[single_units[:, 0]]
+        units.append(single_units)
+        sizes.append(np.diff(single_offsets))
+    if dp:  # whole cluster tiles: the upper tile's CTA, then the lower's
+        whole = np.stack([upper[pairs_sk:], lower[pairs_sk:]], axis=1).reshape(-1)
+        units.append(np.stack([whole, 0 * whole, 0 * whole + ipt], axis=1))
+        sizes.append(np.ones(len(whole), np.int64))
+    offsets = np.concatenate([[0], np.cumsum(np.concatenate(sizes))])
+    return Schedule(name, shape, tile, np.concatenate(units), offsets, machine=machine, tile_order=tile_order)
+
+
+def _split(paired_iters: int, single_iters: int, ctas: int) -> tuple[int, int]:
+    """(super CTAs, unpaired CTAs) sharing ``paired_iters`` cluster-tile iterations and the unpaired
+    row's ``single_iters`` on at most ``ctas`` CTAs (a super CTA is two), the busiest CTA as light as
+    can be (ties: more pairs); (0, 0) where no pair fits."""
+    low = 1 if paired_iters else 0
+    high = min(paired_iters, (ctas - (single_iters > 0)) // 2)
+    if high < low or paired_iters == 0:
+        return 0, 0
+    supers = np.arange(low, high + 1)
+    if single_iters == 0:
+        return int(high), 0
+    alone = np.minimum(ctas - 2 * supers, single_iters)
+    busiest = np.maximum(-(-paired_iters // supers), -(-single_iters // alone))
+    best = int(np.flatnonzero(busiest == busiest.min())[-1])
+    return int(supers[best]), int(alone[best])
+
+
+def paired_of_ranges(ranges: Ranges, name: str, tile: TileShape, machine: Machine, tile_order: str) -> Schedule | None:
+    """Shape 0 of ``ranges`` paired (``paired_schedule``) where it is one Stream-K region from
+    iteration 0 to a tile boundary and whole tiles after it (basic Stream-K, the two-tile hybrid),
+    with its fixup and walk; None otherwise (data-parallel, aligned splits, ...) or where no pair fits."""
+    ipt = int(ranges.ipt[0])
+    lo, hi = int(ranges.region_offsets[0]), int(ranges.region_offsets[1])
+    x0, x1, parts = ranges.x0[lo:hi], ranges.x1[lo:hi], ranges.parts[lo:hi]
+    stream = (parts > 0) & (x1 - x0 != parts * ipt)
+    if hi - lo > 2 or stream.sum() != 1:
+        return None
+    sk = int(np.flatnonzero(stream)[0])
+    if x0[sk] != 0 or x1[sk] % ipt:
+        return None
+    shape = GemmShape(*(int(v) for v in ranges.shapes[0]))
+    s = paired_schedule(name, shape, tile, machine, tile_order, int(parts[sk]), int(x1[sk]) // ipt)
+    if s is None:
+        return None
+    s = s.with_fixup(FIXUP_POLICIES[ranges.fixup[0]])
+    return s.walked_backward() if ranges.backward[0] else s
