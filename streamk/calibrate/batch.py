@@ -64,11 +64,11 @@ def predict_many(schedules: Sequence[Schedule], packed_mb: Sequence[float], name
     sim = [i for i, s in enumerate(schedules) if simulated(s)]
     if pool is None or not sim:
         return predict_part(schedules, packed_mb, names, thetas, *args)
-    rest = [i for i in range(len(schedules)) if i not in set(sim)]
+    rest = sorted(set(range(len(schedules))) - set(sim))
     out = np.empty((len(thetas), len(schedules)))
     if rest:
         out[:, rest] = predict_part([schedules[i] for i in rest], [packed_mb[i] for i in rest], names, thetas, *args)
-    workers = getattr(pool, "_processes", 1)  # tasks: about two per worker, a Jacobian's columns apart
+    workers = getattr(pool, "_processes", 1)  # Pool's size (no public name): about two tasks a worker
     groups = _groups(schedules, sim, max(1, math.ceil(2 * workers / len(thetas))))
     tasks = [(g, t) for t in range(len(thetas)) for g in groups]
     parts = pool.starmap(predict_part, [([schedules[i] for i in g], [packed_mb[i] for i in g], names, [thetas[t]], *args)
