@@ -70,6 +70,13 @@ def test_the_fit_on_worker_processes_finds_exactly_what_it_finds_alone():
     assert np.array_equal(spread.values, alone.values) and np.array_equal(spread.errors, alone.errors)
 
 
+def test_a_pool_of_one_worker_is_none_and_the_fit_runs_in_this_process():
+    with worker_pool(1) as pool:
+        assert pool is None
+    with pytest.raises(ValueError, match="fit_workers"):
+        pacing.Pacing("none", True, True, 0, True)
+
+
 def recorded_h200_runs() -> list[tuple[str, TileShape, int, set[str]]]:
     """(dtype, tile, wall seconds, probe families) of each recorded ``streamk calibrate`` run on an H200."""
     runs = []
