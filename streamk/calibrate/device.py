@@ -89,10 +89,11 @@ def warm_clocks(fn: Callable[[], None], stream) -> None:
 
 
 def calibrate(dtype: str, tile: TileShape, quick: bool = False, pacing: Pacing | None = None,
-              pool=None) -> tuple[tuple[Probe, ...], Fit, Calibration, str]:
+              pool=None, timing: list[float] | None = None) -> tuple[tuple[Probe, ...], Fit, Calibration, str]:
     """Probe, time and fit one kernel on the current GPU: the probes, the fit, its Calibration and
     the device family whose file it belongs in; ``pacing``: how the probes are paced (default
-    this version's), ``pool``: worker processes for the fit (``parallel.worker_pool``)."""
+    this version's), ``pool``: worker processes for the fit (``parallel.worker_pool``),
+    ``timing``: where given, the seconds each call of the timer took are appended to it."""
     from ..gpu.runtime.device import current
     from ..gpu.catalogue import spec_for_tile
     from ..gpu.decide.tiles import packed_bytes
@@ -102,7 +103,12 @@ def calibrate(dtype: str, tile: TileShape, quick: bool = False, pacing: Pacing |
     if family is None:
         raise CudaError(f"{dev.name} ({dev.arch}) is no preset's GPU; calibration files are kept per preset")
     ctas = dev.target.kernel(dtype, tile).ctas_per_sm
-    timer = lambda schedules, dtype: time_schedules(schedules, dtype, pacing)  # noqa: E731
+    def timer(schedules: Sequence[Schedule], dtype: str) -> np.ndarray:
+        start = time.monotonic()
+        out = time_schedules(schedules, dtype, pacing)
+        if timing is not None:
+            timing.append(time.monotonic() - start)
+        return out
     design, result = calibrate_with(timer, dtype, tile, dev.sms, ctas, dev.l2_bytes, quick,
                                     packed_mb=lambda shape: packed_bytes(shape, dtype, tile) / 1e6,
                                     row32=spec_for_tile(dtype, tile).tma, pool=pool)

@@ -167,9 +167,11 @@ def run(args: argparse.Namespace) -> int:
     with worker_pool(pacing.fit_workers) as pool:
         for i, (dtype, tile) in enumerate(kernels):
             print(f"calibrating {dtype} {tile} on {dev.name} ({dev.arch}, {dev.sms} SMs)", file=sys.stderr, flush=True)
-            start = time.monotonic()
-            design, result, cal, family = calibrate(dtype, tile, args.quick, pacing, pool)
-            print(f"{len(design)} probes timed and fitted in {time.monotonic() - start:.0f} s", file=sys.stderr)
+            start, timing = time.monotonic(), []
+            design, result, cal, family = calibrate(dtype, tile, args.quick, pacing, pool, timing)
+            took = time.monotonic() - start
+            print(f"{len(design)} probes timed and fitted in {took:.0f} s (timing {sum(timing):.1f} s, the rest "
+                  f"{took - sum(timing):.1f} s: the fit on {pacing.fit_workers} processes)", file=sys.stderr)
             print(table(result, [f"{p.family} {p.label}" for p in design]), file=sys.stderr if args.json else sys.stdout)
             fitted.append(cal)
             if not args.dry_run:  # each kernel as it is fitted: a run cut short keeps the ones done
