@@ -4,7 +4,7 @@ worker processes where the caller gives a pool.
 Most of a calibration's CPU time is here: each Gauss-Newton step predicts every probe at the
 current terms and at one forward step of each term (``fit._jacobian``), and the probes with split
 tiles or several units a CTA run the event simulator (~10 us a work unit; ~47 ms for one pass
-over a 47-probe design, ~400 passes for a fit of one step: 10-30 s on one core; LOG.md v44). The
+over a 47-probe design, 165-497 passes a fit: 8-25 s on one core; LOG.md v44). The
 pool takes those probes in groups balanced by their units; the probes ``predict_from`` prices in
 closed form (whole tiles, one per CTA: the DRAM probe's 17k-280k units among them) stay in this
 process, so no large Schedule is pickled. Every number is computed by the same ``predict_from``
@@ -64,15 +64,15 @@ def predict_many(schedules: Sequence[Schedule], packed_mb: Sequence[float], name
     sim = [i for i, s in enumerate(schedules) if simulated(s)]
     if pool is None or not sim:
         return predict_part(schedules, packed_mb, names, thetas, *args)
-    rest = sorted(set(range(len(schedules))) - set(sim))
-    out = np.empty((len(thetas), len(schedules)))
-    if rest:
-        out[:, rest] = predict_part([schedules[i] for i in rest], [packed_mb[i] for i in rest], names, thetas, *args)
     workers = getattr(pool, "_processes", 1)  # Pool's size (no public name): about two tasks a worker
     groups = _groups(schedules, sim, max(1, math.ceil(2 * workers / len(thetas))))
     tasks = [(g, t) for t in range(len(thetas)) for g in groups]
-    parts = pool.starmap(predict_part, [([schedules[i] for i in g], [packed_mb[i] for i in g], names, [thetas[t]], *args)
-                                        for g, t in tasks])
-    for (g, t), part in zip(tasks, parts):
+    pending = pool.starmap_async(predict_part, [([schedules[i] for i in g], [packed_mb[i] for i in g], names,
+                                                 [thetas[t]], *args) for g, t in tasks])
+    out = np.empty((len(thetas), len(schedules)))
+    rest = sorted(set(range(len(schedules))) - set(sim))
+    if rest:  # meanwhile the closed-form ones here (the DRAM probe's L2 trace, the first time)
+        out[:, rest] = predict_part([schedules[i] for i in rest], [packed_mb[i] for i in rest], names, thetas, *args)
+    for (g, t), part in zip(tasks, pending.get()):
         out[t, g] = part[0]
     return out
