@@ -11,7 +11,10 @@ float64 where the name says f64, else float16). Printed per CSV and model: runs,
 runs, the median Spearman within a shape, median and p90 |error|, the share of shapes whose
 predicted-best variant runs within 5% of the measured best, and the signed median error of the
 data-parallel launches below one wave of at least ``--deep`` MAC iterations a tile (the residual
-v41d set out to close; "-" where a run has none).
+v41d set out to close; "-" where a run has none) and of the data-parallel launches of more than
+one wave whose last wave runs at most a quarter of the slots ("DP last", the residual v43 set out to
+close). ``--without ""`` prints the shipped model only (a model change is then judged by running
+this script against two checkouts: ``PYTHONPATH=<checkout>``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import numpy as np
 
 from streamk.calibrate.fidelity import label, predict_rows, read_csv, summary
 from streamk.calibrate.selection import selection
+from streamk.shapes import TileShape
 from streamk.target import Target, preset, with_calibration
 
 DATA = Path(__file__).parent / "data"
@@ -63,6 +67,23 @@ def dp_partial_wave(rows: list[dict], sms: int, deep: int) -> float:
     return float(np.median(errs)) if errs else math.nan
 
 
+def dp_small_last_wave(rows: list[dict], target: Target, dtype: str, fill: float = 0.25) -> float:
+    """Signed median error of the data-parallel launches of more than one wave whose last wave runs
+    at most ``fill`` of the slots (SMs x the kernel's residency at that grid)."""
+    errs = []
+    for r in rows:
+        if label(r["variant"]) != "data-parallel" or not math.isfinite(float(r["predicted_us"])):
+            continue
+        tile = [int(x) for x in str(r.get("tile") or r["variant"].partition("#")[2]).split("x")]
+        cal = target.kernel(dtype, TileShape(*tile)).calibration
+        grid = int(r["grid"])
+        slots = target.sms * (cal.ctas_per_sm if cal is not None and grid > target.sms else 1)
+        last = grid - (math.ceil(grid / slots) - 1) * slots
+        if grid > slots and last <= fill * slots and float(r["measured_us"]) > 0:
+            errs.append(float(r["predicted_us"]) / float(r["measured_us"]) - 1)
+    return float(np.median(errs)) if errs else math.nan
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -71,21 +92,24 @@ def main() -> None:
     ap.add_argument("--deep", type=int, default=24, help="MAC iterations a tile of the DP residual's launches")
     args = ap.parse_args()
     paths = args.csv or sorted(p for pattern in PATTERNS for p in DATA.glob(pattern))
-    terms = set(args.without.split(","))
-    print(f"before: the shipped calibration without {', '.join(sorted(terms))}; after: as shipped")
+    terms = set(args.without.split(",")) - {""}
+    print(f"before: the shipped calibration without {', '.join(sorted(terms))}; after: as shipped" if terms else
+          "as shipped")
     print(f"{'csv':<40} {'model':<6} {'runs':>5} {'Spearman':>8} {'within':>7} {'median':>7} {'p90':>7} "
-          f"{'best<=5%':>8} {'DP<wave':>8}")
+          f"{'best<=5%':>8} {'DP<wave':>8} {'DP last':>8}")
     for path in paths:
         rows = [r for r in read_csv(path) if not r.get("error") and float(r["measured_us"] or 0) > 0]
         target, dtype = target_of(path), dtype_of(path, rows)
-        for name, t in (("before", without(target, terms)), ("after", target)):
+        for name, t in ((("before", without(target, terms)),) if terms else ()) + (("after", target),):
             predicted = predict_rows(rows, t, dtype)
             s, sel = summary(predicted), selection(predicted)["overall"]["predicted_best"]
             dp = dp_partial_wave(predicted, target.sms, args.deep)
+            last = dp_small_last_wave(predicted, target, dtype)
             pct = lambda x: f"{100 * x:.1f}%" if math.isfinite(x) else "-"  # noqa: E731
             print(f"{path.stem:<40} {name:<6} {s['runs']:>5} {s['spearman']:>8.4f} "
                   f"{s['within_shape_spearman_median']:>7.4f} {pct(s['median_abs_rel_err']):>7} "
-                  f"{pct(s['p90_abs_rel_err']):>7} {pct(sel['within_5pct']):>8} {pct(dp):>8}", flush=True)
+                  f"{pct(s['p90_abs_rel_err']):>7} {pct(sel['within_5pct']):>8} {pct(dp):>8} {pct(last):>8}",
+                  flush=True)
 
 
 if __name__ == "__main__":

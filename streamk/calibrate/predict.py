@@ -13,12 +13,17 @@ machine and which constants it runs with, mirroring how the GPU backend launches
 * ``c_shifted``: on a kernel that streams rows of any alignment in place (the dot tiles), each MAC
   iteration over rows that are not 16-byte aligned costs that more (``target.streams_unaligned``;
   LOG.md v35);
-* ``c_free``: a grid of fewer CTAs than SMs runs each MAC iteration faster, c1 - (1 - grid / sms)
-  c_free (the idle SMs' L2 and DRAM bandwidth serves the busy ones; LOG.md v22);
+* ``c_free``: a wave of fewer CTAs than SMs (a one-wave grid, or a launch's last wave) runs each MAC
+  iteration faster, c1 - (1 - CTAs / sms) c_free (the idle SMs' L2 and DRAM bandwidth serves the
+  busy ones; LOG.md v22, v43);
 * ``c_l2``: each MAC iteration costs c_l2 more per L2's worth of A and B bytes (an L2-bound
   mainloop refills more of its shared slices the fuller the L2; LOG.md v26);
-* ``l2_us_per_mb``: a MAC iteration lasts at least the time the L2 takes to serve every busy CTA
-  its A and B boxes (past about half the SMs an H100's 128x128x64 mainloop is L2-bound; LOG.md v28);
+* ``l2_us_per_mb``: a MAC iteration lasts at least the time the L2 takes to serve every CTA of the
+  wave its A and B boxes (past about half the SMs an H100's 128x128x64 mainloop is L2-bound; LOG.md v28);
+* waves: wave w holds each slot's w-th CTA (``traffic.wave_steps``); the idle-SM relief and the L2
+  floor are taken at each wave's CTAs and the iteration the simulator runs at is their mean over the
+  waves' steps (DP's fast path: exactly each wave at its own cost). CTAs left running inside one
+  wave keep its count: the split-long-owner probes reject a relief there (LOG.md v43);
 * ``c_row32``: where the rows of A and B that the TMA boxes read start off a 32-byte boundary (k or n
   an odd multiple of 8 two-byte elements), each such row spans one 32-byte sector more and the
   mainloop, fed by its loads at any occupancy, waits that much longer: the MAC iteration (after the
@@ -47,7 +52,7 @@ from ..shapes import ITEMSIZE, Machine
 from ..sim import Timeline, simulate
 from ..target import streams_unaligned
 from .model import Calibration
-from .traffic import dram_slowdown, operand_bytes, row32_share
+from .traffic import dram_slowdown, operand_bytes, row32_share, wave_steps
 
 EXTRA_PASS_POLICIES = ("separate-reduce", "atomic")  # a second kernel when any tile is split
 MIN_C_US = 1e-9  # Costs needs c > 0; a fit may probe c at 0
@@ -66,19 +71,29 @@ def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_
     co-residency, idle-SM, L2 and DRAM terms) and the fixup policy."""
     policy = schedule.fixup if fixup is None else fixup
     r = residency(schedule.grid, sms, ctas_per_sm)
-    c = values["c1"] if r == 1 else values.get("c_shared", values["c1"])
-    if r == 1:
-        c -= values.get("c_free", 0.0) * (1.0 - min(schedule.grid, sms) / sms)
+    c0 = values["c1"] if r == 1 else values.get("c_shared", values["c1"])
     if streams_unaligned(schedule.shape, schedule.tile, element_bytes):
-        c += values.get("c_shifted", 0.0)
+        c0 += values.get("c_shifted", 0.0)
     if l2_bytes > 0:
-        c += values.get("c_l2", 0.0) * operand_bytes(schedule.shape, element_bytes) / l2_bytes
-    if values.get("l2_us_per_mb", 0.0) > 0:
-        t = schedule.tile
-        box_mb = (t.bm + t.bn) * t.bk * element_bytes / 1e6
-        c = max(c, min(schedule.grid, sms * r) * box_mb * values["l2_us_per_mb"])
+        c0 += values.get("c_l2", 0.0) * operand_bytes(schedule.shape, element_bytes) / l2_bytes
+    t = schedule.tile
+    floor_us = (t.bm + t.bn) * t.bk * element_bytes / 1e6 * values.get("l2_us_per_mb", 0.0)
+    stretch = 1.0
     if values.get("c_row32", 0.0) > 0:
-        c *= 1.0 + row32_share(schedule.shape, schedule.tile, element_bytes) * values["c_row32"] / max(values["c1"], MIN_C_US)
+        share = row32_share(schedule.shape, schedule.tile, element_bytes)
+        stretch += share * values["c_row32"] / max(values["c1"], MIN_C_US)
+
+    def at(busy: int) -> float:
+        """A MAC iteration while ``busy`` CTAs run: idle SMs' relief and the L2 floor of those CTAs."""
+        c = c0 - values.get("c_free", 0.0) * (1.0 - min(busy, sms) / sms) if r == 1 else c0
+        return max(c, busy * floor_us) * stretch
+
+    # each wave priced at its own CTAs (a small last wave runs with SMs idle: their bandwidth, a lighter
+    # L2 floor), not the full wave's; CTAs left running inside a wave keep its count (the split-long-owner
+    # probes reject relief there; LOG.md v43)
+    counts, steps = wave_steps(schedule, sms * r)
+    c = float(sum(n * at(int(b)) for b, n in zip(counts, steps)) / steps.sum()) if steps.sum() > 0 else at(
+        min(schedule.grid, sms * r))
     c = max(c, MIN_C_US)
     if l2_bytes > 0 and values.get("dram_us_per_mb", 0.0) > 0:
         slots = min(schedule.grid, sms * r)

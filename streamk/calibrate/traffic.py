@@ -51,6 +51,18 @@ def row32_share(shape: GemmShape, tile: TileShape, element_bytes: int) -> float:
     return (rows_a * off(shape.k * element_bytes) + rows_b * off(shape.n * element_bytes)) / (rows_a + rows_b)
 
 
+def wave_steps(schedule: Schedule, slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """The trace's waves: wave w holds each slot's w-th CTA (CTAs w x slots onwards); per wave, how
+    many CTAs it runs and how many steps it lasts (its longest CTA's MAC iterations)."""
+    lengths = (schedule.units[:, 2] - schedule.units[:, 1]).astype(np.int64)
+    per_cta = np.bincount(schedule.unit_cta, weights=lengths, minlength=schedule.grid).astype(np.int64)
+    wave = np.arange(len(per_cta)) // slots
+    busy = np.bincount(wave)
+    steps = np.zeros(len(busy), dtype=np.int64)
+    np.maximum.at(steps, wave, per_cta)
+    return busy, steps
+
+
 def miss_bytes_per_step(schedule: Schedule, slots: int, l2_bytes: float, element_bytes: int) -> np.ndarray:
     """Bytes of A and B read from DRAM at each step of ``schedule``'s trace on ``slots`` slots."""
     key = (id(schedule), slots, l2_bytes, element_bytes)
