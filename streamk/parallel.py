@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import signal
 import sys
+from contextlib import contextmanager
 from multiprocessing import get_context
+from multiprocessing.pool import Pool
 from typing import Any, Callable, Iterator, Sequence
 
 from .env import sweep_workers
@@ -62,3 +64,20 @@ def run_ordered(func: Callable[..., Any], tasks: Sequence[tuple], workers: int) 
     for i, value in run_unordered(func, tasks, workers):
         out[i] = value
     return out
+
+
+@contextmanager
+def worker_pool(workers: int) -> Iterator[Pool | None]:
+    """A pool of ``workers`` processes kept for many batches of work (one calibration fit after
+    another), or None where ``workers`` <= 1 (the caller then works in this process). Started as
+    ``run_unordered``'s are, terminated on leaving, Ctrl-C's exception included."""
+    if workers <= 1:
+        yield None
+        return
+    pool = get_context(start_method()).Pool(workers, initializer=_ignore_sigint)
+    try:
+        yield pool
+        pool.close()
+    finally:
+        pool.terminate()
+        pool.join()

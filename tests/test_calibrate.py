@@ -57,7 +57,7 @@ def simulated_device(truth: dict, noise: float, seed: int, ctas_per_sm: int = 2)
     the pack pass first wherever the GPU would pack the schedule's contiguous operands."""
     rng = np.random.default_rng(seed)
 
-    def timer(schedules, dtype):
+    def timer(schedules, dtype, pacing=None):  # pacing: as device.time_schedules takes it (no pauses here)
         exact = np.array([predict_from(s, truth, SMS, ctas_per_sm, l2_bytes=L2, packed_mb=packs(dtype, s.tile)(s.shape))
                           for s in schedules])
         return exact * (1 + noise * rng.standard_normal(len(exact)))
@@ -172,6 +172,13 @@ def test_prediction_prices_each_term_where_the_gpu_spends_it():
     assert predict_from(scattered, t, SMS, 2) == pytest.approx(t["launch"] + side * (t["a"] + k * t["c_shared"]))
 
 
+@pytest.fixture(autouse=True)
+def fresh_presets(monkeypatch):
+    """Each test reads the presets' calibration files anew (and drops what it read): a test that
+    points STREAMK_CALIBRATION at its own folder must not leave its presets to the next."""
+    monkeypatch.setattr(PRESETS, "_ready", {})
+
+
 def _calibration() -> Calibration:
     return Calibration("float16", TILE, 2, tuple(Term(n, TRUE[n], 0.01) for n in term_names(2)), "test GPU", 132,
                        27, 0.01)
@@ -233,6 +240,7 @@ def test_calibrate_cli_end_to_end_against_a_stand_in_gpu(tmp_path, capsys, monke
     import types
 
     import streamk.calibrate.device as device
+    import streamk.cli.calibrate_cmd as calibrate_cmd
     import streamk.gpu.runtime.device as gpu_device
 
     dev = types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", arch="sm_90a", sms=SMS, l2_bytes=L2,
@@ -240,10 +248,12 @@ def test_calibrate_cli_end_to_end_against_a_stand_in_gpu(tmp_path, capsys, monke
     monkeypatch.setattr(device, "require_gpu", lambda: None)
     monkeypatch.setattr(gpu_device, "current", lambda: dev)
     monkeypatch.setattr(device, "time_schedules", simulated_device(TRUE, NOISE, seed=2))
+    monkeypatch.setattr(calibrate_cmd, "missing_units", lambda arch: 0)  # NVRTC up front: test_gpu_compile's
     assert main(["calibrate", "--quick", "--out", str(tmp_path), "--json"]) == 0
     out, err = capsys.readouterr()
     entry = json.loads(out)
     assert "rms relative residual" in err and "wrote" in err and entry["device"] == dev.name
+    assert "about " in err and "for 1 kernel (pacing now" in err  # the estimate, before the run
     monkeypatch.setenv(files.ENV, str(tmp_path))
     (cal,) = files.load("h100")  # the family's file, which the h100 preset loads
     # the quick design's 21 probes and two dp-packed ones: the 128x128x32 kernel packs 2-byte-aligned rows

@@ -69,18 +69,20 @@ class L2Flush:
         self.buffer.fill_(0)
 
 
-def time_interleaved(fns: dict, stream, flush: L2Flush | None = None) -> dict[str, tuple[float, float, float]]:
+def time_interleaved(fns: dict, stream, flush: L2Flush | None = None,
+                     reps: int | Callable[[float], int] = REPS) -> dict[str, tuple[float, float, float]]:
     """Median, p20, p80 milliseconds per call of each fn (enqueues on `stream`).
 
     Each fn is captured in a CUDA graph (GRAPH_BATCH calls when one takes under GRAPH_BELOW_MS and
     L2 is not flushed, else one), so host launch gaps between our several kernels or cuBLAS's never
-    count; then the graphs replay round-robin, REPS rounds, each replay between two CUDA events
+    count; then the graphs replay round-robin, ``reps`` rounds (a function: of the longest graph
+    replay's milliseconds, as measured before capture), each replay between two CUDA events
     (after ``flush`` where given), so a slow spell of the GPU hits every variant of the shape alike
     rather than whichever ran during it.
     """
     import torch
 
-    graphs = {}
+    graphs, replay_ms = {}, 0.0
     with torch.cuda.stream(stream):
         for name, fn in fns.items():
             for _ in range(3):
@@ -92,13 +94,14 @@ def time_interleaved(fns: dict, stream, flush: L2Flush | None = None) -> dict[st
             e1.record(stream)
             torch.cuda.synchronize()
             batch = GRAPH_BATCH if e0.elapsed_time(e1) < GRAPH_BELOW_MS and flush is None else 1
+            replay_ms = max(replay_ms, batch * e0.elapsed_time(e1))
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph, stream=stream):
                 for _ in range(batch):
                     fn()
             graph.replay()
             graphs[name] = (graph, batch, [])
-        for _ in range(REPS):
+        for _ in range(reps if isinstance(reps, int) else reps(replay_ms)):
             for graph, _, events in graphs.values():
                 s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 if flush is not None:

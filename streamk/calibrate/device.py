@@ -5,7 +5,9 @@ tests substitute the calibrated simulator for it. Each Schedule runs through ``s
 exactly as a user's would, is checked against ``torch.mm`` once, and is timed alone after a pause
 by ``bench.harness.time_interleaved`` (CUDA-graph replays, median of its repetitions): timed round-robin
 with the others, the long probes (ms at the 700 W cap) lowered the clocks the short ones ran at
-(SM clock p10 1575 MHz during a calibration, 1965 during a fidelity run; LOG.md v21).
+(SM clock p10 1575 MHz during a calibration, 1965 during a fidelity run; LOG.md v21). The pause
+lasts as long as the previous probe kept the GPU busy (at most 0.5 s), and a probe of long
+replays runs fewer of them (``pacing``: the rules, and the wall-time estimate; LOG.md v44).
 """
 
 from __future__ import annotations
@@ -24,10 +26,9 @@ from ..shapes import TileShape
 from .design import Probe
 from .fit import Fit, calibrate_with
 from .model import Calibration
+from .pacing import CLOCK_WARM_S, Pacing, pause_s, reps_for
 
 MAX_REL_ERROR = 1e-2  # a probe whose result is this far from torch.mm is a broken kernel, not a time
-PROBE_PAUSE_S = 0.5   # idle before each probe: the GPU back under its power cap's limit
-CLOCK_WARM_S = 0.02   # then this long busy with the probe itself before it is timed
 
 
 def require_gpu() -> None:
@@ -41,8 +42,9 @@ def require_gpu() -> None:
         raise CudaError("needs PyTorch for CUDA events and inputs: pip install 'streamk[torch]'")
 
 
-def time_schedules(schedules: Sequence[Schedule], dtype: str = "float16") -> np.ndarray:
-    """Median microseconds of each Schedule on the current GPU, random inputs of ``dtype``."""
+def time_schedules(schedules: Sequence[Schedule], dtype: str = "float16", pacing: Pacing | None = None) -> np.ndarray:
+    """Median microseconds of each Schedule on the current GPU, random inputs of ``dtype``, paced
+    by ``pacing`` (default this version's rules: ``pacing.pause_s``, ``pacing.reps_for``)."""
     import torch
 
     from ..gpu import prepare
@@ -67,11 +69,13 @@ def time_schedules(schedules: Sequence[Schedule], dtype: str = "float16") -> np.
                                f"its time would mean nothing: run the GPU tests")
         held.append((A, B, C, p))
         fns[str(i)] = lambda launch=p.launch: launch.enqueue(stream.cuda_stream)
-    times = {}
+    times, busy = {}, None  # busy: how long the previous probe kept the GPU busy (s)
     for name, fn in fns.items():
-        time.sleep(PROBE_PAUSE_S)
+        time.sleep(pause_s(busy, pacing))
+        start = time.perf_counter()
         warm_clocks(fn, stream)
-        times.update(time_interleaved({name: fn}, stream))
+        times.update(time_interleaved({name: fn}, stream, reps=lambda replay_ms: reps_for(replay_ms / 1e3, pacing)))
+        busy = time.perf_counter() - start
     return np.array([times[str(i)][0] * 1e3 for i in range(len(schedules))])
 
 
@@ -84,9 +88,12 @@ def warm_clocks(fn: Callable[[], None], stream) -> None:
         stream.synchronize()
 
 
-def calibrate(dtype: str, tile: TileShape, quick: bool = False) -> tuple[tuple[Probe, ...], Fit, Calibration, str]:
+def calibrate(dtype: str, tile: TileShape, quick: bool = False, pacing: Pacing | None = None,
+              pool=None, timing: list[float] | None = None) -> tuple[tuple[Probe, ...], Fit, Calibration, str]:
     """Probe, time and fit one kernel on the current GPU: the probes, the fit, its Calibration and
-    the device family whose file it belongs in."""
+    the device family whose file it belongs in; ``pacing``: how the probes are paced (default
+    this version's), ``pool``: worker processes for the fit (``parallel.worker_pool``),
+    ``timing``: where given, the seconds each call of the timer took are appended to it."""
     from ..gpu.runtime.device import current
     from ..gpu.catalogue import spec_for_tile
     from ..gpu.decide.tiles import packed_bytes
@@ -96,9 +103,15 @@ def calibrate(dtype: str, tile: TileShape, quick: bool = False) -> tuple[tuple[P
     if family is None:
         raise CudaError(f"{dev.name} ({dev.arch}) is no preset's GPU; calibration files are kept per preset")
     ctas = dev.target.kernel(dtype, tile).ctas_per_sm
-    design, result = calibrate_with(time_schedules, dtype, tile, dev.sms, ctas, dev.l2_bytes, quick,
+    def timer(schedules: Sequence[Schedule], dtype: str) -> np.ndarray:
+        start = time.monotonic()
+        out = time_schedules(schedules, dtype, pacing)
+        if timing is not None:
+            timing.append(time.monotonic() - start)
+        return out
+    design, result = calibrate_with(timer, dtype, tile, dev.sms, ctas, dev.l2_bytes, quick,
                                     packed_mb=lambda shape: packed_bytes(shape, dtype, tile) / 1e6,
-                                    row32=spec_for_tile(dtype, tile).tma)
+                                    row32=spec_for_tile(dtype, tile).tma, pool=pool)
     return design, result, result.calibration(dtype, tile, ctas, dev.name, dev.sms, dev.l2_bytes), family
 
 

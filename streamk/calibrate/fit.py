@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from multiprocessing.pool import Pool
 from typing import Callable, Sequence
 
 import numpy as np
@@ -22,7 +23,7 @@ from ..shapes import ITEMSIZE, GemmShape, TileShape
 from ..target import streams_unaligned
 from .design import Probe, probes
 from .model import MAY_NOT_BIND, PACK_TERMS, TERM_DOC, Calibration, Term, term_names
-from .predict import predict_from
+from .batch import predict_many
 from .traffic import row32_share
 
 # a first guess of the H100's order of magnitude; the fit moves it
@@ -73,20 +74,15 @@ class Fit:
 
 def _predict(schedules: Sequence[Schedule], names: tuple[str, ...], theta: np.ndarray, sms: int,
              ctas_per_sm: int, memory: dict) -> np.ndarray:
-    values = dict(zip(names, theta.tolist()))
-    packed = memory["packed_mb"]
-    return np.array([predict_from(s, values, sms, ctas_per_sm, l2_bytes=memory["l2_bytes"],
-                                  element_bytes=memory["element_bytes"], packed_mb=mb)
-                     for s, mb in zip(schedules, packed)])
+    return predict_many(schedules, memory["packed_mb"], names, [theta], sms, ctas_per_sm, l2_bytes=memory["l2_bytes"],
+                        element_bytes=memory["element_bytes"], pool=memory.get("pool"))[0]
 
 
 def _jacobian(schedules, names, theta, base, sms, ctas_per_sm, memory) -> np.ndarray:
-    cols = []
-    for i in range(len(theta)):  # forward steps: a term at 0 is never probed below it
-        moved = theta.copy()
-        moved[i] += STEP
-        cols.append((_predict(schedules, names, moved, sms, ctas_per_sm, memory) - base) / STEP)
-    return np.stack(cols, axis=1)
+    moved = theta + STEP * np.eye(len(theta))  # forward steps: a term at 0 is never probed below it
+    pred = predict_many(schedules, memory["packed_mb"], names, list(moved), sms, ctas_per_sm,
+                        l2_bytes=memory["l2_bytes"], element_bytes=memory["element_bytes"], pool=memory.get("pool"))
+    return ((pred - base) / STEP).T
 
 
 def _nonnegative_lstsq(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -115,7 +111,7 @@ def _nonnegative_lstsq(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, ctas_per_sm: int, *,
         l2_bytes: float, element_bytes: int, held: tuple[str, ...] = (),
-        packed_mb: Sequence[float] | None = None) -> Fit:
+        packed_mb: Sequence[float] | None = None, pool: Pool | None = None) -> Fit:
     """The terms (``model.term_names(ctas_per_sm)`` but ``held``) that best predict ``measured_us``
     for ``schedules`` on ``sms`` SMs with an L2 of ``l2_bytes`` and operands of ``element_bytes``
     (the GPU packing ``packed_mb`` MB of them before each schedule; none where not given), in
@@ -124,7 +120,7 @@ def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, c
     better fit: c_free can push a lone CTA's MAC iteration below zero, a corner the descent from
     the first guess fell into and did not leave on the dot tiles (LOG.md v33b)."""
     kw = dict(l2_bytes=l2_bytes, element_bytes=element_bytes,
-              packed_mb=tuple(packed_mb) if packed_mb is not None else (0.0,) * len(schedules))
+              packed_mb=tuple(packed_mb) if packed_mb is not None else (0.0,) * len(schedules), pool=pool)
     fits, errors = [], []
     try:
         fits.append(_descend(schedules, measured_us, sms, ctas_per_sm, held=held, **kw))
@@ -144,12 +140,12 @@ def fit(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, c
 
 def _descend(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: int, ctas_per_sm: int, *,
              l2_bytes: float, element_bytes: int, packed_mb: tuple[float, ...], held: tuple[str, ...] = (),
-             start: dict[str, float] | None = None) -> Fit:
+             start: dict[str, float] | None = None, pool: Pool | None = None) -> Fit:
     """fit's descent from ``start`` (the first guess START_US where it names no term). A term that
     no probe's time moves at the optimum (model.MAY_NOT_BIND: the DRAM stretch where the device's
     bandwidth keeps up with every probe, whose max() never binds) is refitted as held rather than
     refused."""
-    memory = {"l2_bytes": l2_bytes, "element_bytes": element_bytes, "packed_mb": packed_mb}
+    memory = {"l2_bytes": l2_bytes, "element_bytes": element_bytes, "packed_mb": packed_mb, "pool": pool}
     y = np.asarray(measured_us, dtype=float)
     if len(y) != len(schedules) or not np.all(np.isfinite(y) & (y > 0)):
         raise FitError(f"need one finite time > 0 per schedule (got {len(y)} times for {len(schedules)} schedules)")
@@ -202,7 +198,7 @@ def _descend(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: i
                  and (n != "c_shared" or shares))
     if idle:
         return _descend(schedules, y, sms, ctas_per_sm, l2_bytes=l2_bytes, element_bytes=element_bytes,
-                        packed_mb=packed_mb, held=held + idle, start=dict(zip(names, theta.tolist())))
+                        packed_mb=packed_mb, held=held + idle, start=dict(zip(names, theta.tolist())), pool=pool)
     normal = jac.T @ jac
     if np.linalg.cond(normal) > MAX_CONDITION:
         _, sv, vt = np.linalg.svd(jac)
@@ -220,17 +216,18 @@ Timer = Callable[[Sequence[Schedule], str], np.ndarray]  # (schedules, dtype) ->
 
 
 def calibrate_with(timer: Timer, dtype: str, tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float,
-                   quick: bool = False, packed_mb: Callable[[GemmShape], float] | None = None, row32: bool = False
-                   ) -> tuple[tuple[Probe, ...], Fit]:
+                   quick: bool = False, packed_mb: Callable[[GemmShape], float] | None = None, row32: bool = False,
+                   pool: Pool | None = None) -> tuple[tuple[Probe, ...], Fit]:
     """The whole calibration against any ``timer``: the GPU's (``device.time_schedules``) or, in
     the tests, the calibrated simulator under known terms; ``l2_bytes``: the device's L2;
     ``packed_mb``: the MB of contiguous A and B the kernel packs for a shape, ``row32``: whether it
-    reads A and B in place through TMA boxes (``design.probes``)."""
+    reads A and B in place through TMA boxes (``design.probes``); ``pool``: worker processes for
+    the fit's predictions (``batch.predict_many``; the same fit, sooner)."""
     element_bytes = ITEMSIZE[dtype]
     design = probes(tile, sms, ctas_per_sm, l2_bytes, element_bytes, quick, packed_mb, row32=row32)
     schedules = [p.schedule for p in design]
     measured = np.asarray(timer(schedules, dtype), dtype=float)
-    kw = dict(l2_bytes=l2_bytes, element_bytes=element_bytes, packed_mb=[p.packed_mb for p in design])
+    kw = dict(l2_bytes=l2_bytes, element_bytes=element_bytes, packed_mb=[p.packed_mb for p in design], pool=pool)
     result = fit(schedules, measured, sms, ctas_per_sm, **kw)
     outliers = np.flatnonzero(np.abs(result.rel_residuals) > RETIME_RESIDUAL)
     if outliers.size == 0:

@@ -49,6 +49,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="replace kernels the output file already holds (refused otherwise: they were measured)")
     p.add_argument("--json", action="store_true", help="print the calibration entry as one JSON object (with --all: the "
                    "calibration file written)")
+    p.add_argument("--pacing", choices=("now", "before"), default="now",
+                   help="now (default): each probe after a pause as long as the previous one kept the GPU busy (at "
+                        "most 0.5 s), fewer replays of long probes, the fit on STREAMK_SWEEP_WORKERS processes, every "
+                        "kernel compiled first; before: v43's 0.5 s before every probe, 50 replays each, the fit on "
+                        "one process (to compare the terms the two give)")
     return p
 
 
@@ -94,10 +99,33 @@ def destination(out: Path | None, family: str) -> Path:
     return (out or files.DATA) / f"{family}.json"
 
 
+def pacing_for(name: str, workers: int):
+    """The ``--pacing`` choice as a ``calibrate.pacing.Pacing``."""
+    from ..calibrate import pacing
+
+    return pacing.BEFORE if name == "before" else pacing.now(workers)
+
+
+def missing_units(arch: str) -> int:
+    """Compile units for ``arch`` the NVRTC cache does not hold yet (0 where it cannot tell)."""
+    try:
+        from ..gpu.build import cache_dir, cache_key, units_for
+
+        return sum(not (cache_dir() / f"{u}-{arch}-{cache_key(u, arch)[:24]}.cubin").exists() for u in units_for(arch))
+    except (ImportError, StreamkError):
+        return 0
+
+
+def minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
 def run(args: argparse.Namespace) -> int:
     from ..calibrate import files
     from ..calibrate.device import calibrate, require_gpu
     from ..calibrate.fit import table
+    from ..calibrate.pacing import estimate_all
+    from ..parallel import worker_pool, workers_available
 
     from ..gpu.runtime.device import current
     from ..gpu.catalogue import spec_for_tile
@@ -115,20 +143,43 @@ def run(args: argparse.Namespace) -> int:
     family = family_for(dev.arch, dev.name)
     if family is not None and not args.dry_run:
         refuse_replacing(destination(args.out, family), kernels, args.force)
+    pacing = pacing_for(args.pacing, workers_available())
+    missing = missing_units(dev.arch)
+    try:
+        expected, each = estimate_all(dev.target, kernels, pacing, l2_bytes=dev.l2_bytes, quick=args.quick,
+                                      units_to_compile=missing)
+    except (ValueError, StreamkError):  # a target with no calibration to estimate from: no estimate
+        expected, each = None, ()
     if args.all:
         print(f"calibrating {len(kernels)} kernels on {dev.name} ({dev.arch}, {dev.sms} SMs): "
               f"{', '.join(f'{d} {t}' for d, t in kernels)}", file=sys.stderr, flush=True)
-    fitted = []
-    for dtype, tile in kernels:
-        print(f"calibrating {dtype} {tile} on {dev.name} ({dev.arch}, {dev.sms} SMs)", file=sys.stderr, flush=True)
+    if expected is not None:
+        print(f"about {minutes(expected)} for {len(kernels)} kernel{'s' if len(kernels) > 1 else ''} "
+              f"(pacing {pacing.name}; streamk.calibrate.pacing)", file=sys.stderr, flush=True)
+    if pacing.compile_first and missing:  # NVRTC in parallel now, not one unit at a time as probes ask
+        from .kernels_cmd import compile_all
+
         start = time.monotonic()
-        design, result, cal, family = calibrate(dtype, tile, args.quick)
-        print(f"{len(design)} probes timed and fitted in {time.monotonic() - start:.0f} s", file=sys.stderr)
-        print(table(result, [f"{p.family} {p.label}" for p in design]), file=sys.stderr if args.json else sys.stdout)
-        fitted.append(cal)
-        if not args.dry_run:  # each kernel as it is fitted: a run cut short keeps the ones done
-            path = files.write_file(destination(args.out, family), (cal,), family, dev.arch)
-            print(f"wrote {path} ({family}: {dtype} {tile})", file=sys.stderr)
+        compile_all(dev.arch)
+        print(f"compiled {missing} kernel units in {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
+    fitted = []
+    begin = time.monotonic()
+    with worker_pool(pacing.fit_workers) as pool:
+        for i, (dtype, tile) in enumerate(kernels):
+            print(f"calibrating {dtype} {tile} on {dev.name} ({dev.arch}, {dev.sms} SMs)", file=sys.stderr, flush=True)
+            start, timing = time.monotonic(), []
+            design, result, cal, family = calibrate(dtype, tile, args.quick, pacing, pool, timing)
+            took = time.monotonic() - start
+            print(f"{len(design)} probes timed and fitted in {took:.0f} s (timing {sum(timing):.1f} s, the rest "
+                  f"{took - sum(timing):.1f} s: the fit on {pacing.fit_workers} processes)", file=sys.stderr)
+            print(table(result, [f"{p.family} {p.label}" for p in design]), file=sys.stderr if args.json else sys.stdout)
+            fitted.append(cal)
+            if not args.dry_run:  # each kernel as it is fitted: a run cut short keeps the ones done
+                path = files.write_file(destination(args.out, family), (cal,), family, dev.arch)
+                print(f"wrote {path} ({family}: {dtype} {tile})", file=sys.stderr)
+            if len(kernels) > 1:
+                print(progress(i, len(kernels), time.monotonic() - begin, [e.total_s for e in each]),
+                      file=sys.stderr, flush=True)
     if args.json:
         if not args.all:
             obj = fitted[0].to_json_dict()
@@ -137,3 +188,13 @@ def run(args: argparse.Namespace) -> int:
         json.dump(obj, sys.stdout)
         sys.stdout.write("\n")
     return 0
+
+
+def progress(done: int, count: int, elapsed_s: float, estimates: list[float]) -> str:
+    """The line after kernel ``done`` (0-based) of ``count``: elapsed, and the remaining kernels'
+    estimates scaled by how the finished ones ran against theirs (none: the mean so far)."""
+    if len(estimates) == count and sum(estimates[:done + 1]) > 0:
+        remaining = sum(estimates[done + 1:]) * elapsed_s / sum(estimates[:done + 1])
+    else:
+        remaining = elapsed_s / (done + 1) * (count - done - 1)
+    return f"kernel {done + 1} of {count} done, {minutes(elapsed_s)} elapsed, about {minutes(remaining)} to go"
