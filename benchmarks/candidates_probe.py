@@ -1,0 +1,82 @@
+"""Every candidate of a few shapes, measured beside the calibrated simulator's prediction and cuBLAS.
+
+    PYTHONPATH=. python3 benchmarks/candidates_probe.py --shapes 168x3712x2088,408x4144x720 [--extra "..."]
+        [--csv OUT.csv]
+
+For each shape (FP16 in, FP32 out, 16-byte aligned rows, CUDA-graph replays interleaved per shape,
+the bench's method): cuBLAS at its faster output dtype, auto, and every candidate ``streamk
+simulate --target`` lists (calibrate.candidates) plus ``--extra`` variants, each with the model's
+microseconds and the measured ones. Shows where the model and the kernels part: a candidate the
+model ranks badly but that runs fast, or one whose kernel runs far slower than its prediction.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+
+import torch
+
+from streamk.bench.harness import time_interleaved
+from streamk.bench.variants import variant
+from streamk.calibrate.candidates import candidates, predicted
+from streamk.gpu import prepare
+from streamk.gpu.runtime.device import current
+from streamk.shapes import GemmShape
+from streamk.target import preset
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shapes", required=True, help="MxNxK,...")
+    ap.add_argument("--extra", default="", help="more `streamk bench` variants, ';'-separated")
+    ap.add_argument("--target", default="h200", help="the preset whose calibration predicts")
+    ap.add_argument("--csv", help="write every row here")
+    args = ap.parse_args()
+    dev = current()
+    target = preset(args.target)
+    stream = torch.cuda.Stream()
+    rows = []
+    print(f"device {dev.name} ({dev.arch}, {dev.sms} SMs); us per call, median (CUDA graphs)")
+    for text in args.shapes.split(","):
+        m, n, k = (int(v) for v in text.split("x"))
+        A = torch.randn(m, k, device="cuda").half()
+        B = torch.randn(k, n, device="cuda").half()
+        auto = prepare(A, B)
+        cands = candidates(GemmShape(m, n, k), "float16", target, auto.schedule)
+        names = ["auto"] + [c.variant for c in cands if c.variant != "auto"]
+        names += [v for v in args.extra.split(";") if v and v not in names]
+        fns = {"cublas32": lambda: torch.mm(A, B, out_dtype=torch.float32), "cublas16": lambda: torch.mm(A, B)}
+        keep = {}
+        for name in names:
+            try:
+                p = auto if name == "auto" else prepare(A, B, **variant(name, lambda: dev.sms))
+            except Exception as exc:  # a variant this shape refuses: shown, not timed
+                print(f"  {name}: {type(exc).__name__}: {exc}")
+                continue
+            keep[name] = p
+            fns[name] = (lambda p=p: p.launch.enqueue(stream.cuda_stream))
+        times = time_interleaved(fns, stream)
+        cub = min(times["cublas32"][0], times["cublas16"][0]) * 1e3
+        print(f"\n{m}x{n}x{k}: cuBLAS {cub:.1f} us (FP32 out {times['cublas32'][0] * 1e3:.1f})")
+        print(f"  {'variant':38} {'tile':>10} {'grid':>5} {'pred':>7} {'meas':>7} {'meas/pred':>9} {'cub/meas':>8}")
+        for name, p in sorted(keep.items(), key=lambda kv: times[kv[0]][0]):
+            s = p.schedule
+            pred = predicted(s, "float16", target)
+            us = times[name][0] * 1e3
+            tile = f"{s.tile.bm}x{s.tile.bn}x{s.tile.bk}"
+            print(f"  {name:38} {tile:>10} {s.grid:5d} {pred or float('nan'):7.1f} {us:7.1f} "
+                  f"{us / pred if pred else float('nan'):9.2f} {cub / us:8.2f}")
+            rows.append({"shape": f"{m}x{n}x{k}", "variant": name, "tile": tile, "grid": s.grid,
+                         "predicted_us": pred, "measured_us": us, "cublas_us": cub})
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
