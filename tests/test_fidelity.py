@@ -276,3 +276,13 @@ def test_workers_are_forked_unless_torch_has_initialized_cuda(monkeypatch):
     fake = types.SimpleNamespace(cuda=types.SimpleNamespace(is_initialized=lambda: True))
     monkeypatch.setitem(sys.modules, "torch", fake)
     assert parallel.start_method() == "spawn"
+
+
+def test_auto_runs_its_own_tile_where_the_variants_name_theirs_and_no_tile_is_given():
+    paper = TileShape(128, 128, 32)
+    named = ["auto", "stream-k#128x256x64", "data-parallel!turnstile+back"]
+    assert fidelity.run_variants(named, paper, tile_given=False) == named  # auto against every tile's candidates
+    pinned = fidelity.run_variants(named, paper, tile_given=True)  # --tile: every variant on it
+    assert pinned == ["auto#128x128x32", "stream-k#128x256x64", "data-parallel!turnstile#128x128x32+back"]
+    assert fidelity.run_variants(["auto", "stream-k"], paper, tile_given=False) == ["auto#128x128x32",
+                                                                                   "stream-k#128x128x32"]

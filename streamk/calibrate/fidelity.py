@@ -44,6 +44,15 @@ def pin(variants: Sequence[str], tile: TileShape) -> list[str]:
     return [v if "#" in v else v.replace("+", f"{pinned}+", 1) if "+" in v else f"{v}{pinned}" for v in variants]
 
 
+def run_variants(variants: Sequence[str], tile: TileShape, tile_given: bool) -> list[str]:
+    """The variants a fidelity run times: each pinned to ``tile``, except where some name their own
+    tile and no --tile was given: then one without #TILE (auto) runs the tile auto picks, as gemm()
+    does, so that auto is judged against every tile's candidates rather than confined to one."""
+    if not tile_given and any("#" in v for v in variants):
+        return list(variants)
+    return pin(variants, tile)
+
+
 def label(variant_text: str) -> str:
     """A variant's name without its tile: the series a plot and a table show."""
     head, *flags = variant_text.split("+")

@@ -49,7 +49,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--tile", type=_typed(TileShape.parse), metavar="BMxBNxBK",
                    help="the calibrated kernel's tile every variant runs on (default the paper's)")
     p.add_argument("--variants", type=variants_arg, metavar="V;V",
-                   help="bench-style variants, each on --tile unless it names its own #TILE (default: every "
+                   help="bench-style variants, each on --tile unless it names its own #TILE; where some name "
+                        "theirs and --tile is not given, one without (auto) runs the tile auto picks (default: every "
                         "decomposition and policy on --tile: "
                         + ";".join(fidelity.VARIANTS) + ")")
     p.add_argument("--count", type=positive_int, default=COUNT, metavar="N", help=f"shapes (default {COUNT})")
@@ -109,7 +110,8 @@ def _measure(args: argparse.Namespace, tile: TileShape):
     from ..gpu.runtime.device import current
 
     dev = current()
-    texts = fidelity.pin(args.variants.split(";"), tile) if args.variants else fidelity.default_variants(tile)
+    texts = (fidelity.run_variants(args.variants.split(";"), tile, args.tile is not None) if args.variants
+             else fidelity.default_variants(tile))
     shapes = sample(args.count, args.first, args.seed, args.corpus, tile)
     print(f"fidelity on {dev.name}: {len(shapes)} shapes x {len(texts)} variants", file=sys.stderr, flush=True)
     timed: list[dict] = []
