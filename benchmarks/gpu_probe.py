@@ -230,8 +230,21 @@ def traces(stream, shapes: list[tuple[int, int, int]] | None = None, variants: l
               f"event {event:8.2f} span {span:8.2f} | entry spread {enter[-1]:.2f}, entry to mainloop "
               f"{statistics.median(lead):.2f}/{lead[-1]:.2f} | " + " | ".join(parts))
         placement_report(s, t, per_action)
+        if p.launch.steps[-1].cluster == 2:
+            cluster_report(t)
         if shapes:
             waits_report(s, plan, t, t0)
+
+
+def cluster_report(t) -> None:
+    """Where a launch's two-CTA clusters landed (%smid of ranks 2i and 2i + 1): on one TPC (SMs 2j,
+    2j + 1), on two TPCs, or on one SM; whether a multicast can feed both SMs of a TPC at once."""
+    pairs = [(t[i][1], t[i + 1][1]) for i in range(0, len(t) - 1, 2)]
+    same_sm = sum(a == b for a, b in pairs)
+    same_tpc = sum(a != b and a // 2 == b // 2 for a, b in pairs)
+    print(f"    clusters: {len(pairs)} pairs, {same_tpc} on one TPC, {same_sm} on one SM, "
+          f"{len(pairs) - same_tpc - same_sm} on two TPCs (SM gap median "
+          f"{statistics.median(abs(a - b) for a, b in pairs):.0f})")
 
 
 def placement_report(s, t, per_action) -> None:
