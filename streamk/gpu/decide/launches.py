@@ -1,5 +1,5 @@
 """How a decided GEMM's kernels are launched: programmatic dependent launch between them, sm90
-clusters that multicast B, and the separate-reduce pass's blocks per split tile.
+clusters that multicast B (and, asked for, 2x2 ones that multicast A too), and the separate-reduce pass's blocks per split tile.
 
 Each rule carries the measurement it rests on (benchmarks/LOG.md has the history).
 """
@@ -101,6 +101,37 @@ def pair_stream_k(multicast: bool, spec: KernelSpec, b_row_bytes: int | None, ti
     Stream-K's partial tiles never pair, and they ran 2841x1448x6280 at 1.1-1.2 us an iteration
     against 0.8 with 128-byte rows (H200, LOG.md v41b)."""
     return spec.tile in STRADDLE_MULTICAST_TILES and use_multicast(multicast, spec, b_row_bytes, tile_iterations)
+
+
+# Clusters of 2x2 CTAs on 2x2 blocks of whole tiles (issue 42; an experiment, asked for by
+# Tuning.cluster_2d, bench +mc2d): each CTA shares A with the CTA of its tile row and B with the CTA
+# of its tile column (gpu/clusters.py share_words), so a 128x128x64 CTA reads 16 KB of L2 per MAC
+# iteration (A 8 + B 8) against 24 with today's pairs and 32 alone. cuBLAS's nvjet kernels run
+# clusters of up to 4x2 that multicast both operands on exactly the mid-size shapes where we trail
+# most (H200, LOG.md v45); 2x2 is the smallest cluster that shares both. On the tiles where pairs run
+# today (the 128-row ones); whole-tile schedules only (data-parallel, persistent ones), renumbered in
+# QUAD_ORDER so that CTAs 4q .. 4q + 3 run one 2x2 block; Stream-K keeps its pairs.
+QUAD_TILES = (SM90_TILE, SM90_WIDE_TILE, SM90_192_TILE)
+QUAD_ORDER = "quads-8"  # streamk.schedule TILE_ORDERS: blocks of 2x2 tiles in grouped order
+NO_CLUSTER, PAIR_CLUSTER, QUAD_CLUSTER = (1, 1), (2, 1), (2, 2)  # tile rows x tile columns a cluster spans
+
+
+def whole_tiles(schedule: Schedule) -> bool:
+    """Whether every unit of ``schedule`` is a whole tile (so no tile is split and none waits)."""
+    ipt = schedule.problem.iters_per_tile
+    return bool(np.all(schedule.units[:, 1] == 0) and np.all(schedule.units[:, 2] == ipt))
+
+
+def cluster_shape(multicast: bool, cluster_2d: bool, spec: KernelSpec, schedule: Schedule) -> tuple[int, int]:
+    """The clusters a launch of ``spec``'s main kernel asks for, as (tile rows, tile columns):
+    NO_CLUSTER where multicast is off or the kernel has no TMA; QUAD_CLUSTER where ``cluster_2d``
+    asks for it on a QUAD_TILES tile whose schedule runs whole tiles; else PAIR_CLUSTER (pairs
+    along m where the table has them and use_multicast holds: clusters.launch_pairs)."""
+    if not (multicast and spec.tma):
+        return NO_CLUSTER
+    if cluster_2d and spec.tile in QUAD_TILES and whole_tiles(schedule):
+        return QUAD_CLUSTER
+    return PAIR_CLUSTER
 
 
 REDUCE_MAX_VECS = 4  # fixup.cuh: accumulator vectors per thread of one reduce block
