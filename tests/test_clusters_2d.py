@@ -103,7 +103,9 @@ def _busy(table, words: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("m,n,k", SHAPES)
 @pytest.mark.parametrize("size", [QUAD, CLUSTER])
 def test_every_cta_receives_each_of_its_boxes_exactly_once(m, n, k, size):
-    for tile, b_boxes in ((TILE, 2), (TileShape(128, 192, 64), 3), (TileShape(128, 256, 64), 4)):
+    # (64x128x64 on 168x3712x2088: 3 x 29 tiles, so a cluster holds an A group of three)
+    for tile, b_boxes in ((TILE, 2), (TileShape(128, 192, 64), 3), (TileShape(128, 256, 64), 4),
+                          (TileShape(64, 128, 64), 2)):
         s, table = _quads(m, n, k, tile)
         words = share_words(table, size)
         if words is None:  # a single tile: nothing to share
@@ -201,9 +203,9 @@ def test_2x2_clusters_only_where_asked_and_only_on_whole_tiles():
     quads = _decision("data-parallel", Tuning(cluster_2d=True))
     assert quads.cluster == QUAD_CLUSTER and quads.schedule.tile_order == QUAD_ORDER
     assert np.array_equal(quads.schedule.units, plain.schedule.units)  # the same tile indices, read in blocks
-    for tile in ("128x256x64", "128x192x64"):
+    for tile in ("128x256x64", "128x192x64", "64x128x64", "64x256x64"):
         assert _decision("data-parallel", Tuning(cluster_2d=True), tile).cluster == QUAD_CLUSTER
-    assert _decision("data-parallel", Tuning(cluster_2d=True), "64x128x64").cluster == PAIR_CLUSTER
+    assert _decision("data-parallel", Tuning(cluster_2d=True), "128x64x64").cluster == PAIR_CLUSTER  # none
     split = _decision("stream-k", Tuning(cluster_2d=True), m=1024)  # 88 tiles on 132 CTAs: split tiles keep pairs
     assert split.cluster == PAIR_CLUSTER and split.schedule.tile_order != QUAD_ORDER
     assert _decision("data-parallel", Tuning(multicast=False)).cluster == NO_CLUSTER

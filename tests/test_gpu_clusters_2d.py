@@ -88,7 +88,7 @@ def test_2x2_clusters_in_a_cuda_graph(tile):
 @pytest.mark.parametrize("shape", [(168, 3712, 2088), (149, 3624, 3160), (263, 1688, 4064), (1536, 1408, 2088)])
 def test_auto_with_2x2_clusters_on_issue_42s_shapes(shape):
     """auto+mc2d as the bench runs it on the shapes LOG.md v45 traced: within the float64 bound,
-    clustered where auto's schedule runs whole tiles on a 128-row sm90 tile."""
+    clustered where auto's schedule runs whole tiles on an sm90 tile that multicasts."""
     import torch
 
     from streamk.gpu import prepare

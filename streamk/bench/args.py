@@ -100,7 +100,7 @@ def add_arguments(ap: argparse.ArgumentParser, seed: Callable[[str], int], outpu
                          "+back to walk each CTA's units backwards, +sm80 or +sm90 for the tile auto picks with its "
                          "large-GEMM rungs on that family's tiles (Target.large_rungs), and +nomc to launch the sm90 "
                          "kernels without the two-CTA clusters that share B by TMA multicast, or +mc2d to run whole-tile "
-                         "schedules on the 128-row sm90 tiles in 2x2 clusters that share A and B. A variant that cannot "
+                         "schedules on the sm90 tiles that multicast in 2x2 clusters that share A and B. A variant that cannot "
                          "run a shape (a grid above its MAC iterations) is skipped there: NaN in the CSV with the "
                          "reason in VARIANT_skipped, counted in the summary")
     ap.add_argument("--only-tile", type=_only_tile, metavar="TILE",

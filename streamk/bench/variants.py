@@ -33,7 +33,7 @@ def variant(text: str, sms: Callable[[], int]) -> dict[str, Any]:
     with its large-GEMM rungs on that family's tiles (``_large_rungs``: the bench resolves it per
     shape with ``tile_for``), what the Target switched to that ``large_rungs`` would run; +nomc
     launches the sm90 kernels without the clusters that share B (gpu/clusters.py); +mc2d runs
-    whole-tile schedules on the 128-row sm90 tiles in 2x2 clusters that share A and B
+    whole-tile schedules on the sm90 tiles that multicast in 2x2 clusters that share A and B
     (decide.launches.cluster_shape; its tiles renumbered in 2x2 blocks)."""
     decomp, *flags = text.split("+")
     multicast = NO_MULTICAST not in flags

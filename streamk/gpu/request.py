@@ -25,7 +25,7 @@ class Tuning:
     "never": operands.copy_widths); ``pdl``: programmatic dependent launch of a GEMM's kernels behind
     the kernel before each, its own or, for its first main kernel, the stream's (None:
     decide.launches.use_pdl); ``multicast``: False launches sm90 kernels without clusters;
-    ``cluster_2d``: whole-tile schedules on the 128-row sm90 tiles run in 2x2 clusters that share A
+    ``cluster_2d``: whole-tile schedules on the sm90 tiles that multicast run in 2x2 clusters that share A
     and B (decide.launches.cluster_shape; an experiment until a GPU run shows the gain)."""
 
     narrow: str = "auto"
