@@ -3,7 +3,8 @@ Schedule against data-parallel and two-way fixed-split on each of those tiles, e
 Target's calibrated simulator; auto runs the cheapest where the model says it saves more than
 MODEL_MARGIN.
 
-Where the model is measured to be blind, auto's rules stand (H200, seed 4254, 200 aligned shapes,
+Only on a Target whose ``model_picks`` holds (the h200 preset: no other GPU has been measured for
+it). Where the model is measured to be blind, auto's rules stand (H200, seed 4254, 200 aligned shapes,
 the half of them the rule was derived on; benchmarks/LOG.md v47):
 * auto's tile is an sm80 fallback (64x64x32 and smaller): its Stream-K on resident slots was
   predicted 1.26x its time (median, 10 shapes), so the model would leave it where it wins;
@@ -51,7 +52,7 @@ def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule) -> 
     from ...sched import make_schedule
 
     tiles = model_tiles()
-    if (auto.tile not in tiles or is_persistent(auto) or auto.problem.tiles > MODEL_MAX_WAVES * target.sms
+    if (not target.model_picks or auto.tile not in tiles or is_persistent(auto) or auto.problem.tiles > MODEL_MAX_WAVES * target.sms
             or not all(t in target.tiles_for(dtype) for t in tiles)):
         return auto
     auto_us = predicted(auto, dtype, target)
