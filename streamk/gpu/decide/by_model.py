@@ -31,6 +31,10 @@ MODEL_CANDIDATES = ("data-parallel", "fixed-split")
 # none of the 10 shapes there (the largest it overruled held 2.3 waves), and pricing the candidates
 # costs 0.4-0.9 s a shape at 9-15 waves (the DRAM traffic model replays every MAC iteration)
 MODEL_MAX_WAVES = 3
+# Nor above this many MAC iterations of auto's Schedule, so that a shape's first call stays cheap: the
+# 16 shapes the model overruled on seed 4254 held at most 10,944; pricing the candidates of deeper
+# ones took 15-131 ms of decide() (aligned seed 4253's p90 to max), against 0.2-0.7 ms for the rules
+MODEL_MAX_ITERS = 12_000
 
 
 def model_tiles() -> tuple[TileShape, ...]:
@@ -52,7 +56,8 @@ def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule) -> 
     from ...sched import make_schedule
 
     tiles = model_tiles()
-    if (not target.model_picks or auto.tile not in tiles or is_persistent(auto) or auto.problem.tiles > MODEL_MAX_WAVES * target.sms
+    if (not target.model_picks or auto.tile not in tiles or is_persistent(auto)
+            or auto.problem.tiles > MODEL_MAX_WAVES * target.sms or auto.problem.total_iters > MODEL_MAX_ITERS
             or not all(t in target.tiles_for(dtype) for t in tiles)):
         return auto
     auto_us = predicted(auto, dtype, target)
@@ -62,6 +67,8 @@ def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule) -> 
     for tile in tiles:
         machine = target.machine(dtype, tile)
         for name in MODEL_CANDIDATES:
+            if name == "fixed-split" and -(-shape.m // tile.bm) * -(-shape.n // tile.bn) >= target.sms:
+                continue  # split tiles only below a wave (every fixed-split pick was; its event simulation is the cost)
             cand = make_schedule(name, shape, tile, machine)
             us = predicted(cand, dtype, target)
             if us is not None and us < best_us:
