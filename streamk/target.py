@@ -109,6 +109,9 @@ class Target:
     sms: int
     tiles: tuple[TargetTile, ...]
     large_rungs: str = "sm80"
+    # auto takes the calibrated model's pick where gpu/decide/by_model.py allows: measured on the
+    # H200 only (benchmarks/LOG.md v47), so the other presets keep auto's rules
+    model_picks: bool = False
     # lookups by (dtype, tile) and dtype, built once: a first gemm() call asks several times
     _by_tile: dict = field(init=False, repr=False, compare=False, hash=False)
     _by_dtype: dict = field(init=False, repr=False, compare=False, hash=False)
@@ -317,7 +320,7 @@ def with_calibration(target: Target, found: tuple[Calibration, ...]) -> Target:
 _BARE = {
     "a100": Target("a100", "sm_80", 108, _A100_TILES),
     "h100": Target("h100", "sm_90a", 132, _H100_TILES, large_rungs="sm90"),
-    "h200": Target("h200", "sm_90a", 132, _H100_TILES, large_rungs="sm90"),
+    "h200": Target("h200", "sm_90a", 132, _H100_TILES, large_rungs="sm90", model_picks=True),
 }
 
 

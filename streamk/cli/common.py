@@ -147,6 +147,7 @@ def problem_from(args: argparse.Namespace) -> None:
         from ..gpu.decide.tiles import choose_tile
 
         args.tile = choose_tile(args.shape, args.dtype, target)
+        args.tile_chosen = True  # auto's own tile: schedule_from lets the calibrated model overrule it
     args.tile = args.tile or target.tiles_for(args.dtype)[0]
     machine = target.machine(args.dtype, args.tile)
     args.sms, args.ctas_per_sm = machine.sms, machine.ctas_per_sm
@@ -202,11 +203,18 @@ def schedule_from(args: argparse.Namespace) -> Schedule:
     options = dict(fixup=args.fixup, tile_order=args.tile_order, walk=args.walk, **flags)
     if options["tile_order"] is None:  # the scheduler's own default, or with --target the kernel's
         del options["tile_order"]
+    if options["walk"] == "forward":  # the default: auto on its own tile stays plain (decide/by_model.py)
+        del options["walk"]
     machine = machine_from(args)
     if args.target is not None:  # what streamk.gpu runs on that GPU, measured constants included
         from ..gpu.decide.schedule import schedule_for
 
-        return schedule_for(args.decomposition, args.shape, args.dtype, args.target, tile=args.tile, **options)
+        chosen = getattr(args, "tile_chosen", False)
+        s = schedule_for(args.decomposition, args.shape, args.dtype, args.target, tile=None if chosen else args.tile,
+                         **options)
+        if chosen and s.tile != args.tile:  # the model's pick (gpu/decide/by_model.py) runs another tile
+            args.tile, args.ctas_per_sm = s.tile, args.target.machine(args.dtype, s.tile).ctas_per_sm
+        return s
     return make_schedule(args.decomposition, args.shape, args.tile, machine, **options)
 
 

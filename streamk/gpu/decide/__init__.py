@@ -68,7 +68,9 @@ def decide(a: Operand, b: Operand, c: Operand | None, target: Target, req: GemmR
     if (way.in_place if way is not None else tile is not None):  # a tile fixed, not auto's own pick
         _check_arch(spec_for_tile(a.dtype, tile), target)
     problem = GemmShape(a.shape[0], b.shape[1], a.shape[1])
-    sched = schedule_for(req.schedule, problem, a.dtype, target, tile=tile, fixup=req.fixup, machine=req.machine,
+    own = way is not None and not way.in_place  # auto's own tile (schedule_for picks it again, the model may overrule)
+    sched = schedule_for(req.schedule, problem, a.dtype, target, tile=None if own else tile, fixup=req.fixup,
+                         machine=req.machine,
                          b_row_bytes=b_row_bytes(a, b, tile, req), multicast=req.tuning.multicast,
                          **req.scheduler_options)
     spec = spec_for_tile(a.dtype, sched.tile)

@@ -13,6 +13,7 @@ from ...schedule import Schedule
 from ...shapes import GemmShape, Machine, Problem, TileShape
 from ...target import Target, TargetTile
 from ..catalogue import spec_for_tile
+from .by_model import model_pick
 from .launches import pair_stream_k
 from .operands import contiguous_b_row_bytes, decode_like
 from .tiles import choose_tile
@@ -72,6 +73,9 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
         return schedule if fixup is None or fixup == schedule.fixup else schedule.with_fixup(fixup)
     if not isinstance(schedule, str):
         raise ScheduleError(f"schedule must be a name or a Schedule (got {type(schedule).__name__})")
+    # auto on its own tile, Machine and policy, no option given: the calibrated model may overrule it
+    plain = (schedule == "auto" and tile is None and fixup is None and machine is None
+             and all(v is None for v in options.values()))
     if tile is None:
         tile = choose_tile(shape, dtype, target) if schedule == "auto" else target.tiles_for(dtype)[0]
     kernel = target.kernel(dtype, tile)
@@ -81,4 +85,6 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
         rows = contiguous_b_row_bytes(shape.k, shape.n, spec) if b_row_bytes is None else b_row_bytes
         paired = pair_stream_k(multicast, spec, rows, Problem(shape, tile).iters_per_tile)
         options = auto_options(kernel, shape, machine, fixup, options, paired)
+        chosen = make_schedule(schedule, shape, tile, machine, fixup=fixup, **options)
+        return model_pick(shape, dtype, target, chosen) if plain else chosen
     return make_schedule(schedule, shape, tile, machine, fixup=fixup, **options)

@@ -1,0 +1,79 @@
+"""Where the calibrated model overrules auto's rules (issue 43): on the sm90 large-GEMM tiles, auto's
+Schedule against data-parallel and two-way fixed-split on each of those tiles, each priced by the
+Target's calibrated simulator; auto runs the cheapest where the model says it saves more than
+MODEL_MARGIN.
+
+Only on a Target whose ``model_picks`` holds (the h200 preset: no other GPU has been measured for
+it). Where the model is measured to be blind, auto's rules stand (H200, seed 4254, 200 aligned shapes,
+the half of them the rule was derived on; benchmarks/LOG.md v47):
+* auto's tile is an sm80 fallback (64x64x32 and smaller): its Stream-K on resident slots was
+  predicted 1.26x its time (median, 10 shapes), so the model would leave it where it wins;
+* auto's grid is persistent (one CTA per SM over more tiles): predicted 1.07x its time (7 shapes),
+  and overruling it lost 1.22x and 1.11x on two shapes.
+"""
+
+from __future__ import annotations
+
+from ...schedule import Schedule
+from ...shapes import GemmShape, Problem, TileShape
+from ...target import Target
+from ..catalogue import LARGE_RUNGS, SM90_192_TILE
+
+# A candidate must be predicted this much faster than auto's Schedule to replace it: auto's own
+# data-parallel (grouped order, clusters) runs the same launch as the candidates' row-major one
+# 1.038x (128x128x64, 14 shapes) to 1.058x (128x256x64, 23) faster (median), which the model does
+# not price (H200 seed 4254, the derivation half; 0.02-0.10 scored 91.4-93.5% there, 0.06 best).
+# The candidates now run in the kernel's order too (as auto's own launches), which the oracle's
+# row-major rows measured at least that much slower: the margin stays as derived.
+MODEL_MARGIN = 0.06
+# The candidates: data-parallel, and fixed-split at its default two ways (the decompositions whose
+# predictions the same runs found closest; every other decomposition added lost 2-3 points there)
+MODEL_CANDIDATES = ("data-parallel", "fixed-split")
+# Above this many waves of auto's tiles the model is not asked: on the derivation half it overruled
+# none of the 10 shapes there (the largest it overruled held 2.3 waves), and pricing the candidates
+# costs 0.4-0.9 s a shape at 9-15 waves (the DRAM traffic model replays every MAC iteration)
+MODEL_MAX_WAVES = 3
+# Nor above this many MAC iterations of auto's Schedule, so that a shape's first call stays cheap: the
+# 16 shapes the model overruled on seed 4254 held at most 10,944; pricing the candidates of deeper
+# ones took 15-131 ms of decide() (aligned seed 4253's p90 to max), against 0.2-0.7 ms for the rules
+MODEL_MAX_ITERS = 12_000
+
+
+def model_tiles() -> tuple[TileShape, ...]:
+    """The sm90 large-GEMM tiles the model picks among: the square, 128x192 and wide tiles."""
+    square, wide = LARGE_RUNGS["sm90"]
+    return square, SM90_192_TILE, wide
+
+
+def is_persistent(s: Schedule) -> bool:
+    """Whether ``s`` runs more tiles than CTAs, every unit a whole tile (a persistent grid)."""
+    ipt = s.problem.iters_per_tile
+    return s.grid < s.problem.tiles and bool((s.units[:, 1] == 0).all() and (s.units[:, 2] == ipt).all())
+
+
+def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule) -> Schedule:
+    """``auto`` (auto's Schedule of ``shape`` on its own tile), or the candidate on the sm90 large
+    tiles the calibrated model predicts more than MODEL_MARGIN faster (rules above)."""
+    from ...calibrate.candidates import predicted
+    from ...sched import make_schedule
+
+    tiles = model_tiles()
+    if (not target.model_picks or auto.tile not in tiles or is_persistent(auto)
+            or auto.problem.tiles > MODEL_MAX_WAVES * target.sms or auto.problem.total_iters > MODEL_MAX_ITERS
+            or not all(t in target.tiles_for(dtype) for t in tiles)):
+        return auto
+    auto_us = predicted(auto, dtype, target)
+    if auto_us is None:
+        return auto
+    best, best_us = auto, auto_us / (1 + MODEL_MARGIN)
+    for tile in tiles:
+        machine = target.machine(dtype, tile)
+        for name in MODEL_CANDIDATES:
+            if name == "fixed-split" and -(-shape.m // tile.bm) * -(-shape.n // tile.bn) >= target.sms:
+                continue  # split tiles only below a wave (every fixed-split pick was; its event simulation is the cost)
+            order = target.kernel(dtype, tile).order_for(Problem(shape, tile), machine.slots)  # the kernel's, as auto's
+            cand = make_schedule(name, shape, tile, machine, tile_order=order)
+            us = predicted(cand, dtype, target)
+            if us is not None and us < best_us:
+                best, best_us = cand, us
+    return best

@@ -1,0 +1,56 @@
+"""auto on the sm90 large tiles takes the calibrated model's pick where it predicts a gain of more
+than MODEL_MARGIN (streamk/gpu/decide/by_model.py); elsewhere auto's rules stand. Shapes from the
+H200 seed-4254 oracle (benchmarks/LOG.md v47)."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamk.calibrate.candidates import predicted
+from streamk.gpu.decide.by_model import MODEL_MARGIN, MODEL_MAX_WAVES, is_persistent, model_pick, model_tiles
+from streamk.gpu.decide.schedule import schedule_for
+from streamk.gpu.decide.tiles import choose_tile
+from streamk.sched import make_schedule
+from streamk.shapes import GemmShape
+from streamk.target import preset
+
+H200 = preset("h200")
+
+
+@pytest.mark.parametrize("mnk, decomposition, tile", [
+    ((3458, 224, 5936), "fixed-split", "128x128x64"),  # auto's DP on 56 tiles measured 1.26x fixed-split's time
+    ((2790, 936, 7760), "data-parallel", "128x192x64"),  # auto's 128x256x64 DP 1.16x
+    ((7613, 1072, 2080), "data-parallel", "128x192x64"),  # 1.23x
+])
+def test_model_overrules_auto_where_it_predicts_a_gain(mnk, decomposition, tile):
+    s = schedule_for("auto", GemmShape(*mnk), "float16", H200)
+    assert (s.decomposition, str(s.tile)) == (decomposition, tile), f"{mnk}: {s.decomposition} on {s.tile}"
+
+
+@pytest.mark.parametrize("mnk", [(3458, 224, 5936), (2790, 936, 7760), (1996, 2232, 1176), (700, 900, 3000)])
+def test_the_pick_is_predicted_faster_by_the_margin_or_is_auto(mnk):
+    shape = GemmShape(*mnk)
+    auto = schedule_for("auto", shape, "float16", H200, tile=choose_tile(shape, "float16", H200))
+    pick = model_pick(shape, "float16", H200, auto)
+    if pick is not auto:
+        assert predicted(pick, "float16", H200) * (1 + MODEL_MARGIN) < predicted(auto, "float16", H200), mnk
+    for t in model_tiles():
+        for name in ("data-parallel", "fixed-split"):
+            cand = make_schedule(name, shape, t, H200.machine("float16", t))
+            assert predicted(cand, "float16", H200) >= predicted(pick, "float16", H200) - 1e-9 or pick is auto, \
+                f"{mnk}: {name} on {t} is predicted faster than the pick"
+
+
+def test_auto_stands_where_the_model_is_blind():
+    persistent = schedule_for("auto", GemmShape(1769, 3848, 232), "float16", H200)  # 434 tiles on 132 CTAs
+    assert is_persistent(persistent) and persistent.decomposition == "auto"
+    small = schedule_for("auto", GemmShape(636, 624, 4816), "float16", H200)  # the sm80 64x64x32 fallback
+    assert str(small.tile) == "64x64x32" and small.decomposition == "auto"
+    big = schedule_for("auto", GemmShape(8192, 8192, 8192), "float16", H200)
+    assert big.problem.tiles > MODEL_MAX_WAVES * H200.sms and big.decomposition == "auto"
+
+
+def test_a_caller_given_policy_or_tile_keeps_auto():
+    shape = GemmShape(3458, 224, 5936)
+    assert schedule_for("auto", shape, "float16", H200, fixup="owner-waits").decomposition == "auto"
+    assert schedule_for("auto", shape, "float16", H200, tile=model_tiles()[0]).decomposition == "auto"
