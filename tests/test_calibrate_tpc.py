@@ -56,3 +56,21 @@ def test_tpc_probes_run_quarters_of_the_sms_at_equal_work() -> None:
     assert {p.schedule.problem.iters_per_tile for p in design} == {128}
     assert all(p.schedule.decomposition.startswith(TPC_PREFIX) for p in design)
     assert not [p for p in probes(TILE, SMS, 1, 50e6, 2) if p.family == "dp-tpc"]
+
+
+def test_fit_recovers_c_tpc_from_the_tpc_probes_and_prices_it_only_with_them() -> None:
+    # the calibrated simulator under known terms as the device (tests/test_calibrate.py's way)
+    from streamk.calibrate.fit import calibrate_with
+
+    sms, l2 = 32, 12e6
+    truth = {**VALUES, "c_free": 0.06, "c_tpc": 0.04, "unit": 1.0, "atomic": 3.0, "dram_us_per_mb": 1.5,
+             "c_l2": 0.05}
+
+    def device(schedules, dtype, pacing=None):
+        return [predict_from(s, truth, sms, 1, l2_bytes=l2) for s in schedules]
+
+    _, with_probes = calibrate_with(device, "float16", TILE, sms, 1, l2, quick=True, tpc=True)
+    fitted = dict(zip(with_probes.names, with_probes.values))
+    assert fitted["c_tpc"] == pytest.approx(0.04, abs=1e-6) and fitted["c_free"] == pytest.approx(0.06, abs=1e-6)
+    _, without = calibrate_with(device, "float16", TILE, sms, 1, l2, quick=True)
+    assert "c_tpc" not in without.names
