@@ -16,12 +16,12 @@ TPC full for a wave at least), and on kernels of two CTAs an SM ``1-2x`` (sms < 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import math
 
 import numpy as np
 
 from streamk.calibrate.fidelity import label, read_csv
+from streamk.calibrate.selection import shape_half
 from streamk.shapes import TileShape
 from streamk.target import preset
 
@@ -41,8 +41,8 @@ def occupancy_class(grid: int, sms: int, ctas_per_sm: int) -> str:
 
 
 def held_out(m: int, n: int, k: int) -> bool:
-    """The held-out half: sha1("MxNxK")'s first byte odd (even: the fitting half; oracle_auto.py's halves)."""
-    return hashlib.sha1(f"{m}x{n}x{k}".encode()).digest()[0] % 2 == 1
+    """The held-out half (selection.shape_half 1; the fitting half 0, as oracle_auto.py's)."""
+    return shape_half(m, n, k) == 1
 
 
 def fit_dp(path: str, target_name: str, dtype: str, tiles: list[str]) -> None:
