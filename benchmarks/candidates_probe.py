@@ -13,12 +13,11 @@ model ranks badly but that runs fast, or one whose kernel runs far slower than i
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 
 import torch
 
-from streamk.bench.harness import time_interleaved
+from streamk.bench.harness import time_interleaved, write_rows
 from streamk.bench.variants import variant
 from streamk.calibrate.candidates import candidates, predicted
 from streamk.gpu import prepare
@@ -71,10 +70,7 @@ def main() -> int:
             rows.append({"shape": f"{m}x{n}x{k}", "variant": name, "tile": tile, "grid": s.grid,
                          "predicted_us": pred, "measured_us": us, "cublas_us": cub})
     if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+        write_rows(args.csv, rows)
     return 0
 
 

@@ -12,22 +12,17 @@ first byte of sha1("MxNxK"), so that a rule derived on one half is judged on the
 from __future__ import annotations
 
 import argparse
-import hashlib
 import math
 from collections import defaultdict
 
 import numpy as np
 
 from streamk.calibrate.fidelity import fingerprint, read_csv, resolve
+from streamk.calibrate.selection import shape_half
 from streamk.shapes import GemmShape
 from streamk.target import preset
 
 WITHIN = 1.05
-
-
-def half(m: int, n: int, k: int) -> int:
-    """The shape's half: 0 (the rules' derivation half in LOG.md v47) or 1 (held out)."""
-    return hashlib.sha1(f"{m}x{n}x{k}".encode()).digest()[0] % 2
 
 
 def summary(ratios: list[float]) -> str:
@@ -60,7 +55,7 @@ def main() -> None:
             continue
         best = min(float(r["measured_us"]) for r in rows)
         ratio = same[0][2] / best
-        ratios[half(m, n, k)].append(ratio)
+        ratios[shape_half(m, n, k)].append(ratio)
         if args.list and ratio > WITHIN:
             print(f"{m}x{n}x{k}: auto runs {same[0][1]} ({s.decomposition} on {launch[1]}, grid {s.grid}) "
                   f"{ratio:.3f}x the best")

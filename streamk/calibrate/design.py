@@ -70,6 +70,8 @@ SHIFTED_ITERS = (8, 32, 128)               # k iterations of dp-shifted one CTA 
 PACKED_ITERS = (8, 32, 128)                # k iterations of dp-packed
 ROW32_ITERS = (32, 128)                    # k iterations of dp-row32 one CTA per SM (and sms/4 at LONG_K)
 ROW32_SHORT_BYTES = 16                     # dp-row32's k and n this much short of whole tiles
+TPC_QUARTERS = (1, 2, 3, 4)                # dp-tpc: q/4 of the SMs busy, one CTA an SM (k = 128; LOG.md v49)
+TPC_PREFIX = "calibrate:tpc-"              # the fit prices c_tpc only where the design holds these probes
 LONG_K = 128
 QUICK = {"DP_ITERS": (1, 8, 64), "WAVE_ITERS": (8, 32), "SPLIT_ITERS": (64,), "SPLITS": (2, 4), "PEERS": (1, 4),
          "REDUCE_SPLITS": (2, 4, 8), "UNITS": ((4, 8), (2, 32)),
@@ -127,12 +129,15 @@ def _scattered(tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float, ele
 
 def probes(tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float, element_bytes: int,
            quick: bool = False, packed_mb: Callable[[GemmShape], float] | None = None, *,
-           row32: bool = False) -> tuple[Probe, ...]:
+           row32: bool = False, tpc: bool = False) -> tuple[Probe, ...]:
     """The design for a kernel on ``tile`` of ``ctas_per_sm`` resident CTAs on ``sms`` SMs with an
     L2 of ``l2_bytes``, operands of ``element_bytes`` (``quick``: the reduced design of the GPU test);
     ``packed_mb``: the MB of contiguous A and B the kernel packs for a shape (``gpu.decide.tiles.packed_bytes``),
     where it packs any: then the dp-packed probes price the pack pass; ``row32``: the kernel reads A
-    and B in place through TMA boxes (``KernelSpec.tma``): then the dp-row32 probes price c_row32."""
+    and B in place through TMA boxes (``KernelSpec.tma``): then the dp-row32 probes price c_row32; ``tpc``:
+    the dp-tpc probes (whole tiles of k = 128 on 1/4, 1/2, 3/4 and all of the SMs, one CTA an SM, the
+    same work a CTA) price c_tpc: a wave at most half the SMs runs each CTA alone on its TPC (not yet
+    run on a GPU; LOG.md v49)."""
     if sms < 2 * max(REDUCE_SPLITS):
         raise ScheduleError(f"calibration needs at least {2 * max(REDUCE_SPLITS)} SMs (got {sms})")
     q = QUICK if quick else {}
@@ -212,6 +217,11 @@ def probes(tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float, element
                                    tile, ctas, machine=one)
             out.append(Probe("dp-row32", f"{'sms/4 ' if tiles < sms else ''}k={k}", s,
                              packed_mb(s.shape) if packed_mb is not None else 0.0))
+    if tpc:
+        for q in TPC_QUARTERS:
+            tiles = sms * q // 4
+            ctas = [[(t, 0, LONG_K)] for t in range(tiles)]
+            out.append(Probe("dp-tpc", f"{q}/4 sms", _schedule(f"tpc-{q}", tiles, LONG_K, tile, ctas, one)))
     scattered = _scattered(tile, sms, ctas_per_sm, l2_bytes, element_bytes)
     out.append(Probe("dram-scattered", f"k={scattered.problem.iters_per_tile}", scattered))
     return tuple(out)

@@ -89,11 +89,13 @@ def warm_clocks(fn: Callable[[], None], stream) -> None:
 
 
 def calibrate(dtype: str, tile: TileShape, quick: bool = False, pacing: Pacing | None = None,
-              pool=None, timing: list[float] | None = None) -> tuple[tuple[Probe, ...], Fit, Calibration, str]:
+              pool=None, timing: list[float] | None = None, tpc: bool = False
+              ) -> tuple[tuple[Probe, ...], Fit, Calibration, str]:
     """Probe, time and fit one kernel on the current GPU: the probes, the fit, its Calibration and
     the device family whose file it belongs in; ``pacing``: how the probes are paced (default
     this version's), ``pool``: worker processes for the fit (``parallel.worker_pool``),
-    ``timing``: where given, the seconds each call of the timer took are appended to it."""
+    ``timing``: where given, the seconds each call of the timer took are appended to it; ``tpc``: with
+    the dp-tpc probes, which price c_tpc (design.probes; not yet run on a GPU, LOG.md v49)."""
     from ..gpu.runtime.device import current
     from ..gpu.catalogue import spec_for_tile
     from ..gpu.decide.tiles import packed_bytes
@@ -111,7 +113,7 @@ def calibrate(dtype: str, tile: TileShape, quick: bool = False, pacing: Pacing |
         return out
     design, result = calibrate_with(timer, dtype, tile, dev.sms, ctas, dev.l2_bytes, quick,
                                     packed_mb=lambda shape: packed_bytes(shape, dtype, tile) / 1e6,
-                                    row32=spec_for_tile(dtype, tile).tma, pool=pool)
+                                    row32=spec_for_tile(dtype, tile).tma, tpc=tpc, pool=pool)
     return design, result, result.calibration(dtype, tile, ctas, dev.name, dev.sms, dev.l2_bytes), family
 
 

@@ -21,7 +21,7 @@ from ..errors import StreamkError
 from ..schedule import Schedule
 from ..shapes import ITEMSIZE, GemmShape, TileShape
 from ..target import streams_unaligned
-from .design import Probe, probes
+from .design import TPC_PREFIX, Probe, probes
 from .model import MAY_NOT_BIND, PACK_TERMS, TERM_DOC, Calibration, Term, term_names
 from .batch import predict_many
 from .traffic import row32_share
@@ -29,7 +29,7 @@ from .traffic import row32_share
 # a first guess of the H100's order of magnitude; the fit moves it
 START_US = {"launch": 2.0, "a": 2.0, "c1": 0.5, "c_shared": 1.0, "b": 1.0, "d": 1.0, "pass_launch": 2.0,
             "d_reduce": 0.5, "unit": 1.0, "dram_us_per_mb": 5.0, "atomic": 1.0, "c_free": 0.05, "c_l2": 0.05,
-            "l2_us_per_mb": 0.1, "c_shifted": 0.3, "c_row32": 0.1, "pack": 1.0, "pack_us_per_mb": 0.5}
+            "l2_us_per_mb": 0.1, "c_shifted": 0.3, "c_row32": 0.1, "c_tpc": 0.05, "pack": 1.0, "pack_us_per_mb": 0.5}
 STEP = 1e-3        # finite-difference step, in us: far below any term, inside one linear piece
 MAX_ITERATIONS = 30
 TOLERANCE = 1e-10  # stop once no term moves more than this (us)
@@ -157,8 +157,11 @@ def _descend(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: i
     packs = any(mb > 0 for mb in packed_mb)
     # c_row32 only where a probe reads rows off a 32-byte boundary (the dp-row32 probes of a TMA kernel)
     row32 = any(row32_share(s.shape, s.tile, element_bytes) > 0 for s in schedules)
+    # c_tpc only where the design holds the dp-tpc probes (design.probes(tpc=True)): the dp-partial ones
+    # alone leave it level with c_free on the quick design
+    tpc = any(s.decomposition.startswith(TPC_PREFIX) for s in schedules)
     names = tuple(n for n in term_names(ctas_per_sm) if n not in held and (n != "c_shifted" or shifted)
-                  and (n != "c_row32" or row32) and (n not in PACK_TERMS or packs))
+                  and (n != "c_row32" or row32) and (n != "c_tpc" or tpc) and (n not in PACK_TERMS or packs))
     if len(y) <= len(names):
         raise FitError(f"{len(names)} terms need more than {len(names)} probes (got {len(y)})")
     w = 1.0 / y
@@ -217,14 +220,14 @@ Timer = Callable[[Sequence[Schedule], str], np.ndarray]  # (schedules, dtype) ->
 
 def calibrate_with(timer: Timer, dtype: str, tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float,
                    quick: bool = False, packed_mb: Callable[[GemmShape], float] | None = None, row32: bool = False,
-                   pool: Pool | None = None) -> tuple[tuple[Probe, ...], Fit]:
+                   tpc: bool = False, pool: Pool | None = None) -> tuple[tuple[Probe, ...], Fit]:
     """The whole calibration against any ``timer``: the GPU's (``device.time_schedules``) or, in
     the tests, the calibrated simulator under known terms; ``l2_bytes``: the device's L2;
     ``packed_mb``: the MB of contiguous A and B the kernel packs for a shape, ``row32``: whether it
     reads A and B in place through TMA boxes (``design.probes``); ``pool``: worker processes for
     the fit's predictions (``batch.predict_many``; the same fit, sooner)."""
     element_bytes = ITEMSIZE[dtype]
-    design = probes(tile, sms, ctas_per_sm, l2_bytes, element_bytes, quick, packed_mb, row32=row32)
+    design = probes(tile, sms, ctas_per_sm, l2_bytes, element_bytes, quick, packed_mb, row32=row32, tpc=tpc)
     schedules = [p.schedule for p in design]
     measured = np.asarray(timer(schedules, dtype), dtype=float)
     kw = dict(l2_bytes=l2_bytes, element_bytes=element_bytes, packed_mb=[p.packed_mb for p in design], pool=pool)

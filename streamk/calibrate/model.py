@@ -30,6 +30,9 @@ TERM_DOC: dict[str, str] = {
     "atomic": "per unit that adds its partial tile into C atomically (the atomic policy's red.add of a whole tile)",
     "c_free": "per MAC iteration, what a CTA alone on its SM saves when SMs idle: c1 - (1 - busy SMs / SMs) c_free "
               "(the idle SMs' share of L2 and DRAM bandwidth goes to the busy ones)",
+    "c_tpc": "per MAC iteration of a CTA alone on its SM, what it saves more where the wave leaves each TPC (SM pair) "
+             "at most one CTA: busy CTAs <= SMs / 2, placed one a TPC first (a partner's CTA shares the TPC's operand "
+             "intake, and a wave's lockstep waits on the CTAs that share; LOG.md v45, v49)",
     "c_l2": "per MAC iteration, what it costs more per L2's worth of A and B: c + c_l2 (A + B bytes) / L2 bytes "
             "(the fuller the L2, the more shared slices an L2-bound mainloop refills between their reads)",
     "l2_us_per_mb": "per MB of A and B boxes that the busy CTAs read from L2 in one MAC iteration: the iteration "
@@ -45,9 +48,9 @@ TERM_DOC: dict[str, str] = {
 }
 
 
-# Terms added to the first model (LOG.md v19, v21, v22, v26, v28, v35, v41d, v35e); an entry fitted without some
+# Terms added to the first model (LOG.md v19, v21, v22, v49, v26, v28, v35, v41d, v35e); an entry fitted without some
 # of them predicts as if they were 0.
-EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic", "c_free", "c_l2", "l2_us_per_mb", "c_shifted", "c_row32",
+EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic", "c_free", "c_tpc", "c_l2", "l2_us_per_mb", "c_shifted", "c_row32",
                    "pack", "pack_us_per_mb")
 # The pack pass's terms: fitted only on a kernel that packs (the dp-packed probes); any other predicts no pack.
 PACK_TERMS = ("pack", "pack_us_per_mb")

@@ -16,6 +16,9 @@ machine and which constants it runs with, mirroring how the GPU backend launches
 * ``c_free``: a wave of fewer CTAs than SMs (a one-wave grid, or a launch's last wave) runs each MAC
   iteration faster, c1 - (1 - CTAs / sms) c_free (the idle SMs' L2 and DRAM bandwidth serves the
   busy ones; LOG.md v22, v43);
+* ``c_tpc``: a wave of at most half as many CTAs as SMs, one an SM, runs each CTA alone on its TPC
+  (an SM pair; the block scheduler fills TPCs one CTA each first): each MAC iteration c_tpc faster
+  still; above half, the CTAs that share a TPC set the wave's pace (LOG.md v45's traces, v49);
 * ``c_l2``: each MAC iteration costs c_l2 more per L2's worth of A and B bytes (an L2-bound
   mainloop refills more of its shared slices the fuller the L2; LOG.md v26);
 * ``l2_us_per_mb``: a MAC iteration lasts at least the time the L2 takes to serve every CTA of the
@@ -86,6 +89,8 @@ def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_
     def at(busy: int) -> float:
         """A MAC iteration while ``busy`` CTAs run: idle SMs' relief and the L2 floor of those CTAs."""
         c = c0 - values.get("c_free", 0.0) * (1.0 - min(busy, sms) / sms) if r == 1 else c0
+        if r == 1 and busy <= sms // 2:
+            c -= values.get("c_tpc", 0.0)  # every CTA alone on its TPC (SM pair)
         return max(c, busy * floor_us) * stretch
 
     # each wave priced at its own CTAs (a small last wave runs with SMs idle: their bandwidth, a lighter

@@ -9,6 +9,7 @@ candidate to) and over all rows (a shape's best over every tile's candidates).
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import defaultdict
 from typing import Any, Sequence
@@ -17,6 +18,12 @@ import numpy as np
 
 WITHIN = 1.05  # "within 5% of the measured best"
 SELECTORS = ("predicted_best", "auto")
+
+
+def shape_half(m: int, n: int, k: int) -> int:
+    """A shape's half of a corpus for held-out checks: sha1("MxNxK")'s first byte even (0: where a
+    rule or term is derived) or odd (1: held out); LOG.md v47, v49."""
+    return hashlib.sha1(f"{m}x{n}x{k}".encode()).digest()[0] % 2
 
 
 def _measured(row: dict[str, Any]) -> float:

@@ -67,11 +67,11 @@ def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule) -> 
         return auto
     best, best_us = auto, auto_us / (1 + MODEL_MARGIN)
     for tile in tiles:
-        machine = target.machine(dtype, tile)
+        machine, problem = target.machine(dtype, tile), Problem(shape, tile)
+        order = target.kernel(dtype, tile).order_for(problem, machine.slots)  # the kernel's, as auto's launches
         for name in MODEL_CANDIDATES:
-            if name == "fixed-split" and -(-shape.m // tile.bm) * -(-shape.n // tile.bn) >= target.sms:
+            if name == "fixed-split" and problem.tiles >= target.sms:
                 continue  # split tiles only below a wave (every fixed-split pick was; its event simulation is the cost)
-            order = target.kernel(dtype, tile).order_for(Problem(shape, tile), machine.slots)  # the kernel's, as auto's
             cand = make_schedule(name, shape, tile, machine, tile_order=order)
             us = predicted(cand, dtype, target)
             if us is not None and us < best_us:
