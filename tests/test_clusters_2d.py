@@ -212,6 +212,30 @@ def test_2x2_clusters_only_where_asked_and_only_on_whole_tiles():
     assert _decision("data-parallel", Tuning(cluster_2d=True), "128x128x32").cluster == NO_CLUSTER  # sm80
 
 
+def test_auto_runs_short_whole_tiles_in_2x2_clusters():
+    """auto reads its schedule in 2x2 blocks where each 128-row tile runs at most QUAD_MAX_ITERATIONS
+    (and so launches in clusters of four), not deeper, not on 64-row tiles, not without multicast, not in an order the caller gave;
+    `streamk schedule auto --target` prints the order gemm() runs."""
+    from streamk.gpu.decide.launches import QUAD_CLUSTER, QUAD_MAX_ITERATIONS, QUAD_ORDER
+    from streamk.gpu.decide.schedule import schedule_for
+    from streamk.gpu.request import Tuning
+    from streamk.target import preset
+
+    short_k = 64 * QUAD_MAX_ITERATIONS
+    short = _decision("auto", Tuning(), None, m=4979, n=360, k=short_k)
+    assert short.cluster == QUAD_CLUSTER and short.schedule.tile_order == QUAD_ORDER
+    cli = schedule_for("auto", GemmShape(4979, 360, short_k), "float16", preset("h200"))
+    assert cli.tile_order == QUAD_ORDER and np.array_equal(cli.units, short.schedule.units)
+    deep = _decision("auto", Tuning(), None, m=4979, n=360, k=short_k + 1)
+    assert deep.cluster != QUAD_CLUSTER and deep.schedule.tile_order != QUAD_ORDER
+    plain = _decision("auto", Tuning(multicast=False), None, m=4979, n=360, k=short_k)
+    assert plain.schedule.tile_order != QUAD_ORDER
+    given = _decision("auto", Tuning(), None, m=4979, n=360, k=short_k, tile_order="row-major")
+    assert given.schedule.tile_order == "row-major" and given.cluster != QUAD_CLUSTER
+    rows64 = _decision("auto", Tuning(), None, m=249, n=2576, k=short_k)  # 64-row tiles keep their pairs
+    assert rows64.schedule.tile.bm == 64 and rows64.cluster != QUAD_CLUSTER
+
+
 class _StandIn:
     """build_plan's view of an H200 without CUDA: one CTA an SM; ``fours``: the CTAs clusters of
     four may hold at once."""

@@ -25,8 +25,8 @@ class Tuning:
     "never": operands.copy_widths); ``pdl``: programmatic dependent launch of a GEMM's kernels behind
     the kernel before each, its own or, for its first main kernel, the stream's (None:
     decide.launches.use_pdl); ``multicast``: False launches sm90 kernels without clusters;
-    ``cluster_2d``: whole-tile schedules on the sm90 tiles that multicast run in 2x2 clusters that share A
-    and B (decide.launches.cluster_shape; an experiment until a GPU run shows the gain)."""
+    ``cluster_2d``: every whole-tile schedule on the sm90 tiles that multicast runs in 2x2 clusters that
+    share A and B (bench +mc2d; auto does where its tiles are short: decide.launches.auto_quads)."""
 
     narrow: str = "auto"
     pdl: bool | None = None
