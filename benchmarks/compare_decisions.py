@@ -194,7 +194,7 @@ def dump(case: dict) -> dict:
         "template": _struct(p.template), "pack": _struct(p.pack) if p.pack is not None else None,
         "needs": {f: getattr(p.needs, f) for f in p.needs.__dataclass_fields__},
         "extents": list(p.extents), "residency": p.residency, "coresident": p.coresident,
-        "maps": json.loads(json.dumps(p.maps)), "pairs": p.pairs, "names": p.names,
+        "maps": json.loads(json.dumps(p.maps)), "pairs": getattr(p, "shares", getattr(p, "pairs", 0)), "names": p.names,
     }
     decided = getattr(p, "decision", None)
     if decided is not None:  # the working tree: decide() alone gives the plan's Decision

@@ -230,15 +230,21 @@ def traces(stream, shapes: list[tuple[int, int, int]] | None = None, variants: l
               f"event {event:8.2f} span {span:8.2f} | entry spread {enter[-1]:.2f}, entry to mainloop "
               f"{statistics.median(lead):.2f}/{lead[-1]:.2f} | " + " | ".join(parts))
         placement_report(s, t, per_action)
-        if p.launch.steps[-1].cluster == 2:
-            cluster_report(t)
+        if p.launch.steps[-1].cluster > 1:
+            cluster_report(t, p.launch.steps[-1].cluster)
         if shapes:
             waits_report(s, plan, t, t0)
 
 
-def cluster_report(t) -> None:
+def cluster_report(t, size: int = 2) -> None:
     """Where a launch's two-CTA clusters landed (%smid of ranks 2i and 2i + 1): on one TPC (SMs 2j,
-    2j + 1), on two TPCs, or on one SM; whether a multicast can feed both SMs of a TPC at once."""
+    2j + 1), on two TPCs, or on one SM; whether a multicast can feed both SMs of a TPC at once.
+    Clusters of four: how many TPCs each spans."""
+    if size != 2:
+        spans = [len({t[i + r][1] // 2 for r in range(size)}) for i in range(0, len(t) - size + 1, size)]
+        print(f"    clusters: {len(spans)} of {size} CTAs, TPCs each: "
+              + ", ".join(f"{n}: {spans.count(n)}" for n in sorted(set(spans))))
+        return
     pairs = [(t[i][1], t[i + 1][1]) for i in range(0, len(t) - 1, 2)]
     same_sm = sum(a == b for a, b in pairs)
     same_tpc = sum(a != b and a // 2 == b // 2 for a, b in pairs)

@@ -18,11 +18,17 @@ import numpy as np
 from .errors import ScheduleError
 from .shapes import GemmShape, Machine, Problem, TileShape
 
-TILE_ORDERS = ("row-major", "column-major", "grouped-G")
+TILE_ORDERS = ("row-major", "column-major", "grouped-G", "quads-G")
 """Rasterizations: tile t -> (tile_m, tile_n). ``grouped-G`` (G >= 1, e.g. grouped-8) walks G
 tile rows at a time, column by column within the group (Triton's GROUP_M ordering, from
 triton-lang/triton python/tutorials/03-matrix-multiplication.py): CTAs running together then
-share A rows and B columns in L2 instead of streaming all of B for every tile row."""
+share A rows and B columns in L2 instead of streaming all of B for every tile row.
+``quads-G`` (G even, e.g. quads-8) numbers 2x2 blocks of tiles four at a time, so that whole-tile
+CTAs 4q .. 4q + 3 run one block (tiles (2i, 2j), (2i + 1, 2j), (2i, 2j + 1), (2i + 1, 2j + 1)): an
+sm90 cluster of four shares A along its rows and B along its columns (gpu/clusters.py). The blocks
+lie in grouped-(G/2) order over the grid of blocks; after them the ragged edges, each in pairs: an
+odd last tile column's rows 2i, 2i + 1 (one B), then an odd last tile row's columns 2j, 2j + 1
+(one A), then the corner tile where both are odd. Every pair starts on an even index."""
 
 
 def check_fixup(fixup: object) -> None:
@@ -39,8 +45,10 @@ def check_tile_order(order: str) -> str:
     head, _, size = order.partition("-")
     if head == "grouped" and size.isdigit() and int(size) >= 1:
         return order
-    raise ScheduleError(f"tile order must be row-major, column-major or grouped-G with G >= 1 such as "
-                        f"grouped-8 (got {order!r})")
+    if head == "quads" and size.isdigit() and int(size) >= 2 and int(size) % 2 == 0:
+        return order
+    raise ScheduleError(f"tile order must be row-major, column-major, grouped-G with G >= 1 such as grouped-8 "
+                        f"or quads-G with G even such as quads-8 (got {order!r})")
 
 
 def tile_coordinates(order: str, tiles_m: int, tiles_n: int, tile: np.ndarray | int) -> tuple:
@@ -50,12 +58,32 @@ def tile_coordinates(order: str, tiles_m: int, tiles_n: int, tile: np.ndarray | 
         tm, tn = np.divmod(t, tiles_n)
     elif order == "column-major":
         tn, tm = np.divmod(t, tiles_m)
+    elif order.startswith("quads"):
+        tm, tn = _quad_coordinates(int(order.split("-")[1]), tiles_m, tiles_n, t)
     else:
-        group = int(order.split("-")[1])
-        group_id, within = np.divmod(t, group * tiles_n)
-        first_m = group_id * group
-        rows = np.minimum(tiles_m - first_m, group)
-        tm, tn = first_m + within % rows, within // rows
+        tm, tn = _grouped(int(order.split("-")[1]), tiles_m, tiles_n, t)
+    return tm, tn
+
+
+def _grouped(group: int, tiles_m: int, tiles_n: int, t: np.ndarray) -> tuple:
+    group_id, within = np.divmod(t, group * tiles_n)
+    first_m = group_id * group
+    rows = np.minimum(tiles_m - first_m, group)
+    return first_m + within % rows, within // rows
+
+
+def _quad_coordinates(group: int, tiles_m: int, tiles_n: int, t: np.ndarray) -> tuple:
+    """quads-G (TILE_ORDERS): the 2x2 blocks, then the odd column's pairs, the odd row's, the corner."""
+    blocks_m, blocks_n = tiles_m // 2, tiles_n // 2
+    quads = 4 * blocks_m * blocks_n
+    column = 2 * blocks_m if tiles_n % 2 else 0  # the odd last column's paired tiles
+    row = 2 * blocks_n if tiles_m % 2 else 0  # the odd last row's
+    q, rank = np.divmod(np.minimum(t, max(quads - 1, 0)), 4)
+    bm, bn = _grouped(group // 2, max(blocks_m, 1), max(blocks_n, 1), q)
+    u = t - quads
+    v = u - column
+    tm = np.where(t < quads, 2 * bm + rank % 2, np.where(u < column, u, tiles_m - 1))
+    tn = np.where(t < quads, 2 * bn + rank // 2, np.where(u < column, tiles_n - 1, np.where(v < row, v, tiles_n - 1)))
     return tm, tn
 FIXUP_POLICIES = ("owner-waits", "turnstile", "last-arrival", "atomic", "separate-reduce")
 DEFAULT_FIXUP = "owner-waits"
@@ -212,6 +240,12 @@ class Schedule:
         """The same decomposition consolidated by another policy."""
         return Schedule.proven(self.decomposition, self.shape, self.tile, self.units, self.cta_offsets,
                                self.machine, self.tile_order, fixup)
+
+    def with_tile_order(self, order: str) -> Schedule:
+        """The same units with tile indices read in rasterization ``order`` (which tile each CTA
+        runs changes; every MAC iteration is still covered once)."""
+        return Schedule.proven(self.decomposition, self.shape, self.tile, self.units, self.cta_offsets,
+                               self.machine, check_tile_order(order), self.fixup)
 
     def walked_backward(self) -> Schedule:
         """Each CTA's units in reverse order (CUTLASS's SK units walk their tiles backwards).

@@ -112,6 +112,9 @@ class Target:
     # auto takes the calibrated model's pick where gpu/decide/by_model.py allows: measured on the
     # H200 only (benchmarks/LOG.md v47), so the other presets keep auto's rules
     model_picks: bool = False
+    # auto runs short whole tiles of 128 rows in 2x2 clusters that share A and B
+    # (gpu/decide/launches.auto_quads): measured on the H200 only (benchmarks/LOG.md v46)
+    quad_clusters: bool = False
     # lookups by (dtype, tile) and dtype, built once: a first gemm() call asks several times
     _by_tile: dict = field(init=False, repr=False, compare=False, hash=False)
     _by_dtype: dict = field(init=False, repr=False, compare=False, hash=False)
@@ -320,7 +323,8 @@ def with_calibration(target: Target, found: tuple[Calibration, ...]) -> Target:
 _BARE = {
     "a100": Target("a100", "sm_80", 108, _A100_TILES),
     "h100": Target("h100", "sm_90a", 132, _H100_TILES, large_rungs="sm90"),
-    "h200": Target("h200", "sm_90a", 132, _H100_TILES, large_rungs="sm90", model_picks=True),
+    "h200": Target("h200", "sm_90a", 132, _H100_TILES, large_rungs="sm90", model_picks=True,
+                   quad_clusters=True),
 }
 
 

@@ -96,3 +96,24 @@ def nan_padded_view(rows: int, cols: int, ld: int, offset: int, dtype: str, gen)
     view = buf[offset:offset + rows * ld].view(rows, ld)[:, :cols]
     view.copy_(torch.randn(rows, cols, generator=gen, device="cuda"))
     return view
+
+
+def graph_replayed(A, B, replays: int = 5, **options):
+    """C of ``gemm(A, B, **options)`` captured in a CUDA graph (after a warm call that builds the
+    plan on the capture stream) and replayed ``replays`` times over a NaN-filled C."""
+    import torch
+
+    from streamk.gpu import gemm
+
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        gemm(A, B, **options)  # warm: plan built
+    stream.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        C = gemm(A, B, **options)
+    for _ in range(replays):
+        C.fill_(math.nan)
+        graph.replay()
+    torch.cuda.synchronize()
+    return C

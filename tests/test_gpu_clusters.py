@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from gpu_support import GPU, error_ratio, inputs, relaunched
+from gpu_support import GPU, error_ratio, graph_replayed, inputs, relaunched
 from streamk.gpu.request import Tuning
 from streamk.fixup import plan_fixup
 from streamk.gpu.clusters import twin_pairs
@@ -152,7 +152,7 @@ def test_paired_stream_k_runs_in_clusters_eager_and_in_a_graph(tile, fixup):
     without a reset bitwise equal (but atomic's), a CUDA graph's replays equal to the eager run."""
     import torch
 
-    from streamk.gpu import gemm, prepare
+    from streamk.gpu import prepare
 
     _skip_unless_sm90()
     m, n, k = PAIRED_SHAPE
@@ -167,17 +167,7 @@ def test_paired_stream_k_runs_in_clusters_eager_and_in_a_graph(tile, fixup):
     deterministic = fixup != "atomic"
     assert error_ratio(first, A, B) <= 1 and error_ratio(last, A, B) <= 1, (tile, fixup)
     assert not deterministic or torch.equal(first, last)
-    stream = torch.cuda.Stream()
-    with torch.cuda.stream(stream):
-        gemm(A, B, **options)  # warm: plan built
-    stream.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=stream):
-        G = gemm(A, B, **options)
-    for _ in range(5):
-        G.fill_(math.nan)
-        graph.replay()
-    torch.cuda.synchronize()
+    G = graph_replayed(A, B, **options)
     assert error_ratio(G, A, B) <= 1 and (not deterministic or torch.equal(G, first)), (tile, fixup)
 
 

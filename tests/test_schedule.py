@@ -128,7 +128,7 @@ def test_grouped_order_walks_g_rows_column_by_column():
     assert tile_coordinates("grouped-1", 3, 3, 5) == tile_coordinates("row-major", 3, 3, 5)
 
 
-@pytest.mark.parametrize("order", ["grouped-0", "grouped", "hilbert", "grouped-x"])
+@pytest.mark.parametrize("order", ["grouped-0", "grouped", "hilbert", "grouped-x", "quads-3"])
 def test_bad_tile_orders_are_refused(order):
-    with pytest.raises(ScheduleError, match="tile order must be row-major, column-major or grouped-G"):
+    with pytest.raises(ScheduleError, match="tile order must be row-major, column-major, grouped-G"):
         make_schedule("data-parallel", SHAPE, TILE, Machine(1), tile_order=order)

@@ -91,7 +91,7 @@ def add_arguments(ap: argparse.ArgumentParser, seed: Callable[[str], int], outpu
                          "operands in L2 from the call before (default: warm L2, as back-to-back calls run)")
     ap.add_argument("--decomps", type=variants_arg, default=";".join(DECOMPS), metavar="VARIANTS",
                     help="';'-separated NAME[%%GRID][@CTAS_PER_SM][:A,B,C,D[&A,B,C,D]][/ORDER][!FIXUP]"
-                         "[#TILE][+pack|+narrow][+pdl|+nopdl][+back][+sm80|+sm90][+nomc]: a scheduler, optionally with that grid, "
+                         "[#TILE][+pack|+narrow][+pdl|+nopdl][+back][+sm80|+sm90][+nomc|+mc2d]: a scheduler, optionally with that grid, "
                          "planned for that many CTAs per SM, (auto) those model constants (after &: its "
                          "separate-reduce constants), a tile order such as grouped-8, a fixup policy, the CTA tile "
                          "(64, 128, 128x64, 64x128, 32x64, 32x32, 128x256, or BMxBNxBK such as 128x128x64, "
@@ -99,7 +99,8 @@ def add_arguments(ap: argparse.ArgumentParser, seed: Callable[[str], int], outpu
                          "operands are read, whether the kernels use programmatic dependent launch (+pdl: at any grid), "
                          "+back to walk each CTA's units backwards, +sm80 or +sm90 for the tile auto picks with its "
                          "large-GEMM rungs on that family's tiles (Target.large_rungs), and +nomc to launch the sm90 "
-                         "kernels without the two-CTA clusters that share B by TMA multicast. A variant that cannot "
+                         "kernels without the two-CTA clusters that share B by TMA multicast, or +mc2d to run whole-tile "
+                         "schedules on the sm90 tiles that multicast in 2x2 clusters that share A and B. A variant that cannot "
                          "run a shape (a grid above its MAC iterations) is skipped there: NaN in the CSV with the "
                          "reason in VARIANT_skipped, counted in the summary")
     ap.add_argument("--only-tile", type=_only_tile, metavar="TILE",

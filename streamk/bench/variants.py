@@ -18,11 +18,12 @@ PDL_SUFFIXES = {"pdl": True, "nopdl": False}
 WALK_SUFFIXES = {"back": "backward"}
 RUNGS_SUFFIXES = {"sm80": "sm80", "sm90": "sm90"}  # +sm80 / +sm90: auto's tile with that family's large rungs
 NO_MULTICAST = "nomc"  # +nomc: sm90 launches without clusters (plan.Tuning.multicast)
+CLUSTERS_2D = "mc2d"  # +mc2d: whole-tile schedules in 2x2 clusters sharing A and B (Tuning.cluster_2d)
 
 
 def variant(text: str, sms: Callable[[], int]) -> dict[str, Any]:
     """prepare() arguments (experiment switches as ``_tuning``) for NAME[%GRID][@CTAS_PER_SM][:A,B,C,D[&A,B,C,D]][/TILE_ORDER][!FIXUP]
-    [#TILE][+pack|+narrow][+pdl|+nopdl][+back][+sm80|+sm90][+nomc]: the scheduler's grid, a machine of ``sms()`` SMs and
+    [#TILE][+pack|+narrow][+pdl|+nopdl][+back][+sm80|+sm90][+nomc|+mc2d]: the scheduler's grid, a machine of ``sms()`` SMs and
     that many CTAs per SM, auto's model constants and after & its separate-reduce ones, a
     rasterization such as grouped-8, the fixup policy, the tile (an edge such as 128 or 64, or
     BMxBN; auto picks one by default); +pack packs every operand that is not 16-byte aligned (as
@@ -31,10 +32,15 @@ def variant(text: str, sms: Callable[[], int]) -> dict[str, Any]:
     units backwards (walk="backward"); +sm80 / +sm90 run the tile auto picks on the device's Target
     with its large-GEMM rungs on that family's tiles (``_large_rungs``: the bench resolves it per
     shape with ``tile_for``), what the Target switched to that ``large_rungs`` would run; +nomc
-    launches the sm90 kernels without the clusters that share B (gpu/clusters.py)."""
+    launches the sm90 kernels without the clusters that share B (gpu/clusters.py); +mc2d runs
+    whole-tile schedules on the sm90 tiles that multicast in 2x2 clusters that share A and B
+    (decide.launches.cluster_shape; its tiles renumbered in 2x2 blocks)."""
     decomp, *flags = text.split("+")
     multicast = NO_MULTICAST not in flags
-    flags = [f for f in flags if f != NO_MULTICAST]
+    cluster_2d = CLUSTERS_2D in flags
+    if not multicast and cluster_2d:
+        raise ScheduleError(f"variant {text!r}: +nomc turns the clusters off that +mc2d asks for; drop one")
+    flags = [f for f in flags if f not in (NO_MULTICAST, CLUSTERS_2D)]
     pdl = [f for f in flags if f in PDL_SUFFIXES]
     walk = [f for f in flags if f in WALK_SUFFIXES]
     rungs = [f for f in flags if f in RUNGS_SUFFIXES]
@@ -42,7 +48,8 @@ def variant(text: str, sms: Callable[[], int]) -> dict[str, Any]:
     if flag not in NARROW_SUFFIXES or len(pdl) > 1 or len(walk) > 1 or len(rungs) > 1 or \
             len(flags) - len(pdl) - len(walk) - len(rungs) > 1:
         raise ScheduleError(f"variant {text!r}: the suffixes must be one of +pack or +narrow, one of +pdl or "
-                            f"+nopdl, one of +sm80 or +sm90, +nomc and +back (got {'+' + '+'.join(flags)})")
+                            f"+nopdl, one of +sm80 or +sm90, one of +nomc or +mc2d, and +back "
+                            f"(got {'+' + '+'.join(flags)})")
     decomp, _, tile = decomp.partition("#")
     if tile and not (tile.isdigit() or all(p.isdigit() for p in tile.split("x"))):
         raise ScheduleError(f"variant {text!r}: #TILE must be a tile edge such as 64 or a tile such as 128x64 "
@@ -62,8 +69,8 @@ def variant(text: str, sms: Callable[[], int]) -> dict[str, Any]:
         raise ScheduleError(f"variant {text!r}: %GRID and @CTAS_PER_SM must be whole numbers")
     narrow, pdl_on = NARROW_SUFFIXES[flag], PDL_SUFFIXES[pdl[0]] if pdl else None
     args: dict[str, Any] = {"schedule": name}
-    if (narrow, pdl_on, multicast) != ("auto", None, True):
-        args["_tuning"] = Tuning(narrow, pdl_on, multicast)
+    if (narrow, pdl_on, multicast, cluster_2d) != ("auto", None, True, False):
+        args["_tuning"] = Tuning(narrow, pdl_on, multicast, cluster_2d)
     if tile:
         args["tile"] = int(tile) if tile.isdigit() else tile
     if walk:

@@ -165,8 +165,9 @@ def add_decomposition_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fixup", choices=FIXUP_POLICIES, default=None,
                    help="how split tiles are consolidated (default owner-waits, the paper's)")
     p.add_argument("--tile-order", type=_typed(check_tile_order), default=None, metavar="ORDER",
-                   help="which tile index is which (tile_m, tile_n): row-major, column-major, or grouped-G "
-                        "(G tile rows at a time, for L2 reuse, e.g. grouped-8) (default row-major; auto with "
+                   help="which tile index is which (tile_m, tile_n): row-major, column-major, grouped-G "
+                        "(G tile rows at a time, for L2 reuse, e.g. grouped-8), or quads-G (2x2 blocks of tiles, "
+                        "four consecutive indices each, in grouped order; G even) (default row-major; auto with "
                         "--target: the target's order for the tile, grouped-8 on the sm90 tiles but row-major where "
                         "128x128x64's tiles fit one wave in more tile rows than a quarter of their k iterations)")
     p.add_argument("--walk", choices=["forward", "backward"], default="forward",

@@ -28,6 +28,20 @@ Twin pairs are kept
 
 else only the twin pairs whose units are all written alone (``Action.WRITE``: no waits, no
 signals, so merging them adds no edge) are kept, and none where the waits point upwards.
+
+**Share words.** The kernel reads, per CTA of a clustered launch, one int32: 0 where its cluster
+shares nothing (it runs alone, no cluster barrier), else its *A mask* (bits 0-7: the cluster ranks
+whose A is its A, itself included) and its *B mask* (bits 8-15, the same for B), SHARE_BITS apart.
+Pairs (above) give each CTA of a paired cluster B mask 0b11. Clusters of four (decide.launches
+QUAD_CLUSTER, an experiment) take them from the table: two CTAs of one cluster share A where they
+run the same number of units, unit j of each on one tile row over one k range, all written alone
+(WRITE); B likewise on one tile column. Each relation is an equivalence, so the masks are groups:
+on a 2x2 block in the quads order (rank r + 2c on tile (2i + r, 2j + c)) ranks {0, 2} and {1, 3}
+share A, {0, 1} and {2, 3} B; an odd edge's pair shares one operand; a lone CTA (the corner, a pad)
+shares nothing but still joins its cluster's barrier. The kernel (sm90/tma_wgmma.cuh) then loads
+every (kt % |A group|)-th stage's A and its share of the stage's B boxes, multicast to its groups,
+and counts CONSUMERS x |A group | B group| releases per stage (``stage_sources``, a model of it,
+is what the tests check). Only WRITE units share in clusters of four, so the lockstep adds no wait.
 """
 
 from __future__ import annotations
@@ -40,8 +54,11 @@ from .decide.launches import use_multicast
 from .table import UNIT_FIELDS, Table
 
 CLUSTER = 2  # kernels/sm90/config.cuh CLUSTER
+QUAD = 4  # CTAs in a cluster of 2x2 tiles (decide.launches QUAD_CLUSTER)
+SHARE_BITS = 8  # kernels/sm90/config.cuh SHARE_BITS: a share word's B mask starts at this bit
 
 _FIELDS = [UNIT_FIELDS.index(f) for f in ("action", "tile_n", "k_begin", "k_end")]
+_A_FIELDS = [UNIT_FIELDS.index(f) for f in ("action", "tile_m", "k_begin", "k_end")]
 _ACTION, _WAITS_OFFSET, _WAITS_COUNT = (UNIT_FIELDS.index(f) for f in ("action", "waits_offset", "waits_count"))
 
 
@@ -127,3 +144,98 @@ def launch_pairs(table: Table, spec: KernelSpec, coresident: bool, multicast: bo
         return None
     pairs = multicast_pairs(table, coresident)
     return pairs if pairs.any() else None
+
+
+def pair_words(pairs: np.ndarray) -> np.ndarray:
+    """Per CTA (two a cluster), the share word (module doc) of launch_pairs' flags: both CTAs of a
+    paired cluster share B, the others share nothing."""
+    rank = np.tile(np.arange(CLUSTER), len(pairs))
+    words = (1 << rank) | (((1 << CLUSTER) - 1) << SHARE_BITS)
+    return np.where(np.repeat(pairs != 0, CLUSTER), words, 0).astype(np.int32)
+
+
+def _alike(table: Table, offsets: np.ndarray, x: np.ndarray, y: np.ndarray, fields: list[int]) -> np.ndarray:
+    """Per pair of CTAs ``x[i]``, ``y[i]``: both run as many units (at least one), unit j of each
+    equal in ``fields`` and WRITE."""
+    counts = np.diff(offsets)
+    candidate = (counts[x] == counts[y]) & (counts[x] > 0)
+    lengths = counts[x][candidate]
+    owner = np.repeat(np.arange(len(lengths)), lengths)
+    within = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    rows_x, rows_y = offsets[x][candidate][owner] + within, offsets[y][candidate][owner] + within
+    keys = table.units[:, fields]
+    ok = np.all(keys[rows_x] == keys[rows_y], axis=1) & (table.units[rows_x, _ACTION] == int(Action.WRITE))
+    bad = np.zeros(len(lengths), np.int64)
+    np.add.at(bad, owner, ~ok)
+    alike = np.zeros(len(x), bool)
+    alike[np.flatnonzero(candidate)] = bad == 0
+    return alike
+
+
+def share_words(table: Table, size: int) -> np.ndarray | None:
+    """Per CTA of a launch in clusters of ``size`` CTAs (the grid padded with empty CTAs to a
+    multiple of it), its share word (module doc) from the table's WRITE units; None where no
+    cluster shares anything."""
+    offsets = table.cta_offsets.astype(np.int64)
+    grid = -(-table.grid // size) * size
+    offsets = np.concatenate([offsets, np.full(grid - table.grid, offsets[-1])])
+    a = 1 << (np.arange(grid) % size)
+    b = a.copy()
+    first = np.arange(0, grid, size)
+    for i in range(size):
+        for j in range(i + 1, size):
+            x, y = first + i, first + j
+            for masks, fields in ((a, _A_FIELDS), (b, _FIELDS)):
+                alike = _alike(table, offsets, x, y, fields).astype(np.int64)
+                masks[x] |= alike << j
+                masks[y] |= alike << i
+    alone = 1 << (np.arange(grid) % size)
+    shared = ((a != alone) | (b != alone)).reshape(-1, size).any(axis=1)
+    if not shared.any():
+        return None
+    return np.where(np.repeat(shared, size), a | (b << SHARE_BITS), 0).astype(np.int32)
+
+
+def stage_sources(words: np.ndarray, busy: np.ndarray, size: int, b_boxes: int,
+                  kt: int) -> list[dict[tuple[str, int], list[int]]]:
+    """A model of the kernel's loads of MAC iteration ``kt`` (sm90/tma_wgmma.cuh produce) by the
+    CTAs that run units (``busy``): per CTA, the ranks of its cluster that deliver each box of its
+    stage, ("A", 0) and ("B", 0 .. b_boxes - 1). A CTA of share word 0 loads every box itself."""
+    out: list[dict[tuple[str, int], list[int]]] = [{} for _ in words]
+    for cta, word in enumerate(words.tolist()):
+        if not busy[cta]:
+            continue
+        rank, base = cta % size, cta - cta % size
+        a_mask, b_mask = (word & 0xFF) or 1 << rank, (word >> SHARE_BITS & 0xFF) or 1 << rank
+        a_group = [r for r in range(size) if a_mask >> r & 1]
+        b_group = [r for r in range(size) if b_mask >> r & 1]
+        if kt % len(a_group) == a_group.index(rank):  # the stage's A: one CTA of the group, in turn
+            for r in a_group:
+                out[base + r].setdefault(("A", 0), []).append(rank)
+        i, n = b_group.index(rank), len(b_group)
+        for box in range(-(-i * b_boxes // n), -(-(i + 1) * b_boxes // n)):  # its share of B's boxes
+            for r in b_group:
+                out[base + r].setdefault(("B", box), []).append(rank)
+    return out
+
+
+def release_count(word: int, rank: int, consumers: int) -> int:
+    """The arrivals that free one stage of a CTA (its empty barrier's count in the kernel): one a
+    consumer warp group of every CTA that writes into its stages, itself included."""
+    if word == 0:
+        return consumers
+    return consumers * bin((word | word >> SHARE_BITS) & 0xFF | 1 << rank).count("1")
+
+
+def launch_clusters(table: Table, spec: KernelSpec, cluster: tuple[int, int], coresident: bool,
+                    b_row_bytes: int | None = None, tile_iterations: int = 0) -> list[tuple[int, np.ndarray]]:
+    """The clustered launches of ``spec``'s main kernel worth trying, best first, as (CTAs a
+    cluster, share words): where the decision asks for 2x2 clusters (decide.launches.cluster_shape)
+    clusters of four, then of two (the pairs of a 2x2 block, where fours would not be resident);
+    else today's pairs (launch_pairs). Empty where nothing is shared."""
+    if cluster == (1, 1):
+        return []
+    if cluster == (2, 1):
+        pairs = launch_pairs(table, spec, coresident, True, b_row_bytes, tile_iterations)
+        return [] if pairs is None else [(CLUSTER, pair_words(pairs))]
+    return [(size, words) for size in (QUAD, CLUSTER) if (words := share_words(table, size)) is not None]

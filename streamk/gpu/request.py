@@ -24,11 +24,14 @@ class Tuning:
     """``narrow``: how operands whose rows are 8- or 4-byte aligned are read ("auto", "always" or
     "never": operands.copy_widths); ``pdl``: programmatic dependent launch of a GEMM's kernels behind
     the kernel before each, its own or, for its first main kernel, the stream's (None:
-    decide.launches.use_pdl); ``multicast``: False launches sm90 kernels without clusters."""
+    decide.launches.use_pdl); ``multicast``: False launches sm90 kernels without clusters;
+    ``cluster_2d``: every whole-tile schedule on the sm90 tiles that multicast runs in 2x2 clusters that
+    share A and B (bench +mc2d; auto does where its tiles are short: decide.launches.auto_quads)."""
 
     narrow: str = "auto"
     pdl: bool | None = None
     multicast: bool = True
+    cluster_2d: bool = False
 
     def __post_init__(self) -> None:
         if self.narrow not in NARROW_MODES:

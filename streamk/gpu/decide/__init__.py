@@ -20,6 +20,7 @@ from ...shapes import GemmShape, TileShape
 from ...target import Target
 from ..catalogue import SPECS, KernelSpec, spec_for_tile
 from ..request import GemmRequest
+from .launches import QUAD_CLUSTER, QUAD_ORDER, cluster_shape
 from .operands import Operand, copy_widths, layout_of, leading_dim, padded
 from .schedule import schedule_for
 from .tiles import orient
@@ -31,7 +32,9 @@ class Decision:
     C^T = B^T A^T, and ``a``, ``b``, ``c`` (None: the row-major C the call allocates) are the
     operands as the kernels see them, ``schedule`` that problem's; ``widths``: the copy widths A and
     B are read with in place (0: packed first, then read 16 bytes wide); ``layout``: the main
-    kernel's operand layout (catalogue.LAYOUTS); ``main``: its entry point."""
+    kernel's operand layout (catalogue.LAYOUTS); ``main``: its entry point; ``cluster``: the
+    clusters its launch asks for, (tile rows, tile columns) a cluster spans (launches.cluster_shape:
+    (1, 1) none, (2, 1) pairs sharing B where the table has them, (2, 2) blocks sharing A and B)."""
 
     shape: GemmShape
     transposed: bool
@@ -44,6 +47,7 @@ class Decision:
     widths: tuple[int, int]
     layout: str
     main: str
+    cluster: tuple[int, int]
 
     @property
     def problem(self) -> GemmShape:
@@ -70,13 +74,16 @@ def decide(a: Operand, b: Operand, c: Operand | None, target: Target, req: GemmR
                          b_row_bytes=b_row_bytes(a, b, tile, req), multicast=req.tuning.multicast,
                          **req.scheduler_options)
     spec = spec_for_tile(a.dtype, sched.tile)
+    cluster = cluster_shape(req.tuning.multicast, req.tuning.cluster_2d, spec, sched)
+    if cluster == QUAD_CLUSTER and isinstance(req.schedule, str):  # a given Schedule keeps its order
+        sched = sched.with_tile_order(QUAD_ORDER)  # CTAs 4q .. 4q + 3 on one 2x2 block of tiles
     if c is not None:
         check_output_layout(c)
     # an operand no copy width reads in place is packed, and the packed copy is read 16 bytes wide
     widths = copy_widths(a, b, spec, req.tuning.narrow)
     layout = layout_of(a, b, spec)  # column-major operands the sm90 kernels read in place
     main = spec.entry(min(w or 16 for w in widths), layout)
-    return Decision(shape, transposed, a, b, c, spec, sched, plan_fixup(sched), widths, layout, main)
+    return Decision(shape, transposed, a, b, c, spec, sched, plan_fixup(sched), widths, layout, main, cluster)
 
 
 def b_row_bytes(a: Operand, b: Operand, tile: TileShape | None, req: GemmRequest) -> int | None:

@@ -1,5 +1,5 @@
 """How a decided GEMM's kernels are launched: programmatic dependent launch between them, sm90
-clusters that multicast B, and the separate-reduce pass's blocks per split tile.
+clusters that multicast B (and, asked for, 2x2 ones that multicast A too), and the separate-reduce pass's blocks per split tile.
 
 Each rule carries the measurement it rests on (benchmarks/LOG.md has the history).
 """
@@ -101,6 +101,52 @@ def pair_stream_k(multicast: bool, spec: KernelSpec, b_row_bytes: int | None, ti
     Stream-K's partial tiles never pair, and they ran 2841x1448x6280 at 1.1-1.2 us an iteration
     against 0.8 with 128-byte rows (H200, LOG.md v41b)."""
     return spec.tile in STRADDLE_MULTICAST_TILES and use_multicast(multicast, spec, b_row_bytes, tile_iterations)
+
+
+# Clusters of 2x2 CTAs on 2x2 blocks of whole tiles (issue 42): each CTA shares A with the CTA of its
+# tile row and B with the CTA of its tile column (gpu/clusters.py share_words), so a 128x128x64 CTA
+# reads 16 KB of L2 per MAC iteration (A 8 + B 8) against 24 with pairs and 32 alone. The CTAs 4q ..
+# 4q + 3 run one 2x2 block (QUAD_ORDER); a schedule in that order runs in them. auto takes the order
+# on the 128-row tiles where they run at most QUAD_MAX_ITERATIONS each: there the clusters fill the
+# pipeline with half the loads a CTA. H200, aligned corpus, auto vs auto with 2x2 clusters on every
+# whole-tile launch, shapes with k <= 704 (LOG.md v46): 128-row tiles 1.040x (47 shapes, seed 4257),
+# 1.030x (45, seed 4261), 1.034x (15, seed 4262, run against main); 64-row tiles 1.014x, 0.996x and
+# 0.966x; deeper shapes 0.971x (53, seed 4257).
+QUAD_TILES = MULTICAST_TILES + STRADDLE_MULTICAST_TILES
+AUTO_QUAD_TILES = tuple(t for t in QUAD_TILES if t.bm == 128)
+QUAD_ORDER = "quads-8"  # streamk.schedule TILE_ORDERS: blocks of 2x2 tiles in grouped order
+QUAD_MAX_ITERATIONS = 11
+NO_CLUSTER, PAIR_CLUSTER, QUAD_CLUSTER = (1, 1), (2, 1), (2, 2)  # tile rows x tile columns a cluster spans
+
+
+def whole_tiles(schedule: Schedule) -> bool:
+    """Whether every unit of ``schedule`` is a whole tile (so no tile is split and none waits)."""
+    ipt = schedule.problem.iters_per_tile
+    return bool(np.all(schedule.units[:, 1] == 0) and np.all(schedule.units[:, 2] == ipt))
+
+
+def quads_fit(multicast: bool, spec: KernelSpec, schedule: Schedule) -> bool:
+    """Whether ``schedule`` can run in 2x2 clusters on ``spec``'s main kernel: whole tiles on a
+    QUAD_TILES tile with multicast on."""
+    return multicast and spec.tma and spec.tile in QUAD_TILES and whole_tiles(schedule)
+
+
+def auto_quads(multicast: bool, spec: KernelSpec, schedule: Schedule) -> bool:
+    """Whether auto runs ``schedule`` in QUAD_ORDER (so in 2x2 clusters): short 128-row tiles that fit."""
+    return (spec.tile in AUTO_QUAD_TILES and schedule.problem.iters_per_tile <= QUAD_MAX_ITERATIONS
+            and quads_fit(multicast, spec, schedule))
+
+
+def cluster_shape(multicast: bool, cluster_2d: bool, spec: KernelSpec, schedule: Schedule) -> tuple[int, int]:
+    """The clusters a launch of ``spec``'s main kernel asks for, as (tile rows, tile columns):
+    NO_CLUSTER where multicast is off or the kernel has no TMA; QUAD_CLUSTER where the schedule runs
+    in QUAD_ORDER or ``cluster_2d`` (bench +mc2d) asks for it, and quads_fit; else PAIR_CLUSTER
+    (pairs along m where the table has them and use_multicast holds: clusters.launch_pairs)."""
+    if not (multicast and spec.tma):
+        return NO_CLUSTER
+    if (cluster_2d or schedule.tile_order == QUAD_ORDER) and quads_fit(multicast, spec, schedule):
+        return QUAD_CLUSTER
+    return PAIR_CLUSTER
 
 
 REDUCE_MAX_VECS = 4  # fixup.cuh: accumulator vectors per thread of one reduce block

@@ -14,7 +14,7 @@ from ...shapes import GemmShape, Machine, Problem, TileShape
 from ...target import Target, TargetTile
 from ..catalogue import spec_for_tile
 from .by_model import model_pick
-from .launches import pair_stream_k
+from .launches import QUAD_ORDER, auto_quads, pair_stream_k
 from .operands import contiguous_b_row_bytes, decode_like
 from .tiles import choose_tile
 
@@ -84,7 +84,13 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
         spec = spec_for_tile(dtype, tile)
         rows = contiguous_b_row_bytes(shape.k, shape.n, spec) if b_row_bytes is None else b_row_bytes
         paired = pair_stream_k(multicast, spec, rows, Problem(shape, tile).iters_per_tile)
+        given_order = options.get("tile_order")
         options = auto_options(kernel, shape, machine, fixup, options, paired)
         chosen = make_schedule(schedule, shape, tile, machine, fixup=fixup, **options)
-        return model_pick(shape, dtype, target, chosen) if plain else chosen
+        if plain:
+            chosen = model_pick(shape, dtype, target, chosen)
+        if target.quad_clusters and given_order is None and \
+                auto_quads(multicast, spec_for_tile(dtype, chosen.tile), chosen):
+            chosen = chosen.with_tile_order(QUAD_ORDER)  # 2x2 clusters share A and B (launches.auto_quads)
+        return chosen
     return make_schedule(schedule, shape, tile, machine, fixup=fixup, **options)

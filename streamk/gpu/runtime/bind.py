@@ -15,9 +15,9 @@ from ...errors import CudaError, DeadlockError
 from ...fixup import FixupPlan, needs_epoch
 from ...shapes import ITEMSIZE
 from . import tma
-from ..clusters import CLUSTER, launch_pairs
+from ..clusters import launch_clusters
 from ..decide import Decision
-from ..decide.launches import longest_cta_macs, reduce_slices, use_pdl
+from ..decide.launches import QUAD_CLUSTER, longest_cta_macs, reduce_slices, use_pdl
 from ..decide.operands import Operand, leading_dim, padded
 from .device import Buffer, Device
 from .lanes import Needs
@@ -39,7 +39,7 @@ class Bound:
     """A Decision bound to a device: its residency, launches, uploaded table, lane buffer sizes,
     parameter block template, pack pass, operand extents (bytes of A, B, C), whether its waits
     point upwards (``coresident``: ordered against other such launches, lanes.py), what its TMA
-    maps describe (tma.maps_of) and the device address of its clusters' pairing flags (0: none)."""
+    maps describe (tma.maps_of) and the device address of its CTAs' share words (0: no clusters)."""
 
     residency: int
     steps: list[Step]
@@ -50,7 +50,7 @@ class Bound:
     extents: tuple[int, int, int]
     coresident: bool
     maps: tuple | None = None
-    pairs: int = 0
+    shares: int = 0
 
 
 def refuse_unfinishable(plan: FixupPlan, residency: int) -> None:
@@ -88,19 +88,21 @@ def bind(dev: Device, d: Decision, tuning: Tuning) -> Bound:
 
     table = build_table(plan)
     ops = operand_params(d)
-    # sm90 clusters of two CTAs sharing B where the table pairs them (clusters.py); B's TMA map
-    # strides by its leading dimension (a column-major B's column stride)
-    pairs = launch_pairs(table, spec, coresident, tuning.multicast, ops.ldb * spec.itemsize,
-                         sched.problem.iters_per_tile)
-    cluster = CLUSTER if pairs is not None else 1
-    main_grid = sched.grid + sched.grid % cluster  # an odd grid's last cluster gets an empty CTA
-    clustered = dev.cluster_residency(d.main, threads, launch_smem, cluster) if cluster > 1 else 0
-    # waits pointing upwards finish in lockstep pairs only with every cluster resident (clusters.py)
-    if clustered and (not coresident or clustered >= main_grid):
-        residency = clustered
-    else:
-        cluster, pairs, main_grid = 1, None, sched.grid
-    table_buf, table_ptrs = _upload_table(dev, table_arrays(table, main_grid, pairs))
+    # sm90 clusters (clusters.py): pairs sharing B where the table pairs them, or, asked for, 2x2
+    # blocks sharing A and B; B's TMA map strides by its leading dimension (a column-major B's column
+    # stride)
+    cluster, shares, main_grid = 1, None, sched.grid
+    for size, words in launch_clusters(table, spec, d.cluster, coresident, ops.ldb * spec.itemsize,
+                                       sched.problem.iters_per_tile):
+        grid = -(-sched.grid // size) * size  # the last cluster padded with empty CTAs
+        clustered = dev.cluster_residency(d.main, threads, launch_smem, size)
+        # waits pointing upwards finish in lockstep pairs only with every cluster resident; a 2x2
+        # launch must not take more waves than the plain one (clusters of four fill fewer SMs)
+        if clustered and (not coresident or clustered >= grid) and \
+                (d.cluster != QUAD_CLUSTER or -(-grid // clustered) <= -(-sched.grid // residency)):
+            cluster, shares, main_grid, residency = size, words, grid, clustered
+            break
+    table_buf, table_ptrs = _upload_table(dev, table_arrays(table, main_grid, shares))
     epoch = needs_epoch(plan)
     assert STATE_WORDS == 2
     shape, acc_bytes, host = d.problem, ITEMSIZE[spec.out_dtype], d.a.on_host
@@ -127,17 +129,17 @@ def bind(dev: Device, d: Decision, tuning: Tuning) -> Bound:
                  table_ptrs[5] if cluster > 1 else 0)
 
 
-def table_arrays(table: Table, main_grid: int, pairs: np.ndarray | None) -> tuple[np.ndarray, ...]:
+def table_arrays(table: Table, main_grid: int, shares: np.ndarray | None) -> tuple[np.ndarray, ...]:
     """The int32 arrays the main kernel reads (table.py), for a grid of ``main_grid`` CTAs (the
-    schedule's, or one more: an odd grid's empty last cluster CTA), then ``pairs`` where it runs in
-    clusters."""
+    schedule's, or more: the last cluster's empty CTAs), then the CTAs' share words
+    (clusters.py) where it runs in clusters."""
     cta_offsets = np.append(table.cta_offsets, [table.cta_offsets[-1]] * (main_grid - table.grid))
     # a row per CTA at least: kernels on the smaller tiles read row blockIdx.x before they know
     # their first unit (common/work.cuh); a CTA with no units ignores it
     unit_rows = table.units
     if len(unit_rows) < main_grid:
         unit_rows = np.concatenate([unit_rows, np.zeros((main_grid - len(unit_rows), unit_rows.shape[1]), np.int32)])
-    return (cta_offsets, unit_rows, table.reads, table.waits, table.items) + ((pairs,) if pairs is not None else ())
+    return (cta_offsets, unit_rows, table.reads, table.waits, table.items) + ((shares,) if shares is not None else ())
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,15 +59,15 @@ def gemm_params(**fields) -> GemmParams:
 
 class TmaParams(ctypes.Structure):
     """The sm90 mainloop's parameter block (kernels/sm90/tma_wgmma.cuh TmaParams): the GemmParams,
-    the clusters' pairing flags (clusters.multicast_pairs; null without clusters), whether C is
+    the CTAs' share words (clusters.py; null without clusters), whether C is
     written through its TMA map, then A's, B's and C's TMA maps at 64-byte offsets (tma.encode
     writes them)."""
 
-    _fields_ = [("gemm", GemmParams), ("pairs", _P), ("c_store", ctypes.c_int), ("_pad", ctypes.c_ubyte * 4),
+    _fields_ = [("gemm", GemmParams), ("shares", _P), ("c_store", ctypes.c_int), ("_pad", ctypes.c_ubyte * 4),
                 ("a", ctypes.c_ubyte * 128), ("b", ctypes.c_ubyte * 128), ("c", ctypes.c_ubyte * 128)]
 
 
-assert TmaParams.pairs.offset == 176 and TmaParams.c_store.offset == 184 and TmaParams.a.offset == 192
+assert TmaParams.shares.offset == 176 and TmaParams.c_store.offset == 184 and TmaParams.a.offset == 192
 assert TmaParams.b.offset == 320 and TmaParams.c.offset == 448 and ctypes.sizeof(TmaParams) == 576
 
 
@@ -85,7 +85,7 @@ class Step:
     shared memory; ``pdl``: launched with programmatic stream serialization, so it may start
     while the step before it finishes (the kernel waits for it: ptx.cuh pdl_wait); ``packs``: its
     parameter block is the PackPair, not the GemmParams; ``tma``: the TmaParams; ``cluster``: CTAs
-    per cluster (blockIdx.x 2i and 2i + 1 together where 2)."""
+    per cluster (blockIdx.x ci .. ci + c - 1 together: 2 or 4, clusters.py)."""
 
     name: str
     function: object

@@ -44,7 +44,7 @@ class GemmPlan:
         # lane (clear_cache, eviction, a destroyed graph's) is not kept alive by every plan it ran
         self._bound: weakref.WeakKeyDictionary[Lane, tuple] = weakref.WeakKeyDictionary()
         self.maps = bound.maps  # sm90: what its TMA maps describe (tma.maps_of)
-        self.pairs = bound.pairs  # sm90 clusters: the device address of their pairing flags (0: no clusters)
+        self.shares = bound.shares  # sm90 clusters: the device address of the CTAs' share words (0: no clusters)
         # sm90: C written through a TMA map where a launch's C base is 16-byte aligned and beta is 0
         t = self.template
         self.c_storable = self.maps is not None and tma.c_storable(self.spec.tile, t.ops.c_rs, t.ops.c_cs,
@@ -56,7 +56,7 @@ class GemmPlan:
 
     def _bind(self, lane: Lane):
         """This plan's parameter blocks on ``lane`` (its buffers' pointers filled in)."""
-        outer = TmaParams(pairs=self.pairs) if self.maps else None  # the sm90 block holds the GemmParams
+        outer = TmaParams(shares=self.shares) if self.maps else None  # the sm90 block holds the GemmParams
         params = outer.gemm if outer is not None else GemmParams()
         ctypes.pointer(params)[0] = self.template
         ops, table = params.ops, params.table  # views into params' memory

@@ -56,9 +56,15 @@ constexpr int consumer_regs(int consumers, int blocks) {
   const int freed = launch_regs((1 + consumers) * WG_THREADS, blocks) * (1 + consumers) - PRODUCER_REGS;
   return freed / consumers / 8 * 8 < MAX_CONSUMER_REGS ? freed / consumers / 8 * 8 : MAX_CONSUMER_REGS;
 }
-// Clusters of two CTAs along m share each stage's B boxes (TMA multicast to both ranks).
+// Clusters of two CTAs along m share each stage's B boxes (TMA multicast to both ranks); launched
+// in clusters of four (2x2 blocks of tiles, an experiment) they share A along rows too. What a CTA
+// shares comes from the host as one share word (streamk/gpu/clusters.py): the ranks whose A is its
+// A in bits 0-7, whose B is its B from bit SHARE_BITS on.
 constexpr int CLUSTER = 2;
-constexpr unsigned short CLUSTER_MASK = (1u << CLUSTER) - 1u;
+constexpr int MAX_CLUSTER = 4;   // ranks a share word may name (clusters.py QUAD)
+constexpr int SHARE_BITS = 8;    // clusters.py SHARE_BITS
+constexpr unsigned SHARE_MASK = (1u << SHARE_BITS) - 1u;
+static_assert(MAX_CLUSTER <= SHARE_BITS, "a mask holds every rank of a cluster");
 
 static_assert(BK * ELEM_BYTES == SWIZZLE_BYTES, "an A row of one stage is one swizzle row");
 static_assert(B_BOX_BYTES % ATOM_BYTES == 0, "boxes start on swizzle atoms");

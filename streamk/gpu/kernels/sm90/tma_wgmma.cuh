@@ -48,15 +48,20 @@
 // 64-element column blocks, SBO: between 8-row groups) follows the canonical layouts of NVIDIA
 // CUTLASS include/cute/atom/mma_traits_sm90_gmma.hpp (make_gmma_desc) and the PTX ISA's matrix
 // descriptor section.
-// Clusters (launched with two CTAs a cluster where the host found pairs, streamk/gpu/clusters.py): a
-// paired cluster's CTAs each load half of every stage's B boxes (rank 0 the larger half of an odd
-// count) and multicast them to both (the
-// 2x1 clusters of the anchors, github pranjalssh/fast.cu matmul_12.cuh: one operand's L2 reads
-// halved); each CTA's stage is refilled once both CTAs' consumers freed it. Unpaired clusters run
-// as single CTAs.
+// Clusters (launched with two CTAs a cluster where the host found pairs, four where it was asked
+// for 2x2 blocks; streamk/gpu/clusters.py): each CTA's share word names the ranks of its cluster
+// whose A is its A (one tile row, same k ranges) and whose B is its B (one tile column). The CTAs
+// of a B group each load their share of every stage's B boxes (the first the larger share of an odd
+// count) and multicast them to the group (the 2x1 clusters of the anchors, github pranjalssh/fast.cu
+// matmul_12.cuh: one operand's L2 reads halved); the CTAs of an A group take turns loading a whole
+// stage's A (MAC iteration kt: member kt % members), multicast to the group, so A needs no other
+// box than the unclustered kernel's. A CTA's stage is refilled once the consumers of every CTA its
+// producer writes into (its A and B groups) freed it: its empty barrier counts CONSUMERS arrivals
+// of each (NVIDIA CUTLASS include/cutlass/pipeline/sm90_pipeline.hpp PipelineTmaAsync: consumers
+// release the stage in every CTA of their cluster row and column). Share word 0: a single CTA.
 // Invariants: those of the outer loop; the producer issues exactly the MAC iterations the consumers
-// consume, in the same order, so the ring's phases agree without any other handshake; the two CTAs
-// of a paired cluster run the same number of MAC iterations in the same ring order.
+// consume, in the same order, so the ring's phases agree without any other handshake; the CTAs of
+// an A or B group run the same number of MAC iterations in the same ring order.
 #pragma once
 
 #include "../common/epilogue.cuh"
@@ -81,15 +86,15 @@ struct alignas(64) TensorMap {
 // Mirror of streamk/gpu/runtime/launch.py TmaParams.
 struct TmaParams {
   GemmParams gemm;
-  // per cluster of two CTAs (blockIdx.x / 2), 1 where they share B (streamk/gpu/clusters.py); null
-  // when the launch has no clusters
-  const int* pairs;
+  // per CTA its share word (config.cuh SHARE_BITS, streamk/gpu/clusters.py); null when the launch
+  // has no clusters
+  const int* shares;
   int c_store;  // 1: this launch writes C through `c` (write_tile_tma); 0: the shared epilogue
   TensorMap a;  // A: dims (k, m), box (BK, BM)
   TensorMap b;  // B: dims (n, k), box (64, BK)
   TensorMap c;  // C (FP32, row-major): dims (n, m), box (C_BOX_COLS, BM), 128-byte swizzle
 };
-// (176 B, pairs at 176, c_store at 184, then maps on 64-byte boundaries: a at 192, b at 320, c at 448;
+// (176 B, shares at 176, c_store at 184, then maps on 64-byte boundaries: a at 192, b at 320, c at 448;
 // NVRTC 13.0 has no offsetof)
 static_assert(sizeof(GemmParams) == 176 && alignof(TensorMap) == 64 && sizeof(TmaParams) == 576,
               "launch.py TmaParams mirrors this layout");
@@ -177,11 +182,13 @@ __device__ __forceinline__ int b_inner(int n, int kt) { return ML::B_K ? kt * ML
 template <class ML>
 __device__ __forceinline__ int b_outer(int n, int kt) { return ML::B_K ? n : kt * ML::BK; }
 
-// A paired cluster's two CTAs run units of the same k ranges on tiles of one tile column (the host
-// checks it), so each loads half of every stage's B boxes and multicasts them to both; its A is its
-// own. A stage is refilled once the consumers of both CTAs have freed it (empty counts both).
+// The CTAs of a B group run units of the same k ranges on tiles of one tile column, those of an A
+// group on one tile row (the host checks it), so each loads its share of every stage's B boxes and
+// its turns of A, multicast to the group. A stage is refilled once the consumers of every CTA this
+// one writes into have freed it (empty counts them all).
 template <class ML>
-__device__ __forceinline__ void produce(const TmaParams& p, const Smem<ML>& s, bool paired) {
+__device__ __forceinline__ void produce(const TmaParams& p, const Smem<ML>& s, unsigned a_mask, unsigned b_mask,
+                                        unsigned rank) {
   const TableParams& t = p.gemm.table;
   tma_prefetch(&p.a);
   tma_prefetch(&p.b);
@@ -189,9 +196,12 @@ __device__ __forceinline__ void produce(const TmaParams& p, const Smem<ML>& s, b
   work.prefetch(t, blockIdx.x);
   work.begin(t, blockIdx.x);
   pdl_wait();  // behind the pack pass or any kernel before this GEMM: A and B are complete from here
-  constexpr int FIRST_HALF = (ML::Config::B_BOXES + 1) / 2;  // rank 0's boxes; rank 1 loads the rest
-  const bool rank0 = !paired || cluster_rank() == 0;
-  const int own_begin = rank0 ? 0 : FIRST_HALF, own_end = rank0 ? FIRST_HALF : ML::Config::B_BOXES;
+  const unsigned below = (1u << rank) - 1u;
+  const int a_members = __popc(a_mask), a_turn = __popc(a_mask & below);
+  const int b_members = __popc(b_mask), b_index = __popc(b_mask & below);
+  // member i of n loads boxes [ceil(i B / n), ceil((i + 1) B / n)): the first the larger share
+  const int own_begin = (b_index * ML::Config::B_BOXES + b_members - 1) / b_members;
+  const int own_end = ((b_index + 1) * ML::Config::B_BOXES + b_members - 1) / b_members;
   Ring<ML> ring;
   for (int u = work.first; u < work.last; ++u) {
     const WorkUnit w = work.unit(u, blockIdx.x);
@@ -199,19 +209,30 @@ __device__ __forceinline__ void produce(const TmaParams& p, const Smem<ML>& s, b
     for (int kt = w.k_begin; kt < w.k_end; ++kt, ring.next()) {
       mbar_wait(s.empty(ring.stage), ring.phase ^ 1u);
       mbar_arrive_expect_tx(s.full(ring.stage), ML::Config::STAGE_BYTES);
-      if constexpr (ML::A_MN) {
+      if (a_members == 1) {
+        if constexpr (ML::A_MN) {
 #pragma unroll
-        for (int box = 0; box < ML::Config::A_MN_BOXES; ++box)
-          tma_load_2d(s.a(ring.stage) + box * A_MN_BOX_BYTES, &p.a, s.full(ring.stage), m0 + box * BOX_INNER,
-                      kt * ML::BK);
-      } else {
-        tma_load_2d(s.a(ring.stage), &p.a, s.full(ring.stage), kt * ML::BK, m0);
+          for (int box = 0; box < ML::Config::A_MN_BOXES; ++box)
+            tma_load_2d(s.a(ring.stage) + box * A_MN_BOX_BYTES, &p.a, s.full(ring.stage), m0 + box * BOX_INNER,
+                        kt * ML::BK);
+        } else {
+          tma_load_2d(s.a(ring.stage), &p.a, s.full(ring.stage), kt * ML::BK, m0);
+        }
+      } else if (kt % a_members == a_turn) {  // this stage's A is this CTA's turn
+        if constexpr (ML::A_MN) {
+#pragma unroll
+          for (int box = 0; box < ML::Config::A_MN_BOXES; ++box)
+            tma_load_2d_multicast(s.a(ring.stage) + box * A_MN_BOX_BYTES, &p.a, s.full(ring.stage),
+                                  m0 + box * BOX_INNER, kt * ML::BK, a_mask);
+        } else {
+          tma_load_2d_multicast(s.a(ring.stage), &p.a, s.full(ring.stage), kt * ML::BK, m0, a_mask);
+        }
       }
-      if (paired) {
+      if (b_members > 1) {
         for (int box = own_begin; box < own_end; ++box)
           tma_load_2d_multicast(s.b(ring.stage) + box * B_BOX_BYTES, &p.b, s.full(ring.stage),
                                 b_inner<ML>(n0 + box * BOX_INNER, kt), b_outer<ML>(n0 + box * BOX_INNER, kt),
-                                CLUSTER_MASK);
+                                b_mask);
       } else {
 #pragma unroll
         for (int box = 0; box < ML::Config::B_BOXES; ++box)
@@ -220,9 +241,9 @@ __device__ __forceinline__ void produce(const TmaParams& p, const Smem<ML>& s, b
       }
     }
   }
-  // The peer's consumers arrive on this CTA's barriers: stay until the last of them has (every
+  // The peers' consumers arrive on this CTA's barriers: stay until the last of them has (every
   // stage's last phase freed; a stage never filled passes at once), so none lands after exit.
-  if (paired)
+  if ((a_mask | b_mask) != 1u << rank)
     for (int i = 0; i < ML::STAGES; ++i, ring.next()) mbar_wait(s.empty(ring.stage), ring.phase ^ 1u);
 }
 
@@ -231,14 +252,17 @@ __device__ __forceinline__ void produce(const TmaParams& p, const Smem<ML>& s, b
 // its own has completed (wait_group 1), the last one when the unit's accumulators are complete
 // (wait_group 0), so the tensor cores never wait for the stage handshake (the pattern of NVIDIA CUTLASS
 // include/cutlass/gemm/collective/sm90_mma_tma_gmma_ss_warpspecialized.hpp, K_PIPE_MMAS = 1).
-// A paired CTA frees each stage in both CTAs of its cluster (the peer's multicast writes here too).
+// A clustered CTA frees each stage in every CTA of its A and B groups too (`peers`: their ranks;
+// their multicasts write here).
 template <class ML>
 __device__ __forceinline__ void consume(const Smem<ML>& s, Ring<ML>& ring, int wg, int k_begin, int k_end,
-                                        float (&acc)[ML::ACC], bool paired) {
+                                        float (&acc)[ML::ACC], unsigned peers) {
   const bool arrives = threadIdx.x % WG_THREADS == 0;
   const auto release = [&](int stage) {
     mbar_arrive(s.empty(stage));
-    if (paired) mbar_arrive_cluster(s.empty(stage), cluster_rank() ^ 1u);
+#pragma unroll
+    for (unsigned r = 0; r < MAX_CLUSTER; ++r)
+      if (peers >> r & 1u) mbar_arrive_cluster(s.empty(stage), r);
   };
   int previous = -1;  // the stage whose batch may still be in flight
   for (int kt = k_begin; kt < k_end; ++kt, ring.next()) {
@@ -327,20 +351,25 @@ __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const unsigned raw = smem_u32(smem_raw);
   const Smem<ML> s{(raw + ML::SMEM_ALIGN - 1) & ~static_cast<unsigned>(ML::SMEM_ALIGN - 1)};
-  // the table's, uploaded before the launch (nothing before this kernel writes it: read before pdl_wait)
-  const bool paired = p.pairs != nullptr && p.pairs[blockIdx.x / CLUSTER] != 0;
+  // the table's, uploaded before the launch (nothing before this kernel writes it: read before pdl_wait);
+  // nonzero on every CTA of a cluster that shares anything, each then joins the cluster barrier
+  const unsigned word = p.shares != nullptr ? static_cast<unsigned>(p.shares[blockIdx.x]) : 0u;
+  const unsigned rank = word != 0 ? cluster_rank() : 0u, self = 1u << rank;
+  const unsigned a_mask = word != 0 ? word & SHARE_MASK : self, b_mask = word != 0 ? word >> SHARE_BITS : self;
+  const unsigned peers = (a_mask | b_mask) & ~self;  // the CTAs whose consumers free this one's stages
   if (threadIdx.x == 0) {
     for (int i = 0; i < ML::STAGES; ++i) {
       mbar_init(s.full(i), 1);  // the producer's arrival (+ the stage's TMA bytes)
-      mbar_init(s.empty(i), ML::CONSUMERS * (paired ? CLUSTER : 1));  // one arrival per consumer warp group
+      // one arrival per consumer warp group of this CTA and of each peer
+      mbar_init(s.empty(i), ML::CONSUMERS * (1 + __popc(peers)));
     }
     mbar_init_fence();
   }
   __syncthreads();
-  if (paired) cluster_sync();  // the peer's barriers are initialized before its multicast lands here
+  if (word != 0) cluster_sync();  // the peers' barriers are initialized before their multicasts land here
   if (threadIdx.x < WG_THREADS) {
     regs_down<PRODUCER_REGS>();
-    if (threadIdx.x == 0) produce<ML>(p, s, paired);
+    if (threadIdx.x == 0) produce<ML>(p, s, a_mask, b_mask, rank);
   } else {
     regs_up<ML::Config::CONSUMER_REGS>();
     using G = ThreadGroup<1, WG_THREADS, ML::THREADS>;
@@ -353,7 +382,7 @@ __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
     run_units<ML, G>(
         p.gemm, staging,
         [&](int, int, int k_begin, int k_end, float (&acc)[ML::ACC]) {
-          consume<ML>(s, ring, wg, k_begin, k_end, acc, paired);
+          consume<ML>(s, ring, wg, k_begin, k_end, acc, peers);
         },
         [&](int m0, int n0, const float (&acc)[ML::ACC], bool last) {
           if constexpr (TMA_STORE<ML>) {
