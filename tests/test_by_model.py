@@ -44,7 +44,7 @@ def test_the_pick_is_predicted_faster_by_the_margin_or_is_auto(mnk):
 def test_auto_stands_where_the_model_is_blind():
     persistent = schedule_for("auto", GemmShape(1769, 3848, 232), "float16", H200)  # 434 tiles on 132 CTAs
     assert is_persistent(persistent) and persistent.decomposition == "auto"
-    small = schedule_for("auto", GemmShape(636, 624, 4816), "float16", H200)  # the sm80 64x64x32 fallback
+    small = schedule_for("auto", GemmShape(1011, 296, 2248), "float16", H200)  # the sm80 64x64x32 fallback
     assert str(small.tile) == "64x64x32" and small.decomposition == "auto"
     big = schedule_for("auto", GemmShape(8192, 8192, 8192), "float16", H200)
     assert big.problem.tiles > MODEL_MAX_WAVES * H200.sms and big.decomposition == "auto"

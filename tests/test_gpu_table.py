@@ -630,13 +630,16 @@ def test_auto_takes_the_sm90_tile_where_its_own_pick_would_copy_what_sm90_reads_
         way = orient(a, b, c, target)
         return way.tile if way.in_place else None
 
-    x, wt = op(128, 4096, (4096, 1)), op(4096, 4096, (1, 4096))  # x @ W.t(): auto's 64x64 tiles pack x^T
+    # x @ W.t() with k = 3072 (96 MAC iterations: under decide.tiles.small_on_sm90's depth, so auto's
+    # own pick is 64x64, which packs W^T)
+    k = 3072
+    x, wt = op(128, k, (k, 1)), op(k, 4096, (1, k))
     assert in_place_tile(x, wt, None, h100) == TileShape(128, 128, 64)
     assert in_place_tile(x, wt, None, a100) is None  # no sm90 tiles there
     assert decide(x, wt, None, h100, request("auto", tile="64x64")).spec.tile == TileShape(64, 64, 32)  # as given
     assert decide(x, wt, None, h100, request("stream-k")).spec.tile == TileShape(128, 128, 32)
-    assert in_place_tile(x, op(4096, 4096, (4096, 1)), None, h100) is None  # nothing copied
-    assert in_place_tile(op(64, 4096, (4096, 1)), wt, None, h100) is None  # decode-like
-    assert in_place_tile(op(4096, 4096, (4096, 1)), wt, None, h100) is None  # auto's sm90 already
-    assert in_place_tile(x, op(4096, 4096, (1, 4100)), None, h100) is None  # W's rows unaligned
+    assert in_place_tile(x, op(k, 4096, (4096, 1)), None, h100) is None  # nothing copied
+    assert in_place_tile(op(64, k, (k, 1)), wt, None, h100) is None  # decode-like
+    assert in_place_tile(op(4096, k, (k, 1)), wt, None, h100) is None  # auto's sm90 already
+    assert in_place_tile(x, op(k, 4096, (1, k + 4)), None, h100) is None  # W's rows unaligned
     assert in_place_tile(x, wt, op(128, 4096, (1, 128)), h100) is None  # C column-major

@@ -174,6 +174,13 @@ def test_auto_takes_the_sm90_tiles_on_hopper_where_they_were_measured_to_win():
     assert choose_tile(GemmShape(1153, 1090, 610), "float16", h100) == TileShape(128, 128, 64)  # 90 tiles
     assert choose_tile(GemmShape(1153, 1090, 610), "float16", a100).bk == 32  # no sm90 tiles there
     assert choose_tile(GemmShape(590, 459, 526), "float16", h100) == TileShape(64, 64, 32)  # 20 tiles
+    # deep, with half a wave or more of 64x64 tiles: the sm90 square tile (100 of 64x64, 100+ iterations)
+    h200 = preset("h200")
+    assert choose_tile(GemmShape(636, 624, 4816), "float16", h200) == TileShape(128, 128, 64)
+    assert choose_tile(GemmShape(636, 624, 3168), "float16", h200) == TileShape(64, 64, 32)  # 99 iterations
+    assert choose_tile(GemmShape(1001, 256, 6960), "float16", h200) == TileShape(64, 64, 32)  # 64 of 64x64
+    assert choose_tile(GemmShape(636, 624, 4816), "float16", a100) == TileShape(64, 64, 32)  # no sm90 tiles
+    assert choose_tile(GemmShape(636, 627, 4816), "float16", h200) == TileShape(64, 64, 32)  # TMA would pack B
     assert choose_tile(GemmShape(8192, 8192, 8192), "float64", h100) == TileShape(128, 128, 16)  # F64_WIDE_TILE
     assert choose_tile(GemmShape(8192, 8192, 8192), "float64", preset("a100")) == TileShape(64, 64, 16)
 

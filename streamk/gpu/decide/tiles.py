@@ -152,7 +152,7 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
             return tiny
         balanced = iters <= SMALL_WAVE_MAX_ITERS and 2 * sms < count(SMALL_TILE) <= SMALL_PER_SM * sms
         if count(SMALL_TILE) <= sms or balanced:
-            return SMALL_TILE
+            return small_on_sm90(shape, dtype, iters, square, sms) if sm90 else SMALL_TILE
         if count(default) < sms and short:
             for tile in sorted((t for t in RECT_TILES if t in tiles), key=lambda t: (count(t), t.bm)):  # a tie: 64x128
                 if count(tile) <= sms or (count(tile) <= 2 * sms and not narrow(tile)):
@@ -178,6 +178,25 @@ def rect_on_sm90(shape: GemmShape, dtype: str, rect: TileShape, tiles: tuple[Til
     if rect in RECT_TILES and SM90_M64_TILE in tiles and packed_bytes(shape, dtype, SM90_M64_TILE) == 0:
         return SM90_M64_TILE
     return rect
+
+
+# Deep GEMMs whose 64x64 tiles fill half a wave or more run on the sm90 128x128x64 tile (wgmma,
+# Stream-K over the fewer tiles) where it packs nothing: its mainloop does more per SM clock than the
+# sm80 64x64x32 one once k is deep enough to pay the split. H200, auto on 128x128x64 against auto
+# on 64x64x32 (LOG.md v50): fitted on seed 4258, 7 shapes 1.22x; held out, seed 4264 (183 shapes
+# auto ran on 64x64): the 34 with k > 3168 and at least 66 64x64 tiles 1.23x geomean (0.86-1.68x);
+# shallower (k of 1500-3168) 0.75-1.11x, fewer tiles 0.85-1.31x.
+SMALL_DEEP_MIN_ITERS = 100  # MAC iterations of the paper tile (32 deep)
+
+
+def small_on_sm90(shape: GemmShape, dtype: str, iters: int, square: TileShape, sms: int) -> TileShape:
+    """SMALL_TILE, or the sm90 ``square`` tile on a GEMM of ``iters`` paper-tile MAC iterations and
+    half a wave or more of SMALL_TILE tiles that it reads in place."""
+    small = -(-shape.m // SMALL_TILE.bm) * -(-shape.n // SMALL_TILE.bn)
+    if (iters >= SMALL_DEEP_MIN_ITERS and 2 * small >= sms and not decode_like(shape.m, shape.n)
+            and packed_bytes(shape, dtype, square) == 0):
+        return square
+    return SMALL_TILE
 
 
 # Tall GEMMs of at most NARROWER_WIDE_MAX_N columns take 128x192x64 for 128x256x64 where it pads
