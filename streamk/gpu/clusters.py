@@ -33,15 +33,16 @@ signals, so merging them adds no edge) are kept, and none where the waits point 
 shares nothing (it runs alone, no cluster barrier), else its *A mask* (bits 0-7: the cluster ranks
 whose A is its A, itself included) and its *B mask* (bits 8-15, the same for B), SHARE_BITS apart.
 Pairs (above) give each CTA of a paired cluster B mask 0b11. Clusters of four (decide.launches
-QUAD_CLUSTER, an experiment) take them from the table: two CTAs of one cluster share A where they
-run the same number of units, unit j of each on one tile row over one k range, all written alone
-(WRITE); B likewise on one tile column. Each relation is an equivalence, so the masks are groups:
-on a 2x2 block in the quads order (rank r + 2c on tile (2i + r, 2j + c)) ranks {0, 2} and {1, 3}
-share A, {0, 1} and {2, 3} B; an odd edge's pair shares one operand; a lone CTA (the corner, a pad)
-shares nothing but still joins its cluster's barrier. The kernel (sm90/tma_wgmma.cuh) then loads
-every (kt % |A group|)-th stage's A and its share of the stage's B boxes, multicast to its groups,
-and counts CONSUMERS x |A group | B group| releases per stage (``stage_sources``, a model of it,
-is what the tests check). Only WRITE units share in clusters of four, so the lockstep adds no wait.
+QUAD_CLUSTER: auto's short 128-row whole tiles on the H200, launches.auto_quads) take them from the
+table: two CTAs of one cluster share A where they run the same number of units, unit j of each on
+one tile row over one k range, all written alone (WRITE); B likewise on one tile column. Each
+relation is an equivalence, so the masks are groups: on a 2x2 block in the quads order (rank r + 2c
+on tile (2i + r, 2j + c)) ranks {0, 2} and {1, 3} share A, {0, 1} and {2, 3} B; an odd edge's pair
+shares one operand; a lone CTA (the corner, a pad) shares nothing but still joins its cluster's
+barrier. The kernel (sm90/tma_wgmma.cuh) then loads every (kt % |A group|)-th stage's A and its
+share of the stage's B boxes, multicast to its groups, and counts CONSUMERS x |A group | B group|
+releases per stage (``stage_sources``, a model of it, is what the tests check). Only WRITE units
+share in clusters of four, so the lockstep adds no wait.
 """
 
 from __future__ import annotations

@@ -57,9 +57,9 @@ constexpr int consumer_regs(int consumers, int blocks) {
   return freed / consumers / 8 * 8 < MAX_CONSUMER_REGS ? freed / consumers / 8 * 8 : MAX_CONSUMER_REGS;
 }
 // Clusters of two CTAs along m share each stage's B boxes (TMA multicast to both ranks); launched
-// in clusters of four (2x2 blocks of tiles, an experiment) they share A along rows too. What a CTA
-// shares comes from the host as one share word (streamk/gpu/clusters.py): the ranks whose A is its
-// A in bits 0-7, whose B is its B from bit SHARE_BITS on.
+// in clusters of four (2x2 blocks of tiles: decide/launches.py auto_quads) they share A along rows
+// too. What a CTA shares comes from the host as one share word (streamk/gpu/clusters.py): the ranks
+// whose A is its A in bits 0-7, whose B is its B from bit SHARE_BITS on.
 constexpr int CLUSTER = 2;
 constexpr int MAX_CLUSTER = 4;   // ranks a share word may name (clusters.py QUAD)
 constexpr int SHARE_BITS = 8;    // clusters.py SHARE_BITS
