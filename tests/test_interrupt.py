@@ -74,3 +74,32 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_an_error_raised_because_of_ctrl_c_still_ends_as_an_interrupt(monkeypatch, capsys):
+    """C code that SIGINT reaches may raise its own error instead of KeyboardInterrupt (matplotlib's
+    path extents raised "ValueError: Invalid affine transformation matrix" in the demo): still one
+    line and status 130; without a SIGINT the same error propagates."""
+    import streamk.cli as cli
+
+    def interrupted_inside_a_library(argv):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+        except KeyboardInterrupt:
+            raise ValueError("Invalid affine transformation matrix") from None
+
+    def failing(argv):
+        raise ValueError("a real error")
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        monkeypatch.setattr(cli, "_main", interrupted_inside_a_library)
+        assert cli.main([]) == cli.INTERRUPTED
+        assert capsys.readouterr().err.strip() == "streamk: interrupted"
+        monkeypatch.setattr(cli, "_main", failing)
+        with pytest.raises(ValueError, match="a real error"):
+            cli.main([])
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+    finally:
+        signal.signal(signal.SIGINT, previous)

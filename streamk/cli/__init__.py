@@ -10,7 +10,9 @@ import argparse
 import importlib
 import importlib.util
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from .. import __version__, env
@@ -138,11 +140,41 @@ INTERRUPTED = 128 + 2  # the shell's status for a command ended by SIGINT
 def main(argv: list[str] | None = None) -> int:
     """Run one verb; Ctrl-C anywhere ends it with one line and exit status 130 (files are written
     through ``streamk.atomic``, so none is left half-written)."""
+    sigint = _SigintSeen()
     try:
-        return _main(argv)
+        with sigint:
+            return _main(argv)
     except KeyboardInterrupt:
         print("streamk: interrupted", file=sys.stderr)
         return INTERRUPTED
+    except Exception:
+        if not sigint.seen:
+            raise
+        # C code the signal reached inside (matplotlib's path extents) raised its own error instead
+        print("streamk: interrupted", file=sys.stderr)
+        return INTERRUPTED
+
+
+class _SigintSeen:
+    """While active (in the main thread, under Python's default SIGINT handler): SIGINT still raises
+    KeyboardInterrupt, and ``seen`` records that it came."""
+
+    def __init__(self) -> None:
+        self.seen, self._previous = False, None
+
+    def _handler(self, signum: int, frame: object) -> None:
+        self.seen = True
+        signal.default_int_handler(signum, frame)
+
+    def __enter__(self) -> "_SigintSeen":
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self._previous = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
 
 
 def _main(argv: list[str] | None) -> int:
