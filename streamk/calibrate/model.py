@@ -28,6 +28,9 @@ TERM_DOC: dict[str, str] = {
     "unit": "per work unit after a CTA's first (the mainloop's restart on a new tile, its epilogue)",
     "dram_us_per_mb": "per MB of A and B read from DRAM, where a step's misses outlast its MAC iteration",
     "atomic": "per unit that adds its partial tile into C atomically (the atomic policy's red.add of a whole tile)",
+    "handoff": "per turnstile handoff (a middle contributor's wait, read of its predecessor's sum, store and "
+               "release), in place of d + b: one CTA alone on the chain, where b is priced with every SM storing "
+               "at once (LOG.md v51)",
     "c_free": "per MAC iteration, what a CTA alone on its SM saves when SMs idle: c1 - (1 - busy SMs / SMs) c_free "
               "(the idle SMs' share of L2 and DRAM bandwidth goes to the busy ones)",
     "c_tpc": "per MAC iteration of a CTA alone on its SM, what it saves more where the wave leaves each TPC (SM pair) "
@@ -48,10 +51,10 @@ TERM_DOC: dict[str, str] = {
 }
 
 
-# Terms added to the first model (LOG.md v19, v21, v22, v49, v26, v28, v35, v41d, v35e); an entry fitted without some
-# of them predicts as if they were 0.
-EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic", "c_free", "c_tpc", "c_l2", "l2_us_per_mb", "c_shifted", "c_row32",
-                   "pack", "pack_us_per_mb")
+# Terms added to the first model (LOG.md v19, v21, v51, v22, v49, v26, v28, v35, v41d, v35e); an entry fitted without
+# some of them predicts as if they were 0.
+EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic", "handoff", "c_free", "c_tpc", "c_l2", "l2_us_per_mb",
+                   "c_shifted", "c_row32", "pack", "pack_us_per_mb")
 # The pack pass's terms: fitted only on a kernel that packs (the dp-packed probes); any other predicts no pack.
 PACK_TERMS = ("pack", "pack_us_per_mb")
 

@@ -10,6 +10,9 @@ machine and which constants it runs with, mirroring how the GPU backend launches
 * ``launch`` is paid once, ``pass_launch`` once more for a reduce or prescale pass;
 * ``unit`` before each work unit after a CTA's first (the mainloop restarts on a new tile);
 * ``atomic`` for each unit that adds its partial tile into C under the atomic policy;
+* ``handoff``: each turnstile HANDOFF (a middle contributor: wait, read its predecessor's sum, add,
+  store, release) costs that in place of d + b: the link runs alone on its chain, where b is priced
+  with every SM storing at once (split-even); 0 keeps d + b (LOG.md v51);
 * ``c_shifted``: on a kernel that streams rows of any alignment in place (the dot tiles), each MAC
   iteration over rows that are not 16-byte aligned costs that more (``target.streams_unaligned``;
   LOG.md v35);
@@ -108,6 +111,11 @@ def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_
     return placed, Costs(a=values["a"], b=values["b"], c=c, d=d), policy
 
 
+def _extra_costs(values: dict[str, float]) -> tuple[float, float, float]:
+    """The simulator's costs beyond Costs: unit, atomic and handoff (0 where an entry lacks them)."""
+    return values.get("unit", 0.0), values.get("atomic", 0.0), values.get("handoff", 0.0)
+
+
 def predict_from(schedule: Schedule, values: dict[str, float], sms: int, ctas_per_sm: int,
                  fixup: str | None = None, *, l2_bytes: float = 0.0, element_bytes: int = 2,
                  packed_mb: float = 0.0) -> float:
@@ -123,7 +131,7 @@ def predict_from(schedule: Schedule, values: dict[str, float], sms: int, ctas_pe
     if len(units) == schedule.grid and np.all(units[:, 1] == 0) and np.all(units[:, 2] == ipt):
         # whole tiles, one per CTA: identical CTAs in waves (what the event simulator gives, faster)
         return pack + values["launch"] + math.ceil(schedule.grid / placed.machine.slots) * (costs.a + costs.c * ipt)
-    timeline = simulate(placed, costs, policy, values.get("unit", 0.0), values.get("atomic", 0.0))
+    timeline = simulate(placed, costs, policy, *_extra_costs(values))
     if timeline.deadlock:
         return math.inf
     extra = 0.0
@@ -147,4 +155,4 @@ def calibrated_timeline(schedule: Schedule, calibration: Calibration, sms: int) 
     values = {t.name: t.us for t in calibration.terms}
     placed, costs, policy = calibrated_run(schedule, values, sms, calibration.ctas_per_sm,
                                            l2_bytes=calibration.l2_bytes, element_bytes=ITEMSIZE[calibration.dtype])
-    return simulate(placed, costs, policy, values.get("unit", 0.0), values.get("atomic", 0.0)), costs.c
+    return simulate(placed, costs, policy, *_extra_costs(values)), costs.c

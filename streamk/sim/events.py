@@ -15,6 +15,8 @@ Model (DESIGN.md "Simulator semantics"):
   work unit after a CTA's first, the mainloop's restart on a new tile.
 * ``atomic_cost`` (0 in the paper's model; the calibrated model's ``atomic`` term): paid by each
   unit that adds its partial tile into C atomically (the atomic policy), as it stores.
+* ``handoff_cost`` (0: the paper's ``d + b``; the calibrated model's ``handoff`` term): paid by each
+  turnstile HANDOFF after its wait, in place of its read and store: one CTA alone on the chain.
 * separate-reduce: after the whole grid ends, a second grid of one reduce task per split tile
   (``d`` per partial read) is dispatched on the slots the same way.
 
@@ -49,7 +51,8 @@ Request = tuple
 Program = Generator[Request, bool | None, None]
 
 
-def _program(cta: int, plan: FixupPlan, costs: Costs, unit_cost: float, atomic_cost: float) -> Program:
+def _program(cta: int, plan: FixupPlan, costs: Costs, unit_cost: float, atomic_cost: float,
+             handoff_cost: float) -> Program:
     s = plan.schedule
     if costs.a > 0:
         yield ("run", costs.a, "overhead", -1)
@@ -63,10 +66,16 @@ def _program(cta: int, plan: FixupPlan, costs: Costs, unit_cost: float, atomic_c
         reads = costs.d * len(plan.reads(u))
         if does.waits:
             yield ("wait", u)
-        if does.reads_partials:
-            yield ("run", reads, "fixup", u)
-        if does.stores_partial:
-            yield ("run", costs.b, "store_partial", u)
+        if handoff_cost > 0 and plan.action[u] == Action.HANDOFF:
+            # a turnstile link reads, adds, stores and releases alone, where b is every SM's store at
+            # once (LOG.md v51)
+            yield ("run", handoff_cost, "fixup", u)
+            yield ("run", 0.0, "store_partial", u)
+        else:
+            if does.reads_partials:
+                yield ("run", reads, "fixup", u)
+            if does.stores_partial:
+                yield ("run", costs.b, "store_partial", u)
         if does.signals:
             yield ("signal", u)
         if does.arrives and (yield ("arrive", u)):  # the last arrival sums every partial
@@ -79,7 +88,8 @@ def _program(cta: int, plan: FixupPlan, costs: Costs, unit_cost: float, atomic_c
 class _Run:
     """Mutable state of one simulation; ``simulate_events`` is its only user."""
 
-    def __init__(self, schedule: Schedule, costs: Costs, policy: str, unit_cost: float, atomic_cost: float) -> None:
+    def __init__(self, schedule: Schedule, costs: Costs, policy: str, unit_cost: float, atomic_cost: float,
+                 handoff_cost: float) -> None:
         if schedule.machine is None:
             raise ScheduleError("the schedule has no machine (sms, ctas_per_sm) to simulate on; "
                                 "build it with make_schedule(..., machine) or add sms to its JSON")
@@ -88,7 +98,7 @@ class _Run:
         self.per_sm = schedule.machine.ctas_per_sm
         self.slots = schedule.machine.slots
         grid, n = schedule.grid, len(schedule.units)
-        self.programs = [_program(c, self.plan, costs, unit_cost, atomic_cost) for c in range(grid)]
+        self.programs = [_program(c, self.plan, costs, unit_cost, atomic_cost, handoff_cost) for c in range(grid)]
         self.cta_slot = np.full(grid, -1, dtype=np.int64)
         self.cta_start = np.full(grid, math.nan)
         self.cta_end = np.full(grid, math.inf)
@@ -202,17 +212,17 @@ class _Run:
 
 
 def simulate_events(schedule: Schedule, costs: Costs = IDEAL, fixup: str | None = None,
-                    unit_cost: float = 0.0, atomic_cost: float = 0.0) -> Timeline:
+                    unit_cost: float = 0.0, atomic_cost: float = 0.0, handoff_cost: float = 0.0) -> Timeline:
     """Simulate ``schedule`` event by event under ``costs`` and fixup policy ``fixup``
     (default: the schedule's own), ``unit_cost`` before each unit after a CTA's first,
-    ``atomic_cost`` per atomic add of a partial tile into C; see the
-    module docstring for the model."""
+    ``atomic_cost`` per atomic add of a partial tile into C, ``handoff_cost`` per turnstile
+    handoff (0: d + b); see the module docstring for the model."""
     check_type("schedule", schedule, Schedule)
     check_type("costs", costs, Costs)
-    for name, value in (("unit_cost", unit_cost), ("atomic_cost", atomic_cost)):
+    for name, value in (("unit_cost", unit_cost), ("atomic_cost", atomic_cost), ("handoff_cost", handoff_cost)):
         if not is_cost(value):
             raise ScheduleError(f"{name} must be a finite number >= 0, at most {MAX_COST:g} (got {value!r})")
-    run = _Run(schedule, costs, schedule.fixup if fixup is None else fixup, unit_cost, atomic_cost)
+    run = _Run(schedule, costs, schedule.fixup if fixup is None else fixup, unit_cost, atomic_cost, handoff_cost)
     run.run()
     deadlock = run.next_cta < schedule.grid or bool(run.blocked) or bool(np.isinf(run.cta_end).any())
     reason = run.deadlock_reason() if deadlock else None
