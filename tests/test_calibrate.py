@@ -33,8 +33,9 @@ SMS = 32  # the design's times do not depend on the SM count (every probe is who
 # 64 KB partial at ~1.3 us), chosen for the test, not measured.
 # dram_us_per_mb: a quarter of an H100's DRAM bandwidth for a quarter of its SMs (~0.35 us/MB there).
 TRUE = {"launch": 4.0, "a": 1.5, "c1": 0.47, "c_shared": 0.92, "b": 1.2, "d": 1.3, "pass_launch": 3.0,
-        "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 1.5, "atomic": 9.0, "handoff": 0.0, "c_free": 0.06, "c_tpc": 0.0, "c_l2": 0.08,
+        "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 1.5, "atomic": 9.0, "handoff": 0.9, "c_free": 0.06, "c_tpc": 0.0, "c_l2": 0.08,
         "l2_us_per_mb": 0.05, "c_shifted": 0.35, "c_row32": 0.1, "pack": 1.0, "pack_us_per_mb": 0.7}
+# handoff: a link below b + d, which the turnstile-chain probes price (LOG.md v52);
 # c_shifted: priced on the dot tiles only (the 128x128 kernel packs unaligned rows), so not fitted here;
 # c_row32: probed only on kernels that read TMA boxes in place (design.probes row32=True;
 # tests/test_calibrate_row32.py), so not fitted here either;
@@ -70,7 +71,7 @@ def test_fit_recovers_known_terms_within_their_reported_errors():
                                     packed_mb=packs("float16", TILE))
     z = (result.values - [TRUE[n] for n in result.names]) / result.errors
     report = {n: (TRUE[n], round(v, 4), round(e, 4)) for n, v, e in zip(result.names, result.values, result.errors)}
-    assert len(design) == 44 and result.names == tuple(n for n in term_names(2) if n not in ("l2_us_per_mb", "c_shifted", "c_row32", "c_tpc", "handoff"))
+    assert len(design) == 48 and result.names == tuple(n for n in term_names(2) if n not in ("l2_us_per_mb", "c_shifted", "c_row32", "c_tpc"))
     assert [p.family for p in design].count("dp-packed") == 3
     assert np.all(np.abs(z) < 3), report
     assert 0.5 * NOISE < result.rms_rel_residual < 1.5 * NOISE, result.rms_rel_residual
@@ -110,7 +111,7 @@ def test_fit_is_exact_without_noise_on_a_kernel_of_one_cta_per_sm():
     truth = {k: v for k, v in TRUE.items() if k != "c_shared"}
     _, result = calibrate_with(simulated_device(truth, 0.0, 0, 1), "float16", TILE, SMS, 1, L2, quick=True)
     # told nothing of what the kernel packs, the design has no dp-packed probe and the fit no pack terms
-    assert result.names == tuple(n for n in term_names(1) if n not in ("l2_us_per_mb", "c_shifted", "c_row32", "c_tpc", "handoff", *PACK_TERMS)) and "c_shared" not in result.names
+    assert result.names == tuple(n for n in term_names(1) if n not in ("l2_us_per_mb", "c_shifted", "c_row32", "c_tpc", *PACK_TERMS)) and "c_shared" not in result.names
     assert np.allclose(result.values, [truth[n] for n in result.names], rtol=1e-6, atol=1e-6)
 
 
@@ -160,6 +161,8 @@ def test_prediction_prices_each_term_where_the_gpu_spends_it():
         t["launch"] + t["a"] + 32 * t["c1"] + 3 * t["unit"])
     assert predict_from(by["atomic", "p=4"], t, SMS, 2) == pytest.approx(
         t["launch"] + t["pass_launch"] + t["a"] + 32 * c1(("atomic", "p=4")) + t["atomic"])
+    assert predict_from(by["turnstile-chain", "p=8"], t, SMS, 2) == pytest.approx(  # the head's store, 6 links, the tail's read
+        t["launch"] + t["a"] + 16 * c1(("turnstile-chain", "p=8")) + t["b"] + 6 * t["handoff"] + t["d"])
     # the Latin square: 64 CTAs per wave on distinct rows and columns read every slice from DRAM
     side = SMS * 2
     (scattered,) = [s for (family, _), s in by.items() if family == "dram-scattered"]
@@ -256,8 +259,9 @@ def test_calibrate_cli_end_to_end_against_a_stand_in_gpu(tmp_path, capsys, monke
     assert "about " in err and "for 1 kernel (pacing now" in err  # the estimate, before the run
     monkeypatch.setenv(files.ENV, str(tmp_path))
     (cal,) = files.load("h100")  # the family's file, which the h100 preset loads
-    # the quick design's 21 probes and two dp-packed ones: the 128x128x32 kernel packs 2-byte-aligned rows
-    assert (cal.dtype, cal.tile, cal.ctas_per_sm, cal.probes, cal.l2_bytes) == ("float16", TILE, 2, 23, L2)
+    # the quick design's 21 probes, two turnstile-chain and two dp-packed ones (the 128x128x32 kernel packs
+    # 2-byte-aligned rows)
+    assert (cal.dtype, cal.tile, cal.ctas_per_sm, cal.probes, cal.l2_bytes) == ("float16", TILE, 2, 25, L2)
     assert all(abs(t.us - TRUE[t.name]) < 4 * t.se for t in cal.terms), cal.terms
     assert {"pack", "pack_us_per_mb"} <= {t.name for t in cal.terms}
 
@@ -374,7 +378,8 @@ def test_the_fit_of_measured_dot_probes_holds_c_shared_and_does_not_end_in_the_c
     ends where a lone CTA is latency-bound (rms ~9%), and fit keeps it."""
     from streamk.gpu.catalogue import DOT_TILE
 
-    design = [p for p in probes(DOT_TILE, 132, 4, 52428800, 2) if p.family != "dp-shifted"]  # measured before it
+    design = [p for p in probes(DOT_TILE, 132, 4, 52428800, 2)
+              if p.family not in ("dp-shifted", "turnstile-chain")]  # measured before them
     result = fit([p.schedule for p in design], DOT_PROBES_H100, 132, 4, l2_bytes=52428800, element_bytes=2)
     values = dict(zip(result.names, result.values))
     assert "c_shared" in result.held and all(p.schedule.shape.n == DOT_TILE.bn for p in design[:8])

@@ -17,6 +17,10 @@ so its calibrated-simulator time is linear in the terms (``predict.predict_from`
 * multi-unit: one CTA per SM running u whole tiles of k iterations: launch + a + u k c1 + (u-1) unit
 * atomic: tiles split p ways evenly under the atomic policy (the prescale pass first, no waits):
   launch + pass_launch + a + (k/p) c1 + atomic
+* turnstile-chain: tiles split p ways evenly under the turnstile policy, one CTA a contributor: every
+  mainloop ends together, then the p - 2 middle links hand the running sum on one after another:
+  launch + a + (k/p) c1 + b + (p - 2) handoff + d (the head's store, the tail's read; LOG.md v52).
+  Each CTA runs one unit, so the backward walk auto runs turnstile with is the same schedule
 * dp-shifted (the dot tiles only): dp-one-per-sm and dp-partial on operands whose streamed rows are
   not 16-byte aligned (k, or n on the transposed tile, one short of whole iterations): each MAC
   iteration costs c_shifted more (``target.streams_unaligned``)
@@ -64,6 +68,7 @@ PEERS = (1, 2, 4)                          # peers of split-long-owner (k = 128:
 REDUCE_SPLITS = (2, 4, 8, 16)              # ways a separate-reduce tile is split (k = 128)
 UNITS = ((2, 8), (4, 8), (8, 8), (2, 32), (4, 32))  # (tiles per CTA, k iterations) of multi-unit
 ATOMIC_SPLITS = (2, 4, 8)                  # ways an atomic tile is split (k = 128)
+CHAIN_SPLITS = (4, 8, 16, 32)              # ways a turnstile-chain tile is split (k = 128): 2 to 30 links (LOG.md v52)
 PARTIAL_SHARES = (8, 4, 2)                 # dp-partial: 1/s of the SMs busy (k = 128)
 WIDE_ROWS = (4, 2)                         # dp-wide: one wave of whole tiles in this many tile rows (k = 128)
 SHIFTED_ITERS = (8, 32, 128)               # k iterations of dp-shifted one CTA per SM (and sms/4 at LONG_K)
@@ -75,7 +80,7 @@ TPC_PREFIX = "calibrate:tpc-"              # the fit prices c_tpc only where the
 LONG_K = 128
 QUICK = {"DP_ITERS": (1, 8, 64), "WAVE_ITERS": (8, 32), "SPLIT_ITERS": (64,), "SPLITS": (2, 4), "PEERS": (1, 4),
          "REDUCE_SPLITS": (2, 4, 8), "UNITS": ((4, 8), (2, 32)),
-         "ATOMIC_SPLITS": (2, 8), "PARTIAL_SHARES": (4,),
+         "ATOMIC_SPLITS": (2, 8), "CHAIN_SPLITS": (8, 32), "PARTIAL_SHARES": (4,),
          "WIDE_ROWS": (2,), "SHIFTED_ITERS": (32,), "PACKED_ITERS": (8, 128), "ROW32_ITERS": (128,)}  # the GPU test's reduced design: every term
 
 
@@ -138,8 +143,9 @@ def probes(tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float, element
     the dp-tpc probes (whole tiles of k = 128 on 1/4, 1/2, 3/4 and all of the SMs, one CTA an SM, the
     same work a CTA) price c_tpc: a wave at most half the SMs runs each CTA alone on its TPC (not yet
     run on a GPU; LOG.md v49)."""
-    if sms < 2 * max(REDUCE_SPLITS):
-        raise ScheduleError(f"calibration needs at least {2 * max(REDUCE_SPLITS)} SMs (got {sms})")
+    need = max(2 * max(REDUCE_SPLITS), max(CHAIN_SPLITS))  # a tile of every split at least
+    if sms < need:
+        raise ScheduleError(f"calibration needs at least {need} SMs (got {sms})")
     q = QUICK if quick else {}
     dp_iters, wave_iters = q.get("DP_ITERS", DP_ITERS), q.get("WAVE_ITERS", WAVE_ITERS)
     split_iters, splits = q.get("SPLIT_ITERS", SPLIT_ITERS), q.get("SPLITS", SPLITS)
@@ -193,6 +199,11 @@ def probes(tile: TileShape, sms: int, ctas_per_sm: int, l2_bytes: float, element
         tiles = sms // p
         ctas = [cta for t in range(tiles) for cta in _split(t, [i * LONG_K // p for i in range(p + 1)])]
         out.append(Probe("atomic", f"p={p}", _schedule(f"atomic-p{p}", tiles, LONG_K, tile, ctas, one, "atomic")))
+    for p in q.get("CHAIN_SPLITS", CHAIN_SPLITS):  # the only probes with turnstile handoffs: they price handoff
+        tiles = sms // p
+        ctas = [cta for t in range(tiles) for cta in _split(t, [i * LONG_K // p for i in range(p + 1)])]
+        out.append(Probe("turnstile-chain", f"p={p}", _schedule(f"chain-p{p}", tiles, LONG_K, tile, ctas, one,
+                                                                 "turnstile")))
     if streams_unaligned(_shape(1, 1, tile, shifted=True), tile, element_bytes):
         for k in q.get("SHIFTED_ITERS", SHIFTED_ITERS):
             ctas = [[(t, 0, k)] for t in range(sms)]

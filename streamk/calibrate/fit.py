@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import StreamkError
+from ..fixup import Action, plan_fixup
 from ..schedule import Schedule
 from ..shapes import ITEMSIZE, GemmShape, TileShape
 from ..target import streams_unaligned
@@ -71,6 +72,11 @@ class Fit:
         terms = tuple(terms)
         return Calibration(dtype, tile, ctas_per_sm, terms, device, sms, len(self.measured_us),
                            self.rms_rel_residual, l2_bytes)
+
+
+def hands_on(schedule: Schedule) -> bool:
+    """Whether ``schedule`` holds a turnstile handoff (a middle contributor), the units handoff prices."""
+    return schedule.fixup == "turnstile" and bool(np.any(plan_fixup(schedule).action == Action.HANDOFF))
 
 
 def _predict(schedules: Sequence[Schedule], names: tuple[str, ...], theta: np.ndarray, sms: int,
@@ -161,8 +167,8 @@ def _descend(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: i
     # c_tpc only where the design holds the dp-tpc probes (design.probes(tpc=True)): the dp-partial ones
     # alone leave it level with c_free on the quick design
     tpc = any(s.decomposition.startswith(TPC_PREFIX) for s in schedules)
-    # handoff only where a probe hands a turnstile sum on (none of today's design: fitted offline, LOG.md v51)
-    chains = any(s.fixup == "turnstile" for s in schedules)
+    # handoff only where a probe hands a turnstile sum on (the turnstile-chain probes; LOG.md v51, v52)
+    chains = any(hands_on(s) for s in schedules)
     names = tuple(n for n in term_names(ctas_per_sm) if n not in held and (n != "c_shifted" or shifted)
                   and (n != "c_row32" or row32) and (n != "c_tpc" or tpc) and (n != "handoff" or chains)
                   and (n not in PACK_TERMS or packs))
