@@ -26,6 +26,7 @@ machine and which constants it runs with, mirroring how the GPU backend launches
   mainloop refills more of its shared slices the fuller the L2; LOG.md v26);
 * ``l2_us_per_mb``: a MAC iteration lasts at least the time the L2 takes to serve every CTA of the
   wave its A and B boxes (past about half the SMs an H100's 128x128x64 mainloop is L2-bound; LOG.md v28);
+  past one CTA an SM, at the pace of the SMs that hold the most (``floor_ctas``; LOG.md v53);
 * waves: wave w holds each slot's w-th CTA (``traffic.wave_steps``); the idle-SM relief and the L2
   floor are taken at each wave's CTAs and the iteration the simulator runs at is their mean over the
   waves' steps (DP's fast path: exactly each wave at its own cost). CTAs left running inside one
@@ -69,6 +70,13 @@ def residency(grid: int, sms: int, ctas_per_sm: int) -> int:
     return 1 if grid <= sms else ctas_per_sm
 
 
+def floor_ctas(busy: int, sms: int) -> int:
+    """The CTAs whose box reads set a wave's L2 floor: ``busy`` where each sits alone on an SM; past
+    ``sms`` the SMs holding the most CTAs pace the wave, every SM taking an equal share of the L2
+    (64x128x64's launches of 133-263 CTAs ran at the full 264's pace; LOG.md v53)."""
+    return busy if busy <= sms else math.ceil(busy / sms) * sms
+
+
 def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_per_sm: int,
                    fixup: str | None = None, *, l2_bytes: float = 0.0, element_bytes: int = 2
                    ) -> tuple[Schedule, Costs, str]:
@@ -94,7 +102,7 @@ def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_
         c = c0 - values.get("c_free", 0.0) * (1.0 - min(busy, sms) / sms) if r == 1 else c0
         if r == 1 and busy <= sms // 2:
             c -= values.get("c_tpc", 0.0)  # every CTA alone on its TPC (SM pair)
-        return max(c, busy * floor_us) * stretch
+        return max(c, floor_ctas(busy, sms) * floor_us) * stretch
 
     # each wave priced at its own CTAs (a small last wave runs with SMs idle: their bandwidth, a lighter
     # L2 floor), not the full wave's; CTAs left running inside a wave keep its count (the split-long-owner
