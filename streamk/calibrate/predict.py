@@ -7,6 +7,8 @@ machine and which constants it runs with, mirroring how the GPU backend launches
   co-resident CTAs share an SM's tensor cores: each runs at about half speed);
 * under separate-reduce the main kernel reads no partials, so the simulator's reduce pass is
   priced at ``d_reduce``; every other policy reads at ``d``;
+* ``a_shared``: at shared residency each CTA pays it on top of ``a`` (two CTAs' prologues and output-tile
+  stores run together on one SM; 0 where an entry lacks it; LOG.md v53);
 * ``launch`` is paid once, ``pass_launch`` once more for a reduce or prescale pass;
 * ``unit`` before each work unit after a CTA's first (the mainloop restarts on a new tile);
 * ``atomic`` for each unit that adds its partial tile into C under the atomic policy;
@@ -116,7 +118,8 @@ def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_
         c *= dram_slowdown(schedule, slots, l2_bytes, element_bytes, c, 1e6 / values["dram_us_per_mb"])
     d = values["d_reduce"] if policy == "separate-reduce" else values["d"]
     placed = schedule if schedule.machine == Machine(sms, r) else replace(schedule, machine=Machine(sms, r))
-    return placed, Costs(a=values["a"], b=values["b"], c=c, d=d), policy
+    a = values["a"] + (values.get("a_shared", 0.0) if r > 1 else 0.0)  # the pair's fixed costs (LOG.md v53)
+    return placed, Costs(a=a, b=values["b"], c=c, d=d), policy
 
 
 def _extra_costs(values: dict[str, float]) -> tuple[float, float, float]:
