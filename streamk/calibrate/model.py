@@ -53,10 +53,10 @@ TERM_DOC: dict[str, str] = {
 }
 
 
-# Terms added to the first model (LOG.md v19, v21, v51, v22, v49, v26, v28, v35, v41d, v35e); an entry fitted without
-# some of them predicts as if they were 0.
-EXTENSION_TERMS = ("a_shared", "unit", "dram_us_per_mb", "atomic", "handoff", "c_free", "c_tpc", "c_l2", "l2_us_per_mb",
-                   "c_shifted", "c_row32", "pack", "pack_us_per_mb")
+# Terms added to the first model (LOG.md v53, v19, v21, v51, v22, v49, v26, v28, v35, v41d, v35e); an entry
+# fitted without some of them predicts as if they were 0.
+EXTENSION_TERMS = ("a_shared", "unit", "dram_us_per_mb", "atomic", "handoff", "c_free", "c_tpc", "c_l2",
+                   "l2_us_per_mb", "c_shifted", "c_row32", "pack", "pack_us_per_mb")
 # The pack pass's terms: fitted only on a kernel that packs (the dp-packed probes); any other predicts no pack.
 PACK_TERMS = ("pack", "pack_us_per_mb")
 

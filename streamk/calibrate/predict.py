@@ -75,7 +75,7 @@ def residency(grid: int, sms: int, ctas_per_sm: int) -> int:
 def floor_ctas(busy: int, sms: int) -> int:
     """The CTAs whose box reads set a wave's L2 floor: ``busy`` where each sits alone on an SM; past
     ``sms`` the SMs holding the most CTAs pace the wave, every SM taking an equal share of the L2
-    (64x128x64's launches of 133-263 CTAs ran at the full 264's pace; LOG.md v53)."""
+    (64x128x64's launches of 133-263 CTAs, floored at their own CTAs, were predicted 20-24% fast; LOG.md v53)."""
     return busy if busy <= sms else math.ceil(busy / sms) * sms
 
 
