@@ -171,6 +171,7 @@ def _descend(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: i
     chains = any(hands_on(s) for s in schedules)
     names = tuple(n for n in term_names(ctas_per_sm) if n not in held and (n != "c_shifted" or shifted)
                   and (n != "c_row32" or row32) and (n != "c_tpc" or tpc) and (n != "handoff" or chains)
+                  and n != "a_shared"  # fitted offline from the H200 oracles (LOG.md v53)
                   and (n not in PACK_TERMS or packs))
     if len(y) <= len(names):
         raise FitError(f"{len(names)} terms need more than {len(names)} probes (got {len(y)})")

@@ -21,6 +21,8 @@ TERM_DOC: dict[str, str] = {
     "a": "once per CTA (prologue, compulsory misses, writing the output tile)",
     "c1": "per MAC iteration of a CTA alone on its SM",
     "c_shared": "per MAC iteration of each CTA while ctas_per_sm CTAs share an SM",
+    "a_shared": "once per CTA, what it costs more while ctas_per_sm CTAs share an SM (the pair's prologues and "
+                "output-tile stores run together on one SM's load and store paths, where a is a CTA alone; LOG.md v53)",
     "b": "per partial tile stored to the workspace",
     "d": "per peer partial read and accumulated by a CTA of the main kernel",
     "pass_launch": "once per extra pass (the separate reduce after the main kernel, atomic's prescale before it)",
@@ -51,10 +53,10 @@ TERM_DOC: dict[str, str] = {
 }
 
 
-# Terms added to the first model (LOG.md v19, v21, v51, v22, v49, v26, v28, v35, v41d, v35e); an entry fitted without
-# some of them predicts as if they were 0.
-EXTENSION_TERMS = ("unit", "dram_us_per_mb", "atomic", "handoff", "c_free", "c_tpc", "c_l2", "l2_us_per_mb",
-                   "c_shifted", "c_row32", "pack", "pack_us_per_mb")
+# Terms added to the first model (LOG.md v53, v19, v21, v51, v22, v49, v26, v28, v35, v41d, v35e); an entry
+# fitted without some of them predicts as if they were 0.
+EXTENSION_TERMS = ("a_shared", "unit", "dram_us_per_mb", "atomic", "handoff", "c_free", "c_tpc", "c_l2",
+                   "l2_us_per_mb", "c_shifted", "c_row32", "pack", "pack_us_per_mb")
 # The pack pass's terms: fitted only on a kernel that packs (the dp-packed probes); any other predicts no pack.
 PACK_TERMS = ("pack", "pack_us_per_mb")
 
@@ -68,9 +70,13 @@ MAX_PRICED_TERMS = ("dram_us_per_mb", "l2_us_per_mb")
 MAY_NOT_BIND = MAX_PRICED_TERMS + ("c_shared",)
 
 
+# Terms of CTAs sharing an SM: only a kernel of more than one resident CTA an SM has them.
+SHARED_TERMS = ("c_shared", "a_shared")
+
+
 def term_names(ctas_per_sm: int) -> tuple[str, ...]:
-    """The terms a kernel of ``ctas_per_sm`` resident CTAs has: c_shared only where CTAs can share."""
-    return tuple(t for t in TERM_DOC if t != "c_shared" or ctas_per_sm > 1)
+    """The terms a kernel of ``ctas_per_sm`` resident CTAs has: the shared ones only where CTAs can share."""
+    return tuple(t for t in TERM_DOC if t not in SHARED_TERMS or ctas_per_sm > 1)
 
 
 @dataclass(frozen=True, slots=True)

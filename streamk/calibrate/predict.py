@@ -7,6 +7,8 @@ machine and which constants it runs with, mirroring how the GPU backend launches
   co-resident CTAs share an SM's tensor cores: each runs at about half speed);
 * under separate-reduce the main kernel reads no partials, so the simulator's reduce pass is
   priced at ``d_reduce``; every other policy reads at ``d``;
+* ``a_shared``: at shared residency each CTA pays it on top of ``a`` (two CTAs' prologues and output-tile
+  stores run together on one SM; 0 where an entry lacks it; LOG.md v53);
 * ``launch`` is paid once, ``pass_launch`` once more for a reduce or prescale pass;
 * ``unit`` before each work unit after a CTA's first (the mainloop restarts on a new tile);
 * ``atomic`` for each unit that adds its partial tile into C under the atomic policy;
@@ -26,6 +28,7 @@ machine and which constants it runs with, mirroring how the GPU backend launches
   mainloop refills more of its shared slices the fuller the L2; LOG.md v26);
 * ``l2_us_per_mb``: a MAC iteration lasts at least the time the L2 takes to serve every CTA of the
   wave its A and B boxes (past about half the SMs an H100's 128x128x64 mainloop is L2-bound; LOG.md v28);
+  past one CTA an SM, at the pace of the SMs that hold the most (``floor_ctas``; LOG.md v53);
 * waves: wave w holds each slot's w-th CTA (``traffic.wave_steps``); the idle-SM relief and the L2
   floor are taken at each wave's CTAs and the iteration the simulator runs at is their mean over the
   waves' steps (DP's fast path: exactly each wave at its own cost). CTAs left running inside one
@@ -69,6 +72,13 @@ def residency(grid: int, sms: int, ctas_per_sm: int) -> int:
     return 1 if grid <= sms else ctas_per_sm
 
 
+def floor_ctas(busy: int, sms: int) -> int:
+    """The CTAs whose box reads set a wave's L2 floor: ``busy`` where each sits alone on an SM; past
+    ``sms`` the SMs holding the most CTAs pace the wave, every SM taking an equal share of the L2
+    (64x128x64's launches of 133-263 CTAs, floored at their own CTAs, were predicted 20-24% fast; LOG.md v53)."""
+    return busy if busy <= sms else math.ceil(busy / sms) * sms
+
+
 def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_per_sm: int,
                    fixup: str | None = None, *, l2_bytes: float = 0.0, element_bytes: int = 2
                    ) -> tuple[Schedule, Costs, str]:
@@ -94,7 +104,7 @@ def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_
         c = c0 - values.get("c_free", 0.0) * (1.0 - min(busy, sms) / sms) if r == 1 else c0
         if r == 1 and busy <= sms // 2:
             c -= values.get("c_tpc", 0.0)  # every CTA alone on its TPC (SM pair)
-        return max(c, busy * floor_us) * stretch
+        return max(c, floor_ctas(busy, sms) * floor_us) * stretch
 
     # each wave priced at its own CTAs (a small last wave runs with SMs idle: their bandwidth, a lighter
     # L2 floor), not the full wave's; CTAs left running inside a wave keep its count (the split-long-owner
@@ -108,7 +118,8 @@ def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_
         c *= dram_slowdown(schedule, slots, l2_bytes, element_bytes, c, 1e6 / values["dram_us_per_mb"])
     d = values["d_reduce"] if policy == "separate-reduce" else values["d"]
     placed = schedule if schedule.machine == Machine(sms, r) else replace(schedule, machine=Machine(sms, r))
-    return placed, Costs(a=values["a"], b=values["b"], c=c, d=d), policy
+    a = values["a"] + (values.get("a_shared", 0.0) if r > 1 else 0.0)  # the pair's fixed costs (LOG.md v53)
+    return placed, Costs(a=a, b=values["b"], c=c, d=d), policy
 
 
 def _extra_costs(values: dict[str, float]) -> tuple[float, float, float]:
