@@ -30,8 +30,8 @@ from .traffic import row32_share
 # a first guess of the H100's order of magnitude; the fit moves it
 START_US = {"launch": 2.0, "a": 2.0, "c1": 0.5, "c_shared": 1.0, "b": 1.0, "d": 1.0, "pass_launch": 2.0,
             "d_reduce": 0.5, "unit": 1.0, "dram_us_per_mb": 5.0, "atomic": 1.0, "handoff": 2.0, "a_shared": 0.5,
-            "c_free": 0.05,            "c_l2": 0.05, "l2_us_per_mb": 0.1, "c_shifted": 0.3, "c_row32": 0.1, "c_tpc": 0.05, "pack": 1.0,
-            "pack_us_per_mb": 0.5}
+            "c_free": 0.05, "c_l2": 0.05, "l2_us_per_mb": 0.1, "c_shifted": 0.3, "c_row32": 0.1, "c_tpc": 0.05,
+            "pack": 1.0, "pack_us_per_mb": 0.5}
 STEP = 1e-3        # finite-difference step, in us: far below any term, inside one linear piece
 MAX_ITERATIONS = 30
 TOLERANCE = 1e-10  # stop once no term moves more than this (us)
