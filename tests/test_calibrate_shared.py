@@ -5,7 +5,8 @@ fast: the L2 floor was taken at the wave's CTAs, as if each had an SM's share of
 holding two CTAs pace the wave. These tests check on the CPU that a wave past one CTA an SM is floored
 at the full residency's pace, and that one of at most one CTA an SM is priced as before. The same
 tile's and the sm80 128x128x32's launches at shared residency were predicted fast by 1.5-2 us a wave
-at shallow k (both tiles, every variant): ``a_shared``, once per CTA while two share an SM.
+at shallow k (both tiles, every variant): ``a_shared``, once per CTA while two share an SM. The fit
+prices it from the dp-waves probes (shared residency) against the one-CTA probes' launch + a (LOG.md v54).
 """
 
 import json
@@ -85,3 +86,54 @@ def test_a_shared_slows_each_shared_cta_and_leaves_a_cta_alone_on_its_sm_and_abs
         s = make_schedule("data-parallel", GemmShape(TILE.bm * tiles, TILE.bn, TILE.bk * IPT), TILE, Machine(SMS, 2))
         gap = predict_from(s, values, SMS, 2) - predict_from(s, without, SMS, 2)
         assert gap == pytest.approx(waves * values["a_shared"])
+
+
+# The fit's own a_shared (LOG.md v54): the dp-waves' intercept, above the one-CTA probes' launch + a
+H200_L2 = 62914560
+FIT_SMS = 32  # every probe is whole waves: the terms do not depend on the SM count; 32 is fast
+
+
+def _h200_device(tile: TileShape, ctas_per_sm: int, noise: float, seed: int, **extra: float):
+    """The calibrated simulator under the shipped H200 FP16 ``tile`` entry (with ``extra`` terms) as the GPU,
+    the pack pass first where it packs, times (1 + noise N(0, 1))."""
+    import numpy as np
+
+    from streamk.gpu.decide.tiles import packed_bytes
+
+    truth = {**{t.name: t.us for t in preset("h200").kernel("float16", tile).calibration.terms}, **extra}
+    packs = lambda shape: packed_bytes(shape, "float16", tile) / 1e6  # noqa: E731
+    rng = np.random.default_rng(seed)
+
+    def timer(schedules, dtype):
+        exact = np.array([predict_from(s, truth, FIT_SMS, ctas_per_sm, l2_bytes=H200_L2, packed_mb=packs(s.shape))
+                          for s in schedules])
+        return exact * (1 + noise * rng.standard_normal(len(exact)))
+    return truth, timer, packs
+
+
+@pytest.mark.slow(9)
+@pytest.mark.parametrize("tile", [TILE, TileShape(128, 128, 32)])
+def test_fit_recovers_a_shared_from_the_shared_waves_and_the_one_cta_probes(tile: TileShape) -> None:
+    from streamk.calibrate.fit import calibrate_with
+    from streamk.gpu.catalogue import spec_for_tile
+
+    truth, timer, packs = _h200_device(tile, 2, 0.02, seed=1)
+    _, result = calibrate_with(timer, "float16", tile, FIT_SMS, 2, H200_L2, quick=True, packed_mb=packs,
+                               row32=spec_for_tile("float16", tile).tma)
+    fitted, se = dict(zip(result.names, result.values)), dict(zip(result.names, result.errors))
+    # se 0.12-0.27 us at 2% noise (full design 0.15-0.34; LOG.md v54): 3 se, and informative (< 20% of 1.5 us)
+    assert abs(fitted["a_shared"] - truth["a_shared"]) < 3 * se["a_shared"] and se["a_shared"] < 0.3, (fitted, se)
+    for name in ("launch", "a", "c1", "c_shared"):  # the terms the same probes pin stay where they were
+        assert abs(fitted[name] - truth[name]) < 3.5 * se[name], (name, fitted[name], truth[name], se[name])
+
+
+def test_a_one_cta_kernels_fit_never_prices_a_shared() -> None:
+    from streamk.calibrate.fit import calibrate_with
+
+    tile = TileShape(128, 128, 64)
+    # a device that would charge it at shared residency: a kernel of one CTA an SM never runs there
+    truth, timer, packs = _h200_device(tile, 1, 0.0, seed=0, a_shared=1.5)
+    design, result = calibrate_with(timer, "float16", tile, FIT_SMS, 1, H200_L2, quick=True, packed_mb=packs)
+    assert any(p.schedule.grid > FIT_SMS for p in design)  # its dp-waves run several waves of one CTA an SM
+    assert "a_shared" not in result.names and "c_shared" not in result.names
+    assert result.rms_rel_residual < 0.02, result.rms_rel_residual

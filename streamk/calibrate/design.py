@@ -8,7 +8,9 @@ so its calibrated-simulator time is linear in the terms (``predict.predict_from`
   launch + a + k (c1 - (1 - 1/s) c_free)
 * dp-wide: one wave of whole tiles of LONG_K iterations in r tile rows, so A and B fill more of the
   L2 than dp-one-per-sm's near-square grid at the same k: launch + a + k (c1 + (A + B bytes / L2) c_l2)
-* dp-waves: w full waves of whole tiles at the kernel's residency: launch + w (a + k c_shared)
+* dp-waves: w full waves of whole tiles at the kernel's residency: launch + w (a + a_shared + k c_shared)
+  (a_shared and c_shared only at 2+ CTAs an SM; the intercept above dp-one-per-sm's launch + a
+  prices a_shared: LOG.md v54)
 * split-even: tiles split p ways evenly, owner-waits: launch + a + (k/p) c1 + b + (p-1) d
 * split-long-owner: the owner keeps 3/4 of k, p peers share 1/4 (nobody waits):
   launch + a + (3k/4) c1 + p d
