@@ -75,7 +75,8 @@ def decide(a: Operand, b: Operand, c: Operand | None, target: Target, req: GemmR
                          **req.scheduler_options)
     spec = spec_for_tile(a.dtype, sched.tile)
     cluster = cluster_shape(req.tuning.multicast, req.tuning.cluster_2d, spec, sched)
-    if cluster == QUAD_CLUSTER and isinstance(req.schedule, str):  # a given Schedule keeps its order
+    if cluster == QUAD_CLUSTER and isinstance(req.schedule, str) and sched.tile_order != QUAD_ORDER:
+        # a given Schedule keeps its order; auto's short launches come in it already (launches.auto_quads)
         sched = sched.with_tile_order(QUAD_ORDER)  # CTAs 4q .. 4q + 3 on one 2x2 block of tiles
     if c is not None:
         check_output_layout(c)

@@ -152,7 +152,7 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
             return tiny
         balanced = iters <= SMALL_WAVE_MAX_ITERS and 2 * sms < count(SMALL_TILE) <= SMALL_PER_SM * sms
         if count(SMALL_TILE) <= sms or balanced:
-            return small_on_sm90(shape, dtype, iters, square, sms) if sm90 else SMALL_TILE
+            return small_on_sm90(shape, dtype, iters, count(SMALL_TILE), square, sms) if sm90 else SMALL_TILE
         if count(default) < sms and short:
             for tile in sorted((t for t in RECT_TILES if t in tiles), key=lambda t: (count(t), t.bm)):  # a tie: 64x128
                 if count(tile) <= sms or (count(tile) <= 2 * sms and not narrow(tile)):
@@ -189,11 +189,11 @@ def rect_on_sm90(shape: GemmShape, dtype: str, rect: TileShape, tiles: tuple[Til
 SMALL_DEEP_MIN_ITERS = 100  # MAC iterations of the paper tile (32 deep)
 
 
-def small_on_sm90(shape: GemmShape, dtype: str, iters: int, square: TileShape, sms: int) -> TileShape:
+def small_on_sm90(shape: GemmShape, dtype: str, iters: int, small_tiles: int, square: TileShape,
+                  sms: int) -> TileShape:
     """SMALL_TILE, or the sm90 ``square`` tile on a GEMM of ``iters`` paper-tile MAC iterations and
-    half a wave or more of SMALL_TILE tiles that it reads in place."""
-    small = -(-shape.m // SMALL_TILE.bm) * -(-shape.n // SMALL_TILE.bn)
-    if (iters >= SMALL_DEEP_MIN_ITERS and 2 * small >= sms and not decode_like(shape.m, shape.n)
+    half a wave or more of SMALL_TILE tiles (``small_tiles``) that it reads in place."""
+    if (iters >= SMALL_DEEP_MIN_ITERS and 2 * small_tiles >= sms and not decode_like(shape.m, shape.n)
             and packed_bytes(shape, dtype, square) == 0):
         return square
     return SMALL_TILE
