@@ -224,6 +224,29 @@ def test_operands_on_two_devices_are_refused_in_one_line():
 
 
 @TWO_GPUS
+def test_a_stream_of_another_device_is_refused_in_one_line():
+    import torch
+
+    from streamk.errors import InputError
+    from streamk.gpu import gemm, prepare
+
+    gen = torch.Generator(device="cuda:1").manual_seed(48)
+    A = torch.randn(300, 500, generator=gen, device="cuda:1").half()
+    B = torch.randn(500, 200, generator=gen, device="cuda:1").half()
+    p = prepare(A, B, schedule="stream-k")
+    other = torch.cuda.Stream(device=0)
+    with pytest.raises(InputError, match="belongs to another device than cuda:1"):
+        p.launch.enqueue(other.cuda_stream)
+    with pytest.raises(InputError, match="pass a stream of cuda:1"):
+        gemm(A, B, stream=other.cuda_stream)
+    p.launch.enqueue(torch.cuda.current_stream(1).cuda_stream)  # the refusals left nothing behind
+    torch.cuda.synchronize(1)
+    assert error_ratio(p.output, A, B) <= 1
+    torch.ones(1, device="cuda:0").add_(1)
+    torch.cuda.synchronize(0)
+
+
+@TWO_GPUS
 def test_alternating_devices_from_one_thread():
     import torch
 

@@ -134,6 +134,9 @@ class GpuRuntime(RuleBasedStateMachine):
 
         self.devices = _devices()
         self.streams = {d: [torch.cuda.Stream(device=d) for _ in range(2)] for d in range(self.devices)}
+        # torch.cuda.graph's default capture stream is made once, on the device current at its first
+        # use: a capture on another device needs a stream of its own
+        self.capture_streams = {d: torch.cuda.Stream(device=d) for d in range(self.devices)}
         self.junk: list = []
 
     # ---- making GEMMs -----------------------------------------------------------------------
@@ -272,8 +275,9 @@ class GpuRuntime(RuleBasedStateMachine):
         with torch.cuda.device(d):
             if entry.graph is None:
                 graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph):
-                    entry.prepared.launch.enqueue(torch.cuda.current_stream(d).cuda_stream)
+                capture = self.capture_streams[d]
+                with torch.cuda.graph(graph, stream=capture):
+                    entry.prepared.launch.enqueue(capture.cuda_stream)
                 entry.graph = graph
             gen = torch.Generator(device=f"cuda:{d}").manual_seed(seed)
             A.copy_(torch.randn(A.shape, generator=gen, device=f"cuda:{d}"))  # new values, same memory

@@ -22,7 +22,7 @@ from typing import Iterator
 import numpy as np
 
 from ...env import device_ordinal
-from ...errors import CudaError
+from ...errors import CudaError, InputError
 from ...target import Target, TargetTile, for_arch
 from ..build import compile_source, compile_unit_of
 from ..errors import check
@@ -98,6 +98,21 @@ class Device:
         """Whether this device's context is the calling thread's current one."""
         err, ctx = driver().cuCtxGetCurrent()
         return int(err) == 0 and int(ctx) == self._context
+
+    def owns_stream(self, stream: int) -> bool:
+        """Whether ``stream`` belongs to this device's context (the NULL, legacy and per-thread
+        handles name the current context's, which streamk enters); an unknown handle is left to the
+        launch to refuse."""
+        if stream in (0, 1, 2):
+            return True
+        err, ctx = driver().cuStreamGetCtx(stream)
+        return int(err) != 0 or int(ctx) == self._context
+
+    def refuse_foreign_stream(self, stream: int) -> None:
+        """InputError where ``stream`` belongs to another device: this device's kernels cannot run there."""
+        if not self.owns_stream(stream):
+            raise InputError(f"stream {stream:#x} belongs to another device than cuda:{self.ordinal}, where this "
+                             f"GEMM's operands are: pass a stream of cuda:{self.ordinal}")
 
     def _attr(self, attribute) -> int:
         return int(check(driver().cuDeviceGetAttribute(attribute, self.handle), f"cuDeviceGetAttribute({attribute.name})"))

@@ -55,6 +55,7 @@ class Lane:
     """One stream's buffers (``ptr(name)``), epoch word and an event to retire old buffers by."""
 
     def __init__(self, dev: Device, stream: int, needs: Needs | None = None, keep: object = None) -> None:
+        dev.refuse_foreign_stream(stream)
         self.dev, self.stream = dev, stream
         self.keep = keep  # the stream's owner (a CuPy Stream), so the handle stays valid while the lane lives
         self.state = dev.alloc(8)

@@ -17,7 +17,7 @@ from ...errors import ScheduleError
 from ...fixup import FixupPlan
 from ...schedule import Schedule
 from ...shapes import Machine, TileShape
-from .device import Buffer, driver
+from .device import Buffer, device, driver
 from ..errors import check
 from ..decide.operands import Operand, check_operands, describe, padded
 from .plan import GemmPlan, build_plan
@@ -107,6 +107,7 @@ def record_stream(tensors: tuple, stream: int, ordinal: int) -> None:
     torch = sys.modules["torch"]
     external = _TORCH_STREAMS.get((ordinal, stream))
     if external is None:
+        device(ordinal).refuse_foreign_stream(stream)
         if len(_TORCH_STREAMS) > 256:
             _TORCH_STREAMS.clear()
         external = _TORCH_STREAMS[(ordinal, stream)] = torch.cuda.ExternalStream(
