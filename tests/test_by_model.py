@@ -19,12 +19,21 @@ H200 = preset("h200")
 
 @pytest.mark.parametrize("mnk, decomposition, tile", [
     ((3458, 224, 5936), "fixed-split", "128x128x64"),  # auto's DP on 56 tiles measured 1.26x fixed-split's time
-    ((2790, 936, 7760), "data-parallel", "128x192x64"),  # auto's 128x256x64 DP 1.16x
-    ((7613, 1072, 2080), "data-parallel", "128x192x64"),  # 1.23x
+    ((796, 2320, 4376), "data-parallel", "128x192x64"),  # auto's 128x256x64 DP 1.08x
+    ((1089, 2088, 5392), "data-parallel", "128x192x64"),  # its DP 0.93x 128x256x64's in one run
 ])
 def test_model_overrules_auto_where_it_predicts_a_gain(mnk, decomposition, tile):
     s = schedule_for("auto", GemmShape(*mnk), "float16", H200)
     assert (s.decomposition, str(s.tile)) == (decomposition, tile), f"{mnk}: {s.decomposition} on {s.tile}"
+
+
+@pytest.mark.parametrize("mnk", [(2790, 936, 7760), (7613, 1072, 2080)])
+def test_the_rules_run_the_models_former_128x192_picks_of_at_most_1400_columns(mnk):
+    # v47's model picks (auto's 128x256x64 DP 1.16x / 1.23x); decide.tiles.narrower_wide takes them (LOG.md v56)
+    shape = GemmShape(*mnk)
+    s = schedule_for("auto", shape, "float16", H200)
+    assert choose_tile(shape, "float16", H200) == s.tile and str(s.tile) == "128x192x64", f"{mnk}: {s.tile}"
+    assert s.grid == s.problem.tiles and not is_persistent(s), f"{mnk}: grid {s.grid} for {s.problem.tiles} tiles"
 
 
 @pytest.mark.parametrize("mnk", [(3458, 224, 5936), (2790, 936, 7760), (1996, 2232, 1176), (700, 900, 3000)])

@@ -355,11 +355,16 @@ def test_small_tile_kernels_and_autos_tile_choice():
     assert choose_tile(GemmShape(128 * 12, 256 * 11, 1024), "bfloat16", 132) == TileShape(128, 256, 32)  # 132
     assert choose_tile(GemmShape(128 * 12, 256 * 11, 992), "float16", 132) == TileShape(128, 128, 32)  # 31 its
     assert choose_tile(GemmShape(128 * 12, 256 * 11 - 256, 4096), "float16", 132) == TileShape(128, 128, 32)  # 120
-    # tall GEMMs of at most 600 columns: 128x192x64 where it pads fewer columns than 128x256x64
+    # GEMMs of at most 1400 columns: 128x192x64 where it pads fewer columns than 128x256x64 and its
+    # tiles need no second wave where the wide tile's fit one (decide.tiles.narrower_wide)
     on = H100.with_large_rungs("sm90")
     assert choose_tile(GemmShape(7040, 296, 520), "float16", 132, on) == TileShape(128, 192, 64)  # 384 vs 512
     assert choose_tile(GemmShape(5425, 472, 656), "float16", 132, on) == TileShape(128, 256, 64)  # 576 vs 512
-    assert choose_tile(GemmShape(3224, 944, 256), "float16", 132, on) == TileShape(128, 256, 64)  # over 600
+    assert choose_tile(GemmShape(3224, 944, 256), "float16", 132, on) == TileShape(128, 192, 64)  # 960 vs 1024
+    assert choose_tile(GemmShape(2078, 1336, 1744), "float16", 132, on) == TileShape(128, 192, 64)  # 119 tiles, not 102
+    assert choose_tile(GemmShape(4806, 1320, 4976), "float16", 132, on) == TileShape(128, 192, 64)  # 266, not 228
+    assert choose_tile(GemmShape(3791, 960, 304), "float16", 132, on) == TileShape(128, 256, 64)  # 150 > 132 >= 120
+    assert choose_tile(GemmShape(1454, 1800, 1640), "float16", 132, on) == TileShape(128, 256, 64)  # over 1400
     # the 64x128 rectangle on the sm90 64x128x64 tile where that kernel reads the operands in place
     assert choose_tile(GemmShape(1625, 632, 1560), "float16", 132, on) == TileShape(64, 128, 64)
     assert choose_tile(GemmShape(539, 1360, 176), "bfloat16", 132, on) == TileShape(64, 128, 64)

@@ -160,10 +160,10 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
     if square != sm80_square and not sm90:
         square, wide = sm80_square, (sm80_wide if sm80_wide in tiles else None)
     if wide is not None and iters >= WIDE_MIN_ITERS and count(wide) >= sms:
-        return narrower_wide(shape, wide, tiles)
+        return narrower_wide(shape, wide, tiles, sms)
     if sm90 and wide is not None and count(wide) <= sms <= count(square) < 2 * sms:
         # one wave of the wide tile, where the square one would run a partial second
-        return narrower_wide(shape, wide, tiles)
+        return narrower_wide(shape, wide, tiles, sms)
     return square
 
 
@@ -201,21 +201,26 @@ def small_on_sm90(shape: GemmShape, dtype: str, iters: int, small_tiles: int, sq
 
 # Tall GEMMs of at most NARROWER_WIDE_MAX_N columns take 128x192x64 for 128x256x64 where it pads
 # fewer columns: H200, aligned corpus seed 777 (LOG.md v39), n of 264-528: its DP 1.015-1.19x auto
-# on 128x256x64 (5 of 5 shapes); wider ones ran 0.64-0.98x (its mainloop is slower per flop).
-NARROWER_WIDE_MAX_N = 600
+# on 128x256x64 (5 of 5 shapes). Up to 1400 columns, unless its tiles spill past the wide tile's one
+# wave: its DP 0.85-0.94x the wide tile's in the same runs of three H200 seeds (LOG.md v56).
+NARROWER_WIDE_MAX_N = 1400
 
 
-def narrower_wide(shape: GemmShape, wide: TileShape, tiles: tuple[TileShape, ...]) -> TileShape:
+def narrower_wide(shape: GemmShape, wide: TileShape, tiles: tuple[TileShape, ...], sms: int) -> TileShape:
     """``wide``, or 128x192x64 for the sm90 wide tile on a GEMM of at most NARROWER_WIDE_MAX_N
-    columns that it pads less."""
+    columns that it pads less, unless its tiles need a second wave on ``sms`` SMs where the wide
+    tile's fit one."""
     def padded(bn: int) -> int:
         return -(-shape.n // bn) * bn
 
+    def count(t: TileShape) -> int:
+        return -(-shape.m // t.bm) * -(-shape.n // t.bn)
+
     if (wide == SM90_WIDE_TILE and SM90_192_TILE in tiles and shape.n <= NARROWER_WIDE_MAX_N
-            and padded(SM90_192_TILE.bn) < padded(wide.bn)):
+            and padded(SM90_192_TILE.bn) < padded(wide.bn)
+            and not count(wide) <= sms < count(SM90_192_TILE)):
         return SM90_192_TILE
     return wide
-
 
 
 def sm90_rungs(shape: GemmShape, dtype: str, sm80_in_place: bool) -> bool:
