@@ -14,7 +14,15 @@ machine and which constants it runs with, mirroring how the GPU backend launches
 * ``atomic`` for each unit that adds its partial tile into C under the atomic policy;
 * ``handoff``: each turnstile HANDOFF (a middle contributor: wait, read its predecessor's sum, add,
   store, release) costs that in place of d + b: the link runs alone on its chain, where b is priced
-  with every SM storing at once (split-even); 0 keeps d + b (LOG.md v51);
+  with every SM storing at once (split-even); 0 keeps d + b (LOG.md v51). A last arrival that finds
+  every other contributor arrived stores its own partial and reads it back alone, the same round
+  trip: handoff in place of b + d, and d for each other partial (last-arrival was predicted 4-6%
+  slow, the 64KB-partial tiles 11-20%; LOG.md v58);
+* ``a`` includes writing the output tile (fitted on data-parallel probes), so a CTA whose every unit
+  is a PARTIAL (fixed-split's peers) ends with its last mainloop: its store takes the time of the
+  write it never does, and its partial still reaches the waiting owner b later. No probe's time
+  moves (each is one wave, timed by its owners); fixed-split over several waves was predicted
+  10-65% slow, its peers' SMs held b longer than the GPU holds them (LOG.md v58);
 * ``c_shifted``: on a kernel that streams rows of any alignment in place (the dot tiles), each MAC
   iteration over rows that are not 16-byte aligned costs that more (``target.streams_unaligned``;
   LOG.md v35);
@@ -142,7 +150,7 @@ def predict_from(schedule: Schedule, values: dict[str, float], sms: int, ctas_pe
     if len(units) == schedule.grid and np.all(units[:, 1] == 0) and np.all(units[:, 2] == ipt):
         # whole tiles, one per CTA: identical CTAs in waves (what the event simulator gives, faster)
         return pack + values["launch"] + math.ceil(schedule.grid / placed.machine.slots) * (costs.a + costs.c * ipt)
-    timeline = simulate(placed, costs, policy, *_extra_costs(values))
+    timeline = simulate(placed, costs, policy, *_extra_costs(values), a_writes_c=True)
     if timeline.deadlock:
         return math.inf
     extra = 0.0
@@ -166,4 +174,4 @@ def calibrated_timeline(schedule: Schedule, calibration: Calibration, sms: int) 
     values = {t.name: t.us for t in calibration.terms}
     placed, costs, policy = calibrated_run(schedule, values, sms, calibration.ctas_per_sm,
                                            l2_bytes=calibration.l2_bytes, element_bytes=ITEMSIZE[calibration.dtype])
-    return simulate(placed, costs, policy, *_extra_costs(values)), costs.c
+    return simulate(placed, costs, policy, *_extra_costs(values), a_writes_c=True), costs.c

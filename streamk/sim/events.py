@@ -15,8 +15,16 @@ Model (DESIGN.md "Simulator semantics"):
   work unit after a CTA's first, the mainloop's restart on a new tile.
 * ``atomic_cost`` (0 in the paper's model; the calibrated model's ``atomic`` term): paid by each
   unit that adds its partial tile into C atomically (the atomic policy), as it stores.
-* ``handoff_cost`` (0: the paper's ``d + b``; the calibrated model's ``handoff`` term): paid by each
-  turnstile HANDOFF after its wait, in place of its read and store: one CTA alone on the chain.
+* ``handoff_cost`` (0: the paper's ``d + b``; the calibrated model's ``handoff`` term): a partial's
+  round trip (store, release, read) run by one CTA alone, where ``b`` is priced with every SM storing
+  at once. Paid by each turnstile HANDOFF after its wait, in place of its read and store; and by a
+  last arrival that finds every other contributor arrived (it stores its own partial and reads it
+  back alone), in place of ``b + d``, with ``d`` for each other partial (LOG.md v51, v58).
+* ``a_writes_c`` (False in the paper's model; True in the calibrated one, whose ``a`` is fitted on
+  data-parallel CTAs and so includes writing the output tile): a CTA whose every unit is a PARTIAL
+  writes no tile, and its last store takes the time ``a`` gives that write: the CTA ends with its
+  last mainloop (its SM goes to the next CTA) and the partial is seen ``b`` later, as before.
+  Fixed-split's peers over several waves were predicted 10-65% slow without it (LOG.md v58).
 * separate-reduce: after the whole grid ends, a second grid of one reduce task per split tile
   (``d`` per partial read) is dispatched on the slots the same way.
 
@@ -47,17 +55,20 @@ from .timeline import Segment, Timeline
 #   ("signal", unit)               the unit's partial is stored
 #   ("wait", unit)                 block until every unit in plan.waits(unit) has signalled
 #   ("arrive", unit)               count an arrival; the driver sends back True to the last one
+#   ("alone", unit)                whether every other contributor of the unit's tile has arrived
+#   ("post", unit)                 store the unit's partial and end: it signals later (a_writes_c)
 Request = tuple
 Program = Generator[Request, bool | None, None]
 
 
 def _program(cta: int, plan: FixupPlan, costs: Costs, unit_cost: float, atomic_cost: float,
-             handoff_cost: float) -> Program:
+             handoff_cost: float, a_writes_c: bool) -> Program:
     s = plan.schedule
     if costs.a > 0:
         yield ("run", costs.a, "overhead", -1)
-    first = int(s.cta_offsets[cta])
-    for u in range(first, int(s.cta_offsets[cta + 1])):
+    first, end = int(s.cta_offsets[cta]), int(s.cta_offsets[cta + 1])
+    partials_only = a_writes_c and bool(np.all(plan.action[first:end] == Action.PARTIAL))
+    for u in range(first, end):
         if unit_cost > 0 and u > first:
             yield ("run", unit_cost, "overhead", -1)
         iters = int(s.units[u, 2] - s.units[u, 1])
@@ -66,6 +77,16 @@ def _program(cta: int, plan: FixupPlan, costs: Costs, unit_cost: float, atomic_c
         reads = costs.d * len(plan.reads(u))
         if does.waits:
             yield ("wait", u)
+        if partials_only and u == end - 1:
+            # its store takes the time a gives the tile it never writes; the partial lands later
+            yield ("post", u)
+            continue
+        if handoff_cost > 0 and does.arrives and (yield ("alone", u)):
+            # the last arrival, alone: its own partial's store and read back are a lone round trip
+            yield ("run", handoff_cost + costs.d * (len(plan.reads(u)) - 1), "fixup", u)
+            yield ("arrive", u)  # the last, every other contributor having arrived
+            yield ("run", 0.0, "store_tile", u)
+            continue
         if handoff_cost > 0 and plan.action[u] == Action.HANDOFF:
             # a turnstile link reads, adds, stores and releases alone, where b is every SM's store at
             # once (LOG.md v51)
@@ -89,7 +110,7 @@ class _Run:
     """Mutable state of one simulation; ``simulate_events`` is its only user."""
 
     def __init__(self, schedule: Schedule, costs: Costs, policy: str, unit_cost: float, atomic_cost: float,
-                 handoff_cost: float) -> None:
+                 handoff_cost: float, a_writes_c: bool) -> None:
         if schedule.machine is None:
             raise ScheduleError("the schedule has no machine (sms, ctas_per_sm) to simulate on; "
                                 "build it with make_schedule(..., machine) or add sms to its JSON")
@@ -98,7 +119,8 @@ class _Run:
         self.per_sm = schedule.machine.ctas_per_sm
         self.slots = schedule.machine.slots
         grid, n = schedule.grid, len(schedule.units)
-        self.programs = [_program(c, self.plan, costs, unit_cost, atomic_cost, handoff_cost) for c in range(grid)]
+        self.programs = [_program(c, self.plan, costs, unit_cost, atomic_cost, handoff_cost, a_writes_c)
+                         for c in range(grid)]
         self.cta_slot = np.full(grid, -1, dtype=np.int64)
         self.cta_start = np.full(grid, math.nan)
         self.cta_end = np.full(grid, math.inf)
@@ -121,6 +143,19 @@ class _Run:
         tile = int(self.s.units[unit, 0]) if unit >= 0 else -1
         self.segments.append(Segment(cta, slot // self.per_sm, slot, kind, start, end, tile, unit))
 
+    def signal(self, unit: int, t: float) -> None:
+        """``unit``'s partial is stored at time t: the CTAs waiting only on it run on."""
+        self.signalled[unit] = True
+        for waiter in self.waiters.pop(unit, []):
+            since, wunit, pending = self.blocked[waiter]
+            pending.discard(unit)
+            if not pending:
+                del self.blocked[waiter]
+                if t > since:
+                    self.segment(waiter, "wait", since, t, wunit)
+                    self.total_wait += t - since
+                self.ready.append((waiter, t, None))
+
     def advance(self, cta: int, t: float, send: bool | None) -> None:
         """Run ``cta`` from time t until it spends time, blocks or ends."""
         program = self.programs[cta]
@@ -141,16 +176,14 @@ class _Run:
                     heapq.heappush(self.events, (t + duration, self.seq, cta))
                     return
             elif op == "signal":
-                self.signalled[unit] = True
-                for waiter in self.waiters.pop(unit, []):
-                    since, wunit, pending = self.blocked[waiter]
-                    pending.discard(unit)
-                    if not pending:
-                        del self.blocked[waiter]
-                        if t > since:
-                            self.segment(waiter, "wait", since, t, wunit)
-                            self.total_wait += t - since
-                        self.ready.append((waiter, t, None))
+                self.signal(unit, t)
+            elif op == "post":
+                self.segment(cta, "store_partial", t, t, unit)
+                self.seq += 1
+                heapq.heappush(self.events, (t + self.costs.b, self.seq, -1 - unit))
+            elif op == "alone":
+                tile = int(self.s.units[unit, 0])
+                send = bool(self.arrivals[tile] == self.contributors[tile] - 1)
             elif op == "wait":
                 pending = {int(w) for w in self.plan.waits(unit) if not self.signalled[w]}
                 if pending:
@@ -182,7 +215,10 @@ class _Run:
             now = self.events[0][0]
             while self.events and self.events[0][0] == now:
                 _, _, cta = heapq.heappop(self.events)
-                self.advance(cta, now, None)
+                if cta < 0:  # a posted partial lands (its CTA has ended)
+                    self.signal(-1 - cta, now)
+                else:
+                    self.advance(cta, now, None)
                 self.drain()
             self.dispatch(now)
 
@@ -212,17 +248,20 @@ class _Run:
 
 
 def simulate_events(schedule: Schedule, costs: Costs = IDEAL, fixup: str | None = None,
-                    unit_cost: float = 0.0, atomic_cost: float = 0.0, handoff_cost: float = 0.0) -> Timeline:
+                    unit_cost: float = 0.0, atomic_cost: float = 0.0, handoff_cost: float = 0.0,
+                    a_writes_c: bool = False) -> Timeline:
     """Simulate ``schedule`` event by event under ``costs`` and fixup policy ``fixup``
     (default: the schedule's own), ``unit_cost`` before each unit after a CTA's first,
-    ``atomic_cost`` per atomic add of a partial tile into C, ``handoff_cost`` per turnstile
-    handoff (0: d + b); see the module docstring for the model."""
+    ``atomic_cost`` per atomic add of a partial tile into C, ``handoff_cost`` per lone round trip
+    of a partial (0: d + b), ``a_writes_c`` where ``a`` includes writing the output tile; see the
+    module docstring for the model."""
     check_type("schedule", schedule, Schedule)
     check_type("costs", costs, Costs)
     for name, value in (("unit_cost", unit_cost), ("atomic_cost", atomic_cost), ("handoff_cost", handoff_cost)):
         if not is_cost(value):
             raise ScheduleError(f"{name} must be a finite number >= 0, at most {MAX_COST:g} (got {value!r})")
-    run = _Run(schedule, costs, schedule.fixup if fixup is None else fixup, unit_cost, atomic_cost, handoff_cost)
+    run = _Run(schedule, costs, schedule.fixup if fixup is None else fixup, unit_cost, atomic_cost, handoff_cost,
+               a_writes_c)
     run.run()
     deadlock = run.next_cta < schedule.grid or bool(run.blocked) or bool(np.isinf(run.cta_end).any())
     reason = run.deadlock_reason() if deadlock else None

@@ -1,0 +1,85 @@
+"""A partial's round trip as the GPU runs it (LOG.md v58). Under the calibrated model, whose ``a``
+includes writing the output tile, a CTA whose every unit is a PARTIAL (fixed-split's peers) writes
+no tile: its store takes that time, so it frees its SM with its mainloop while the owner still
+sees the partial ``b`` later. A last arrival that finds every other contributor arrived stores
+and reads back its own partial alone, at ``handoff`` in place of b + d. The paper's model and
+every calibration probe predict as before."""
+
+from __future__ import annotations
+
+import pytest
+
+import streamk.calibrate.predict as predict
+from streamk.calibrate.predict import predict_from
+from streamk.costs import Costs
+from streamk.schedule import Schedule
+from streamk.sched import make_schedule
+from streamk.shapes import GemmShape, Machine, TileShape
+from streamk.sim import simulate
+from streamk.target import preset
+
+TILE = TileShape(128, 128, 64)
+COSTS = Costs(a=4.0, b=4.7, c=0.34, d=1.0)
+VALUES = {"launch": 1.0, "a": 4.0, "c1": 0.34, "b": 4.7, "d": 1.0, "pass_launch": 1.0, "d_reduce": 1.0}
+
+
+def fixed_split(tiles: int, sms: int, iters: int = 8) -> Schedule:
+    """``tiles`` tiles of ``iters`` MAC iterations in one row, each split two ways, on ``sms`` SMs."""
+    return make_schedule("fixed-split", GemmShape(TILE.bm, TILE.bn * tiles, TILE.bk * iters), TILE,
+                         Machine(sms, 1), splits=2)
+
+
+def test_split_peer_frees_its_sm_with_its_mainloop_and_its_partial_lands_b_later() -> None:
+    s = fixed_split(3, 4)  # 6 CTAs on 4 SMs: the third pair runs where the first wave's peers ran
+    t = simulate(s, COSTS, a_writes_c=True)
+    mainloop = COSTS.a + 4 * COSTS.c
+    peers, owners = [1, 3, 5], [0, 2, 4]
+    for p in peers:
+        assert t.cta_end[p] == pytest.approx(t.cta_start[p] + mainloop), (p, t.cta_start[p], t.cta_end[p])
+    for o in owners:  # its peer started with it: waits b past their mainloops, then reads
+        assert t.cta_end[o] == pytest.approx(t.cta_start[o] + mainloop + COSTS.b + COSTS.d), o
+    assert t.cta_start[4] == pytest.approx(mainloop)  # on a first-wave peer's SM
+    # before: the peers held their SMs for b, and the third pair started b later
+    before = simulate(s, COSTS)
+    assert before.makespan - t.makespan == pytest.approx(COSTS.b)
+    assert not t.deadlock
+
+
+@pytest.mark.parametrize("tiles", [1, 2, 66])
+def test_one_wave_is_timed_by_its_owners_as_before(tiles: int) -> None:
+    s = fixed_split(tiles, 132)
+    assert simulate(s, COSTS, a_writes_c=True).makespan == pytest.approx(simulate(s, COSTS).makespan)
+
+
+def uneven_pair(first: int, second: int) -> Schedule:
+    """One tile split in two under last-arrival: ``first`` iterations, then ``second``."""
+    shape = GemmShape(TILE.bm, TILE.bn, TILE.bk * (first + second))
+    ctas = [[(0, 0, first)], [(0, first, first + second)]]
+    return Schedule.from_ctas("pair", shape, TILE, ctas, machine=Machine(132, 1), fixup="last-arrival")
+
+
+def test_last_arrival_alone_pays_handoff_for_its_own_partial() -> None:
+    s = uneven_pair(4, 40)  # the first arrives (a + 4c + b) long before the second's mainloop ends
+    h = 2.2
+    gain = predict_from(s, VALUES, 132, 1) - predict_from(s, {**VALUES, "handoff": h}, 132, 1)
+    # before: store b, then read both partials; alone: handoff (its own, stored and read back) + d
+    assert gain == pytest.approx(VALUES["b"] + VALUES["d"] - h, abs=1e-9)
+
+
+def test_contributors_that_arrive_together_keep_b_and_d() -> None:
+    s = uneven_pair(20, 20)
+    assert predict_from(s, {**VALUES, "handoff": 2.2}, 132, 1) == predict_from(s, VALUES, 132, 1)
+
+
+@pytest.mark.parametrize("tile", [TileShape(128, 128, 64), TileShape(64, 128, 64), TileShape(128, 128, 32)])
+def test_no_calibration_probe_moves(tile: TileShape, monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamk.calibrate.design import probes
+    from streamk.calibrate.predict import predict_us
+
+    target = preset("h200")
+    cal = target.kernel("float16", tile).calibration
+    design = probes(tile, target.sms, cal.ctas_per_sm, cal.l2_bytes, 2, quick=True)
+    now = [predict_us(p.schedule, cal, target.sms) for p in design]
+    plain = predict.simulate
+    monkeypatch.setattr(predict, "simulate", lambda *args, **kw: plain(*args, **{**kw, "a_writes_c": False}))
+    assert [predict_us(p.schedule, cal, target.sms) for p in design] == now
