@@ -63,10 +63,10 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0
     ``fixup`` overrides the schedule's policy; ``tile`` picks the CTA tile of a named schedule
     (a TileShape, 128 or 64, or "BMxBN"; by default the paper's, and ``auto`` picks one by
     problem size); ``machine`` replaces the device's Machine for a named scheduler; ``stream``:
-    a CUDA stream handle of the operands' device (default: the current stream of PyTorch or CuPy, else the legacy
-    stream; PyTorch tensors used on another stream than their device's current one are recorded
-    on it, as torch's ops do; a handle passed here must stay valid until ``clear_cache()``, as
-    streamk may wait on it later). Other ``options`` go to the scheduler (``grid``, ``splits``,
+    a CUDA stream handle of the operands' device (default: the current stream of PyTorch or
+    CuPy, else the legacy stream; PyTorch tensors used on another stream than their device's
+    current one are recorded on it, as torch's ops do; a handle passed here must stay valid until
+    ``clear_cache()``, as streamk may wait on it later). Other ``options`` go to the scheduler (``grid``, ``splits``,
     ``model_costs``, ``walk``, ...). Any number of calls may run at once on any streams, threads
     and devices, inside CUDA graphs and under ``torch.compile``; a schedule that could never
     finish is refused (DeadlockError).

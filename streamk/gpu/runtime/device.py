@@ -99,18 +99,14 @@ class Device:
         err, ctx = driver().cuCtxGetCurrent()
         return int(err) == 0 and int(ctx) == self._context
 
-    def owns_stream(self, stream: int) -> bool:
-        """Whether ``stream`` belongs to this device's context (the NULL, legacy and per-thread
-        handles name the current context's, which streamk enters); an unknown handle is left to the
-        launch to refuse."""
-        if stream in (0, 1, 2):
-            return True
-        err, ctx = driver().cuStreamGetCtx(stream)
-        return int(err) != 0 or int(ctx) == self._context
-
     def refuse_foreign_stream(self, stream: int) -> None:
-        """InputError where ``stream`` belongs to another device: this device's kernels cannot run there."""
-        if not self.owns_stream(stream):
+        """InputError where ``stream`` belongs to another device's context: this device's kernels
+        cannot run there. The NULL, legacy and per-thread handles name the current context's, which
+        streamk enters; an unknown handle is left to the launch to refuse."""
+        if stream in (0, 1, 2):
+            return
+        err, ctx = driver().cuStreamGetCtx(stream)
+        if int(err) == 0 and int(ctx) != self._context:
             raise InputError(f"stream {stream:#x} belongs to another device than cuda:{self.ordinal}, where this "
                              f"GEMM's operands are: pass a stream of cuda:{self.ordinal}")
 
