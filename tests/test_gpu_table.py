@@ -648,3 +648,57 @@ def test_auto_takes_the_sm90_tile_where_its_own_pick_would_copy_what_sm90_reads_
     assert in_place_tile(op(4096, k, (k, 1)), wt, None, h100) is None  # auto's sm90 already
     assert in_place_tile(x, op(k, 4096, (1, k + 4)), None, h100) is None  # W's rows unaligned
     assert in_place_tile(x, wt, op(128, 4096, (1, 128)), h100) is None  # C column-major
+
+
+def test_auto_runs_linear_decode_on_an_sm90_64_row_tile_where_w_outgrows_the_l2():
+    """torch's x @ W.t() of 8-64 rows with W of 40 MiB or more runs direct on an sm90 64-row tile,
+    reading W in place (decide.tiles.linear_decode_tile): 64x256x64 where its tiles number a quarter
+    of the SMs (from 8 rows), else 64x128x64 (from 9); the same launch the tile= runs of LOG.md v57
+    measured. Fewer rows (the dot tiles), a smaller W, other layouts and other GPUs keep auto's choice."""
+    from streamk.gpu.decide import decide
+    from streamk.gpu.decide.operands import Operand
+    from streamk.gpu.decide.tiles import orient
+    from streamk.gpu.request import request
+
+    def op(rows, cols, strides, dtype="float16"):
+        return Operand(None, "torch", 1 << 20, (rows, cols), strides, dtype)
+
+    h200 = preset("h200")
+
+    def linear(m, n, k, target=h200, dtype="float16", a_cm=False, b_cm=True, c=None):
+        a = op(m, k, (1, m) if a_cm else (k, 1), dtype)
+        b = op(k, n, (1, k + (4 if b_cm == "unaligned" else 0)) if b_cm else (n, 1), dtype)
+        way = orient(a, b, c, target)
+        return (way.transposed, f"{way.tile.bm}x{way.tile.bn}x{way.tile.bk}", way.in_place)
+
+    sm90_256, sm90_128, sm80_t = (False, "64x256x64", True), (False, "64x128x64", True), (True, "128x64x32", False)
+    for m in (16, 32, 64):  # the measured shapes
+        assert linear(m, 11008, 4096) == linear(m, 14336, 4096) == sm90_256, m  # 43 and 56 tiles of 64x256
+        assert linear(m, 4096, 11008) == linear(m, 4096, 14336) == sm90_128, m  # 16 tiles of 64x256
+        assert linear(m, 4096, 4096) == sm80_t, m  # 32 MiB of W
+        assert linear(m, 6144, 4096) == sm90_128, m  # 48 MiB
+    dot = (True, "64x8x128", False)  # the dot tile, on x^T's 8 columns or fewer
+    for m in (1, 4, 7):
+        assert linear(m, 11008, 4096) == dot, m
+    assert linear(8, 11008, 4096) == linear(8, 32000, 4096) == sm90_256  # 43 and 125 tiles of 64x256
+    assert linear(8, 4096, 11008) == linear(8, 6144, 4096) == dot  # 64x128 lost to the dot tile at 8 rows
+    assert linear(12, 13824, 5120) == sm90_256 and linear(12, 5120, 13824) == sm90_128  # held out
+    assert linear(12, 28672, 8192) == linear(64, 32000, 4096) == sm90_256  # not 128x256x64 in place
+    assert linear(65, 32000, 4096) == (False, "128x256x64", False)
+    assert linear(64, 8448, 8192) == sm90_256 and linear(64, 8192, 8192) == sm90_128  # 33 and 32 tiles of 64x256
+    assert linear(64, 4096, 5120) == sm90_128 and linear(64, 4096, 5112) == sm80_t  # W of 40 MiB, and just under
+    assert linear(16, 4096, 11008, dtype="bfloat16") == sm90_128
+    assert linear(16, 4096, 11008, h200.with_sms(64, "h200/64")) == sm90_256  # a quarter of 64 SMs: 16 tiles
+    assert linear(65, 4096, 11008)[1] != "64x128x64"  # not decode-like
+    assert not linear(16, 4096, 11008, preset("a100"))[2]  # no sm90 tiles
+    assert not linear(16, 4096, 11008, dtype="float64")[2]
+    assert not linear(16, 4096, 11008, b_cm=False)[2]  # a row-major W.t(): nothing packed
+    assert not linear(16, 4096, 11008, b_cm="unaligned")[2]  # W's rows not 16-byte aligned: TMA cannot
+    assert not linear(16, 4096, 11008, a_cm=True)[2]  # x^T's column-major view: not measured
+    assert not linear(16, 4096, 11008, c=op(16, 4096, (1, 16), "float32"))[2]  # C column-major
+    x, wt = op(32, 4096, (4096, 1)), op(4096, 11008, (1, 4096))
+    auto = decide(x, wt, None, h200, request("auto"))
+    pinned = decide(x, wt, None, h200, request("auto", tile="64x256x64"))
+    assert (auto.transposed, auto.schedule, auto.main, auto.widths, auto.layout) == \
+        (pinned.transposed, pinned.schedule, pinned.main, pinned.widths, pinned.layout)
+    assert auto.main.endswith("_bcm") and auto.widths == (16, 16)  # W read in place, nothing packed

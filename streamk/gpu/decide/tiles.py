@@ -13,8 +13,9 @@ from typing import Callable, NamedTuple
 from ...shapes import ITEMSIZE, GemmShape, TileShape
 from ...target import Target
 from ..catalogue import (DOT_T_TILE, DOT_TILE, F64_LARGE_TILES, LARGE_RUNGS, RECT_TILES, SHIFTED_TILES,
-                         SM90_192_TILE, SM90_M64_TILE, SM90_WIDE_TILE, SMALL_TILE, TINY_TILES, spec_for_tile)
-from .operands import Operand, copy_widths, decode_like
+                         SM90_192_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE, SM90_WIDE_TILE, SMALL_TILE, TINY_TILES,
+                         spec_for_tile)
+from .operands import Operand, copy_widths, decode_like, layout_of
 
 # auto's tile where the caller names none (FP16/BF16; FP64: F64_WIDE_TILE below), the first
 # rule that holds; each won on H100 corpus samples (benchmarks/LOG.md v13-v15, v21 give the figures):
@@ -256,8 +257,9 @@ STRIDED_C_PACK_RATIO = 1.0
 
 
 class Orientation(NamedTuple):
-    """auto's answer: the problem runs transposed (C^T = B^T A^T) or not, on ``tile`` (the sm90
-    square tile where ``in_place``, else auto's tile of the problem the kernels run)."""
+    """auto's answer: the problem runs transposed (C^T = B^T A^T) or not, on ``tile`` (an sm90 tile
+    that reads the operands in place where ``in_place``, else auto's tile of the problem the kernels
+    run)."""
 
     transposed: bool
     tile: TileShape
@@ -305,16 +307,44 @@ def _copy_cost(a: Operand, b: Operand, c: Operand, tile: TileShape) -> float:
 
 
 def in_place_tile(a: Operand, b: Operand, c: Operand, target: Target, cost: Callable[[bool], float]) -> TileShape | None:
-    """The sm90 square tile, where auto would copy an operand, in either orientation (``cost`` of
-    the direct problem, False, or the transposed one, True), that the sm90 kernels read in place as
-    given: column-major operands (torch's x @ W.t()) of GEMMs below auto's sm90 rungs, whose sm80
-    tiles pack them. Not on decode-like GEMMs (their small and dot tiles were measured against the
-    pack). H100, x @ W.t() at 96 and 128 rows on the 4096-wide Llama layers (auto had taken 64x64
+    """The sm90 tile that reads the operands in place as given: column-major operands (torch's
+    x @ W.t()) of GEMMs below auto's sm90 rungs, where auto would copy one in either orientation
+    (``cost`` of the direct problem, False, or the transposed one, True), on the square tile; of
+    decode-like GEMMs only torch's Linear with few rows and a large W, on a 64-row tile
+    (``linear_decode_tile``; elsewhere their small and dot tiles were measured against the pack). H100, x @ W.t() at 96 and 128 rows on the 4096-wide Llama layers (auto had taken 64x64
     tiles with x^T packed, transposed): 1.54-2.03x faster (LOG.md v37)."""
-    square, _ = large_tiles(target, a.dtype)
-    spec = spec_for_tile(a.dtype, square)
-    if not spec.tma or decode_like(a.shape[0], b.shape[1]) or copy_widths(a, b, spec) != (16, 16):
+    m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    if decode_like(m, n):
+        tile = linear_decode_tile(m, n, k, a.dtype, target)
+    else:
+        tile, _ = large_tiles(target, a.dtype)
+    if tile is None:
         return None
-    if not c.rows_contiguous:
+    spec = spec_for_tile(a.dtype, tile)
+    if not spec.tma or copy_widths(a, b, spec) != (16, 16) or not c.rows_contiguous:
         return None
-    return square if min(cost(False), cost(True)) > 0 else None
+    if decode_like(m, n):  # only torch's Linear layout was measured, also against 128x256x64 in place
+        return tile if layout_of(a, b, spec) == "bcm" else None
+    return tile if min(cost(False), cost(True)) > 0 else None
+
+
+# torch's Linear in decode, x @ W.t() of up to 64 rows and a W that outgrows the L2, runs on an sm90
+# 64-row tile reading W in place (no pack, C row-major): 64x256x64 (one CTA an SM, more of W in
+# flight) where its tiles number a quarter of the SMs or more, so auto splits each over few CTAs, from
+# 8 rows; else 64x128x64 (64x256 would sum 6-8 64 KB partials a tile) from 9 rows (the dot tiles keep
+# 8 there). H200, LOG.md v57: 16-64 rows, W of 86-112 MiB, 1.10-1.37x auto (12 of 12), held out on six
+# more layers 1.06-1.40x (18 of 18); against auto's 128x256x64 in place 1.02-1.26x, at 8 rows against
+# the dot tile 1.09-1.19x on 64x256x64, 0.88-0.90x on 64x128x64; W of 48 MiB 1.10-1.15x, of 32 MiB
+# (L2-warm in the benchmark) 0.93-1.21x: auto stays there.
+LINEAR_DECODE_MIN_W_BYTES = 40 << 20
+
+
+def linear_decode_tile(m: int, n: int, k: int, dtype: str, target: Target) -> TileShape | None:
+    """The sm90 64-row tile for x @ W.t() of ``m`` rows (W n x k) under the rule above, or None."""
+    if m > SM90_M64_TILE.bm or k * n * ITEMSIZE[dtype] < LINEAR_DECODE_MIN_W_BYTES:
+        return None
+    wide = 4 * -(-n // SM90_M64_WIDE_TILE.bn) >= target.sms
+    if m < DOT_TILE.bn + (0 if wide else 1):
+        return None
+    tile = SM90_M64_WIDE_TILE if wide else SM90_M64_TILE
+    return tile if tile in target.tiles_for(dtype) else None
