@@ -359,12 +359,18 @@ def test_small_tile_kernels_and_autos_tile_choice():
     # tiles need no second wave where the wide tile's fit one (decide.tiles.narrower_wide)
     on = H100.with_large_rungs("sm90")
     assert choose_tile(GemmShape(7040, 296, 520), "float16", 132, on) == TileShape(128, 192, 64)  # 384 vs 512
-    assert choose_tile(GemmShape(5425, 472, 656), "float16", 132, on) == TileShape(128, 256, 64)  # 576 vs 512
+    assert choose_tile(GemmShape(5425, 472, 656), "float16", 132, on) == TileShape(128, 192, 64)  # 129 tiles, not 86
+    assert choose_tile(GemmShape(8960, 472, 2048), "float16", 132, on) == TileShape(128, 256, 64)  # 576 vs 512 columns
     assert choose_tile(GemmShape(3224, 944, 256), "float16", 132, on) == TileShape(128, 192, 64)  # 960 vs 1024
     assert choose_tile(GemmShape(2078, 1336, 1744), "float16", 132, on) == TileShape(128, 192, 64)  # 119 tiles, not 102
     assert choose_tile(GemmShape(4806, 1320, 4976), "float16", 132, on) == TileShape(128, 192, 64)  # 266, not 228
     assert choose_tile(GemmShape(3791, 960, 304), "float16", 132, on) == TileShape(128, 256, 64)  # 150 > 132 >= 120
-    assert choose_tile(GemmShape(1454, 1800, 1640), "float16", 132, on) == TileShape(128, 256, 64)  # over 1400
+    assert choose_tile(GemmShape(2200, 1800, 1640), "float16", 132, on) == TileShape(128, 256, 64)  # over 1400
+    assert choose_tile(GemmShape(1454, 1800, 1640), "float16", 132, on) == TileShape(128, 192, 64)  # 120 tiles, not 96
+    # past 1400 columns too where 128x256's tiles fill less than a wave and 128x192's fit one
+    assert choose_tile(GemmShape(1280, 2304, 2048), "float16", 132, on) == TileShape(128, 192, 64)  # 120, not 90
+    assert choose_tile(GemmShape(1408, 2304, 2048), "float16", 132, on) == TileShape(128, 192, 64)  # 132, not 99
+    assert choose_tile(GemmShape(1536, 2304, 2048), "float16", 132, on) == TileShape(128, 256, 64)  # 144 > 132: 108
     # the 64x128 rectangle on the sm90 64x128x64 tile where that kernel reads the operands in place
     assert choose_tile(GemmShape(1625, 632, 1560), "float16", 132, on) == TileShape(64, 128, 64)
     assert choose_tile(GemmShape(539, 1360, 176), "bfloat16", 132, on) == TileShape(64, 128, 64)

@@ -204,21 +204,27 @@ def small_on_sm90(shape: GemmShape, dtype: str, iters: int, small_tiles: int, sq
 # fewer columns: H200, aligned corpus seed 777 (LOG.md v39), n of 264-528: its DP 1.015-1.19x auto
 # on 128x256x64 (5 of 5 shapes). Up to 1400 columns, unless its tiles spill past the wide tile's one
 # wave: its DP 0.85-0.94x the wide tile's in the same runs of three H200 seeds (LOG.md v56).
+# Any GEMM whose 128x256 tiles fill less than a wave takes 128x192x64 where its tiles still fit one:
+# more SMs busy for the same wave. H200, auto on each tile in one run: 1.082x (13 of 14 shapes) on
+# seed 4267, held out; 1.077x (12 of 14) on 4258, 1.056x (7 of 7) on 4265 (LOG.md v61, v62).
 NARROWER_WIDE_MAX_N = 1400
 
 
 def narrower_wide(shape: GemmShape, wide: TileShape, tiles: tuple[TileShape, ...], sms: int) -> TileShape:
-    """``wide``, or 128x192x64 for the sm90 wide tile on a GEMM of at most NARROWER_WIDE_MAX_N
-    columns that it pads less, unless its tiles need a second wave on ``sms`` SMs where the wide
-    tile's fit one."""
+    """``wide``, or 128x192x64 for the sm90 wide tile where both fit one wave on ``sms`` SMs and the
+    wide tile's leave SMs idle, or on a GEMM of at most NARROWER_WIDE_MAX_N columns that it pads
+    less, unless its tiles need a second wave where the wide tile's fit one."""
     def padded(bn: int) -> int:
         return -(-shape.n // bn) * bn
 
     def count(t: TileShape) -> int:
         return -(-shape.m // t.bm) * -(-shape.n // t.bn)
 
-    if (wide == SM90_WIDE_TILE and SM90_192_TILE in tiles and shape.n <= NARROWER_WIDE_MAX_N
-            and padded(SM90_192_TILE.bn) < padded(wide.bn)
+    if wide != SM90_WIDE_TILE or SM90_192_TILE not in tiles:
+        return wide
+    if count(wide) < sms and count(SM90_192_TILE) <= sms:
+        return SM90_192_TILE
+    if (shape.n <= NARROWER_WIDE_MAX_N and padded(SM90_192_TILE.bn) < padded(wide.bn)
             and not count(wide) <= sms < count(SM90_192_TILE)):
         return SM90_192_TILE
     return wide
