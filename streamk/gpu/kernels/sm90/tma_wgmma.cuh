@@ -133,6 +133,11 @@ struct TmaWgmma {
     r = wg * WG_M + warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
     c = 8 * (i / 4) + 2 * (lane % 4) + (i % 2);
   }
+  // the least tile row of consumer thread tid's accumulators (coord's row of element 0; the other is 8 below)
+  static __device__ __forceinline__ int first_row(int tid) {
+    const int wg = CONSUMERS == 1 ? 0 : tid / WG_THREADS, t = tid % WG_THREADS;
+    return wg * WG_M + (t / 32) * 16 + (t % 32) / 4;
+  }
 };
 
 template <int BN, int BLOCKS = 1, int BM = 128>
