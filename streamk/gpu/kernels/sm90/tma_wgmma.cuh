@@ -297,14 +297,15 @@ __device__ __forceinline__ void consume(const Smem<ML>& s, Ring<ML>& ring, int w
 // C tile (m0, n0) = alpha * acc through the TMA unit, for every WRITE unit of a CTA but its last, on
 // the tiles whose whole FP32 C tile fits the epilogue's staging (TMA_STORE: all but 128x256 and
 // 64x256, which stage C in column halves; the host sets c_store where C is a row-major FP32 matrix
-// TMA can address, beta is 0 and no unit adds to C atomically: catalogue TMA_STORE_TILES). The tile goes to the staging as C_BOX_COLS-column boxes of 128-byte
-// rows, 16-byte chunks swizzled by row (the map's 128-byte swizzle: a warp's pair stores take the
-// minimum two wavefronts), then one thread issues the boxes' bulk stores and the consumers go on to
-// their next unit while the copy engine writes C: the epilogue's global stores no longer hold the
-// tensor cores (persistent 128x128x64 CTAs 1.07x, LOG.md v39). A CTA's last tile, with no mainloop
-// after it to hide behind, leaves the SM faster through the shared epilogue's stores (one-tile CTAs
-// 0.92-0.95x through TMA), but on 128x192 (SLOW_SHARED_WRITE). The staging is rewritten only once
-// the previous tile's stores have read it (bulk_wait_read), and the CTA ends after they complete.
+// TMA can address, beta is 0 and no unit adds to C atomically: catalogue TMA_STORE_TILES). The tile
+// goes to the staging as C_BOX_COLS-column boxes of 128-byte rows, 16-byte chunks swizzled by row
+// (the map's 128-byte swizzle: a warp's pair stores take the minimum two wavefronts), then one thread
+// issues the boxes' bulk stores and the consumers go on to their next unit while the copy engine
+// writes C: the epilogue's global stores no longer hold the tensor cores (persistent 128x128x64 CTAs
+// 1.07x, LOG.md v39). A CTA's last tile, with no mainloop after it to hide behind, leaves the SM
+// faster through the shared epilogue's stores (one-tile CTAs 0.92-0.95x through TMA), but on 128x192
+// (SLOW_SHARED_WRITE). The staging is rewritten only once the previous tile's stores have read it
+// (bulk_wait_read), and the CTA ends after they complete.
 // (The TMA-store epilogue of NVIDIA CUTLASS include/cutlass/epilogue/collective/
 // sm90_epilogue_tma_warpspecialized.hpp, written here for one staging buffer.)
 template <class ML>
