@@ -657,10 +657,10 @@ def test_auto_takes_the_sm90_tile_where_its_own_pick_would_copy_what_sm90_reads_
 
 
 def test_auto_runs_linear_decode_on_an_sm90_64_row_tile_where_w_outgrows_the_l2():
-    """torch's x @ W.t() of 8-64 rows with W of 40 MiB or more runs direct on an sm90 64-row tile,
+    """torch's x @ W.t() of up to 64 rows with W of 40 MiB or more runs direct on an sm90 64-row tile,
     reading W in place (decide.tiles.linear_decode_tile): 64x256x64 where its tiles number a quarter
-    of the SMs (from 8 rows), else 64x128x64 (from 9); the same launch the tile= runs of LOG.md v57
-    measured. Fewer rows (the dot tiles), a smaller W, other layouts and other GPUs keep auto's choice."""
+    of the SMs (from 1 row), else 64x128x64 (from 9); the same launches LOG.md v57 and v70 measured.
+    Fewer rows on the narrow W (the dot tiles), a smaller W, other layouts and other GPUs keep auto's choice."""
     from streamk.gpu.decide import decide
     from streamk.gpu.decide.operands import Operand
     from streamk.gpu.decide.tiles import orient
@@ -684,8 +684,9 @@ def test_auto_runs_linear_decode_on_an_sm90_64_row_tile_where_w_outgrows_the_l2(
         assert linear(m, 4096, 4096) == sm80_t, m  # 32 MiB of W
         assert linear(m, 6144, 4096) == sm90_128, m  # 48 MiB
     dot = (True, "64x8x128", False)  # the dot tile, on x^T's 8 columns or fewer
-    for m in (1, 4, 7):
-        assert linear(m, 11008, 4096) == dot, m
+    for m in (1, 4, 7):  # below 8 rows: the wide tile where W is wide (v70), else the dot tile
+        assert linear(m, 11008, 4096) == linear(m, 128256, 4096) == sm90_256, m
+        assert linear(m, 4096, 11008) == linear(m, 4096, 4096) == dot, m
     assert linear(8, 11008, 4096) == linear(8, 32000, 4096) == sm90_256  # 43 and 125 tiles of 64x256
     assert linear(8, 4096, 11008) == linear(8, 6144, 4096) == dot  # 64x128 lost to the dot tile at 8 rows
     assert linear(12, 13824, 5120) == sm90_256 and linear(12, 5120, 13824) == sm90_128  # held out
