@@ -565,9 +565,11 @@ def test_auto_runs_gemms_transposed_where_that_copies_less():
     def transposed(a, b, c=None, schedule="auto", tile=None):
         return decide(a, b, c, h100, request(schedule, tile=tile)).transposed
 
-    x, wt = op(1, 4096, (4096, 1)), op(4096, 11008, (1, 4096))  # W: 11008 x 4096, row-major
+    # W: 4096 x 11008, row-major (a wide W of 40 MiB or more runs on 64x256x64 in place instead:
+    # test_auto_runs_linear_decode_on_an_sm90_64_row_tile_where_w_outgrows_the_l2)
+    x, wt = op(1, 11008, (11008, 1)), op(11008, 4096, (1, 11008))
     assert transposed(x, wt)
-    assert not transposed(x, op(4096, 11008, (11008, 1)))  # row-major: nothing to save
+    assert not transposed(x, op(11008, 4096, (4096, 1)))  # row-major: nothing to save
     assert not transposed(x, wt, tile="64x8")
     assert not transposed(x, wt, schedule="stream-k")
     assert transposed(op(6001, 1203, (1, 6001)), op(1203, 5, (5, 1)))  # column-major A, n <= 8
