@@ -69,7 +69,7 @@ from ..shapes import ITEMSIZE, Machine
 from ..sim import Timeline, simulate
 from ..target import streams_unaligned
 from .model import Calibration
-from .traffic import dram_slowdown, operand_bytes, row32_share, wave_steps
+from .traffic import dram_slowdown, operand_bytes, row32_share, scattered_share, wave_steps
 
 EXTRA_PASS_POLICIES = ("separate-reduce", "atomic")  # a second kernel when any tile is split
 MIN_C_US = 1e-9  # Costs needs c > 0; a fit may probe c at 0
@@ -121,6 +121,11 @@ def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_
     c = float(sum(n * at(int(b)) for b, n in zip(counts, steps)) / steps.sum()) if steps.sum() > 0 else at(
         min(schedule.grid, sms * r))
     c = max(c, MIN_C_US)
+    if values.get("c_scatter", 0.0) > 0:
+        # Stream-K units that start at scattered k offsets read A and B slices no other CTA read just
+        # before, where c is fitted on waves that step through k together (LOG.md v66)
+        share = scattered_share(schedule, min(schedule.grid, sms * r))
+        c *= 1.0 + share * values["c_scatter"] / max(values["c1"], MIN_C_US)
     if l2_bytes > 0 and values.get("dram_us_per_mb", 0.0) > 0:
         slots = min(schedule.grid, sms * r)
         c *= dram_slowdown(schedule, slots, l2_bytes, element_bytes, c, 1e6 / values["dram_us_per_mb"])
