@@ -72,7 +72,7 @@ def test_fit_recovers_known_terms_within_their_reported_errors():
                                     packed_mb=packs("float16", TILE))
     z = (result.values - [TRUE[n] for n in result.names]) / result.errors
     report = {n: (TRUE[n], round(v, 4), round(e, 4)) for n, v, e in zip(result.names, result.values, result.errors)}
-    assert len(design) == 48 and result.names == tuple(n for n in term_names(2) if n not in ("l2_us_per_mb", "c_shifted", "c_row32", "c_tpc"))
+    assert len(design) == 48 and result.names == tuple(n for n in term_names(2) if n not in ("l2_us_per_mb", "c_shifted", "c_row32", "c_tpc", "c_scatter"))
     assert [p.family for p in design].count("dp-packed") == 3
     assert np.all(np.abs(z) < 3), report
     assert 0.5 * NOISE < result.rms_rel_residual < 1.5 * NOISE, result.rms_rel_residual
@@ -112,7 +112,7 @@ def test_fit_is_exact_without_noise_on_a_kernel_of_one_cta_per_sm():
     truth = {k: v for k, v in TRUE.items() if k != "c_shared"}
     _, result = calibrate_with(simulated_device(truth, 0.0, 0, 1), "float16", TILE, SMS, 1, L2, quick=True)
     # told nothing of what the kernel packs, the design has no dp-packed probe and the fit no pack terms
-    assert result.names == tuple(n for n in term_names(1) if n not in ("l2_us_per_mb", "c_shifted", "c_row32", "c_tpc", *PACK_TERMS)) and "c_shared" not in result.names
+    assert result.names == tuple(n for n in term_names(1) if n not in ("l2_us_per_mb", "c_shifted", "c_row32", "c_tpc", "c_scatter", *PACK_TERMS)) and "c_shared" not in result.names
     assert np.allclose(result.values, [truth[n] for n in result.names], rtol=1e-6, atol=1e-6)
 
 

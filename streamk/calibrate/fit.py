@@ -30,7 +30,7 @@ from .traffic import row32_share
 # a first guess of the H100's order of magnitude; the fit moves it
 START_US = {"launch": 2.0, "a": 2.0, "c1": 0.5, "c_shared": 1.0, "b": 1.0, "d": 1.0, "pass_launch": 2.0,
             "d_reduce": 0.5, "unit": 1.0, "dram_us_per_mb": 5.0, "atomic": 1.0, "handoff": 2.0, "a_shared": 0.5,
-            "c_free": 0.05, "c_l2": 0.05, "l2_us_per_mb": 0.1, "c_shifted": 0.3, "c_row32": 0.1, "c_scatter": 0.0, "c_tpc": 0.05,
+            "c_free": 0.05, "c_l2": 0.05, "l2_us_per_mb": 0.1, "c_shifted": 0.3, "c_row32": 0.1, "c_tpc": 0.05,
             "pack": 1.0, "pack_us_per_mb": 0.5}
 STEP = 1e-3        # finite-difference step, in us: far below any term, inside one linear piece
 MAX_ITERATIONS = 30
@@ -175,7 +175,8 @@ def _descend(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: i
     # c_scatter never: every probe's waves step through k together (traffic.scattered_share 0); fitted
     # offline on the fidelity oracles (LOG.md v66)
     names = tuple(n for n in term_names(ctas_per_sm) if n not in held and n != "c_scatter"
-                  and (n != "c_shifted" or shifted) and (n != "c_row32" or row32) and (n != "c_tpc" or tpc) and (n != "handoff" or chains)
+                  and (n != "c_shifted" or shifted) and (n != "c_row32" or row32) and (n != "c_tpc" or tpc)
+                  and (n != "handoff" or chains)
                   and (n != "a_shared" or shares) and (n not in PACK_TERMS or packs))
     if len(y) <= len(names):
         raise FitError(f"{len(names)} terms need more than {len(names)} probes (got {len(y)})")

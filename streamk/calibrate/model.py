@@ -47,10 +47,10 @@ TERM_DOC: dict[str, str] = {
     "c_row32": "per MAC iteration of a CTA alone on its SM, what it costs more where every row of its A and B boxes "
                "starts off a 32-byte boundary; any iteration stretches by 1 + share c_row32 / c1, share the rows off "
                "(traffic.row32_share: a 16-byte-aligned row spans a 32-byte sector more, and the mainloop waits on loads)",
-    "c_scatter": "per MAC iteration of a CTA alone on its SM, what it costs more where every A and B slice it reads was "
-                 "read by no CTA in the steps just before; any iteration stretches by 1 + share c_scatter / c1, share "
-                 "the reads so more than data-parallel's (traffic.scattered_share: Stream-K walked forwards starts each "
-                 "CTA at its own k offset; LOG.md v66)",
+    "c_scatter": "per MAC iteration of a CTA alone on its SM, what it costs more where every A and B slice it reads "
+                 "was read by no CTA in the steps just before; any iteration stretches by 1 + share c_scatter / c1, "
+                 "share the reads so beyond data-parallel's (traffic.scattered_share: Stream-K walked forwards starts "
+                 "each CTA at its own k offset; LOG.md v66)",
     "pack": "once per launch whose operands the pack pass copies first (its launch and drain, less what the main "
             "kernel's programmatic launch overlaps)",
     "pack_us_per_mb": "per MB of A and B the pack pass copies (operands whose rows the kernel cannot read in place)",
