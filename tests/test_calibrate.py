@@ -34,7 +34,7 @@ SMS = 32  # the design's times do not depend on the SM count (every probe is who
 # dram_us_per_mb: a quarter of an H100's DRAM bandwidth for a quarter of its SMs (~0.35 us/MB there).
 TRUE = {"launch": 4.0, "a": 1.5, "c1": 0.47, "c_shared": 0.92, "a_shared": 0.6, "b": 1.2, "d": 1.3, "pass_launch": 3.0,
         "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 1.5, "atomic": 9.0, "handoff": 0.9, "c_free": 0.06, "c_tpc": 0.0, "c_l2": 0.08,
-        "l2_us_per_mb": 0.05, "c_shifted": 0.35, "c_row32": 0.1, "pack": 1.0, "pack_us_per_mb": 0.7}
+        "l2_us_per_mb": 0.05, "c_shifted": 0.35, "c_row32": 0.1, "c_scatter": 0.0, "pack": 1.0, "pack_us_per_mb": 0.7}
 # a_shared: the dp-waves' intercept (shared residency) above the one-CTA probes' launch + a (LOG.md v54);
 # handoff: a link below b + d, which the turnstile-chain probes price (LOG.md v52);
 # c_shifted: priced on the dot tiles only (the 128x128 kernel packs unaligned rows), so not fitted here;
