@@ -317,19 +317,18 @@ def in_place_tile(a: Operand, b: Operand, c: Operand, target: Target, cost: Call
     x @ W.t()) of GEMMs below auto's sm90 rungs, where auto would copy one in either orientation
     (``cost`` of the direct problem, False, or the transposed one, True), on the square tile; of
     decode-like GEMMs only torch's Linear with few rows and a large W, on a 64-row tile
-    (``linear_decode_tile``; elsewhere their small and dot tiles were measured against the pack). H100, x @ W.t() at 96 and 128 rows on the 4096-wide Llama layers (auto had taken 64x64
-    tiles with x^T packed, transposed): 1.54-2.03x faster (LOG.md v37)."""
+    (``linear_decode_tile``; elsewhere their small and dot tiles were measured against the pack).
+    H100, x @ W.t() at 96 and 128 rows on the 4096-wide Llama layers (auto had taken 64x64 tiles
+    with x^T packed, transposed): 1.54-2.03x faster (LOG.md v37)."""
     m, k, n = a.shape[0], a.shape[1], b.shape[1]
-    if decode_like(m, n):
-        tile = linear_decode_tile(m, n, k, a.dtype, target)
-    else:
-        tile, _ = large_tiles(target, a.dtype)
+    decode = decode_like(m, n)
+    tile = linear_decode_tile(m, n, k, a.dtype, target) if decode else large_tiles(target, a.dtype)[0]
     if tile is None:
         return None
     spec = spec_for_tile(a.dtype, tile)
     if not spec.tma or copy_widths(a, b, spec) != (16, 16) or not c.rows_contiguous:
         return None
-    if decode_like(m, n):  # only torch's Linear layout was measured, also against 128x256x64 in place
+    if decode:  # only torch's Linear layout was measured, also against 128x256x64 in place
         return tile if layout_of(a, b, spec) == "bcm" else None
     return tile if min(cost(False), cost(True)) > 0 else None
 

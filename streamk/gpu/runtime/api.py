@@ -66,10 +66,10 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0
     a CUDA stream handle of the operands' device (default: the current stream of PyTorch or
     CuPy, else the legacy stream; PyTorch tensors used on another stream than their device's
     current one are recorded on it, as torch's ops do; a handle passed here must stay valid until
-    ``clear_cache()``, as streamk may wait on it later). Other ``options`` go to the scheduler (``grid``, ``splits``,
-    ``model_costs``, ``walk``, ...). Any number of calls may run at once on any streams, threads
-    and devices, inside CUDA graphs and under ``torch.compile``; a schedule that could never
-    finish is refused (DeadlockError).
+    ``clear_cache()``, as streamk may wait on it later). Other ``options`` go to the scheduler
+    (``grid``, ``splits``, ``model_costs``, ``walk``, ...). Any number of calls may run at once on
+    any streams, threads and devices, inside CUDA graphs and under ``torch.compile``; a schedule
+    that could never finish is refused (DeadlockError).
     """
     if _compiling():
         from .torch_op import traced_gemm
