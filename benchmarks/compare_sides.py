@@ -1,6 +1,8 @@
 """Two trees' `streamk bench` runs, alternated A B A B on one GPU, compared per variant: the geomean
 over shapes of base time / new time (above 1: the new tree is faster), its range, and each side's
-run-to-run ratio as the noise floor (issue 42's A/B runs of a kernel change).
+run-to-run ratio as the noise floor (issue 42's A/B runs of a kernel change). It reads
+`benchmarks/linear.py --csv` rows too: there the variants are ours_us and cublas_us (cuBLAS, the same
+library on both sides: a control that should read 1.000).
 
     python benchmarks/compare_sides.py BASE_1.csv BASE_2.csv NEW_1.csv NEW_2.csv
 """
@@ -28,6 +30,7 @@ def main() -> None:
     base, new = [load(p) for p in args.csvs[:2]], [load(p) for p in args.csvs[2:]]
     first = next(iter(base[0].values()))
     variants = [c[: -len("_p20")] for c in first if c.endswith("_p20") and not c.startswith("cublas")]
+    variants = variants or ["ours_us", "cublas_us"]  # linear.py's rows: medians only
     print(f"{'variant':34s} shapes  base/new   min    max   noise base, new")
     for v in variants:
         ratio, noise_base, noise_new = [], [], []

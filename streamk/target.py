@@ -289,7 +289,7 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
 # paper's first); sm_90a also runs the TMA + wgmma kernels, one CTA per SM: 128x128x64 (201,792 B of
 # dynamic shared memory) and 128x256x64 (218,160 B; kernels/sm90/config.cuh), each with 1 KB of
 # static shared memory, of the 228 KB an SM has; 64x128x64 two (2 x (109,616 + 1 KB static + 1 KB
-# reserved) B, 2 x 256 threads of 128 registers), 64x256x64 one (191,536 B). sm_90a: the occupancy API on an H100
+# reserved) B, 2 x 256 threads of 128 registers), 64x256x64 one (199,744 B). sm_90a: the occupancy API on an H100
 # (tests/test_gpu_target.py checks it on every device run; 128x256x64 not yet run there). sm_80: derived from ptxas's registers (NVRTC 13.5) and shared memory
 # under the A100's limits (64 K registers, 164 KB shared memory per SM, 1 KB per block reserved),
 # not measured: 128x128 tiles take 105 KB, so one CTA per SM, as in the paper's A100 evaluation.

@@ -117,7 +117,8 @@ def test_column_major_layouts_in_clusters_match_unclustered_launches_bitwise(lay
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_torch_linear_on_the_64_row_tiles_reads_w_in_place(dtype, tile):
     """x @ W.t() at 16-512 tokens, the GEMMs the 64-row tiles are for, asked for by tile: W.t() read
-    in place as a column-major B, C written by TMA on every unit but a CTA's last, every decomposition."""
+    in place as a column-major B, every decomposition; on 64x128x64 C written by TMA on every unit
+    but a CTA's last, on 64x256x64 by the shared epilogue in column halves (its fourth stage's room)."""
     import torch
 
     from streamk.gpu import prepare
@@ -132,7 +133,7 @@ def test_torch_linear_on_the_64_row_tiles_reads_w_in_place(dtype, tile):
             p = prepare(x, W.t(), C, tile=tile, schedule=decomp)
             assert not any("pack" in name for name in p.launch.names), p.launch.names
             assert _main_kernel(p).endswith(f"_t{tile.rsplit('x', 1)[0]}_bcm")
-            assert p._plan.c_storable or p.plan.policy == "atomic"
+            assert p._plan.c_storable == (tile == "64x128x64" and p.plan.policy != "atomic")
             first, last = relaunched(p, C, 5)
             assert error_ratio(first, x, W.t(), 1.0, 0.0) <= 1, (rows, out_features, in_features, decomp)
             assert torch.equal(first, last) or p.plan.policy == "atomic"

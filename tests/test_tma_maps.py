@@ -66,12 +66,13 @@ def test_column_major_operands_are_mapped_as_their_stored_transposes():
 def test_the_64_row_tiles_read_a_in_boxes_of_64_rows_and_c_in_64_row_boxes(monkeypatch):
     """64x128x64 and 64x256x64 (one consumer warp group): a row-major A in one 64 k x 64 m box a
     stage, a column-major A in one 64 m x 64 k box (kernels/sm90/config.cuh A_MN_BOXES), B as on the
-    128-row tiles, C stored through TMA in 32-column boxes of 64 rows."""
+    128-row tiles, C stored through TMA in 32-column boxes of 64 rows on 64x128 (64x256 stages C in
+    column halves, as 128x256: no TMA store)."""
     shape = GemmShape(300, 77, 130)
     for tile in (TileShape(64, 128, 64), TileShape(64, 256, 64)):
         assert tma.maps_of("float16", shape, 136, 80, tile)[1:] == ((300, 130, 136, 64), (130, 77, 80, 64))
         assert tma.maps_of("float16", shape, 304, 136, tile, "acm_bcm")[1:] == ((130, 300, 304, 64), (77, 130, 136, 64))
-        assert tma.c_storable(tile, 80, 1, "float32", "owner-waits")
+        assert tma.c_storable(tile, 80, 1, "float32", "owner-waits") == (tile.bn == 128)
     calls = []
 
     def encode(dtype, rank, ptr, dims, strides, box, element_strides, *modes):

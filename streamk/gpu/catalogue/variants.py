@@ -90,8 +90,9 @@ SM90_M64_TILE = TileShape(64, 128, 64)
 SM90_M64_WIDE_TILE = TileShape(64, 256, 64)
 SM90_TILES = (SM90_TILE, SM90_WIDE_TILE, SM90_NARROW_TILE, SM90_192_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE)
 # The sm90 tiles whose kernels can write C through a TMA map (sm90/tma_wgmma.cuh TMA_STORE: the whole
-# FP32 tile fits the epilogue's staging; 128x256 stages it in halves, where bulk stores ran 2% slower).
-TMA_STORE_TILES = (SM90_TILE, SM90_NARROW_TILE, SM90_192_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE)
+# FP32 tile fits the epilogue's staging). 128x256 stages it in halves, where bulk stores ran 2% slower;
+# 64x256 too, to fit a fourth stage of its ring (sm90/config.cuh; LOG.md v64).
+TMA_STORE_TILES = (SM90_TILE, SM90_NARROW_TILE, SM90_192_TILE, SM90_M64_TILE)
 DOT_TILE = TileShape(64, 8, 128)
 DOT_T_TILE = TileShape(8, 128, 64)
 # The large-GEMM tiles (square, wide) of each kernel family: the sm80 mma.sync kernels' and the sm90
@@ -219,7 +220,7 @@ F64_TILES = ((F64_TILE, F64_STAGES, 2), (F64_LARGE_TILES[0], 3, 1), (F64_LARGE_T
 # The sm90 TMA + wgmma tiles' stages and CTAs an SM (sm90/config.cuh: as many 64-deep stages as fit
 # beside the epilogue's staging; 128x64 and 64x128 at two CTAs an SM, the others one).
 SM90_STAGES = {SM90_TILE: (4, 1), SM90_WIDE_TILE: (3, 1), SM90_NARROW_TILE: (3, 2), SM90_192_TILE: (3, 1),
-               SM90_M64_TILE: (3, 2), SM90_M64_WIDE_TILE: (3, 1)}
+               SM90_M64_TILE: (3, 2), SM90_M64_WIDE_TILE: (4, 1)}
 HALF_WIDTHS = (16, 8, 4)
 # The tiles of at most 8 columns or rows (sm80/dot.cuh): one width (they read any row alignment
 # themselves), launch bounds for 4 CTAs per SM (56,576 and 54,528 B of shared memory; no spills on

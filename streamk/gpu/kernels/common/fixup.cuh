@@ -49,11 +49,29 @@ struct SlotVec {
   }
 };
 
-// tid: the thread's rank in the group holding the accumulators (ML::THREADS of them)
+// Whether every accumulator of thread `tid` lies at or below tile row `rows` (the tile's rows inside
+// m), so its share of a slot is never summed into C: on a mainloop that names each thread's least
+// row (ML::first_row; the sm90 wgmma layout: two rows a thread), such a thread neither stores nor
+// reads its share. A 16-row Linear decode on a 64-row tile then moves a quarter of each partial
+// (LOG.md v63). Mainloops without first_row store and read whole slots (the per-vector test spilled
+// on sm80, LOG.md v11). The separate reduce pass already skips vectors wholly past m.
+template <class ML, class = void>
+struct SlotRows {
+  static __device__ __forceinline__ bool outside(int, int) { return false; }
+};
+template <class ML>
+struct SlotRows<ML, decltype(void(ML::first_row(0)))> {
+  static __device__ __forceinline__ bool outside(int tid, int rows) { return ML::first_row(tid) >= rows; }
+};
+
+// tid: the thread's rank in the group holding the accumulators (ML::THREADS of them); m0: the
+// tile's first row (SlotRows: its rows inside m are t.m - m0, read here rather than kept in a
+// register across the mainloop, which spilled on sm90 128x256 with a column-major A)
 template <class ML>
 __device__ __forceinline__ void store_slot(const TableParams& t, int slot, const typename ML::Acc (&acc)[ML::ACC],
-                                           int tid) {
+                                           int tid, int m0) {
   using SV = SlotVec<ML>;
+  if (SlotRows<ML>::outside(tid, t.m - m0)) return;
   typename ML::Acc* s = slot_ptr<ML>(t, slot);
 #pragma unroll
   for (int j = 0; j < ML::ACC / SV::V; ++j)
@@ -61,8 +79,10 @@ __device__ __forceinline__ void store_slot(const TableParams& t, int slot, const
 }
 
 template <class ML>
-__device__ __forceinline__ void add_slot(const TableParams& t, int slot, typename ML::Acc (&acc)[ML::ACC], int tid) {
+__device__ __forceinline__ void add_slot(const TableParams& t, int slot, typename ML::Acc (&acc)[ML::ACC], int tid,
+                                         int m0) {
   using SV = SlotVec<ML>;
+  if (SlotRows<ML>::outside(tid, t.m - m0)) return;
   const typename ML::Acc* s = slot_ptr<ML>(t, slot);
 #pragma unroll
   for (int j = 0; j < ML::ACC / SV::V; ++j) {

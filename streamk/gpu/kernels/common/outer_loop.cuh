@@ -103,7 +103,7 @@ __device__ __forceinline__ void run_units(const GemmParams& p, unsigned char* sm
     bool sums = action == ACT_REDUCE || action == ACT_HANDOFF || action == ACT_FINISH;
     bool writes = action == ACT_WRITE || action == ACT_REDUCE || action == ACT_FINISH;
     if (action == ACT_ARRIVE) {
-      store_slot<ML>(t, w.slot, acc, tid);
+      store_slot<ML>(t, w.slot, acc, tid, m0);
       if (arrive_last<G>(t, w.tile(), w.reads_count, epoch)) {  // the last arrival sums every slot in k order
         sums = writes = true;
 #pragma unroll
@@ -112,9 +112,9 @@ __device__ __forceinline__ void run_units(const GemmParams& p, unsigned char* sm
     }
     if (sums) {
       wait_units<G>(t, w.waits_offset(), w.waits_count(), epoch);
-      for (int j = 0; j < w.reads_count; ++j) add_slot<ML>(t, t.reads[w.reads_offset + j], acc, tid);
+      for (int j = 0; j < w.reads_count; ++j) add_slot<ML>(t, t.reads[w.reads_offset + j], acc, tid, m0);
     }
-    if (action == ACT_PARTIAL || action == ACT_HANDOFF || action == ACT_DEFER) store_slot<ML>(t, w.slot, acc, tid);
+    if (action == ACT_PARTIAL || action == ACT_HANDOFF || action == ACT_DEFER) store_slot<ML>(t, w.slot, acc, tid, m0);
     if (action == ACT_PARTIAL && u + 1 < last) {
       pending = u;
     } else if (action == ACT_PARTIAL || action == ACT_HANDOFF) {

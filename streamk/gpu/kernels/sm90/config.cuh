@@ -11,15 +11,19 @@
 //   128x192: 3 x 40 KB + a whole tile staged (128 x 200 x 4 B = 100 KB)                  = 226,352 B
 //   128x256: 3 x 48 KB + the tile staged in two column halves (128 x 136 x 4 B = 68 KB)  = 218,160 B
 //   64x128  (two CTAs an SM): 3 x 24 KB + a whole tile staged (64 x 136 x 4 B = 34 KB)   = 109,616 B
-//   64x256:  3 x 40 KB + a whole tile staged (64 x 264 x 4 B = 66 KB)                    = 191,536 B
+//   64x256:  4 x 40 KB + the tile staged in two column halves (64 x 136 x 4 B = 34 KB)   = 199,744 B
 // A whole 128x256 FP32 staging (132 KB) would leave room for one 48 KB stage only, and a fourth
 // stage does not fit beside the halves (196,608 + 69,632 > 232,448), so 128x256 runs 3 stages and
 // writes C in two passes of 128 columns (common/epilogue.cuh EPILOGUE_PARTS). Of three 64-deep
 // stages two load while one is computed: ~1.1 us of math ahead at the H100's ~7.5 TFLOP/s per SM
 // (a 128x256x64 stage is 4.2 Mflop). 128x64 and 64x128 keep two CTAs on an SM (2 x (111,664 or
 // 109,616 + 1 KB static) of 228 KB), so one CTA's prologue and epilogue run beside the other's
-// mainloop. 64x256 stages its tile whole (so C can leave through TMA) and so runs 3 stages: a fourth
-// misses by 64 B (4 x 40 KB + 67,584 + 64 + 1,024 = 232,512).
+// mainloop. 64x256 stages its tile in halves too, for a fourth stage: staged whole (66 KB) a fourth
+// missed by 64 B (4 x 40 KB + 67,584 + 64 + 1,024 = 232,512), and its C then no longer leaves
+// through TMA (tma_wgmma.cuh TMA_STORE). Its decode launches (x @ W.t(), 8-64 rows: 43-129 CTAs, a
+// 64x256x64 stage 2.1 Mflop against 32 KB of W) are bound by W's stream, not the math: a TMA ring
+// alone read W at 3.32 TB/s with 3 stages, 3.48 with 7 (LOG.md v60), so the deeper ring is the lever;
+// a fifth stage does not fit (5 x 40 KB + 34,816 + 80 + 1,024 = 240,720).
 #pragma once
 
 namespace streamk {
@@ -77,7 +81,7 @@ static_assert(consumer_regs(2, 1) == 232 && consumer_regs(2, 2) == 96 && consume
 // wgmma.m64nBNk16 per k-step (BN/2 FP32 accumulators per thread), A arrives in one BM x 64 box
 // (K-major) or BM/64 boxes of 64 k x 64 m (M-major), B in BN/64 boxes, the pipeline is as deep as
 // fits beside the epilogue's staging (above; BLOCKS CTAs an SM), and the epilogue stages the tile
-// whole or, on 128x256, in two column halves.
+// whole or, on BN 256, in two column halves.
 template <int BN_, int BLOCKS_ = 1, int BM_ = 128>
 struct TileConfig {
   static constexpr int BM = BM_, BN = BN_;
@@ -89,8 +93,8 @@ struct TileConfig {
   static constexpr int B_BOXES = BN / BOX_INNER;
   static constexpr int B_STAGE_BYTES = B_BOXES * B_BOX_BYTES;
   static constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;  // TMA transaction bytes per stage
-  static constexpr int DEFAULT_STAGES = BN == 128 && BM == 128 ? 4 : 3;
-  static constexpr int EPILOGUE_PARTS = BN == 256 && BM == 128 ? 2 : 1;
+  static constexpr int DEFAULT_STAGES = (BN == 128 && BM == 128) || (BN == 256 && BM == 64) ? 4 : 3;
+  static constexpr int EPILOGUE_PARTS = BN == 256 ? 2 : 1;
   static constexpr int CONSUMER_REGS = consumer_regs(CONSUMERS, BLOCKS);
   static_assert(BM == 128 || BM == 64, "one or two m64 consumer warp groups");
   static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "wgmma n64, n128, n192 or n256");

@@ -5,7 +5,7 @@
 //
 // TmaWgmma<BF16, BN, STAGES, A_MN, B_K, BLOCKS, BM> (config.cuh): a BM x BN x 64 tile per MAC
 // iteration: BM 128 with BN 64 (3 stages, two CTAs an SM), 128 (4 stages), 192 or 256 (3 stages);
-// BM 64 with BN 128 (3 stages, two CTAs an SM) or 256 (3 stages). 128 + BM threads: a producer warp
+// BM 64 with BN 128 (3 stages, two CTAs an SM) or 256 (4 stages). 128 + BM threads: a producer warp
 // group and BM/64 consumer ones, __launch_bounds__(128 + BM, BLOCKS):
 //   producer  (warp group 0, setmaxnreg down to 40): one thread walks the CTA's unit rows (work.cuh)
 //             and, for every MAC iteration of every unit, waits for a free stage and issues the TMA
@@ -29,9 +29,9 @@
 // wgmma instructions (the split of the 128x256 anchors, github pranjalssh/fast.cu matmul_12.cuh).
 // Shared memory (dynamic, 1024-byte aligned by hand): STAGES x (A BM/8 KB + B BN/8 KB) 128-byte
 // swizzled as TMA writes and wgmma reads them, the epilogue's staging (BM x (BN + 8) x 4 B, its own,
-// so loads go on during epilogues; 128x256 stages and writes C in two column halves, epilogue.cuh
-// EPILOGUE_PARTS), 2 x STAGES mbarriers: 201,792 B on 128x128, 218,160 B on 128x256, 109,616 B on
-// 64x128, 191,536 B on 64x256 (config.cuh has every tile's).
+// so loads go on during epilogues; 128x256 and 64x256 stage and write C in two column halves,
+// epilogue.cuh EPILOGUE_PARTS), 2 x STAGES mbarriers: 201,792 B on 128x128, 218,160 B on 128x256,
+// 109,616 B on 64x128, 199,744 B on 64x256 (config.cuh has every tile's).
 // Arch: sm_90a.
 // Operands (TMA descriptors built by the host, streamk/gpu/runtime/tma.py): A m x k and B k x n, each
 // row-major or column-major with a 16-byte-aligned base and stride (the host packs others:
@@ -133,6 +133,11 @@ struct TmaWgmma {
     r = wg * WG_M + warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
     c = 8 * (i / 4) + 2 * (lane % 4) + (i % 2);
   }
+  // the least tile row of consumer thread tid's accumulators (coord's row of element 0; the other is 8 below)
+  static __device__ __forceinline__ int first_row(int tid) {
+    const int wg = CONSUMERS == 1 ? 0 : tid / WG_THREADS, t = tid % WG_THREADS;
+    return wg * WG_M + (t / 32) * 16 + (t % 32) / 4;
+  }
 };
 
 template <int BN, int BLOCKS = 1, int BM = 128>
@@ -146,8 +151,12 @@ static_assert(TmaWgmma<false, 64, 3, false, false, 2>::SMEM_BYTES == 111664 &&
                   TmaWgmma<false, 128>::SMEM_BYTES == 201792 && TmaWgmma<false, 192>::SMEM_BYTES == 226352 &&
                   TmaWgmma<false, 256>::SMEM_BYTES == 218160 &&
                   TmaWgmma<false, 128, 3, false, false, 2, 64>::SMEM_BYTES == 109616 &&
-                  TmaWgmma<false, 256, 3, false, false, 1, 64>::SMEM_BYTES == 191536,
+                  TmaWgmma<false, 256, 4, false, false, 1, 64>::SMEM_BYTES == 199744,
               "config.cuh states each tile's shared memory");
+static_assert(TileConfig<256, 1, 64>::DEFAULT_STAGES == 4 &&
+                  TmaWgmma<false, 256, 4, false, false, 1, 64>::SMEM_BYTES + TileConfig<256, 1, 64>::STAGE_BYTES >
+                      SMEM_LIMIT,
+              "64x256 runs as many stages as fit beside its staged halves (config.cuh)");
 
 // Where each piece of the dynamic shared memory lies (shared-space byte addresses).
 template <class ML>
@@ -291,16 +300,17 @@ __device__ __forceinline__ void consume(const Smem<ML>& s, Ring<ML>& ring, int w
 }
 
 // C tile (m0, n0) = alpha * acc through the TMA unit, for every WRITE unit of a CTA but its last, on
-// the tiles whose whole FP32 C tile fits the epilogue's staging (TMA_STORE; the host sets c_store
-// where C is a row-major FP32 matrix TMA can address, beta is 0 and no unit adds to C atomically:
-// catalogue TMA_STORE_TILES). The tile goes to the staging as C_BOX_COLS-column boxes of 128-byte
-// rows, 16-byte chunks swizzled by row (the map's 128-byte swizzle: a warp's pair stores take the
-// minimum two wavefronts), then one thread issues the boxes' bulk stores and the consumers go on to
-// their next unit while the copy engine writes C: the epilogue's global stores no longer hold the
-// tensor cores (persistent 128x128x64 CTAs 1.07x, LOG.md v39). A CTA's last tile, with no mainloop
-// after it to hide behind, leaves the SM faster through the shared epilogue's stores (one-tile CTAs
-// 0.92-0.95x through TMA), but on 128x192 (SLOW_SHARED_WRITE). The staging is rewritten only once
-// the previous tile's stores have read it (bulk_wait_read), and the CTA ends after they complete.
+// the tiles whose whole FP32 C tile fits the epilogue's staging (TMA_STORE: all but 128x256 and
+// 64x256, which stage C in column halves; the host sets c_store where C is a row-major FP32 matrix
+// TMA can address, beta is 0 and no unit adds to C atomically: catalogue TMA_STORE_TILES). The tile
+// goes to the staging as C_BOX_COLS-column boxes of 128-byte rows, 16-byte chunks swizzled by row
+// (the map's 128-byte swizzle: a warp's pair stores take the minimum two wavefronts), then one thread
+// issues the boxes' bulk stores and the consumers go on to their next unit while the copy engine
+// writes C: the epilogue's global stores no longer hold the tensor cores (persistent 128x128x64 CTAs
+// 1.07x, LOG.md v39). A CTA's last tile, with no mainloop after it to hide behind, leaves the SM
+// faster through the shared epilogue's stores (one-tile CTAs 0.92-0.95x through TMA), but on 128x192
+// (SLOW_SHARED_WRITE). The staging is rewritten only once the previous tile's stores have read it
+// (bulk_wait_read), and the CTA ends after they complete.
 // (The TMA-store epilogue of NVIDIA CUTLASS include/cutlass/epilogue/collective/
 // sm90_epilogue_tma_warpspecialized.hpp, written here for one staging buffer.)
 template <class ML>

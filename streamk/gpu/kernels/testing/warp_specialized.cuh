@@ -144,7 +144,7 @@ __device__ __forceinline__ void math_role(const GemmParams& p, const Mailbox& bo
     bool sums = has(ACTION_READS_PARTIALS, m.action);
     bool writes = has(ACTION_WRITES_C, m.action);
     if (m.action == ACT_ARRIVE) {
-      store_slot<ML>(t, m.slot, acc, tid);
+      store_slot<ML>(t, m.slot, acc, tid, m0);
       K::Stored::arrive();
       K::Go::wait();
       if (box.sum) {
@@ -156,8 +156,8 @@ __device__ __forceinline__ void math_role(const GemmParams& p, const Mailbox& bo
       K::Go::wait();
     }
     if (sums)
-      for (int j = 0; j < m.reads_count; ++j) add_slot<ML>(t, t.reads[m.reads_offset + j], acc, tid);
-    if (stores_then_signals(m.action) || m.action == ACT_DEFER) store_slot<ML>(t, m.slot, acc, tid);
+      for (int j = 0; j < m.reads_count; ++j) add_slot<ML>(t, t.reads[m.reads_offset + j], acc, tid, m0);
+    if (stores_then_signals(m.action) || m.action == ACT_DEFER) store_slot<ML>(t, m.slot, acc, tid, m0);
     if (stores_then_signals(m.action)) K::Stored::arrive();
     if (writes) write_c<ML, G>(p.ops, problem(t), m0, n0, acc, smem);
     K::Empty::arrive();
