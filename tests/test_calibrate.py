@@ -34,7 +34,7 @@ SMS = 32  # the design's times do not depend on the SM count (every probe is who
 # dram_us_per_mb: a quarter of an H100's DRAM bandwidth for a quarter of its SMs (~0.35 us/MB there).
 TRUE = {"launch": 4.0, "a": 1.5, "c1": 0.47, "c_shared": 0.92, "a_shared": 0.6, "b": 1.2, "d": 1.3, "pass_launch": 3.0,
         "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 1.5, "atomic": 9.0, "handoff": 0.9, "c_free": 0.06, "c_tpc": 0.0, "c_l2": 0.08,
-        "l2_us_per_mb": 0.05, "c_shifted": 0.35, "c_row32": 0.1, "pack": 1.0, "pack_us_per_mb": 0.7}
+        "l2_us_per_mb": 0.05, "c_shifted": 0.35, "c_row32": 0.1, "c_scatter": 0.0, "pack": 1.0, "pack_us_per_mb": 0.7}
 # a_shared: the dp-waves' intercept (shared residency) above the one-CTA probes' launch + a (LOG.md v54);
 # handoff: a link below b + d, which the turnstile-chain probes price (LOG.md v52);
 # c_shifted: priced on the dot tiles only (the 128x128 kernel packs unaligned rows), so not fitted here;
@@ -72,7 +72,7 @@ def test_fit_recovers_known_terms_within_their_reported_errors():
                                     packed_mb=packs("float16", TILE))
     z = (result.values - [TRUE[n] for n in result.names]) / result.errors
     report = {n: (TRUE[n], round(v, 4), round(e, 4)) for n, v, e in zip(result.names, result.values, result.errors)}
-    assert len(design) == 48 and result.names == tuple(n for n in term_names(2) if n not in ("l2_us_per_mb", "c_shifted", "c_row32", "c_tpc"))
+    assert len(design) == 48 and result.names == tuple(n for n in term_names(2) if n not in ("l2_us_per_mb", "c_shifted", "c_row32", "c_tpc", "c_scatter"))
     assert [p.family for p in design].count("dp-packed") == 3
     assert np.all(np.abs(z) < 3), report
     assert 0.5 * NOISE < result.rms_rel_residual < 1.5 * NOISE, result.rms_rel_residual
@@ -112,7 +112,7 @@ def test_fit_is_exact_without_noise_on_a_kernel_of_one_cta_per_sm():
     truth = {k: v for k, v in TRUE.items() if k != "c_shared"}
     _, result = calibrate_with(simulated_device(truth, 0.0, 0, 1), "float16", TILE, SMS, 1, L2, quick=True)
     # told nothing of what the kernel packs, the design has no dp-packed probe and the fit no pack terms
-    assert result.names == tuple(n for n in term_names(1) if n not in ("l2_us_per_mb", "c_shifted", "c_row32", "c_tpc", *PACK_TERMS)) and "c_shared" not in result.names
+    assert result.names == tuple(n for n in term_names(1) if n not in ("l2_us_per_mb", "c_shifted", "c_row32", "c_tpc", "c_scatter", *PACK_TERMS)) and "c_shared" not in result.names
     assert np.allclose(result.values, [truth[n] for n in result.names], rtol=1e-6, atol=1e-6)
 
 

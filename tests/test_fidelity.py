@@ -21,7 +21,7 @@ from streamk.target import PRESETS, preset, with_calibration
 TILE = TileShape(128, 128, 32)
 TERMS = {"launch": 4.0, "a": 1.5, "c1": 0.47, "c_shared": 0.92, "a_shared": 0.0, "b": 1.2, "d": 1.3, "pass_launch": 3.0,
          "d_reduce": 0.15, "unit": 2.0, "dram_us_per_mb": 0.35, "atomic": 9.0, "handoff": 0.0, "c_free": 0.05, "c_tpc": 0.0,
-         "c_l2": 0.15, "l2_us_per_mb": 0.01, "c_shifted": 0.3, "c_row32": 0.1, "pack": 1.0,
+         "c_l2": 0.15, "l2_us_per_mb": 0.01, "c_shifted": 0.3, "c_row32": 0.1, "c_scatter": 0.0, "pack": 1.0,
          "pack_us_per_mb": 0.7}  # made up for the test
 CAL = Calibration("float16", TILE, 2, tuple(Term(n, TERMS[n], 0.0) for n in term_names(2)), "test GPU", 132,
                   l2_bytes=50 * 2**20)

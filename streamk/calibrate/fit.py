@@ -172,8 +172,11 @@ def _descend(schedules: Sequence[Schedule], measured_us: Sequence[float], sms: i
     # c_shared and a_shared only where probes do run at shared residency (a design without any cannot
     # price them); a_shared from the dp-waves' intercept against the one-CTA probes' launch + a (LOG.md v54)
     shares = any(s.grid > sms for s in schedules)
-    names = tuple(n for n in term_names(ctas_per_sm) if n not in held and (n != "c_shifted" or shifted)
-                  and (n != "c_row32" or row32) and (n != "c_tpc" or tpc) and (n != "handoff" or chains)
+    # c_scatter never: every probe's waves step through k together (traffic.scattered_share 0); fitted
+    # offline on the fidelity oracles (LOG.md v66)
+    names = tuple(n for n in term_names(ctas_per_sm) if n not in held and n != "c_scatter"
+                  and (n != "c_shifted" or shifted) and (n != "c_row32" or row32) and (n != "c_tpc" or tpc)
+                  and (n != "handoff" or chains)
                   and (n != "a_shared" or shares) and (n not in PACK_TERMS or packs))
     if len(y) <= len(names):
         raise FitError(f"{len(names)} terms need more than {len(names)} probes (got {len(y)})")

@@ -47,16 +47,20 @@ TERM_DOC: dict[str, str] = {
     "c_row32": "per MAC iteration of a CTA alone on its SM, what it costs more where every row of its A and B boxes "
                "starts off a 32-byte boundary; any iteration stretches by 1 + share c_row32 / c1, share the rows off "
                "(traffic.row32_share: a 16-byte-aligned row spans a 32-byte sector more, and the mainloop waits on loads)",
+    "c_scatter": "per MAC iteration of a CTA alone on its SM, what it costs more where every A and B slice it reads "
+                 "was read by no CTA in the steps just before; any iteration stretches by 1 + share c_scatter / c1, "
+                 "share the reads so beyond data-parallel's (traffic.scattered_share: Stream-K walked forwards starts "
+                 "each CTA at its own k offset; LOG.md v66)",
     "pack": "once per launch whose operands the pack pass copies first (its launch and drain, less what the main "
             "kernel's programmatic launch overlaps)",
     "pack_us_per_mb": "per MB of A and B the pack pass copies (operands whose rows the kernel cannot read in place)",
 }
 
 
-# Terms added to the first model (LOG.md v53, v19, v21, v51, v22, v49, v26, v28, v35, v41d, v35e); an entry
+# Terms added to the first model (LOG.md v53, v19, v21, v51, v22, v49, v26, v28, v35, v41d, v66, v35e); an entry
 # fitted without some of them predicts as if they were 0.
 EXTENSION_TERMS = ("a_shared", "unit", "dram_us_per_mb", "atomic", "handoff", "c_free", "c_tpc", "c_l2",
-                   "l2_us_per_mb", "c_shifted", "c_row32", "pack", "pack_us_per_mb")
+                   "l2_us_per_mb", "c_shifted", "c_row32", "c_scatter", "pack", "pack_us_per_mb")
 # The pack pass's terms: fitted only on a kernel that packs (the dp-packed probes); any other predicts no pack.
 PACK_TERMS = ("pack", "pack_us_per_mb")
 

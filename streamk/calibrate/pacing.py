@@ -155,7 +155,7 @@ def stand_in_values(target: Target, dtype: str, tile: TileShape) -> dict[str, fl
         raise ValueError(f"target {target.name} has no calibrated {dtype} kernel to estimate {tile} from")
     near = min(found, key=lambda c: abs(math.log(c.tile.bm * c.tile.bn * c.tile.bk / macs)))
     ratio = macs / (near.tile.bm * near.tile.bn * near.tile.bk)
-    per_iteration = ("c1", "c_shared", "c_free", "c_tpc", "c_l2", "c_shifted", "c_row32")
+    per_iteration = ("c1", "c_shared", "c_free", "c_tpc", "c_l2", "c_shifted", "c_row32", "c_scatter")
     return {t.name: t.us * (ratio if t.name in per_iteration else 1.0) for t in near.terms}
 
 

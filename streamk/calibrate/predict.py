@@ -47,6 +47,10 @@ machine and which constants it runs with, mirroring how the GPU backend launches
   idle-SM, L2 and L2-floor terms) is stretched by 1 + share x c_row32 / c1, share =
   ``traffic.row32_share`` (0 to 0.5); c_row32 is what it adds to a lone CTA's iteration with every
   row off (LOG.md v41d);
+* ``c_scatter``: each MAC iteration stretched by 1 + share x c_scatter / c1, share =
+  ``traffic.scattered_share`` (0 to 1): the A and B slice reads that no CTA made in the steps just before,
+  beyond data-parallel's. Stream-K walked forwards starts each CTA at its own k offset; walked backwards
+  the CTAs start and end their units in step; every probe's share is 0 (LOG.md v66);
 * ``pack`` and ``pack_us_per_mb``: where the GPU packs operands first (the caller says how many MB),
   that pass's launch and drain and its copy, in series before the main kernel (the dp-packed probes;
   LOG.md v35e, v36);
@@ -69,7 +73,7 @@ from ..shapes import ITEMSIZE, Machine
 from ..sim import Timeline, simulate
 from ..target import streams_unaligned
 from .model import Calibration
-from .traffic import dram_slowdown, operand_bytes, row32_share, wave_steps
+from .traffic import dram_slowdown, operand_bytes, row32_share, scattered_share, wave_steps
 
 EXTRA_PASS_POLICIES = ("separate-reduce", "atomic")  # a second kernel when any tile is split
 MIN_C_US = 1e-9  # Costs needs c > 0; a fit may probe c at 0
@@ -121,6 +125,14 @@ def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_
     c = float(sum(n * at(int(b)) for b, n in zip(counts, steps)) / steps.sum()) if steps.sum() > 0 else at(
         min(schedule.grid, sms * r))
     c = max(c, MIN_C_US)
+    if values.get("c_scatter", 0.0) > 0:
+        # Stream-K units that start at scattered k offsets read A and B slices no other CTA read just
+        # before, where c is fitted on waves that step through k together: the backward walk ran 0.87-0.95x
+        # the forward one's time at 1-3 tiles an SM, both predicted alike (H200 seeds 4258, 4265, 4267);
+        # chosen on 4258 and 4265, held out on 4267 each tile's predicted best within 5% rose (128x128x64
+        # 80.5 -> 86.5%, within a shape 0.942 -> 0.948, median 6.8 -> 6.6%; LOG.md v66)
+        share = scattered_share(schedule, min(schedule.grid, sms * r))
+        c *= 1.0 + share * values["c_scatter"] / max(values["c1"], MIN_C_US)
     if l2_bytes > 0 and values.get("dram_us_per_mb", 0.0) > 0:
         slots = min(schedule.grid, sms * r)
         c *= dram_slowdown(schedule, slots, l2_bytes, element_bytes, c, 1e6 / values["dram_us_per_mb"])

@@ -30,6 +30,9 @@ def operand_bytes(shape: GemmShape, element_bytes: int) -> int:
     return (shape.m + shape.n) * shape.k * element_bytes
 
 
+# Steps within which a slice another CTA read is still shared (c_scatter; 0, 1, 2 and 4 tried on
+# the H200 oracles of seeds 4258 and 4265: 2 predicted each tile's best most often; LOG.md v66)
+SCATTER_WINDOW = 2
 SECTOR_BYTES = 32  # the L2's sector: a box row starting off one spans a sector more
 IN_PLACE_BYTES = 16  # rows of a multiple of this are read in place; others are packed first (or shifted: c_shifted)
 BOX_ROW_BYTES = 128  # a TMA box row (the 128-byte swizzle's width, gpu/runtime/tma.py)
@@ -122,3 +125,55 @@ def dram_slowdown(schedule: Schedule, slots: int, l2_bytes: float, element_bytes
     if not len(misses):
         return 1.0
     return float(np.maximum(c_us, misses / dram_bytes_per_us).sum() / (len(misses) * c_us))
+
+
+def _unshared(keys: np.ndarray, when: np.ndarray, window: int) -> float:
+    """The share of reads (slice ``keys`` at steps ``when``) whose slice no read took in the ``window``
+    steps before (the same step included)."""
+    order = np.lexsort((when, keys))
+    k, w = keys[order], when[order]
+    unshared = np.r_[True, (k[1:] != k[:-1]) | (np.diff(w) > window)]
+    return float(unshared.mean())
+
+
+def scattered_share(schedule: Schedule, slots: int, window: int = SCATTER_WINDOW) -> float:
+    """How much more of the trace's A and B slice reads find their slice unread by any CTA in the
+    ``window`` steps before (the same step included) than data-parallel's of the same tiles on
+    ``slots`` do: 0 to 1, 0 where every CTA of a wave steps through k together (data-parallel, even
+    splits, the calibration's probes). Stream-K walked forwards starts each CTA at its own k offset;
+    walked backwards every CTA starts its first unit at k = 0 and ends its last at the tile's end, in
+    step (sched/auto.py; LOG.md v15, v66)."""
+    key = ("scattered", id(schedule), slots, window)
+    held = _MEMO.get(key)
+    if held is not None and held[0] is schedule:
+        return float(held[1])
+    units = schedule.units
+    lengths = (units[:, 2] - units[:, 1]).astype(np.int64)
+    total = int(lengths.sum())
+    problem = schedule.problem
+    if total == 0 or np.all(lengths == problem.iters_per_tile):
+        return 0.0  # whole tiles: every CTA starts each at k = 0, in step with its wave
+    unit_of = np.repeat(np.arange(len(units)), lengths)
+    starts = np.cumsum(lengths) - lengths
+    k = units[unit_of, 1] + (np.arange(total) - starts[unit_of])
+    slot = (schedule.unit_cta % slots)[unit_of]
+    order = np.argsort(slot, kind="stable")
+    slot_sorted = slot[order]
+    step = np.empty(total, dtype=np.int64)
+    step[order] = np.arange(total) - np.searchsorted(slot_sorted, np.arange(slots))[slot_sorted]
+    ipt = problem.iters_per_tile
+
+    def reads(tile: np.ndarray, k: np.ndarray, step: np.ndarray) -> float:
+        tm, tn = tile_coordinates(schedule.tile_order, problem.tiles_m, problem.tiles_n, tile)
+        keys = np.concatenate([tm * ipt + k, (problem.tiles_m + tn) * ipt + k])
+        return _unshared(keys, np.concatenate([step, step]), window)
+
+    ours = reads(units[unit_of, 0], k, step)
+    tile = np.repeat(np.arange(problem.tiles), ipt)
+    kk = np.tile(np.arange(ipt), problem.tiles)
+    dp = reads(tile, kk, (tile // slots) * ipt + kk)
+    share = max(0.0, ours - dp)
+    if len(_MEMO) >= _MEMO_ENTRIES:
+        _MEMO.pop(next(iter(_MEMO)))
+    _MEMO[key] = (schedule, share)
+    return share

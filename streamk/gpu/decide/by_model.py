@@ -9,7 +9,11 @@ the half of them the rule was derived on; benchmarks/LOG.md v47):
 * auto's tile is an sm80 fallback (64x64x32 and smaller): its Stream-K on resident slots was
   predicted 1.26x its time (median, 10 shapes), so the model would leave it where it wins;
 * auto's grid is persistent (one CTA per SM over more tiles): predicted 1.07x its time (7 shapes),
-  and overruling it lost 1.22x and 1.11x on two shapes.
+  and overruling it lost 1.22x and 1.11x on two shapes;
+* auto runs Stream-K under separate-reduce (few deep tiles on every SM): the model prices it
+  1.11-1.46x its time (LOG.md v61), and its fixed-split picks there ran 1.16-1.25x slower. Held out on
+  seed 4272: auto within 5% of the best 90.5 -> 91.0% (geomean 1.0133 -> 1.0123), seeds 4258, 4265
+  and 4267 unchanged (LOG.md v72).
 """
 
 from __future__ import annotations
@@ -68,7 +72,7 @@ def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule) -> 
     from ...sched import make_schedule
 
     tiles = model_tiles()
-    if (not target.model_picks or auto.tile not in tiles or is_persistent(auto)
+    if (not target.model_picks or auto.tile not in tiles or is_persistent(auto) or auto.fixup == "separate-reduce"
             or auto.problem.tiles > MODEL_MAX_WAVES * target.sms or auto.problem.total_iters > MODEL_MAX_ITERS
             or not all(t in target.tiles_for(dtype) for t in tiles)):
         return auto
