@@ -335,13 +335,14 @@ def in_place_tile(a: Operand, b: Operand, c: Operand, target: Target, cost: Call
 
 # torch's Linear in decode, x @ W.t() of up to 64 rows and a W that outgrows the L2, runs on an sm90
 # 64-row tile reading W in place (no pack, C row-major): 64x256x64 (one CTA an SM, more of W in
-# flight) where its tiles number a quarter of the SMs or more, so auto splits each over few CTAs, from
-# 1 row; else 64x128x64 (64x256 would sum 6-8 64 KB partials a tile) from 9 rows (the dot tiles keep
-# 8 there). Below 8 rows (LOG.md v69-v70): one token on the 32000 x 4096 LM head ran data-parallel
-# 64x256x64 1.17x faster than the dot tile, at cuBLAS's time. H200, LOG.md v57: 16-64 rows, W of 86-112 MiB, 1.10-1.37x auto (12 of 12), held out on six
-# more layers 1.06-1.40x (18 of 18); against auto's 128x256x64 in place 1.02-1.26x, at 8 rows against
-# the dot tile 1.09-1.19x on 64x256x64, 0.88-0.90x on 64x128x64; W of 48 MiB 1.10-1.15x, of 32 MiB
-# (L2-warm in the benchmark) 0.93-1.21x: auto stays there.
+# flight) from 1 row where its tiles number a quarter of the SMs or more, so auto splits each over few
+# CTAs or, from a wave of tiles, runs them data-parallel; else 64x128x64 (64x256 would sum 6-8 64 KB
+# partials a tile) from 9 rows, the dot tiles keeping 8 or fewer. H200: 16-64 rows, W of 86-112 MiB,
+# 1.10-1.37x auto (12 of 12), held out on six more layers 1.06-1.40x (18 of 18); against auto's
+# 128x256x64 in place 1.02-1.26x; at 8 rows against the dot tile 1.09-1.19x on 64x256x64, 0.88-0.90x on
+# 64x128x64; W of 48 MiB 1.10-1.15x, of 32 MiB (L2-warm in the benchmark) 0.93-1.21x: auto stays there
+# (LOG.md v57). 1-7 rows on 64x256x64 against the dot tile, held out on five wide layers: 1.04-1.17x
+# (20 of 20; LOG.md v69, v70).
 LINEAR_DECODE_MIN_W_BYTES = 40 << 20
 
 
