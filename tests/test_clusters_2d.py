@@ -236,6 +236,40 @@ def test_auto_runs_short_whole_tiles_in_2x2_clusters():
     assert rows64.schedule.tile.bm == 64 and rows64.cluster != QUAD_CLUSTER
 
 
+def test_auto_runs_many_short_wide_tiles_on_persistent_ctas_in_2x2_clusters():
+    """From two waves of 128x256 tiles of 9-32 MAC iterations auto runs whole 128x256x64 tiles on one
+    persistent CTA an SM in QUAD_ORDER (launches.persistent_quads): every tile once, asking for 2x2
+    clusters (bind.py launches pairs where fours do not fit the grid);
+    not at one wave nor where the last wave is under 3/4 full, not deeper, not without multicast, not where the caller names the tile, not where
+    the calibrated model moves auto to another schedule (2049x4416x1144: DP on 128x192x64), and not on the
+    H100 preset (unmeasured there); `streamk schedule auto --target` prints what gemm() runs."""
+    from streamk.gpu.decide.launches import PERSISTENT_QUAD_ITERS, QUAD_CLUSTER, QUAD_ORDER
+    from streamk.gpu.decide.schedule import schedule_for
+    from streamk.gpu.request import Tuning
+    from streamk.target import preset
+
+    m, n, k = 4913, 7576, 840  # 39 x 30 = 1170 tiles of 128x256 (8.9 waves), 14 iterations each
+    d = _decision("auto", Tuning(), None, m=m, n=n, k=k)
+    s = d.schedule
+    assert d.cluster == QUAD_CLUSTER and s.tile_order == QUAD_ORDER and s.grid == 132
+    assert (s.tile.bm, s.tile.bn) == (128, 256) and s.units.shape[0] == s.problem.tiles
+    assert np.array_equal(np.sort(s.units[:, 0]), np.arange(s.problem.tiles))  # each tile once, whole
+    assert np.all(s.units[:, 1] == 0) and np.all(s.units[:, 2] == s.problem.iters_per_tile)
+    cli = schedule_for("auto", GemmShape(m, n, k), "float16", preset("h200"))
+    assert np.array_equal(cli.units, s.units) and np.array_equal(cli.cta_offsets, s.cta_offsets)
+    one_wave = _decision("auto", Tuning(), None, m=1536, n=3072, k=k).schedule  # 144 tiles
+    thin_last_wave = _decision("auto", Tuning(), None, m=3072, n=3072, k=640).schedule  # 288 tiles: 73% of 3 waves
+    deep = _decision("auto", Tuning(), None, m=m, n=n, k=64 * PERSISTENT_QUAD_ITERS[1] + 1).schedule
+    plain = _decision("auto", Tuning(multicast=False), None, m=m, n=n, k=k)
+    named = _decision("auto", Tuning(), "128x256x64", m=m, n=n, k=k)
+    model = _decision("auto", Tuning(), None, m=2049, n=4416, k=1144).schedule
+    assert (model.tile.bn, model.decomposition) == (192, "data-parallel")
+    for other in (one_wave, thin_last_wave, deep, plain.schedule, named.schedule, model):
+        assert not (other.tile.bn == 256 and other.grid == 132 and other.tile_order == QUAD_ORDER)
+    h100 = schedule_for("auto", GemmShape(m, n, k), "float16", preset("h100"))
+    assert h100.tile_order != QUAD_ORDER
+
+
 class _StandIn:
     """build_plan's view of an H200 without CUDA: one CTA an SM; ``fours``: the CTAs clusters of
     four may hold at once."""

@@ -111,3 +111,33 @@ def test_auto_with_2x2_clusters_on_issue_42s_shapes(shape):
     first, last = relaunched(p, C, 5)
     print(shape, p.schedule.decomposition, p.schedule.tile, p.schedule.tile_order, "cluster", _cluster(p))
     assert error_ratio(first, A, B) <= 1 and torch.equal(first, last)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_auto_on_persistent_ctas_in_2x2_clusters(dtype):
+    """auto's many short 128x256 tiles on persistent CTAs in 2x2 blocks (launches.persistent_quads;
+    edge tiles in m, n and k), clustered (in pairs where fours do not fit the grid: bind.py): within
+    the float64 bound, bitwise equal to the same schedule launched without clusters, and over
+    relaunches."""
+    import torch
+
+    from streamk.gpu import prepare
+    from streamk.gpu.catalogue import spec_for_tile
+    from streamk.gpu.decide.launches import persistent_quads
+
+    _skip_unless_sm90()
+    m, n, k = 2811, 3544, 601  # 22 x 14 = 308 tiles of 128x256 (78% of 3 waves), 10 MAC iterations each
+    gen = torch.Generator(device="cuda").manual_seed(29)
+    A, B = inputs(m, n, k, dtype, gen)
+    C, D = (torch.full((m, n), math.nan, device="cuda") for _ in range(2))
+    p = prepare(A, B, C)
+    s = p.schedule
+    assert persistent_quads(s.shape, spec_for_tile(dtype, s.tile), s.grid) and s.tile_order == QUAD_ORDER
+    assert _cluster(p) in (2, QUAD)
+    plain = prepare(A, B, D, schedule=s, _tuning=NO_CLUSTERS)
+    assert _cluster(plain) == 1
+    first, last = relaunched(p, C, 10)
+    plain.run()
+    torch.cuda.synchronize()
+    assert error_ratio(first, A, B) <= 1
+    assert torch.equal(first, last) and torch.equal(first, D)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...schedule import Schedule
-from ...shapes import ITEMSIZE
+from ...shapes import ITEMSIZE, GemmShape, Problem
 from ..catalogue import SM90_192_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE, SM90_TILE, SM90_WIDE_TILE, KernelSpec
 
 # Programmatic dependent launch between one GEMM's kernels (pack -> main -> separate-reduce): by
@@ -135,6 +135,37 @@ def auto_quads(multicast: bool, spec: KernelSpec, schedule: Schedule) -> bool:
     """Whether auto runs ``schedule`` in QUAD_ORDER (so in 2x2 clusters): short 128-row tiles that fit."""
     return (spec.tile in AUTO_QUAD_TILES and schedule.problem.iters_per_tile <= QUAD_MAX_ITERATIONS
             and quads_fit(multicast, spec, schedule))
+
+
+# Short GEMMs of many tiles run whole 128x256x64 tiles on one persistent CTA an SM, in QUAD_ORDER,
+# where auto would run 128x128x64 or 128x256x64 and the calibrated model keeps auto's pick: the CTAs
+# of a 2x2 block of tiles then run in clusters that share B in pairs (fours that share A too fit no
+# grid of 132 on an H200 in one wave: bind.py), each producer loads its next tile during an
+# epilogue, and the tiles cost half the L2 bytes per flop of 128x128 ones. Where:
+# PERSISTENT_QUAD_MIN_WAVES waves of 128x256 tiles or more, PERSISTENT_QUAD_ITERS MAC iterations a
+# tile, a grid of whole 2x2 blocks. H200: 4913x7576x840 138 us against auto's 190 (traces: 0.65 us a
+# MAC iteration against 0.84 for Stream-K on the tile unclustered). Aligned corpus, the shapes it
+# changes: seed 4274 (fitted) 12 shapes 1.061x auto (0.99-1.12), seed 4275 18 shapes 1.071x
+# (0.93-1.18); held out, run against main: seed 4277 8 shapes 1.084x (1.01-1.18), the other 292
+# 0.998x (noise 0.998); seed 4278 10 shapes 1.096x (0.97-1.21), the other 290 1.003x (noise 1.011).
+# At 1-2 waves 0.82-0.94x; at 4-8 or 33-64 iterations mixed (LOG.md v74).
+PERSISTENT_QUAD_MIN_WAVES = 2
+PERSISTENT_QUAD_ITERS = (9, 32)
+# ... and the tiles fill PERSISTENT_QUAD_MIN_FILL of their waves' slots: 128x256 tiles leave a last
+# wave's idle SMs idle twice as long as 128x128 ones (2756x3112x608, 72% full: 0.93x; 3072^2x640,
+# 73%: 0.90x; chosen after seeds 4274-4278, so held out only on the next: LOG.md v74).
+PERSISTENT_QUAD_MIN_FILL = 0.75
+
+
+def persistent_quads(shape: GemmShape, spec: KernelSpec, sms: int, multicast: bool = True) -> bool:
+    """Whether auto runs ``shape`` on ``spec``'s tile as whole tiles on ``sms`` persistent CTAs in
+    QUAD_ORDER (the rule above): the sm90 128x256x64 tile with multicast on."""
+    p = Problem(shape, spec.tile)
+    low, high = PERSISTENT_QUAD_ITERS
+    waves = -(-p.tiles // sms)
+    return (multicast and spec.tma and spec.tile == SM90_WIDE_TILE and sms % (QUAD_CLUSTER[0] * QUAD_CLUSTER[1]) == 0
+            and p.tiles >= PERSISTENT_QUAD_MIN_WAVES * sms and low <= p.iters_per_tile <= high
+            and p.tiles >= PERSISTENT_QUAD_MIN_FILL * waves * sms)
 
 
 def cluster_shape(multicast: bool, cluster_2d: bool, spec: KernelSpec, schedule: Schedule) -> tuple[int, int]:

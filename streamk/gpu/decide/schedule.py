@@ -9,12 +9,13 @@ from typing import Any
 
 from ...errors import ScheduleError
 from ...sched import make_schedule
+from ...sched.basic import persistent_tiles
 from ...schedule import Schedule
 from ...shapes import GemmShape, Machine, Problem, TileShape
 from ...target import Target, TargetTile
-from ..catalogue import spec_for_tile
+from ..catalogue import SM90_TILE, SM90_WIDE_TILE, spec_for_tile
 from .by_model import model_pick
-from .launches import QUAD_ORDER, auto_quads, pair_stream_k
+from .launches import QUAD_ORDER, auto_quads, pair_stream_k, persistent_quads
 from .operands import contiguous_b_row_bytes, decode_like
 from .tiles import choose_tile
 
@@ -88,7 +89,13 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
         options = auto_options(kernel, shape, machine, fixup, options, paired)
         chosen = make_schedule(schedule, shape, tile, machine, fixup=fixup, **options)
         if plain:
-            chosen = model_pick(shape, dtype, target, chosen)
+            picked = model_pick(shape, dtype, target, chosen)
+            wide = target.machine(dtype, SM90_WIDE_TILE) if SM90_WIDE_TILE in target.tiles_for(dtype) else None
+            if picked is chosen and tile in (SM90_TILE, SM90_WIDE_TILE) and wide is not None and \
+                    target.quad_clusters and persistent_quads(shape, spec_for_tile(dtype, SM90_WIDE_TILE), wide.sms, multicast):
+                # many short tiles: 128x256 ones on a persistent CTA an SM in 2x2 clusters (launches.persistent_quads)
+                return persistent_tiles("auto", shape, SM90_WIDE_TILE, wide, wide.sms).with_tile_order(QUAD_ORDER)
+            chosen = picked
         if target.quad_clusters and given_order is None and \
                 auto_quads(multicast, spec_for_tile(dtype, chosen.tile), chosen):
             chosen = chosen.with_tile_order(QUAD_ORDER)  # 2x2 clusters share A and B (launches.auto_quads)
