@@ -226,11 +226,14 @@ def main() -> int:
         run_side(args.count, args.seed, args.side)
         return 0
     tree = Path(args.worktree)
+    # a name such as HEAD or main means this checkout's commit, not the base worktree's
+    base_commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", args.base], capture_output=True, text=True,
+                                 check=True).stdout.strip()
     if not (tree / "streamk").is_dir():
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), args.base], check=True)
-    head = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout
-    if not args.base.startswith(head.strip()[:7]) and not head.strip().startswith(args.base[:7]):
-        subprocess.run(["git", "-C", str(tree), "checkout", "-q", "--detach", args.base], check=True)
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), base_commit], check=True)
+    head = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    if head != base_commit:
+        subprocess.run(["git", "-C", str(tree), "checkout", "-q", "--detach", base_commit], check=True)
     tmp = Path(tempfile.mkdtemp(prefix="compare41_"))
     procs = []
     for name, src in (("base", tree), ("head", ROOT)):

@@ -141,13 +141,14 @@ def auto_quads(multicast: bool, spec: KernelSpec, schedule: Schedule) -> bool:
 # where auto would run 128x128x64 or 128x256x64 and the calibrated model keeps auto's pick: the CTAs
 # of a 2x2 block of tiles then run in clusters that share B in pairs (fours that share A too fit no
 # grid of 132 on an H200 in one wave: bind.py), each producer loads its next tile during an
-# epilogue, and the tiles cost half the L2 bytes per flop of 128x128 ones. Where:
+# epilogue, and a flop costs two thirds of the L2 bytes it does on paired 128x128 tiles. Where:
 # PERSISTENT_QUAD_MIN_WAVES waves of 128x256 tiles or more, PERSISTENT_QUAD_ITERS MAC iterations a
 # tile, a grid of whole 2x2 blocks. H200: 4913x7576x840 138 us against auto's 190 (traces: 0.65 us a
 # MAC iteration against 0.84 for Stream-K on the tile unclustered). Aligned corpus, the shapes it
 # changes: seed 4274 (fitted) 12 shapes 1.061x auto (0.99-1.12), seed 4275 18 shapes 1.071x
 # (0.93-1.18); held out, run against main: seed 4277 8 shapes 1.084x (1.01-1.18), the other 292
-# 0.998x (noise 0.998); seed 4278 10 shapes 1.096x (0.97-1.21), the other 290 1.003x (noise 1.011).
+# 0.998x (noise 0.998); seed 4278 10 shapes 1.096x (0.97-1.21), the other 290 1.003x (noise 1.011);
+# seed 4279, with the fill guard below, 18 shapes 1.071x (0.91-1.21), the other 382 1.001x.
 # At 1-2 waves 0.82-0.94x; at 4-8 or 33-64 iterations mixed (LOG.md v74).
 PERSISTENT_QUAD_MIN_WAVES = 2
 PERSISTENT_QUAD_ITERS = (9, 32)
@@ -163,7 +164,8 @@ def persistent_quads(shape: GemmShape, spec: KernelSpec, sms: int, multicast: bo
     p = Problem(shape, spec.tile)
     low, high = PERSISTENT_QUAD_ITERS
     waves = -(-p.tiles // sms)
-    return (multicast and spec.tma and spec.tile == SM90_WIDE_TILE and sms % (QUAD_CLUSTER[0] * QUAD_CLUSTER[1]) == 0
+    whole_blocks = sms % (QUAD_CLUSTER[0] * QUAD_CLUSTER[1]) == 0
+    return (multicast and spec.tma and spec.tile == SM90_WIDE_TILE and whole_blocks
             and p.tiles >= PERSISTENT_QUAD_MIN_WAVES * sms and low <= p.iters_per_tile <= high
             and p.tiles >= PERSISTENT_QUAD_MIN_FILL * waves * sms)
 

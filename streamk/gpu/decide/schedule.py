@@ -56,6 +56,17 @@ def auto_options(kernel: TargetTile, shape: GemmShape, machine: Machine, fixup: 
     return options
 
 
+def wide_persistent_quads(shape: GemmShape, dtype: str, target: Target, multicast: bool) -> Schedule | None:
+    """Whole 128x256x64 tiles on one persistent CTA an SM in QUAD_ORDER where ``target`` runs 2x2
+    clusters and launches.persistent_quads holds (many short tiles), else None."""
+    if not target.quad_clusters or SM90_WIDE_TILE not in target.tiles_for(dtype):
+        return None
+    machine = target.machine(dtype, SM90_WIDE_TILE)
+    if not persistent_quads(shape, spec_for_tile(dtype, SM90_WIDE_TILE), machine.sms, multicast):
+        return None
+    return persistent_tiles("auto", shape, SM90_WIDE_TILE, machine, machine.sms).with_tile_order(QUAD_ORDER)
+
+
 def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target: Target, *,
                  tile: TileShape | None = None, fixup: str | None = None, machine: Machine | None = None,
                  b_row_bytes: int | None = None, multicast: bool = True, **options: Any) -> Schedule:
@@ -90,11 +101,10 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
         chosen = make_schedule(schedule, shape, tile, machine, fixup=fixup, **options)
         if plain:
             picked = model_pick(shape, dtype, target, chosen)
-            wide = target.machine(dtype, SM90_WIDE_TILE) if SM90_WIDE_TILE in target.tiles_for(dtype) else None
-            if picked is chosen and tile in (SM90_TILE, SM90_WIDE_TILE) and wide is not None and \
-                    target.quad_clusters and persistent_quads(shape, spec_for_tile(dtype, SM90_WIDE_TILE), wide.sms, multicast):
-                # many short tiles: 128x256 ones on a persistent CTA an SM in 2x2 clusters (launches.persistent_quads)
-                return persistent_tiles("auto", shape, SM90_WIDE_TILE, wide, wide.sms).with_tile_order(QUAD_ORDER)
+            if picked is chosen and tile in (SM90_TILE, SM90_WIDE_TILE):
+                wide = wide_persistent_quads(shape, dtype, target, multicast)
+                if wide is not None:
+                    return wide
             chosen = picked
         if target.quad_clusters and given_order is None and \
                 auto_quads(multicast, spec_for_tile(dtype, chosen.tile), chosen):
