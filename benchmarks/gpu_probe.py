@@ -7,7 +7,8 @@ The first form times, as CUDA-graph replays interleaved per group (streamk.bench
 an empty torch kernel, one 128x128 tile over k (a lone CTA), one and two tiles per SM, one tile
 split over s CTAs, a 40-tile problem under several grids, and tiny raw shapes against cuBLAS.
 The second runs a trace build (kernels/common/trace.cuh, STREAMK_TRACE=1: %globaltimer per CTA at
-entry, first mainloop start and end, last epilogue end) and prints the phases of single launches.
+entry, first mainloop start and end, last epilogue end) and prints the phases of single launches;
+with --trace-shape also each unit position's (a CTA's first, second, ... unit) across the launch.
 Every case uses 16-byte aligned operands unless its name says raw, so no packing is timed.
 """
 
@@ -234,6 +235,7 @@ def traces(stream, shapes: list[tuple[int, int, int]] | None = None, variants: l
             cluster_report(t, p.launch.steps[-1].cluster)
         if shapes:
             waits_report(s, plan, t, t0)
+            position_report(s, plan, t)
 
 
 def cluster_report(t, size: int = 2) -> None:
@@ -277,6 +279,32 @@ def placement_report(s, t, per_action) -> None:
           + (f"{statistics.median(rate[False]):.3f} ({len(rate[False])})" if rate[False] else "-")
           + ", sharing a TPC " + (f"{statistics.median(rate[True]):.3f} ({len(rate[True])})" if rate[True] else "-")
           + f"; span from the wait's return {(max(r[i] for r in t for i in range(TRACE_HEAD + 2, TRACE_WORDS, 3)) - release) / 1e3:.2f} us")
+
+
+def position_report(s, plan, t) -> None:
+    """Each CTA's j-th unit (j < TRACE_UNITS) across the launch: its actions, mainloop us per MAC
+    iteration, epilogue and the gap to the CTA's next mainloop (medians; p90 of the epilogue), so a
+    persistent or Stream-K CTA's later units show what the first unit's cold start hides (LOG.md v74)."""
+    offsets = s.cta_offsets
+    rows: list[tuple[dict, list, list, list]] = [({}, [], [], []) for _ in range(TRACE_UNITS)]
+    for cta, r in enumerate(t):
+        n = min(TRACE_UNITS, int(offsets[cta + 1] - offsets[cta]))
+        for j in range(n):
+            u = int(offsets[cta]) + j
+            start, stop, done = r[TRACE_HEAD + 3 * j:TRACE_HEAD + 3 + 3 * j]
+            actions, ml, ep, gap = rows[j]
+            name = Action(int(plan.action[u])).name
+            actions[name] = actions.get(name, 0) + 1
+            ml.append((stop - start) / 1e3 / max(int(s.units[u, 2] - s.units[u, 1]), 1))
+            ep.append((done - stop) / 1e3)
+            if j + 1 < n:
+                gap.append((r[TRACE_HEAD + 3 * (j + 1)] - done) / 1e3)
+    for j, (actions, ml, ep, gap) in enumerate(rows):
+        if ml:
+            ep.sort()
+            print(f"    unit {j}: {len(ml)} CTAs {actions} mainloop {statistics.median(ml):.3f} us/it, epilogue "
+                  f"{statistics.median(ep):.2f} (p90 {ep[int(0.9 * (len(ep) - 1))]:.2f}), gap to the next "
+                  + (f"{statistics.median(gap):.2f}" if gap else "-"))
 
 
 def waits_report(s, plan, t, t0) -> None:
