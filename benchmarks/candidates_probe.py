@@ -1,9 +1,10 @@
 """Every candidate of a few shapes, measured beside the calibrated simulator's prediction and cuBLAS.
 
     PYTHONPATH=. python3 benchmarks/candidates_probe.py --shapes 168x3712x2088,408x4144x720 [--extra "..."]
-        [--csv OUT.csv]
+        [--dtype bfloat16] [--linear] [--csv OUT.csv]
 
-For each shape (FP16 in, FP32 out, 16-byte aligned rows, CUDA-graph replays interleaved per shape,
+For each shape (FP16 or BF16 in, FP32 out, 16-byte aligned rows; B row-major, or with --linear
+torch's Linear layout x @ W.t(), W stored n x k; CUDA-graph replays interleaved per shape,
 the bench's method): cuBLAS at its faster output dtype, auto, and every candidate ``streamk
 simulate --target`` lists (calibrate.candidates) plus ``--extra`` variants, each with the model's
 microseconds and the measured ones. Shows where the model and the kernels part: a candidate the
@@ -31,6 +32,8 @@ def main() -> int:
     ap.add_argument("--shapes", required=True, help="MxNxK,...")
     ap.add_argument("--extra", default="", help="more `streamk bench` variants, ';'-separated")
     ap.add_argument("--target", default="h200", help="the preset whose calibration predicts")
+    ap.add_argument("--dtype", default="float16", choices=("float16", "bfloat16"), help="the inputs")
+    ap.add_argument("--linear", action="store_true", help="B = W.t() with W stored n x k (x @ W.t())")
     ap.add_argument("--csv", help="write every row here")
     args = ap.parse_args()
     dev = current()
@@ -40,10 +43,10 @@ def main() -> int:
     print(f"device {dev.name} ({dev.arch}, {dev.sms} SMs); us per call, median (CUDA graphs)")
     for text in args.shapes.split(","):
         m, n, k = (int(v) for v in text.split("x"))
-        A = torch.randn(m, k, device="cuda").half()
-        B = torch.randn(k, n, device="cuda").half()
+        A = torch.randn(m, k, device="cuda").to(getattr(torch, args.dtype))
+        B = (torch.randn(n, k, device="cuda").t() if args.linear else torch.randn(k, n, device="cuda")).to(A.dtype)
         auto = prepare(A, B)
-        cands = candidates(GemmShape(m, n, k), "float16", target, auto.schedule)
+        cands = candidates(GemmShape(m, n, k), args.dtype, target, auto.schedule)
         names = ["auto"] + [c.variant for c in cands if c.variant != "auto"]
         names += [v for v in args.extra.split(";") if v and v not in names]
         fns = {"cublas32": lambda: torch.mm(A, B, out_dtype=torch.float32), "cublas16": lambda: torch.mm(A, B)}
@@ -62,12 +65,12 @@ def main() -> int:
         print(f"  {'variant':38} {'tile':>10} {'grid':>5} {'pred':>7} {'meas':>7} {'meas/pred':>9} {'cub/meas':>8}")
         for name, p in sorted(keep.items(), key=lambda kv: times[kv[0]][0]):
             s = p.schedule
-            pred = predicted(s, "float16", target)
+            pred = predicted(s, args.dtype, target)
             us = times[name][0] * 1e3
             tile = f"{s.tile.bm}x{s.tile.bn}x{s.tile.bk}"
             print(f"  {name:38} {tile:>10} {s.grid:5d} {pred or float('nan'):7.1f} {us:7.1f} "
                   f"{us / pred if pred else float('nan'):9.2f} {cub / us:8.2f}")
-            rows.append({"shape": f"{m}x{n}x{k}", "variant": name, "tile": tile, "grid": s.grid,
+            rows.append({"shape": f"{m}x{n}x{k}", "dtype": args.dtype, "linear": args.linear, "variant": name, "tile": tile, "grid": s.grid,
                          "predicted_us": pred, "measured_us": us, "cublas_us": cub})
     if args.csv:
         write_rows(args.csv, rows)

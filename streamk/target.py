@@ -288,8 +288,8 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
 # Resident CTAs per SM of each main kernel (16-byte copies), in the registry's tile order (the
 # paper's first); sm_90a also runs the TMA + wgmma kernels, one CTA per SM: 128x128x64 (201,792 B of
 # dynamic shared memory) and 128x256x64 (218,160 B; kernels/sm90/config.cuh), each with 1 KB of
-# static shared memory, of the 228 KB an SM has; 64x128x64 two (2 x (109,616 + 1 KB static + 1 KB
-# reserved) B, 2 x 256 threads of 128 registers), 64x256x64 one (199,744 B). sm_90a: the occupancy API on an H100
+# static shared memory, of the 228 KB an SM has; 64x128x64 one (207,984 B: 7 stages), 64x256x64 one
+# (199,744 B). sm_90a: the occupancy API on an H100
 # (tests/test_gpu_target.py checks it on every device run; 128x256x64 not yet run there). sm_80: derived from ptxas's registers (NVRTC 13.5) and shared memory
 # under the A100's limits (64 K registers, 164 KB shared memory per SM, 1 KB per block reserved),
 # not measured: 128x128 tiles take 105 KB, so one CTA per SM, as in the paper's A100 evaluation.
@@ -297,7 +297,7 @@ _SM80_RESIDENCY = {(128, 128, 32): 1, (64, 64, 32): 2, (128, 64, 32): 2, (64, 12
                    (32, 32, 32): 4, (128, 256, 32): 1, (64, 8, 128): 2, (8, 128, 64): 2}
 _SM90_RESIDENCY = {(128, 128, 32): 2, (64, 64, 32): 3, (128, 64, 32): 2, (64, 128, 32): 2, (32, 64, 32): 4,
                    (32, 32, 32): 4, (128, 256, 32): 1, (128, 128, 64): 1, (128, 256, 64): 1, (128, 64, 64): 2,
-                   (128, 192, 64): 1, (64, 128, 64): 2, (64, 256, 64): 1, (64, 8, 128): 4, (8, 128, 64): 4}
+                   (128, 192, 64): 1, (64, 128, 64): 1, (64, 256, 64): 1, (64, 8, 128): 4, (8, 128, 64): 4}
 
 # The larger FP64 tiles (128x64x16, 128x128x16; sm80/f64_config.cuh), one CTA per SM on either arch
 # (255 and 254 registers a thread on sm_90a, 141-163 KB of shared memory; the occupancy API agrees on

@@ -1,7 +1,7 @@
 """Kernels of two CTAs an SM: partial waves' L2 floor, and the pair's fixed costs (LOG.md v53).
 
-The H200's 64x128x64 (two CTAs an SM) data-parallel launches of 133-263 CTAs were predicted 20-24%
-fast: the L2 floor was taken at the wave's CTAs, as if each had an SM's share of the L2, where the SMs
+The H200's 64x128x64 (then two CTAs an SM; one since LOG.md v75) data-parallel launches of 133-263
+CTAs were predicted 20-24% fast: the L2 floor was taken at the wave's CTAs, as if each had an SM's share of the L2, where the SMs
 holding two CTAs pace the wave. These tests check on the CPU that a wave past one CTA an SM is floored
 at the full residency's pace, and that one of at most one CTA an SM is priced as before. The same
 tile's and the sm80 128x128x32's launches at shared residency were predicted fast by 1.5-2 us a wave
@@ -53,13 +53,14 @@ def test_a_wave_of_one_cta_an_sm_is_priced_as_before():
         assert dp(tiles) == pytest.approx(TERMS["launch"] + TERMS["a"] + IPT * c)
 
 
-# a_shared: the pair's fixed costs on one SM (LOG.md v53)
-SHIPPED = preset("h200").kernel("float16", TILE).calibration
+# a_shared: the pair's fixed costs on one SM (LOG.md v53), on the shipped kernel of two CTAs an SM that has it
+SHARED_TILE = TileShape(128, 128, 32)
+SHIPPED = preset("h200").kernel("float16", SHARED_TILE).calibration
 
 
 def sk(grid: int) -> Schedule:
     """A Stream-K launch of ``grid`` CTAs on a shape of many shallow tiles."""
-    return make_schedule("stream-k", GemmShape(64 * 40, 128 * 20, 64 * 6), TILE, Machine(SMS, 2), grid=grid)
+    return make_schedule("stream-k", GemmShape(128 * 20, 128 * 20, 32 * 12), SHARED_TILE, Machine(SMS, 2), grid=grid)
 
 
 def test_a_shared_round_trips_and_only_a_kernel_of_shared_ctas_has_it():
@@ -83,7 +84,8 @@ def test_a_shared_slows_each_shared_cta_and_leaves_a_cta_alone_on_its_sm_and_abs
             assert with_it == zero
     # data-parallel waves of two CTAs an SM: a_shared once a wave
     for tiles, waves in ((200, 1), (2 * SMS, 1), (3 * SMS, 2)):
-        s = make_schedule("data-parallel", GemmShape(TILE.bm * tiles, TILE.bn, TILE.bk * IPT), TILE, Machine(SMS, 2))
+        s = make_schedule("data-parallel", GemmShape(SHARED_TILE.bm * tiles, SHARED_TILE.bn, SHARED_TILE.bk * IPT),
+                          SHARED_TILE, Machine(SMS, 2))
         gap = predict_from(s, values, SMS, 2) - predict_from(s, without, SMS, 2)
         assert gap == pytest.approx(waves * values["a_shared"])
 
@@ -112,12 +114,14 @@ def _h200_device(tile: TileShape, ctas_per_sm: int, noise: float, seed: int, **e
 
 
 @pytest.mark.slow(9)
-@pytest.mark.parametrize("tile", [TILE, TileShape(128, 128, 32)])
+@pytest.mark.parametrize("tile", [TileShape(128, 64, 64), SHARED_TILE])
 def test_fit_recovers_a_shared_from_the_shared_waves_and_the_one_cta_probes(tile: TileShape) -> None:
+    """On the shipped TMA tile of two CTAs an SM (whose fit left a_shared out) and on 128x128x32, a
+    device charging 1.5 us a shared CTA (128x128x32's shipped value)."""
     from streamk.calibrate.fit import calibrate_with
     from streamk.gpu.catalogue import spec_for_tile
 
-    truth, timer, packs = _h200_device(tile, 2, 0.02, seed=1)
+    truth, timer, packs = _h200_device(tile, 2, 0.02, seed=1, a_shared=1.5)
     _, result = calibrate_with(timer, "float16", tile, FIT_SMS, 2, H200_L2, quick=True, packed_mb=packs,
                                row32=spec_for_tile("float16", tile).tma)
     fitted, se = dict(zip(result.names, result.values)), dict(zip(result.names, result.errors))

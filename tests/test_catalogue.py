@@ -112,7 +112,7 @@ def test_the_wide_sm90_tile_is_a_second_tile_of_the_family_with_three_stages_and
 
 
 def test_the_64_row_sm90_tiles_are_the_family_on_one_consumer_warp_group():
-    """64x128x64 (two CTAs an SM, 3 stages) and 64x256x64 (one, 4 stages): the same template with BM
+    """64x128x64 (7 stages) and 64x256x64 (4 stages), one CTA an SM each: the same template with BM
     64, 256 threads (a producer and one consumer warp group), every operand layout, their own passes.
     64x256x64 stages C in column halves to fit its fourth stage (kernels/sm90/config.cuh), so, as
     128x256x64, it writes C through the shared epilogue, never a TMA map."""
@@ -127,12 +127,12 @@ def test_the_64_row_sm90_tiles_are_the_family_on_one_consumer_warp_group():
     assert spec_for_tile("float16", "64x128").main == "streamk_sm80_f16_t64x128"  # two sides: the first, sm80's
     assert [layout for layout, _ in spec.layouts] == ["acm", "bcm", "acm_bcm"]
     narrow, wide = reg.BY_NAME["streamk_sm90_f16_t64x128"], reg.BY_NAME["streamk_sm90_bf16_t64x256_acm_bcm"]
-    assert (narrow.stages, narrow.blocks_per_sm, narrow.unit) == (3, 2, "sm90_tma_64x128_w16")
-    assert narrow.cxx_type == "streamk::sm90::TmaWgmma<false, 128, 3, false, false, 2, 64>"
+    assert (narrow.stages, narrow.blocks_per_sm, narrow.unit) == (7, 1, "sm90_tma_64x128_w16")
+    assert narrow.cxx_type == "streamk::sm90::TmaWgmma<false, 128, 7, false, false, 1, 64>"
     assert (wide.stages, wide.blocks_per_sm, wide.unit) == (4, 1, "sm90_tma_64x256_w16_acm_bcm")
     assert wide.cxx_type == "streamk::sm90::TmaWgmma<true, 256, 4, true, true, 1, 64>"
     source = unit_source("sm90_tma_64x128_w16")
-    assert "__launch_bounds__(streamk_sm90_f16_t64x128_t::BLOCK_THREADS, 2) streamk_sm90_f16_t64x128(" in source
+    assert "__launch_bounds__(streamk_sm90_f16_t64x128_t::BLOCK_THREADS, 1) streamk_sm90_f16_t64x128(" in source
     assert "static_assert(streamk_sm90_f16_t64x128_t::BM == 64 && streamk_sm90_f16_t64x128_t::BN == 128" in source
 
 

@@ -85,7 +85,7 @@ SM90_TILE = TileShape(128, 128, 64)
 SM90_WIDE_TILE = TileShape(128, 256, 64)
 SM90_NARROW_TILE = TileShape(128, 64, 64)
 SM90_192_TILE = TileShape(128, 192, 64)
-# 64 rows, one consumer warp group (sm90/tma_wgmma.cuh): 64x128 two CTAs an SM, 64x256 one
+# 64 rows, one consumer warp group (sm90/tma_wgmma.cuh), one CTA an SM
 SM90_M64_TILE = TileShape(64, 128, 64)
 SM90_M64_WIDE_TILE = TileShape(64, 256, 64)
 SM90_TILES = (SM90_TILE, SM90_WIDE_TILE, SM90_NARROW_TILE, SM90_192_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE)
@@ -218,9 +218,10 @@ HALF_STAGES = 3  # sm80/half_config.cuh STAGES
 F64_STAGES = 4   # the paper's FP64 tile's
 F64_TILES = ((F64_TILE, F64_STAGES, 2), (F64_LARGE_TILES[0], 3, 1), (F64_LARGE_TILES[1], 2, 1))
 # The sm90 TMA + wgmma tiles' stages and CTAs an SM (sm90/config.cuh: as many 64-deep stages as fit
-# beside the epilogue's staging; 128x64 and 64x128 at two CTAs an SM, the others one).
+# beside the epilogue's staging; 128x64 at two CTAs an SM, the others one: 64x128 runs 7 stages alone
+# on its SM, 1.05x auto's time at 3 stages two an SM on its shapes, LOG.md v75).
 SM90_STAGES = {SM90_TILE: (4, 1), SM90_WIDE_TILE: (3, 1), SM90_NARROW_TILE: (3, 2), SM90_192_TILE: (3, 1),
-               SM90_M64_TILE: (3, 2), SM90_M64_WIDE_TILE: (4, 1)}
+               SM90_M64_TILE: (7, 1), SM90_M64_WIDE_TILE: (4, 1)}
 HALF_WIDTHS = (16, 8, 4)
 # The tiles of at most 8 columns or rows (sm80/dot.cuh): one width (they read any row alignment
 # themselves), launch bounds for 4 CTAs per SM (56,576 and 54,528 B of shared memory; no spills on

@@ -10,15 +10,16 @@
 //   128x128: 4 x 32 KB + a whole tile staged (128 x 136 x 4 B = 68 KB)                   = 201,792 B
 //   128x192: 3 x 40 KB + a whole tile staged (128 x 200 x 4 B = 100 KB)                  = 226,352 B
 //   128x256: 3 x 48 KB + the tile staged in two column halves (128 x 136 x 4 B = 68 KB)  = 218,160 B
-//   64x128  (two CTAs an SM): 3 x 24 KB + a whole tile staged (64 x 136 x 4 B = 34 KB)   = 109,616 B
+//   64x128:  7 x 24 KB + a whole tile staged (64 x 136 x 4 B = 34 KB)                   = 207,984 B
 //   64x256:  4 x 40 KB + the tile staged in two column halves (64 x 136 x 4 B = 34 KB)   = 199,744 B
 // A whole 128x256 FP32 staging (132 KB) would leave room for one 48 KB stage only, and a fourth
 // stage does not fit beside the halves (196,608 + 69,632 > 232,448), so 128x256 runs 3 stages and
 // writes C in two passes of 128 columns (common/epilogue.cuh EPILOGUE_PARTS). Of three 64-deep
 // stages two load while one is computed: ~1.1 us of math ahead at the H100's ~7.5 TFLOP/s per SM
-// (a 128x256x64 stage is 4.2 Mflop). 128x64 and 64x128 keep two CTAs on an SM (2 x (111,664 or
-// 109,616 + 1 KB static) of 228 KB), so one CTA's prologue and epilogue run beside the other's
-// mainloop. 64x256 stages its tile in halves too, for a fourth stage: staged whole (66 KB) a fourth
+// (a 128x256x64 stage is 4.2 Mflop). 128x64 keeps two CTAs on an SM (2 x (111,664 + 1 KB static) of
+// 228 KB), so one CTA's prologue and epilogue run beside the other's mainloop. 64x128 runs alone on
+// its SM with a ring of 7 (six stages load while one is computed, as cuBLAS's 64-row Hopper tiles run
+// 8): at two CTAs of 3 stages its loads waited, 1.05x auto's time and 1.19x Stream-K's (LOG.md v75). 64x256 stages its tile in halves too, for a fourth stage: staged whole (66 KB) a fourth
 // missed by 64 B (4 x 40 KB + 67,584 + 64 + 1,024 = 232,512), and its C then no longer leaves
 // through TMA (tma_wgmma.cuh TMA_STORE). Its decode launches (x @ W.t(), 8-64 rows: 43-129 CTAs, a
 // 64x256x64 stage 2.1 Mflop against 32 KB of W) are bound by W's stream, not the math: a TMA ring
@@ -48,8 +49,7 @@ constexpr int SM_REGS = 64 * 1024;             // an SM's register file (32-bit 
 // take what the producer gives back, at most setmaxnreg's 256 (ptxas 13.5's counts at launch):
 //   384 threads, one CTA an SM: 168 at launch, 128 x 40 + 256 x 232 = 64,512 of the SM's 65,536
 //   384 threads, two (128x64): 80 at launch, 128 x 40 + 256 x 96 = 29,696 of the CTA's 30,720
-//   256 threads, two (64x128): 128 at launch, 128 x 40 + 128 x 216 = 32,768 of the CTA's 32,768
-//   256 threads, one (64x256): 255 at launch, consumers 256, as FlashAttention-3's kernels with
+//   256 threads, one (64x128, 64x256): 255 at launch, consumers 256, as FlashAttention-3's kernels with
 //   one consumer warp group (github Dao-AILab/flash-attention hopper/flash_fwd_kernel_sm90.h)
 constexpr int PRODUCER_REGS = 40;
 constexpr int MAX_CONSUMER_REGS = 256;
@@ -73,8 +73,7 @@ static_assert(MAX_CLUSTER <= SHARE_BITS, "a mask holds every rank of a cluster")
 static_assert(BK * ELEM_BYTES == SWIZZLE_BYTES, "an A row of one stage is one swizzle row");
 static_assert(B_BOX_BYTES % ATOM_BYTES == 0, "boxes start on swizzle atoms");
 static_assert(BK % MMA_K == 0, "whole wgmma k-steps per stage");
-static_assert(consumer_regs(2, 1) == 232 && consumer_regs(2, 2) == 96 && consumer_regs(1, 2) == 216 &&
-                  consumer_regs(1, 1) == 256,
+static_assert(consumer_regs(2, 1) == 232 && consumer_regs(2, 2) == 96 && consumer_regs(1, 1) == 256,
               "the table above");
 
 // What depends on the tile: BM/64 consumer warp groups each compute 64 x BN with one
@@ -93,12 +92,12 @@ struct TileConfig {
   static constexpr int B_BOXES = BN / BOX_INNER;
   static constexpr int B_STAGE_BYTES = B_BOXES * B_BOX_BYTES;
   static constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;  // TMA transaction bytes per stage
-  static constexpr int DEFAULT_STAGES = (BN == 128 && BM == 128) || (BN == 256 && BM == 64) ? 4 : 3;
+  static constexpr int DEFAULT_STAGES = BN == 128 && BM == 64 ? 7 : (BN == 128 && BM == 128) || (BN == 256 && BM == 64) ? 4 : 3;
   static constexpr int EPILOGUE_PARTS = BN == 256 ? 2 : 1;
   static constexpr int CONSUMER_REGS = consumer_regs(CONSUMERS, BLOCKS);
   static_assert(BM == 128 || BM == 64, "one or two m64 consumer warp groups");
   static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "wgmma n64, n128, n192 or n256");
-  static_assert(BLOCKS == 1 || (BLOCKS == 2 && BM * BN == 128 * 64), "two CTAs an SM fit on 128x64 and 64x128 only");
+  static_assert(BLOCKS == 1 || (BLOCKS == 2 && BM == 128 && BN == 64), "two CTAs an SM fit on 128x64 only");
   static_assert(A_STAGE_BYTES % ATOM_BYTES == 0, "boxes start on swizzle atoms");
   static_assert(PRODUCER_REGS * WG_THREADS + CONSUMER_REGS * CONSUMERS * WG_THREADS <=
                     launch_regs(THREADS, BLOCKS) * THREADS,

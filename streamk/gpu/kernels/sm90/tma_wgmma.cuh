@@ -5,24 +5,24 @@
 //
 // TmaWgmma<BF16, BN, STAGES, A_MN, B_K, BLOCKS, BM> (config.cuh): a BM x BN x 64 tile per MAC
 // iteration: BM 128 with BN 64 (3 stages, two CTAs an SM), 128 (4 stages), 192 or 256 (3 stages);
-// BM 64 with BN 128 (3 stages, two CTAs an SM) or 256 (4 stages). 128 + BM threads: a producer warp
+// BM 64 with BN 128 (7 stages) or 256 (4 stages). 128 + BM threads: a producer warp
 // group and BM/64 consumer ones, __launch_bounds__(128 + BM, BLOCKS):
 //   producer  (warp group 0, setmaxnreg down to 40): one thread walks the CTA's unit rows (work.cuh)
 //             and, for every MAC iteration of every unit, waits for a free stage and issues the TMA
 //             bulk tensor loads of A (one BM x 64 box) and B (BN/64 boxes of 64 x 64) into it; the
 //             stage's mbarrier completes on their bytes. It runs ahead across units: the ring
 //             persists, so the next unit's operands arrive while the consumers run an epilogue.
-//   consumers (warp groups 1 .. BM/64; setmaxnreg up to 232, 256 on 64x256, or at two CTAs an SM
-//             96 on 128x64 and 216 on 64x128; one thread group on named barrier 1): the
+//   consumers (warp groups 1 .. BM/64; setmaxnreg up to 232, 256 on 64-row tiles, or 96 on 128x64
+//             at two CTAs an SM; one thread group on named barrier 1): the
 //             outer loop with its fixup and epilogue; per MAC iteration each warp group waits for
 //             the stage, issues four wgmma.m64nBNk16 (rows 64g .. 64g + 63, all BN columns: BN/2
 //             accumulators per thread) and frees the previous stage once its batch has completed
 //             (one batch in flight; one arrival per warp group).
-// Why 64-row tiles with one consumer: two such CTAs on an SM (64x128) overlap one CTA's fixup and
-// epilogue with the other's mainloop, the effect of the two consumers taking turns in NVIDIA
-// CUTLASS's "pingpong" schedule (include/cutlass/gemm/kernel/
-// sm90_gemm_tma_warpspecialized_pingpong.hpp) without any order between them; and a GEMM of few
-// rows (a Linear of 16-64 tokens) pads half as many rows as on 128-row tiles.
+// Why 64-row tiles with one consumer: a GEMM of few rows (a Linear of 16-64 tokens) pads half as
+// many rows as on 128-row tiles, and the ring, deep on these tiles (7 stages on 64x128), keeps loading
+// the next unit's operands through the epilogue. Two 64x128 CTAs of 3 stages an SM, which overlapped
+// one's epilogue with the other's mainloop (the effect of CUTLASS's "pingpong" schedule,
+// include/cutlass/gemm/kernel/sm90_gemm_tma_warpspecialized_pingpong.hpp), ran 1.05x slower (LOG.md v75).
 // Why 64 x BN per warp group and not 128 x BN/2: per k16 step the two groups then read A 2 x 2 KB
 // and B 2 x BN/16 KB of shared memory, where two m64n(BN/2) halves of 128 rows each would read A
 // 2 x 4 KB and B the same: on 128x256, 20 KB against 24 KB per 128x256x16 step, with half the
@@ -145,18 +145,22 @@ constexpr bool staging_matches =
     EPILOGUE_STAGING_BYTES<TmaWgmma<false, BN, 3, false, false, BLOCKS, BM>> ==
     TmaWgmma<false, BN, 3, false, false, BLOCKS, BM>::STAGING_BYTES;
 static_assert(staging_matches<64, 2> && staging_matches<128> && staging_matches<192> && staging_matches<256> &&
-                  staging_matches<128, 2, 64> && staging_matches<256, 1, 64>,
+                  staging_matches<128, 1, 64> && staging_matches<256, 1, 64>,
               "the epilogue's staging size");
 static_assert(TmaWgmma<false, 64, 3, false, false, 2>::SMEM_BYTES == 111664 &&
                   TmaWgmma<false, 128>::SMEM_BYTES == 201792 && TmaWgmma<false, 192>::SMEM_BYTES == 226352 &&
                   TmaWgmma<false, 256>::SMEM_BYTES == 218160 &&
-                  TmaWgmma<false, 128, 3, false, false, 2, 64>::SMEM_BYTES == 109616 &&
+                  TmaWgmma<false, 128, 7, false, false, 1, 64>::SMEM_BYTES == 207984 &&
                   TmaWgmma<false, 256, 4, false, false, 1, 64>::SMEM_BYTES == 199744,
               "config.cuh states each tile's shared memory");
 static_assert(TileConfig<256, 1, 64>::DEFAULT_STAGES == 4 &&
                   TmaWgmma<false, 256, 4, false, false, 1, 64>::SMEM_BYTES + TileConfig<256, 1, 64>::STAGE_BYTES >
                       SMEM_LIMIT,
               "64x256 runs as many stages as fit beside its staged halves (config.cuh)");
+static_assert(TileConfig<128, 1, 64>::DEFAULT_STAGES == 7 &&
+                  TmaWgmma<false, 128, 7, false, false, 1, 64>::SMEM_BYTES + TileConfig<128, 1, 64>::STAGE_BYTES >
+                      SMEM_LIMIT,
+              "64x128 runs as many stages as fit beside its staged tile (config.cuh)");
 
 // Where each piece of the dynamic shared memory lies (shared-space byte addresses).
 template <class ML>
