@@ -115,6 +115,9 @@ class Target:
     # auto runs short whole tiles of 128 rows in 2x2 clusters that share A and B
     # (gpu/decide/launches.auto_quads): measured on the H200 only (benchmarks/LOG.md v46)
     quad_clusters: bool = False
+    # auto runs one wave of 64x128x64 tiles where its 128x128x64 launch leaves SMs idle
+    # (gpu/decide/launches.one_wave_m64): measured on the H200 only (benchmarks/LOG.md v76)
+    one_wave_m64: bool = False
     # lookups by (dtype, tile) and dtype, built once: a first gemm() call asks several times
     _by_tile: dict = field(init=False, repr=False, compare=False, hash=False)
     _by_dtype: dict = field(init=False, repr=False, compare=False, hash=False)
@@ -324,7 +327,7 @@ _BARE = {
     "a100": Target("a100", "sm_80", 108, _A100_TILES),
     "h100": Target("h100", "sm_90a", 132, _H100_TILES, large_rungs="sm90"),
     "h200": Target("h200", "sm_90a", 132, _H100_TILES, large_rungs="sm90", model_picks=True,
-                   quad_clusters=True),
+                   quad_clusters=True, one_wave_m64=True),
 }
 
 

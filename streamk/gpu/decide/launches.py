@@ -170,6 +170,27 @@ def persistent_quads(shape: GemmShape, spec: KernelSpec, sms: int, multicast: bo
             and p.tiles >= PERSISTENT_QUAD_MIN_FILL * waves * sms)
 
 
+# One wave of 64x128x64 tiles in place of auto's 128x128x64 launch where the 64-row tiles fit one wave
+# and auto's launch runs at most M64_WAVE_MAX_SHARE as many CTAs as they number, or m is 129-192 (the
+# 128-row tiles pad 64-127 rows of their 256, the 64-row ones fewer than 64 of 192): the 7-stage
+# 64x128x64 ring alone on its SM then puts up to twice the SMs to work. H200, aligned seeds 4283 and
+# 4286 (read off both), auto on 64x128x64 against auto on 128x128x64 where the 64-row tiles fit a
+# wave: 16 shapes at most 2/3 the CTAs, 15 faster (1.02-1.37x), 3404x184x2104 0.88x; 4 more of
+# m 129-192 1.03-1.30x; where auto's launch already fills the 64-row tiles' count, 0.81-1.23x. Held
+# out against main, A B A B: seed 4287 10 shapes 1.121x (1.06-1.25), seed 4288 8 shapes 1.104x
+# (0.88-1.34; tall m on n of 192-320 loses), the other 264 1.001-1.002x (LOG.md v76).
+M64_WAVE_MAX_SHARE = 2 / 3
+
+
+def one_wave_m64(shape: GemmShape, sms: int, auto: Schedule) -> bool:
+    """Whether auto runs ``shape`` on 64x128x64 tiles, one CTA an SM, instead of ``auto`` (its
+    128x128x64 launch) by the rule above."""
+    m64_tiles = Problem(shape, SM90_M64_TILE).tiles
+    few_ctas = auto.grid <= M64_WAVE_MAX_SHARE * m64_tiles
+    half_padded = SM90_TILE.bm < shape.m <= SM90_TILE.bm + SM90_M64_TILE.bm
+    return auto.tile == SM90_TILE and m64_tiles <= sms and (few_ctas or half_padded)
+
+
 def cluster_shape(multicast: bool, cluster_2d: bool, spec: KernelSpec, schedule: Schedule) -> tuple[int, int]:
     """The clusters a launch of ``spec``'s main kernel asks for, as (tile rows, tile columns):
     NO_CLUSTER where multicast is off or the kernel has no TMA; QUAD_CLUSTER where the schedule runs

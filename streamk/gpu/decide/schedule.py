@@ -13,11 +13,11 @@ from ...sched.basic import persistent_tiles
 from ...schedule import Schedule
 from ...shapes import GemmShape, Machine, Problem, TileShape
 from ...target import Target, TargetTile
-from ..catalogue import SM90_TILE, SM90_WIDE_TILE, spec_for_tile
+from ..catalogue import SM90_M64_TILE, SM90_TILE, SM90_WIDE_TILE, spec_for_tile
 from .by_model import model_pick
-from .launches import QUAD_ORDER, auto_quads, pair_stream_k, persistent_quads
+from .launches import QUAD_ORDER, auto_quads, one_wave_m64, pair_stream_k, persistent_quads
 from .operands import contiguous_b_row_bytes, decode_like
-from .tiles import choose_tile
+from .tiles import choose_tile, packed_bytes
 
 
 def auto_options(kernel: TargetTile, shape: GemmShape, machine: Machine, fixup: str | None,
@@ -106,6 +106,11 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
                 if wide is not None:
                     return wide
             chosen = picked
+            if target.one_wave_m64 and SM90_M64_TILE in target.tiles_for(dtype) and \
+                    packed_bytes(shape, dtype, SM90_M64_TILE) == 0 and \
+                    one_wave_m64(shape, target.machine(dtype, SM90_M64_TILE).sms, chosen):  # measured on aligned rows
+                return schedule_for("auto", shape, dtype, target, tile=SM90_M64_TILE, b_row_bytes=b_row_bytes,
+                                    multicast=multicast)
         if target.quad_clusters and given_order is None and \
                 auto_quads(multicast, spec_for_tile(dtype, chosen.tile), chosen):
             chosen = chosen.with_tile_order(QUAD_ORDER)  # 2x2 clusters share A and B (launches.auto_quads)

@@ -1,0 +1,33 @@
+"""On an sm_90 GPU: auto's one wave of 64x128x64 tiles (gpu/decide/launches.one_wave_m64; the decision
+is checked on the CPU in tests/test_one_wave_m64.py) gives C within the float64 bound, the same over
+relaunches."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpu_support import GPU, error_ratio, inputs, relaunched
+from streamk.gpu.catalogue import SM90_M64_TILE
+
+pytestmark = GPU
+
+
+@pytest.mark.parametrize(("m", "n", "k", "dtype"), [(630, 1512, 2160, "float16"), (131, 5376, 3360, "bfloat16")])
+def test_auto_on_one_wave_of_64_row_tiles_is_within_the_bound(m, n, k, dtype):
+    import torch
+
+    from streamk.gpu import prepare
+    from streamk.gpu.runtime.device import current
+
+    if not current().target.one_wave_m64:
+        pytest.skip(f"the rule is the H200 preset's (this GPU's Target: {current().target.name})")
+    gen = torch.Generator(device="cuda").manual_seed(37)
+    A, B = inputs(m, n, k, dtype, gen)
+    C = torch.full((m, n), math.nan, device="cuda")
+    p = prepare(A, B, C)
+    assert p.schedule.tile == SM90_M64_TILE
+    first, last = relaunched(p, C, 5)
+    assert error_ratio(first, A, B) <= 1
+    assert torch.equal(first, last)

@@ -1,0 +1,54 @@
+"""auto's one wave of 64x128x64 tiles (gpu/decide/launches.one_wave_m64, LOG.md v76), on the CPU: the
+H200 takes it where its 128x128x64 launch would run at most 2/3 as many CTAs as the 64-row tiles
+number and those fit one wave, or m is 129-192; not where either fails, where that kernel would pack
+the operands, nor on a Target without it."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamk.gpu.catalogue import SM90_M64_TILE, SM90_TILE
+from streamk.gpu.decide.launches import M64_WAVE_MAX_SHARE, one_wave_m64
+from streamk.gpu.decide.schedule import schedule_for
+from streamk.gpu.decide.tiles import packed_bytes
+from streamk.shapes import GemmShape, Problem
+from streamk.target import preset
+
+H200 = preset("h200")
+
+
+@pytest.mark.parametrize("mnk", [(630, 1512, 2160), (1398, 432, 3296), (131, 5376, 3360), (129, 2728, 4344)])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_auto_runs_one_wave_of_64_row_tiles_where_its_128_row_launch_leaves_sms_idle(mnk, dtype):
+    shape = GemmShape(*mnk)
+    s = schedule_for("auto", shape, dtype, H200)
+    assert s.tile == SM90_M64_TILE and Problem(shape, SM90_M64_TILE).tiles <= H200.sms
+    assert s == schedule_for("auto", shape, dtype, H200, tile=SM90_M64_TILE)  # auto's own launch on that tile
+    square = schedule_for("auto", shape, dtype, H200, tile=SM90_TILE)
+    assert one_wave_m64(shape, H200.sms, square)
+
+
+@pytest.mark.parametrize("mnk", [(1315, 488, 7280),   # auto's launch already runs as many CTAs (88 for 84 tiles)
+                                 (2069, 1424, 2800)])  # 33 x 12 = 396 tiles of 64x128: three waves
+def test_auto_keeps_128_row_tiles_where_the_64_row_wave_adds_no_ctas_or_does_not_fit(mnk):
+    shape = GemmShape(*mnk)
+    square = schedule_for("auto", shape, "float16", H200, tile=SM90_TILE)
+    m64_tiles = Problem(shape, SM90_M64_TILE).tiles
+    assert m64_tiles > H200.sms or square.grid > M64_WAVE_MAX_SHARE * m64_tiles
+    assert not one_wave_m64(shape, H200.sms, square)
+    assert schedule_for("auto", shape, "float16", H200).tile != SM90_M64_TILE
+
+
+def test_not_where_the_64_row_kernel_would_pack_its_operands():
+    """k = 2161: A's rows are not 16-byte aligned, so the TMA kernels pack it; the rule was measured on
+    aligned rows only."""
+    shape = GemmShape(630, 1512, 2161)
+    assert packed_bytes(shape, "float16", SM90_M64_TILE) > 0
+    assert one_wave_m64(shape, H200.sms, schedule_for("auto", shape, "float16", H200, tile=SM90_TILE))
+    assert schedule_for("auto", shape, "float16", H200).tile != SM90_M64_TILE
+
+
+def test_only_a_target_that_measured_it_takes_it():
+    shape = GemmShape(630, 1512, 2160)
+    assert not preset("h100").one_wave_m64 and H200.one_wave_m64
+    assert schedule_for("auto", shape, "float16", preset("h100")).tile != SM90_M64_TILE
