@@ -168,10 +168,11 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
     return square
 
 
-# The 64x128 rectangle runs on the sm90 64x128x64 tile (wgmma, one consumer warp group, two CTAs an
-# SM) where that kernel reads the operands in place: H200, aligned seed 777 (LOG.md v41c), auto on
-# it against auto on the sm80 64x128x32 tile, the 8 shapes the rule above gives 64x128: 1.12x
-# (1.02-1.24x each); held out (seeds 4247 / 4248 BF16): 9 shapes 1.17x (0.94-1.27x), 3 shapes 1.11x.
+# The 64x128 rectangle runs on the sm90 64x128x64 tile (wgmma, one consumer warp group; two CTAs an
+# SM when measured, one of 7 stages since LOG.md v75) where that kernel reads the operands in place:
+# H200, aligned seed 777 (LOG.md v41c), auto on it against auto on the sm80 64x128x32 tile, the 8
+# shapes the rule above gives 64x128: 1.12x (1.02-1.24x each); held out (seeds 4247 / 4248 BF16):
+# 9 shapes 1.17x (0.94-1.27x), 3 shapes 1.11x.
 # The 128x64 rectangle too (LOG.md v45): seed 4255's 20 such shapes 1.094x on 64x128x64 (128x64x64:
 # 1.036x); held out, seed 4256: 12 shapes 1.055x (0.93-1.23x).
 def rect_on_sm90(shape: GemmShape, dtype: str, rect: TileShape, tiles: tuple[TileShape, ...]) -> TileShape:
