@@ -70,7 +70,8 @@ def main() -> int:
             tile = f"{s.tile.bm}x{s.tile.bn}x{s.tile.bk}"
             print(f"  {name:38} {tile:>10} {s.grid:5d} {pred or float('nan'):7.1f} {us:7.1f} "
                   f"{us / pred if pred else float('nan'):9.2f} {cub / us:8.2f}")
-            rows.append({"shape": f"{m}x{n}x{k}", "dtype": args.dtype, "linear": args.linear, "variant": name, "tile": tile, "grid": s.grid,
+            rows.append({"shape": f"{m}x{n}x{k}", "dtype": args.dtype, "linear": args.linear, "variant": name,
+                         "tile": tile, "grid": s.grid,
                          "predicted_us": pred, "measured_us": us, "cublas_us": cub})
     if args.csv:
         write_rows(args.csv, rows)

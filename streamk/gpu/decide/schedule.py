@@ -67,6 +67,19 @@ def wide_persistent_quads(shape: GemmShape, dtype: str, target: Target, multicas
     return persistent_tiles("auto", shape, SM90_WIDE_TILE, machine, machine.sms).with_tile_order(QUAD_ORDER)
 
 
+def narrow_one_wave(shape: GemmShape, dtype: str, target: Target, chosen: Schedule, b_row_bytes: int | None,
+                    multicast: bool) -> Schedule | None:
+    """auto's own launch on 64x128x64 tiles in place of ``chosen`` where ``target`` takes one wave of them
+    (launches.one_wave_m64) and that kernel reads the operands in place (the rule was measured on
+    aligned rows only), else None."""
+    if not (target.one_wave_m64 and SM90_M64_TILE in target.tiles_for(dtype)):
+        return None
+    if not one_wave_m64(shape, target.machine(dtype, SM90_M64_TILE).sms, chosen) or \
+            packed_bytes(shape, dtype, SM90_M64_TILE):
+        return None
+    return schedule_for("auto", shape, dtype, target, tile=SM90_M64_TILE, b_row_bytes=b_row_bytes, multicast=multicast)
+
+
 def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target: Target, *,
                  tile: TileShape | None = None, fixup: str | None = None, machine: Machine | None = None,
                  b_row_bytes: int | None = None, multicast: bool = True, **options: Any) -> Schedule:
@@ -106,11 +119,9 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
                 if wide is not None:
                     return wide
             chosen = picked
-            if target.one_wave_m64 and SM90_M64_TILE in target.tiles_for(dtype) and \
-                    packed_bytes(shape, dtype, SM90_M64_TILE) == 0 and \
-                    one_wave_m64(shape, target.machine(dtype, SM90_M64_TILE).sms, chosen):  # measured on aligned rows
-                return schedule_for("auto", shape, dtype, target, tile=SM90_M64_TILE, b_row_bytes=b_row_bytes,
-                                    multicast=multicast)
+            narrow = narrow_one_wave(shape, dtype, target, chosen, b_row_bytes, multicast)
+            if narrow is not None:
+                return narrow
         if target.quad_clusters and given_order is None and \
                 auto_quads(multicast, spec_for_tile(dtype, chosen.tile), chosen):
             chosen = chosen.with_tile_order(QUAD_ORDER)  # 2x2 clusters share A and B (launches.auto_quads)
