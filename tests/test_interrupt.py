@@ -103,3 +103,36 @@ def test_an_error_raised_because_of_ctrl_c_still_ends_as_an_interrupt(monkeypatc
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_a_ctrl_c_swallowed_in_a_weakref_callback_still_ends_the_run(monkeypatch, capsys):
+    """SIGINT that lands while a weakref callback runs raises there, and Python swallows it ("Exception
+    ignored in ..."): the demo once ran on to exit 0. It is delivered again and ends the run with one
+    line and status 130; outside main() the hook is Python's again."""
+    import weakref
+
+    import streamk.cli as cli
+
+    class Box:
+        pass
+
+    def interrupted_in_a_callback(argv):
+        def callback(_ref):
+            raise KeyboardInterrupt  # what the signal handler raises when SIGINT lands here
+        box = Box()
+        ref = weakref.ref(box, callback)
+        del box  # the callback runs, raises, and Python swallows it
+        for _ in range(1000):  # the re-delivered SIGINT raises at one of these steps
+            time.sleep(0.001)
+        return 0 if ref() is None else 1
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    hook = sys.unraisablehook
+    try:
+        monkeypatch.setattr(cli, "_main", interrupted_in_a_callback)
+        assert cli.main([]) == cli.INTERRUPTED
+        err = capsys.readouterr().err
+        assert err.strip() == "streamk: interrupted", err
+        assert sys.unraisablehook is hook and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 from .. import __version__, env
@@ -157,24 +158,40 @@ def main(argv: list[str] | None = None) -> int:
 
 class _SigintSeen:
     """While active (in the main thread, under Python's default SIGINT handler): SIGINT still raises
-    KeyboardInterrupt, and ``seen`` records that it came."""
+    KeyboardInterrupt, and ``seen`` records that it came. A KeyboardInterrupt that lands in a finalizer
+    or weakref callback, which Python reports as "Exception ignored" and swallows, is delivered again,
+    so that it stops the run where it can (the demo once ran on to exit 0 that way)."""
 
     def __init__(self) -> None:
-        self.seen, self._previous = False, None
+        self.seen, self._previous, self._previous_hook = False, None, None
 
     def _handler(self, signum: int, frame: object) -> None:
         self.seen = True
         signal.default_int_handler(signum, frame)
 
+    def _unraisable(self, unraisable: object) -> None:
+        if isinstance(getattr(unraisable, "exc_value", None), KeyboardInterrupt):
+            # from another thread a moment later, so that the handler runs after this hook has returned
+            threading.Thread(target=_raise_sigint_soon, daemon=True).start()
+        else:
+            self._previous_hook(unraisable)
+
     def __enter__(self) -> "_SigintSeen":
         if threading.current_thread() is threading.main_thread() and \
                 signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             self._previous = signal.signal(signal.SIGINT, self._handler)
+            self._previous_hook, sys.unraisablehook = sys.unraisablehook, self._unraisable
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._previous is not None:
             signal.signal(signal.SIGINT, self._previous)
+            sys.unraisablehook = self._previous_hook
+
+
+def _raise_sigint_soon() -> None:
+    time.sleep(0.005)
+    signal.raise_signal(signal.SIGINT)
 
 
 def _main(argv: list[str] | None) -> int:
