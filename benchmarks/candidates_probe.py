@@ -1,13 +1,14 @@
 """Every candidate of a few shapes, measured beside the calibrated simulator's prediction and cuBLAS.
 
     PYTHONPATH=. python3 benchmarks/candidates_probe.py --shapes 168x3712x2088,408x4144x720 [--extra "..."]
-        [--dtype bfloat16] [--linear] [--csv OUT.csv]
+        [--dtype bfloat16] [--linear] [--only] [--transposed "..."] [--csv OUT.csv]
 
 For each shape (FP16 or BF16 in, FP32 out, 16-byte aligned rows; B row-major, or with --linear
 torch's Linear layout x @ W.t(), W stored n x k; CUDA-graph replays interleaved per shape,
 the bench's method): cuBLAS at its faster output dtype, auto, and every candidate ``streamk
 simulate --target`` lists (calibrate.candidates) plus ``--extra`` variants, each with the model's
-microseconds and the measured ones. Shows where the model and the kernels part: a candidate the
+microseconds and the measured ones (``--only``: auto and ``--extra`` alone; ``--transposed``: more
+variants run as C^T = B^T A^T on the operands' transposed views, named ``T:variant``). Shows where the model and the kernels part: a candidate the
 model ranks badly but that runs fast, or one whose kernel runs far slower than its prediction.
 """
 
@@ -34,6 +35,8 @@ def main() -> int:
     ap.add_argument("--target", default="h200", help="the preset whose calibration predicts")
     ap.add_argument("--dtype", default="float16", choices=("float16", "bfloat16"), help="the inputs")
     ap.add_argument("--linear", action="store_true", help="B = W.t() with W stored n x k (x @ W.t())")
+    ap.add_argument("--only", action="store_true", help="time auto and --extra only, not every candidate")
+    ap.add_argument("--transposed", default="", help="variants run on the transposed problem, ';'-separated")
     ap.add_argument("--csv", help="write every row here")
     args = ap.parse_args()
     dev = current()
@@ -47,7 +50,7 @@ def main() -> int:
         B = (torch.randn(n, k, device="cuda").t() if args.linear else torch.randn(k, n, device="cuda")).to(A.dtype)
         auto = prepare(A, B)
         cands = candidates(GemmShape(m, n, k), args.dtype, target, auto.schedule)
-        names = ["auto"] + [c.variant for c in cands if c.variant != "auto"]
+        names = ["auto"] + ([] if args.only else [c.variant for c in cands if c.variant != "auto"])
         names += [v for v in args.extra.split(";") if v and v not in names]
         fns = {"cublas32": lambda: torch.mm(A, B, out_dtype=torch.float32), "cublas16": lambda: torch.mm(A, B)}
         keep = {}
@@ -59,6 +62,23 @@ def main() -> int:
                 continue
             keep[name] = p
             fns[name] = (lambda p=p: p.launch.enqueue(stream.cuda_stream))
+        C = torch.empty(m, n, device="cuda", dtype=torch.float32)  # written through its transpose
+        for name in (v for v in args.transposed.split(";") if v):
+            try:
+                p = prepare(B.t(), A.t(), C.t(), **variant(name, lambda: dev.sms))
+            except Exception as exc:
+                print(f"  T:{name}: {type(exc).__name__}: {exc}")
+                continue
+            C.zero_()
+            p.launch.enqueue(stream.cuda_stream)
+            stream.synchronize()
+            ref = A.double() @ B.double()
+            err = float((C.double() - ref).norm() / ref.norm())
+            if err > 1e-3:  # a wrong answer is reported, not timed
+                print(f"  T:{name}: relative error {err:.2e}")
+                continue
+            keep["T:" + name] = p
+            fns["T:" + name] = (lambda p=p: p.launch.enqueue(stream.cuda_stream))
         times = time_interleaved(fns, stream)
         cub = min(times["cublas32"][0], times["cublas16"][0]) * 1e3
         print(f"\n{m}x{n}x{k}: cuBLAS {cub:.1f} us (FP32 out {times['cublas32'][0] * 1e3:.1f})")

@@ -191,6 +191,71 @@ __device__ __forceinline__ void store_any(const OperandParams& p, const Problem&
   }
 }
 
+// A column-major C (a caller's, or C^T where auto runs the transposed problem) leaves column by
+// column on the mainloops that declare STAGE_COLUMNS (the sm90 tiles staged whole): the tile is
+// staged transposed (row stride BM + 4, so a warp's element stores fall in 32 banks) and each
+// column goes out in 16-byte accesses, as rows do in store_rows. store_any's element walk took
+// 1.1-1.45x longer on those tiles (LOG.md v79). Elsewhere store_any stays: with the column path
+// compiled in, a row-major C ran 2-4% slower on 64x256x64's column halves (x @ W.t(), 1-64 rows).
+template <class ML, class = void>
+struct StageColumns {
+  static constexpr bool value = false;
+};
+template <class ML>
+struct StageColumns<ML, decltype(void(ML::STAGE_COLUMNS))> {
+  static constexpr bool value = ML::STAGE_COLUMNS;
+};
+
+template <class ML>
+struct ColumnStage {
+  using Acc = typename ML::Acc;
+  static constexpr int LD = ML::BM + 4;
+  static constexpr int BYTES = ML::BN * LD * static_cast<int>(sizeof(Acc));
+
+  template <class G>
+  static __device__ __forceinline__ void store(unsigned char* smem, const Acc (&acc)[ML::ACC], int tid) {
+    Acc* s = reinterpret_cast<Acc*>(smem);
+#pragma unroll
+    for (int i = 0; i < ML::ACC; ++i) {
+      int r, c;
+      ML::coord(i, tid, r, c);
+      s[c * LD + r] = acc[i];
+    }
+    G::sync();
+  }
+};
+
+// Columns of a unit-row-stride C, V elements per access (base and column stride V-aligned).
+template <class ML, int V>
+__device__ __forceinline__ void store_cols(const OperandParams& p, const Problem& mnk, const unsigned char* smem, int m0,
+                                           int n0, int tid) {
+  using Acc = typename ML::Acc;
+  constexpr int PER_COL = ML::BM / V;  // accesses per tile column
+  const int rows = min(ML::BM, mnk.m - m0), cols = min(ML::BN, mnk.n - n0);
+  const Acc alpha = static_cast<Acc>(p.alpha), beta = static_cast<Acc>(p.beta);
+  for (int e = tid; e < cols * PER_COL; e += ML::THREADS) {
+    const int c = e / PER_COL, r = (e % PER_COL) * V;
+    if (r >= rows) continue;
+    const Vec<Acc, V> in =
+        *reinterpret_cast<const Vec<Acc, V>*>(reinterpret_cast<const Acc*>(smem) + c * ColumnStage<ML>::LD + r);
+    Acc* d = static_cast<Acc*>(p.c) + static_cast<long long>(n0 + c) * p.c_cs + m0 + r;
+    if (rows - r >= V) {
+      Vec<Acc, V> out;
+      if (beta != Acc(0)) {
+        out = *reinterpret_cast<const Vec<Acc, V>*>(d);
+#pragma unroll
+        for (int j = 0; j < V; ++j) out.v[j] = alpha * in.v[j] + beta * out.v[j];
+      } else {
+#pragma unroll
+        for (int j = 0; j < V; ++j) out.v[j] = alpha * in.v[j];
+      }
+      *reinterpret_cast<Vec<Acc, V>*>(d) = out;
+    } else {
+      for (int j = 0; j < rows - r; ++j) d[j] = beta != Acc(0) ? alpha * in.v[j] + beta * d[j] : alpha * in.v[j];
+    }
+  }
+}
+
 // C tile (m0, n0) = alpha*acc + beta*C (beta == 0: C is never read), staged whole. `smem` holds
 // at least TileStage<ML>::BYTES and no copy or read of it may be in flight; it is free again on return.
 template <class ML, class G>
@@ -198,6 +263,24 @@ __device__ __forceinline__ void write_tile(const OperandParams& p, const Problem
                                            const typename ML::Acc (&acc)[ML::ACC], unsigned char* smem) {
   using Acc = typename ML::Acc;
   const int tid = G::rank();
+  if constexpr (StageColumns<ML>::value) {
+    if (p.c_rs == 1 && p.c_cs != 1) {
+      ColumnStage<ML>::template store<G>(smem, acc, tid);
+      const auto aligned = [&](unsigned bytes) {
+        return reinterpret_cast<unsigned long long>(p.c) % bytes == 0 &&
+               (static_cast<unsigned long long>(p.c_cs) * sizeof(Acc)) % bytes == 0;
+      };
+      if (aligned(16)) {
+        store_cols<ML, 16 / sizeof(Acc)>(p, mnk, smem, m0, n0, tid);
+      } else if (sizeof(Acc) == 4 && aligned(8)) {
+        store_cols<ML, 2>(p, mnk, smem, m0, n0, tid);
+      } else {
+        store_cols<ML, 1>(p, mnk, smem, m0, n0, tid);
+      }
+      G::sync();
+      return;
+    }
+  }
   TileStage<ML>::template store<G>(smem, acc, tid);
   const unsigned long long base = reinterpret_cast<unsigned long long>(p.c);
   const auto aligned = [&](unsigned bytes) {

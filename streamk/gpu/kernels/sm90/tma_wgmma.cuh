@@ -116,6 +116,8 @@ struct TmaWgmma {
   static constexpr int BLOCK_THREADS = Config::THREADS;   // the block: producer + consumers
   static constexpr int ACC = BM * BN / THREADS;           // BN/2 FP32 per consumer thread
   static constexpr int EPILOGUE_PARTS = Config::EPILOGUE_PARTS;  // column slices the epilogue stages
+  // a column-major C is staged transposed and leaves by columns (epilogue.cuh ColumnStage): tiles staged whole
+  static constexpr bool STAGE_COLUMNS = EPILOGUE_PARTS == 1;
   static constexpr int STAGING_BYTES = BM * (BN / EPILOGUE_PARTS + 8) * 4;  // one slice (checked below)
   static constexpr int RING_BYTES = STAGES * Config::STAGE_BYTES;
   static constexpr int BARRIER_BYTES = 2 * STAGES * 8;
@@ -125,6 +127,7 @@ struct TmaWgmma {
   static_assert(ACC == WG_M * BN / WG_THREADS, "one wgmma m64nBN fragment per consumer thread");
   static_assert(SMEM_BYTES <= SMEM_LIMIT, "a block's shared memory on sm_90");
   static_assert(STAGING_BYTES % 8 == 0, "barriers after the staging are 8-byte aligned");
+  static_assert(!STAGE_COLUMNS || BN * (BM + 4) * 4 <= STAGING_BYTES, "the transposed tile fits the staging");
 
   // fragment element i of consumer thread tid -> (row, col) inside the tile (the wgmma D layout,
   // rows offset by the warp group's 64)
