@@ -66,7 +66,7 @@ def simulated_device(truth: dict, noise: float, seed: int, ctas_per_sm: int = 2)
     return timer
 
 
-@pytest.mark.slow(12)
+@pytest.mark.slow(2)
 def test_fit_recovers_known_terms_within_their_reported_errors():
     design, result = calibrate_with(simulated_device(TRUE, NOISE, seed=1), "float16", TILE, SMS, 2, L2,
                                     packed_mb=packs("float16", TILE))
@@ -97,7 +97,7 @@ def test_a_probe_timed_during_a_slow_spell_is_timed_again():
     assert np.allclose(result.values, [TRUE[n] for n in result.names], rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.slow(9)
+@pytest.mark.slow(4)
 def test_reported_errors_cover_the_truth_as_often_as_they_should():
     # over seeds, about 95% of the fitted terms lie within two standard errors of the truth
     z = []
@@ -137,6 +137,49 @@ def test_every_probe_runs_its_family_at_the_residency_it_calibrates_and_finishes
         slots = 132 * (2 if waves else 1)
         assert dispatch_verdict(plan_fixup(s), slots).finishes, (p.family, p.label)
         assert s.shape.n % 8 == 0 and s.shape.k % 8 == 0  # no operand is packed on the GPU
+
+
+def test_a_grid_of_alike_cta_groups_is_simulated_as_one_group_that_ends_when_the_whole_grid_does():
+    """predict_from simulates one group of a one-wave grid of alike CTA groups (predict.alike_part),
+    which a fit does hundreds of times a probe: every simulated probe family must have such a
+    group, and under every policy and cost its simulation must end when the whole grid's does, to
+    the bit (a simulator where CTAs that share no tile still slow each other would break this)."""
+    from streamk.calibrate.batch import simulated
+    from streamk.calibrate.predict import alike_part
+    from streamk.costs import Costs
+    from streamk.schedule import FIXUP_POLICIES, Schedule
+    from streamk.sim import simulate
+
+    def check(s: Schedule, part: Schedule) -> None:
+        assert part.grid < s.grid and part.machine == s.machine, s
+        for policy in FIXUP_POLICIES:
+            for extra in ((0.0, 0.0, 0.0), (TRUE["unit"], TRUE["atomic"], TRUE["handoff"])):
+                whole = simulate(s, costs, policy, *extra, a_writes_c=True)
+                one = simulate(part, costs, policy, *extra, a_writes_c=True)
+                assert (one.makespan, one.deadlock) == (whole.makespan, whole.deadlock), (s, policy, extra)
+
+    costs = Costs(TRUE["a"], TRUE["b"], TRUE["c1"], TRUE["d"])
+    for tile, ctas_per_sm in ((TILE, 2), (DOT_TILE, 4)):
+        design = probes(tile, SMS, ctas_per_sm, L2, 2)
+        grouped = set()
+        for p in design:
+            part = alike_part(p.schedule, p.schedule.machine)
+            if part is not None:
+                grouped.add(p.family)
+                check(p.schedule, part)
+        assert {p.family for p in design if simulated(p.schedule)} <= grouped, grouped
+    # Stream-K's 72 tiles on 32 CTAs realign every 4 CTAs: 8 alike groups of 4 CTAs and 9 tiles
+    realigned = make_schedule("stream-k", GemmShape(1024, 1152, 4096), TILE, Machine(SMS, 1))
+    part = alike_part(realigned, Machine(SMS, 1))
+    assert part is not None and part.grid == 4 and part.problem.tiles == 9
+    check(realigned, part)
+    # none where the groups meet: one chain of CTAs (77 tiles), a second wave, or groups split unlike
+    chain = make_schedule("stream-k", GemmShape(896, 1408, 4096), TILE, Machine(SMS, 1))
+    assert alike_part(chain, Machine(SMS, 1)) is None
+    assert alike_part(realigned, Machine(SMS // 2, 1)) is None
+    uneven = Schedule.from_ctas("uneven", GemmShape(2 * TILE.bm, TILE.bn, 4 * TILE.bk), TILE,
+                                [[(0, 0, 2)], [(0, 2, 4)], [(1, 0, 1)], [(1, 1, 4)]], machine=Machine(SMS, 1))
+    assert alike_part(uneven, Machine(SMS, 1)) is None
 
 
 def test_prediction_prices_each_term_where_the_gpu_spends_it():
@@ -371,7 +414,7 @@ DOT_PROBES_H100 = [4.02, 5.47, 7.46, 11.44, 19.52, 49.5, 98.82, 192.06, 149.14, 
                    33549.02]
 
 
-@pytest.mark.slow(45)
+@pytest.mark.slow(9)
 def test_the_fit_of_measured_dot_probes_holds_c_shared_and_does_not_end_in_the_c_free_corner():
     """The dot tile streams A: at four CTAs a SM every shared probe runs at DRAM's pace, so no
     probe's time moves c_shared, which the fit leaves out (pricing as c1) instead of refusing the
@@ -395,7 +438,7 @@ def test_the_fit_of_measured_dot_probes_holds_c_shared_and_does_not_end_in_the_c
         assert values["c_free"] < 0.5 and 1.0 < values["c1"] < 1.3, values
 
 
-@pytest.mark.slow(8)
+@pytest.mark.slow(2)
 def test_the_shifted_term_prices_unaligned_streamed_rows_on_the_dot_tiles_only_and_is_fitted_there():
     """The dot tiles read their large operand in place at any alignment, and rows that are not
     16-byte aligned take the funnel-shifted fragment path (LOG.md v35): A's rows of k on 64x8x128,

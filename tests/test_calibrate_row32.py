@@ -85,7 +85,7 @@ def test_a_partial_wave_deep_dp_launch_on_rows_off_32_bytes_costs_more_per_itera
     assert growing[0] == 0 and np.all(np.diff(growing) > 0), growing
 
 
-@pytest.mark.slow(20)
+@pytest.mark.slow(4)
 def test_the_dp_row32_probes_pin_c_row32_only_on_kernels_that_read_boxes_in_place():
     plain = probes(TILE, SMS, 1, L2, 2)
     design = probes(TILE, SMS, 1, L2, 2, row32=True)

@@ -4,7 +4,9 @@ worker processes where the caller gives a pool.
 Most of a calibration's CPU time is here: each Gauss-Newton step predicts every probe at the
 current terms and at one forward step of each term (``fit._jacobian``), and the probes with split
 tiles or several units a CTA run the event simulator (~10 us a work unit; ~47 ms for one pass
-over a 47-probe design, 165-497 passes a fit: 8-25 s on one core; LOG.md v44). The
+over a 47-probe design, 165-497 passes a fit: 8-25 s on one core; LOG.md v44). Each probe is a
+grid of alike CTA groups, of which ``predict_from`` simulates one (``predict.alike_part``): a pass
+now takes ~8 ms on the H100's 132-SM design, ~100 ms simulating whole grids. The
 pool takes those probes in groups balanced by their units; the probes ``predict_from`` prices in
 closed form (whole tiles, one per CTA: the DRAM probe's 17k-280k units among them) stay in this
 process, so no large Schedule is pickled. Every number is computed by the same ``predict_from``

@@ -69,7 +69,7 @@ import numpy as np
 from ..costs import Costs
 from ..fixup import plan_fixup
 from ..schedule import Schedule
-from ..shapes import ITEMSIZE, Machine
+from ..shapes import ITEMSIZE, GemmShape, Machine
 from ..sim import Timeline, simulate
 from ..target import streams_unaligned
 from .model import Calibration
@@ -77,6 +77,9 @@ from .traffic import dram_slowdown, operand_bytes, row32_share, scattered_share,
 
 EXTRA_PASS_POLICIES = ("separate-reduce", "atomic")  # a second kernel when any tile is split
 MIN_C_US = 1e-9  # Costs needs c > 0; a fit may probe c at 0
+GROUP_ROUNDS = 8  # label passes before alike_part gives up on a long chain of CTAs (Stream-K's)
+_PARTS: dict[tuple[int, Machine], tuple[Schedule, Schedule | None]] = {}  # a fit prices each probe hundreds of times
+_PARTS_ENTRIES = 64  # traffic._MEMO's: a design's probes, and no more schedules kept alive than there
 
 
 def residency(grid: int, sms: int, ctas_per_sm: int) -> int:
@@ -122,8 +125,9 @@ def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_
     # L2 floor), not the full wave's; CTAs left running inside a wave keep its count (the split-long-owner
     # probes reject relief there; LOG.md v43)
     counts, steps = wave_steps(schedule, sms * r)
-    c = float(sum(n * at(int(b)) for b, n in zip(counts, steps)) / steps.sum()) if steps.sum() > 0 else at(
-        min(schedule.grid, sms * r))
+    priced = {b: at(b) for b in set(counts.tolist())}  # each wave size once: the DRAM probe runs 528 waves of one
+    c = float(sum(n * priced[b] for b, n in zip(counts.tolist(), steps.tolist())) / steps.sum()) if steps.sum() > 0 \
+        else at(min(schedule.grid, sms * r))
     c = max(c, MIN_C_US)
     if values.get("c_scatter", 0.0) > 0:
         # Stream-K units that start at scattered k offsets read A and B slices no other CTA read just
@@ -140,6 +144,64 @@ def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_
     placed = schedule if schedule.machine == Machine(sms, r) else replace(schedule, machine=Machine(sms, r))
     a = values["a"] + (values.get("a_shared", 0.0) if r > 1 else 0.0)  # the pair's fixed costs (LOG.md v53)
     return placed, Costs(a=a, b=values["b"], c=c, d=d), policy
+
+
+def alike_part(schedule: Schedule, machine: Machine) -> Schedule | None:
+    """One group of ``schedule``'s CTAs, as a Schedule on ``machine``, whose event simulation ends
+    when the whole schedule's does; None where there is none. Where the grid fits the machine's
+    slots every CTA starts at 0, and CTAs that share no tile never wait on each other, so a grid of
+    alike groups (the same units up to their tiles' numbering, as the calibration's probes are: 128
+    split tiles of two CTAs, 132 CTAs of 8 whole tiles) runs each group as it would run alone, and
+    simulating one costs a fraction of simulating all (a fit simulates each probe hundreds of times)."""
+    grid, units = schedule.grid, schedule.units
+    if grid < 2 or grid > machine.slots:
+        return None  # a CTA dispatched later starts where another ends: the groups meet
+    counts = np.bincount(units[:, 0], minlength=schedule.problem.tiles)
+    if np.count_nonzero(counts > 1) > machine.slots:
+        return None  # separate-reduce's pass would run the split tiles in waves
+    tiles, cta = units[:, 0], schedule.unit_cta
+    label = np.arange(grid)
+    for _ in range(GROUP_ROUNDS):  # each CTA's label: the least CTA it shares a tile with, transitively
+        low = np.full(len(counts), grid)
+        np.minimum.at(low, tiles, label[cta])
+        joined = label.copy()
+        np.minimum.at(joined, cta, low[tiles])
+        if np.array_equal(joined, label):
+            break
+        label = joined
+    else:
+        return None
+    sizes = np.bincount(label)
+    heads = np.flatnonzero(sizes)
+    if len(heads) < 2 or np.any(sizes[heads] != sizes[heads[0]]):
+        return None
+    offsets = schedule.cta_offsets.tolist()
+
+    def ctas(members: np.ndarray) -> list[list[tuple[int, int, int]]]:
+        """The group's CTAs in blockIdx order, its tiles numbered as they first appear."""
+        seen: dict[int, int] = {}
+        return [[(seen.setdefault(t, len(seen)), lo, hi) for t, lo, hi in units[offsets[c]:offsets[c + 1]].tolist()]
+                for c in members.tolist()]
+
+    groups = np.argsort(label, kind="stable").reshape(len(heads), -1)  # a row of CTAs a group
+    first = ctas(groups[0])
+    if any(ctas(g) != first for g in groups[1:]):
+        return None
+    tile = schedule.tile
+    shape = GemmShape(tile.bm * (schedule.problem.tiles // len(heads)), tile.bn, schedule.shape.k)  # the same k
+    return Schedule.from_ctas(schedule.decomposition, shape, tile, first, machine=machine, fixup=schedule.fixup)
+
+
+def _simulated(schedule: Schedule, placed: Schedule) -> Schedule:
+    """What ``predict_from`` simulates for ``placed`` (``schedule`` on the GPU's residency): its
+    alike_part where it has one, found once a schedule."""
+    key = (id(schedule), placed.machine)
+    held = _PARTS.get(key)
+    if held is None or held[0] is not schedule:
+        if len(_PARTS) >= _PARTS_ENTRIES:
+            _PARTS.pop(next(iter(_PARTS)))
+        held = _PARTS[key] = (schedule, alike_part(placed, placed.machine))
+    return placed if held[1] is None else held[1]
 
 
 def _extra_costs(values: dict[str, float]) -> tuple[float, float, float]:
@@ -162,11 +224,12 @@ def predict_from(schedule: Schedule, values: dict[str, float], sms: int, ctas_pe
     if len(units) == schedule.grid and np.all(units[:, 1] == 0) and np.all(units[:, 2] == ipt):
         # whole tiles, one per CTA: identical CTAs in waves (what the event simulator gives, faster)
         return pack + values["launch"] + math.ceil(schedule.grid / placed.machine.slots) * (costs.a + costs.c * ipt)
-    timeline = simulate(placed, costs, policy, *_extra_costs(values), a_writes_c=True)
+    simulated = _simulated(schedule, placed)  # one of its alike CTA groups where it has them: the same makespan
+    timeline = simulate(simulated, costs, policy, *_extra_costs(values), a_writes_c=True)
     if timeline.deadlock:
         return math.inf
     extra = 0.0
-    if policy in EXTRA_PASS_POLICIES and len(plan_fixup(placed, policy).split_tiles):
+    if policy in EXTRA_PASS_POLICIES and len(plan_fixup(simulated, policy).split_tiles):
         extra = values["pass_launch"]
     return pack + values["launch"] + timeline.makespan + extra
 

@@ -23,6 +23,9 @@ from ..shapes import GemmShape, TileShape
 L2_SHARE = 0.5
 _MEMO: dict[tuple, tuple[Schedule, np.ndarray]] = {}  # a fit predicts each probe dozens of times
 _MEMO_ENTRIES = 64
+# wave_steps' own memo: sharing _MEMO would hold two keys a probe, and a design's ~50 probes taken
+# in turn would evict each key before its next use
+_WAVES: dict[tuple[int, int], tuple[Schedule, tuple[np.ndarray, np.ndarray]]] = {}
 
 
 def operand_bytes(shape: GemmShape, element_bytes: int) -> int:
@@ -57,12 +60,21 @@ def row32_share(shape: GemmShape, tile: TileShape, element_bytes: int) -> float:
 def wave_steps(schedule: Schedule, slots: int) -> tuple[np.ndarray, np.ndarray]:
     """The trace's waves: wave w holds each slot's w-th CTA (CTAs w x slots onwards); per wave, how
     many CTAs it runs and how many steps it lasts (its longest CTA's MAC iterations)."""
+    key = (id(schedule), slots)  # every prediction asks (predict.calibrated_run): found once a schedule
+    held = _WAVES.get(key)
+    if held is not None and held[0] is schedule:
+        return held[1]
     lengths = (schedule.units[:, 2] - schedule.units[:, 1]).astype(np.int64)
     per_cta = np.bincount(schedule.unit_cta, weights=lengths, minlength=schedule.grid).astype(np.int64)
     wave = np.arange(len(per_cta)) // slots
     busy = np.bincount(wave)
     steps = np.zeros(len(busy), dtype=np.int64)
     np.maximum.at(steps, wave, per_cta)
+    for a in (busy, steps):
+        a.setflags(write=False)  # shared by every later call
+    if len(_WAVES) >= _MEMO_ENTRIES:
+        _WAVES.pop(next(iter(_WAVES)))
+    _WAVES[key] = (schedule, (busy, steps))
     return busy, steps
 
 
