@@ -19,7 +19,7 @@ import sys
 
 import torch
 
-from streamk.bench.harness import time_interleaved, write_rows
+from streamk.bench.harness import launch_error, time_interleaved, write_rows
 from streamk.bench.variants import variant
 from streamk.calibrate.candidates import candidates, predicted
 from streamk.gpu import prepare
@@ -63,17 +63,14 @@ def main() -> int:
             keep[name] = p
             fns[name] = (lambda p=p: p.launch.enqueue(stream.cuda_stream))
         C = torch.empty(m, n, device="cuda", dtype=torch.float32)  # written through its transpose
+        ref = A.double() @ B.double() if args.transposed else None
         for name in (v for v in args.transposed.split(";") if v):
             try:
                 p = prepare(B.t(), A.t(), C.t(), **variant(name, lambda: dev.sms))
             except Exception as exc:
                 print(f"  T:{name}: {type(exc).__name__}: {exc}")
                 continue
-            C.zero_()
-            p.launch.enqueue(stream.cuda_stream)
-            stream.synchronize()
-            ref = A.double() @ B.double()
-            err = float((C.double() - ref).norm() / ref.norm())
+            err = launch_error(p, C, ref)
             if err > 1e-3:  # a wrong answer is reported, not timed
                 print(f"  T:{name}: relative error {err:.2e}")
                 continue

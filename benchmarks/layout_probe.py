@@ -15,7 +15,7 @@ import sys
 
 import torch
 
-from streamk.bench.harness import time_interleaved, write_rows
+from streamk.bench.harness import launch_error, time_interleaved, write_rows
 from streamk.bench.variants import variant
 from streamk.gpu import prepare
 from streamk.gpu.runtime.device import current
@@ -60,11 +60,7 @@ def main() -> int:
                 except Exception as exc:
                     print(f"  {name} [{layout}]: {type(exc).__name__}: {exc}")
                     continue
-                c.zero_()
-                p.launch.enqueue(stream.cuda_stream)
-                stream.synchronize()
-                out = C_t if layout == "transposed" else c
-                err = float((out.double() - ref).norm() / ref.norm())
+                err = launch_error(p, C_t if layout == "transposed" else c, ref)
                 if err > 1e-3:
                     print(f"  {name} [{layout}]: relative error {err:.2e}, not timed")
                     continue

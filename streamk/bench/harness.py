@@ -123,6 +123,18 @@ BIG_PAUSE_S = 1.0  # idle before each variant of a power-capped shape
 BIG_REPS = 20
 
 
+def launch_error(prepared, out, ref) -> float:
+    """One launch of ``prepared`` on the current stream into ``out`` (zeroed first, so nothing stale
+    passes), its relative Frobenius error against ``ref`` (float64): the probes time only launches
+    that pass."""
+    import torch
+
+    out.zero_()
+    prepared.run()
+    torch.cuda.synchronize()
+    return float((out.double() - ref).norm() / ref.norm())
+
+
 def time_alone(fns: dict, stream, pause: float = BIG_PAUSE_S, reps: int = BIG_REPS,
                flush: L2Flush | None = None) -> dict[str, tuple[float, float, float]]:
     """Median, p20, p80 milliseconds of each fn timed alone: after ``pause`` seconds idle (the GPU
