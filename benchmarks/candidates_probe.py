@@ -7,8 +7,9 @@ For each shape (FP16 or BF16 in, FP32 out, 16-byte aligned rows; B row-major, or
 torch's Linear layout x @ W.t(), W stored n x k; CUDA-graph replays interleaved per shape,
 the bench's method): cuBLAS at its faster output dtype, auto, and every candidate ``streamk
 simulate --target`` lists (calibrate.candidates) plus ``--extra`` variants, each with the model's
-microseconds and the measured ones (``--only``: auto and ``--extra`` alone; ``--transposed``: more
-variants run as C^T = B^T A^T on the operands' transposed views, named ``T:variant``). Shows where the model and the kernels part: a candidate the
+microseconds and the measured ones, each launch checked against float64 first (``--only``: auto
+and ``--extra`` alone; ``--transposed``: more variants run as C^T = B^T A^T on the operands'
+transposed views, named ``T:variant``). Shows where the model and the kernels part: a candidate the
 model ranks badly but that runs fast, or one whose kernel runs far slower than its prediction.
 """
 
@@ -48,7 +49,9 @@ def main() -> int:
         m, n, k = (int(v) for v in text.split("x"))
         A = torch.randn(m, k, device="cuda").to(getattr(torch, args.dtype))
         B = (torch.randn(n, k, device="cuda").t() if args.linear else torch.randn(k, n, device="cuda")).to(A.dtype)
-        auto = prepare(A, B)
+        C = torch.empty(m, n, device="cuda", dtype=torch.float32)
+        ref = A.double() @ B.double()
+        auto = prepare(A, B, C)
         cands = candidates(GemmShape(m, n, k), args.dtype, target, auto.schedule)
         names = ["auto"] + ([] if args.only else [c.variant for c in cands if c.variant != "auto"])
         names += [v for v in args.extra.split(";") if v and v not in names]
@@ -56,17 +59,19 @@ def main() -> int:
         keep = {}
         for name in names:
             try:
-                p = auto if name == "auto" else prepare(A, B, **variant(name, lambda: dev.sms))
+                p = auto if name == "auto" else prepare(A, B, C, **variant(name, lambda: dev.sms))
             except Exception as exc:  # a variant this shape refuses: shown, not timed
                 print(f"  {name}: {type(exc).__name__}: {exc}")
                 continue
+            err = launch_error(p, C, ref)
+            if err > 1e-3:  # a wrong answer is reported, not timed
+                print(f"  {name}: relative error {err:.2e}")
+                continue
             keep[name] = p
             fns[name] = (lambda p=p: p.launch.enqueue(stream.cuda_stream))
-        C = torch.empty(m, n, device="cuda", dtype=torch.float32)  # written through its transpose
-        ref = A.double() @ B.double() if args.transposed else None
         for name in (v for v in args.transposed.split(";") if v):
             try:
-                p = prepare(B.t(), A.t(), C.t(), **variant(name, lambda: dev.sms))
+                p = prepare(B.t(), A.t(), C.t(), **variant(name, lambda: dev.sms))  # C written by columns
             except Exception as exc:
                 print(f"  T:{name}: {type(exc).__name__}: {exc}")
                 continue

@@ -18,8 +18,8 @@ from .calibrate.model import Calibration
 from .costs import Costs
 from .errors import ScheduleError
 from .gpu.catalogue import (DOT_T_TILE, DOT_TILE, F64_LARGE_TILES, F64_TILE, LARGE_RUNGS, PAPER_HALF_TILE,
-                            SM90_192_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE, SM90_NARROW_TILE, SM90_TILE, SM90_TILES,
-                            SM90_WIDE_TILE, WIDE_TILE)
+                            SM90_192_TILE, SM90_M64_192_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE, SM90_NARROW_TILE,
+                            SM90_TILE, SM90_TILES, SM90_WIDE_TILE, WIDE_TILE)
 from .shapes import GemmShape, Machine, Problem, TileShape
 
 if TYPE_CHECKING:
@@ -237,10 +237,12 @@ _SM90_PAPER_OWNER = Costs(a=32.0, b=16.0, c=1.0, d=4.0)
 # {16, 32, 48, 64, 96} (d = 8) against our DP of the same tile on the shapes auto gives each tile, two
 # seeds of the 400-shape corpus (LOG.md v21): the paper's b = 32 left shapes at 0.84-0.92x of DP.
 # 128x64x64 and 128x192x64 take their neighbours' (not yet measured on their own), and so do the
-# 64-row tiles: 64x128x64 the square tile's, 64x256x64 the wide one's (unmeasured; auto never takes them).
+# 64-row tiles: 64x128x64 the square tile's, 64x256x64 and 64x192x64 the wide one's (unmeasured; auto
+# takes 64x192x64 only by a rule, decide/launches.one_wave_m64_192, whose launches are one wave of whole tiles).
 _SM90_TMA_OWNER = {SM90_TILE: Costs(a=32.0, b=64.0, c=1.0, d=8.0), SM90_WIDE_TILE: _SM90_WIDE,
                    SM90_NARROW_TILE: Costs(a=32.0, b=64.0, c=1.0, d=8.0), SM90_192_TILE: _SM90_WIDE,
-                   SM90_M64_TILE: Costs(a=32.0, b=64.0, c=1.0, d=8.0), SM90_M64_WIDE_TILE: _SM90_WIDE}
+                   SM90_M64_TILE: Costs(a=32.0, b=64.0, c=1.0, d=8.0), SM90_M64_WIDE_TILE: _SM90_WIDE,
+                   SM90_M64_192_TILE: _SM90_WIDE}
 # Below a tile per SM the sm90 tiles split tiles at aligned k offsets under their calibrated constants
 # (TargetTile.aligned_splits; auto's grids of even shares ran 0.75-1.07x of DP there: LOG.md v24).
 # auto's DP on persistent CTAs (streamk.sched.auto): on 128x128x64 up to 16 iterations per tile (k <=
@@ -300,7 +302,8 @@ _SM80_RESIDENCY = {(128, 128, 32): 1, (64, 64, 32): 2, (128, 64, 32): 2, (64, 12
                    (32, 32, 32): 4, (128, 256, 32): 1, (64, 8, 128): 2, (8, 128, 64): 2}
 _SM90_RESIDENCY = {(128, 128, 32): 2, (64, 64, 32): 3, (128, 64, 32): 2, (64, 128, 32): 2, (32, 64, 32): 4,
                    (32, 32, 32): 4, (128, 256, 32): 1, (128, 128, 64): 1, (128, 256, 64): 1, (128, 64, 64): 2,
-                   (128, 192, 64): 1, (64, 128, 64): 1, (64, 256, 64): 1, (64, 8, 128): 4, (8, 128, 64): 4}
+                   (128, 192, 64): 1, (64, 128, 64): 1, (64, 256, 64): 1, (64, 192, 64): 1, (64, 8, 128): 4,
+                   (8, 128, 64): 4}
 
 # The larger FP64 tiles (128x64x16, 128x128x16; sm80/f64_config.cuh), one CTA per SM on either arch
 # (255 and 254 registers a thread on sm_90a, 141-163 KB of shared memory; the occupancy API agrees on

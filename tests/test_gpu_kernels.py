@@ -81,7 +81,7 @@ def test_every_decomposition_and_policy_within_the_bound(dtype, tile):
     assert not failures, failures[:5]
 
 
-@pytest.mark.parametrize("tile", [None, "128x128x64", "128x256x64", "64x128x64", "64x256x64"])
+@pytest.mark.parametrize("tile", [None, "128x128x64", "128x256x64", "64x128x64", "64x192x64", "64x256x64"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_auto_as_users_call_it_on_large_gemms_is_bitwise_stable(dtype, tile):
     """auto with no policy: on a wave or more of 128x256 tiles its two-tile hybrid walked

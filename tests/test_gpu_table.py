@@ -312,7 +312,8 @@ def test_small_tile_kernels_and_autos_tile_choice():
                                            TileShape(64, 128, 32), TileShape(32, 64, 32), TileShape(32, 32, 32),
                                            TileShape(128, 256, 32), TileShape(128, 128, 64), TileShape(128, 256, 64),
                                            TileShape(128, 64, 64), TileShape(128, 192, 64), TileShape(64, 128, 64),
-                                           TileShape(64, 256, 64), TileShape(64, 8, 128), TileShape(8, 128, 64)]
+                                           TileShape(64, 256, 64), TileShape(64, 192, 64), TileShape(64, 8, 128),
+                                           TileShape(8, 128, 64)]
     assert spec_for_tile("float16", "64x8").main == "streamk_dot_f16" and spec_for_tile("float16", "64x8").any_rows
     assert spec_for_tile("bfloat16", "8x128").main == "streamk_dot_t_bf16" and spec_for_tile("float16", "8x128").any_rows
     assert choose_tile(GemmShape(5000, 8, 4000), "float16", 132) == TileShape(64, 8, 128)  # at most 8 columns, 40 MB

@@ -1,14 +1,15 @@
 """auto's one wave of 64x128x64 tiles (gpu/decide/launches.one_wave_m64, LOG.md v76), on the CPU: the
 H200 takes it where its 128x128x64 launch would run at most 2/3 as many CTAs as the 64-row tiles
 number and those fit one wave, or m is 129-192; not where either fails, where that kernel would pack
-the operands, nor on a Target without it."""
+the operands, nor on a Target without it. Where m is 129-192 and the 64x128 tiles take more than a
+wave, one wave of 64x192x64 tiles (one_wave_m64_192, LOG.md v81)."""
 
 from __future__ import annotations
 
 import pytest
 
-from streamk.gpu.catalogue import SM90_M64_TILE, SM90_TILE
-from streamk.gpu.decide.launches import M64_WAVE_MAX_SHARE, one_wave_m64
+from streamk.gpu.catalogue import SM90_M64_192_TILE, SM90_M64_TILE, SM90_TILE
+from streamk.gpu.decide.launches import M64_WAVE_MAX_SHARE, one_wave_m64, one_wave_m64_192
 from streamk.gpu.decide.schedule import schedule_for
 from streamk.gpu.decide.tiles import packed_bytes
 from streamk.shapes import GemmShape, Problem
@@ -52,3 +53,26 @@ def test_only_a_target_that_measured_it_takes_it():
     shape = GemmShape(630, 1512, 2160)
     assert not preset("h100").one_wave_m64 and H200.one_wave_m64
     assert schedule_for("auto", shape, "float16", preset("h100")).tile != SM90_M64_TILE
+
+
+@pytest.mark.parametrize("mnk", [(140, 6256, 1288), (187, 7248, 1144), (192, 8448, 576)])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_m_of_129_to_192_past_a_wave_of_64x128_tiles_runs_one_wave_of_64x192_tiles(mnk, dtype):
+    shape = GemmShape(*mnk)
+    assert Problem(shape, SM90_M64_TILE).tiles > H200.sms >= Problem(shape, SM90_M64_192_TILE).tiles
+    s = schedule_for("auto", shape, dtype, H200)
+    assert s.tile == SM90_M64_192_TILE
+    assert s == schedule_for("auto", shape, dtype, H200, tile=SM90_M64_192_TILE)  # auto's own launch on that tile
+    assert one_wave_m64_192(shape, H200.sms, schedule_for("auto", shape, dtype, H200, tile=SM90_TILE))
+
+
+@pytest.mark.parametrize("mnk", [(140, 8456, 1288),    # 3 x 45 tiles of 64x192: past a wave
+                                 (171, 2952, 504),     # the 64x128 tiles fit a wave: that rule's
+                                 (5395, 192, 328),     # tall m: 128-row tiles pad little
+                                 (257, 6256, 1288),    # m past 192: five 64-row tiles pad as much
+                                 (174, 6544, 472)])    # 8 MAC iterations a tile: the epilogue weighs more
+def test_64x192_only_for_m_of_129_to_192_with_a_wave_of_its_tiles(mnk):
+    shape = GemmShape(*mnk)
+    assert not one_wave_m64_192(shape, H200.sms, schedule_for("auto", shape, "float16", H200, tile=SM90_TILE))
+    assert schedule_for("auto", shape, "float16", H200).tile != SM90_M64_192_TILE
+    assert schedule_for("auto", shape, "float16", preset("h100")).tile != SM90_M64_192_TILE

@@ -10,7 +10,8 @@ import numpy as np
 
 from ...schedule import Schedule
 from ...shapes import ITEMSIZE, GemmShape, Problem
-from ..catalogue import SM90_192_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE, SM90_TILE, SM90_WIDE_TILE, KernelSpec
+from ..catalogue import (SM90_192_TILE, SM90_M64_192_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE, SM90_TILE, SM90_WIDE_TILE,
+                         KernelSpec)
 
 # Programmatic dependent launch between one GEMM's kernels (pack -> main -> separate-reduce): by
 # default only where the main grid is at most one CTA per SM. H100, 400 shapes, one call (LOG.md
@@ -189,6 +190,25 @@ def one_wave_m64(shape: GemmShape, sms: int, auto: Schedule) -> bool:
     few_ctas = auto.grid <= M64_WAVE_MAX_SHARE * m64_tiles
     half_padded = SM90_TILE.bm < shape.m <= SM90_TILE.bm + SM90_M64_TILE.bm
     return auto.tile == SM90_TILE and m64_tiles <= sms and (few_ctas or half_padded)
+
+
+# ... and where m is 129-192 but the 64x128 tiles take more than a wave (n past ~5,600), one wave of
+# 64x192x64 tiles of at least M64_192_MIN_ITERS MAC iterations: three tile rows pad fewer than 64 of
+# 192 rows where the 128-row tiles pad 64-127 of 256, at about the same tile count. H200, auto
+# (128x128x64) against auto on 64x192x64: aligned seed 4301, 3 shapes 1.25-1.28x; A B A B on 18 shapes
+# drawn in the region 1.044x (0.91-1.49; at most 8 iterations a tile 9 of 11 slower, from 9 on 1.13x),
+# torch's Linear 1.44x (12 layers). The guard held out on fresh draws: FP16 16 shapes 1.16x
+# (0.93-1.34), BF16 12 shapes 1.07x (0.88-1.26), Linear 12 layers 1.38x (1.19-1.53) (LOG.md v81).
+M64_192_MIN_ITERS = 9
+
+
+def one_wave_m64_192(shape: GemmShape, sms: int, auto: Schedule) -> bool:
+    """Whether auto runs ``shape`` on 64x192x64 tiles, one CTA an SM, instead of ``auto`` (its
+    128x128x64 launch) by the rule above."""
+    half_padded = SM90_TILE.bm < shape.m <= SM90_TILE.bm + SM90_M64_TILE.bm
+    tiles = Problem(shape, SM90_M64_192_TILE)
+    return (auto.tile == SM90_TILE and half_padded and Problem(shape, SM90_M64_TILE).tiles > sms
+            and tiles.tiles <= sms and tiles.iters_per_tile >= M64_192_MIN_ITERS)
 
 
 def cluster_shape(multicast: bool, cluster_2d: bool, spec: KernelSpec, schedule: Schedule) -> tuple[int, int]:

@@ -13,9 +13,9 @@ from ...sched.basic import persistent_tiles
 from ...schedule import Schedule
 from ...shapes import GemmShape, Machine, Problem, TileShape
 from ...target import Target, TargetTile
-from ..catalogue import SM90_M64_TILE, SM90_TILE, SM90_WIDE_TILE, spec_for_tile
+from ..catalogue import SM90_M64_192_TILE, SM90_M64_TILE, SM90_TILE, SM90_WIDE_TILE, spec_for_tile
 from .by_model import model_pick
-from .launches import QUAD_ORDER, auto_quads, one_wave_m64, pair_stream_k, persistent_quads
+from .launches import QUAD_ORDER, auto_quads, one_wave_m64, one_wave_m64_192, pair_stream_k, persistent_quads
 from .operands import contiguous_b_row_bytes, decode_like
 from .tiles import choose_tile, packed_bytes
 
@@ -69,15 +69,17 @@ def wide_persistent_quads(shape: GemmShape, dtype: str, target: Target, multicas
 
 def narrow_one_wave(shape: GemmShape, dtype: str, target: Target, chosen: Schedule, b_row_bytes: int | None,
                     multicast: bool) -> Schedule | None:
-    """auto's own launch on 64x128x64 tiles in place of ``chosen`` where ``target`` takes one wave of them
-    (launches.one_wave_m64) and that kernel reads the operands in place (the rule was measured on
-    aligned rows only), else None."""
-    if not (target.one_wave_m64 and SM90_M64_TILE in target.tiles_for(dtype)):
+    """auto's own launch on 64x128x64 or 64x192x64 tiles in place of ``chosen`` where ``target`` takes one
+    wave of them (launches.one_wave_m64, one_wave_m64_192) and that kernel reads the operands in place
+    (the rules were measured on aligned rows only), else None."""
+    if not target.one_wave_m64:
         return None
-    if not one_wave_m64(shape, target.machine(dtype, SM90_M64_TILE).sms, chosen) or \
-            packed_bytes(shape, dtype, SM90_M64_TILE):
-        return None
-    return schedule_for("auto", shape, dtype, target, tile=SM90_M64_TILE, b_row_bytes=b_row_bytes, multicast=multicast)
+    tiles = target.tiles_for(dtype)
+    for tile, rule in ((SM90_M64_TILE, one_wave_m64), (SM90_M64_192_TILE, one_wave_m64_192)):
+        if tile in tiles and rule(shape, target.machine(dtype, tile).sms, chosen) and \
+                not packed_bytes(shape, dtype, tile):
+            return schedule_for("auto", shape, dtype, target, tile=tile, b_row_bytes=b_row_bytes, multicast=multicast)
+    return None
 
 
 def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target: Target, *,

@@ -11,7 +11,7 @@
 // EPILOGUE_PARTS (sm90 128x256 and 64x256: 2): the tile is then staged and written one column slice
 // at a time (ColumnSlice), which needs fragment elements [p*ACC/PARTS, (p+1)*ACC/PARTS) of every
 // thread to lie in columns [p*BN/PARTS, (p+1)*BN/PARTS) (the wgmma D layout: column 8*(i/4) + ...).
-// The staging then holds one slice: EPILOGUE_STAGING_BYTES<ML>.
+// The staging then holds one slice (EPILOGUE_STAGING_BYTES<ML>, after ColumnStage).
 #pragma once
 
 #include "group.cuh"
@@ -90,9 +90,6 @@ struct ColumnSlice {
   }
 };
 
-// Shared memory the epilogue of ML stages in: one column slice (the whole tile when PARTS is 1).
-template <class ML>
-constexpr int EPILOGUE_STAGING_BYTES = TileStage<ColumnSlice<ML, 0>>::BYTES;
 
 template <class T, int V>
 struct alignas(V * sizeof(T)) Vec {
@@ -224,6 +221,14 @@ struct ColumnStage {
     G::sync();
   }
 };
+
+// Shared memory the epilogue of ML stages in: one column slice (the whole tile when PARTS is 1), or
+// the transposed tile where that is larger (ColumnStage's BM + 4 row stride on a 64 x 192 tile).
+template <class ML>
+constexpr int EPILOGUE_STAGING_BYTES =
+    StageColumns<ML>::value && ColumnStage<ML>::BYTES > TileStage<ColumnSlice<ML, 0>>::BYTES
+        ? ColumnStage<ML>::BYTES
+        : TileStage<ColumnSlice<ML, 0>>::BYTES;
 
 // Columns of a unit-row-stride C, V elements per access (base and column stride V-aligned).
 template <class ML, int V>

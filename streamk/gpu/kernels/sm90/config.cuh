@@ -1,6 +1,6 @@
 // config.cuh (sm90): constants of the TMA + wgmma mainloop (tma_wgmma.cuh), for its tiles BM x BN x 64:
 // BM 128 (two consumer warp groups) with BN 64, 128, 192 or 256, and BM 64 (one consumer warp group)
-// with BN 128 or 256 (TileConfig<BN, BLOCKS, BM>).
+// with BN 128, 192 or 256 (TileConfig<BN, BLOCKS, BM>).
 //
 // Shared memory (dynamic; 227 KB = 232,448 B a block may have on sm_90, 228 KB an SM): the ring of
 // STAGES x (A BM x 64 + B 64 x BN) FP16/BF16, the epilogue's FP32 staging (its own, so the producer
@@ -11,6 +11,7 @@
 //   128x192: 3 x 40 KB + a whole tile staged (128 x 200 x 4 B = 100 KB)                  = 226,352 B
 //   128x256: 3 x 48 KB + the tile staged in two column halves (128 x 136 x 4 B = 68 KB)  = 218,160 B
 //   64x128:  7 x 24 KB + a whole tile staged (64 x 136 x 4 B = 34 KB)                   = 207,984 B
+//   64x192:  5 x 32 KB + a whole tile staged transposed (192 x 68 x 4 B = 51 KB)          = 217,168 B
 //   64x256:  4 x 40 KB + the tile staged in two column halves (64 x 136 x 4 B = 34 KB)   = 199,744 B
 // A whole 128x256 FP32 staging (132 KB) would leave room for one 48 KB stage only, and a fourth
 // stage does not fit beside the halves (196,608 + 69,632 > 232,448), so 128x256 runs 3 stages and
@@ -92,7 +93,7 @@ struct TileConfig {
   static constexpr int B_BOXES = BN / BOX_INNER;
   static constexpr int B_STAGE_BYTES = B_BOXES * B_BOX_BYTES;
   static constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;  // TMA transaction bytes per stage
-  static constexpr int DEFAULT_STAGES = BN == 128 && BM == 64 ? 7 : (BN == 128 && BM == 128) || (BN == 256 && BM == 64) ? 4 : 3;
+  static constexpr int DEFAULT_STAGES = BM == 64 ? (BN == 128 ? 7 : BN == 192 ? 5 : 4) : BN == 128 ? 4 : 3;
   static constexpr int EPILOGUE_PARTS = BN == 256 ? 2 : 1;
   static constexpr int CONSUMER_REGS = consumer_regs(CONSUMERS, BLOCKS);
   static_assert(BM == 128 || BM == 64, "one or two m64 consumer warp groups");

@@ -5,7 +5,7 @@
 //
 // TmaWgmma<BF16, BN, STAGES, A_MN, B_K, BLOCKS, BM> (config.cuh): a BM x BN x 64 tile per MAC
 // iteration: BM 128 with BN 64 (3 stages, two CTAs an SM), 128 (4 stages), 192 or 256 (3 stages);
-// BM 64 with BN 128 (7 stages) or 256 (4 stages). 128 + BM threads: a producer warp
+// BM 64 with BN 128 (7 stages), 192 (5) or 256 (4). 128 + BM threads: a producer warp
 // group and BM/64 consumer ones, __launch_bounds__(128 + BM, BLOCKS):
 //   producer  (warp group 0, setmaxnreg down to 40): one thread walks the CTA's unit rows (work.cuh)
 //             and, for every MAC iteration of every unit, waits for a free stage and issues the TMA
@@ -31,7 +31,7 @@
 // swizzled as TMA writes and wgmma reads them, the epilogue's staging (BM x (BN + 8) x 4 B, its own,
 // so loads go on during epilogues; 128x256 and 64x256 stage and write C in two column halves,
 // epilogue.cuh EPILOGUE_PARTS), 2 x STAGES mbarriers: 201,792 B on 128x128, 218,160 B on 128x256,
-// 109,616 B on 64x128, 199,744 B on 64x256 (config.cuh has every tile's).
+// 207,984 B on 64x128, 217,168 B on 64x192, 199,744 B on 64x256 (config.cuh has every tile's).
 // Arch: sm_90a.
 // Operands (TMA descriptors built by the host, streamk/gpu/runtime/tma.py): A m x k and B k x n, each
 // row-major or column-major with a 16-byte-aligned base and stride (the host packs others:
@@ -118,7 +118,11 @@ struct TmaWgmma {
   static constexpr int EPILOGUE_PARTS = Config::EPILOGUE_PARTS;  // column slices the epilogue stages
   // a column-major C is staged transposed and leaves by columns (epilogue.cuh ColumnStage): tiles staged whole
   static constexpr bool STAGE_COLUMNS = EPILOGUE_PARTS == 1;
-  static constexpr int STAGING_BYTES = BM * (BN / EPILOGUE_PARTS + 8) * 4;  // one slice (checked below)
+  // one slice, or the transposed tile where that is larger (64x192; epilogue.cuh EPILOGUE_STAGING_BYTES)
+  static constexpr int ROW_STAGING_BYTES = BM * (BN / EPILOGUE_PARTS + 8) * 4;
+  static constexpr int COLUMN_STAGING_BYTES = STAGE_COLUMNS ? BN * (BM + 4) * 4 : 0;
+  static constexpr int STAGING_BYTES =
+      COLUMN_STAGING_BYTES > ROW_STAGING_BYTES ? COLUMN_STAGING_BYTES : ROW_STAGING_BYTES;  // checked below
   static constexpr int RING_BYTES = STAGES * Config::STAGE_BYTES;
   static constexpr int BARRIER_BYTES = 2 * STAGES * 8;
   static constexpr int SMEM_ALIGN = ATOM_BYTES;  // swizzled boxes start on 1024-byte atoms
@@ -127,7 +131,6 @@ struct TmaWgmma {
   static_assert(ACC == WG_M * BN / WG_THREADS, "one wgmma m64nBN fragment per consumer thread");
   static_assert(SMEM_BYTES <= SMEM_LIMIT, "a block's shared memory on sm_90");
   static_assert(STAGING_BYTES % 8 == 0, "barriers after the staging are 8-byte aligned");
-  static_assert(!STAGE_COLUMNS || BN * (BM + 4) * 4 <= STAGING_BYTES, "the transposed tile fits the staging");
 
   // fragment element i of consumer thread tid -> (row, col) inside the tile (the wgmma D layout,
   // rows offset by the warp group's 64)
@@ -148,13 +151,14 @@ constexpr bool staging_matches =
     EPILOGUE_STAGING_BYTES<TmaWgmma<false, BN, 3, false, false, BLOCKS, BM>> ==
     TmaWgmma<false, BN, 3, false, false, BLOCKS, BM>::STAGING_BYTES;
 static_assert(staging_matches<64, 2> && staging_matches<128> && staging_matches<192> && staging_matches<256> &&
-                  staging_matches<128, 1, 64> && staging_matches<256, 1, 64>,
+                  staging_matches<128, 1, 64> && staging_matches<192, 1, 64> && staging_matches<256, 1, 64>,
               "the epilogue's staging size");
 static_assert(TmaWgmma<false, 64, 3, false, false, 2>::SMEM_BYTES == 111664 &&
                   TmaWgmma<false, 128>::SMEM_BYTES == 201792 && TmaWgmma<false, 192>::SMEM_BYTES == 226352 &&
                   TmaWgmma<false, 256>::SMEM_BYTES == 218160 &&
                   TmaWgmma<false, 128, 7, false, false, 1, 64>::SMEM_BYTES == 207984 &&
-                  TmaWgmma<false, 256, 4, false, false, 1, 64>::SMEM_BYTES == 199744,
+                  TmaWgmma<false, 256, 4, false, false, 1, 64>::SMEM_BYTES == 199744 &&
+                  TmaWgmma<false, 192, 5, false, false, 1, 64>::SMEM_BYTES == 217168,
               "config.cuh states each tile's shared memory");
 static_assert(TileConfig<256, 1, 64>::DEFAULT_STAGES == 4 &&
                   TmaWgmma<false, 256, 4, false, false, 1, 64>::SMEM_BYTES + TileConfig<256, 1, 64>::STAGE_BYTES >
@@ -164,6 +168,10 @@ static_assert(TileConfig<128, 1, 64>::DEFAULT_STAGES == 7 &&
                   TmaWgmma<false, 128, 7, false, false, 1, 64>::SMEM_BYTES + TileConfig<128, 1, 64>::STAGE_BYTES >
                       SMEM_LIMIT,
               "64x128 runs as many stages as fit beside its staged tile (config.cuh)");
+static_assert(TileConfig<192, 1, 64>::DEFAULT_STAGES == 5 &&
+                  TmaWgmma<false, 192, 5, false, false, 1, 64>::SMEM_BYTES + TileConfig<192, 1, 64>::STAGE_BYTES >
+                      SMEM_LIMIT,
+              "64x192 runs as many stages as fit beside its staged tile (config.cuh)");
 
 // Where each piece of the dynamic shared memory lies (shared-space byte addresses).
 template <class ML>
