@@ -118,6 +118,9 @@ class Target:
     # auto runs one wave of 64x128x64 tiles where its 128x128x64 launch leaves SMs idle
     # (gpu/decide/launches.one_wave_m64): measured on the H200 only (benchmarks/LOG.md v76)
     one_wave_m64: bool = False
+    # auto runs whole 128x128x64 tiles of at most 0.6 of a wave on sector-aligned rows row-major and
+    # unclustered (gpu/decide/launches.plain_partial_wave): measured on the H200 only (benchmarks/LOG.md v80)
+    plain_partial_waves: bool = False
     # lookups by (dtype, tile) and dtype, built once: a first gemm() call asks several times
     _by_tile: dict = field(init=False, repr=False, compare=False, hash=False)
     _by_dtype: dict = field(init=False, repr=False, compare=False, hash=False)
@@ -294,7 +297,7 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
 # paper's first); sm_90a also runs the TMA + wgmma kernels, one CTA per SM: 128x128x64 (201,792 B of
 # dynamic shared memory) and 128x256x64 (218,160 B; kernels/sm90/config.cuh), each with 1 KB of
 # static shared memory, of the 228 KB an SM has; 64x128x64 one (207,984 B: 7 stages), 64x256x64 one
-# (199,744 B). sm_90a: the occupancy API on an H100
+# (199,744 B), 64x192x64 one (217,168 B: 5 stages). sm_90a: the occupancy API on an H100
 # (tests/test_gpu_target.py checks it on every device run; 128x256x64 not yet run there). sm_80: derived from ptxas's registers (NVRTC 13.5) and shared memory
 # under the A100's limits (64 K registers, 164 KB shared memory per SM, 1 KB per block reserved),
 # not measured: 128x128 tiles take 105 KB, so one CTA per SM, as in the paper's A100 evaluation.
@@ -330,7 +333,7 @@ _BARE = {
     "a100": Target("a100", "sm_80", 108, _A100_TILES),
     "h100": Target("h100", "sm_90a", 132, _H100_TILES, large_rungs="sm90"),
     "h200": Target("h200", "sm_90a", 132, _H100_TILES, large_rungs="sm90", model_picks=True,
-                   quad_clusters=True, one_wave_m64=True),
+                   quad_clusters=True, one_wave_m64=True, plain_partial_waves=True),
 }
 
 

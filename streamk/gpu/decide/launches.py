@@ -211,6 +211,30 @@ def one_wave_m64_192(shape: GemmShape, sms: int, auto: Schedule) -> bool:
             and tiles.tiles <= sms and tiles.iters_per_tile >= M64_192_MIN_ITERS)
 
 
+# auto's whole 128x128x64 tiles run row-major and unclustered (no B-sharing pairs, no 2x2 blocks) where
+# at most PLAIN_MAX_WAVE of the SMs run them and neither A's nor B's rows straddle 32-byte L2 sectors
+# (row bytes a multiple of STRADDLE_BYTES). A cluster's CTAs land on one TPC (LOG.md v45: 66 of 66 pairs),
+# where a CTA's mainloop ran 0.394 us an iteration against 0.316 alone on one, as a plain launch this
+# short mostly puts it; on aligned rows multicast saves no sector request (v71). H200 oracles, auto's
+# launch against the same Schedule run plain (LOG.md v80): seeds 4285 + 4272 5 shapes 1.052x the plain
+# time (0.999-1.112), held out 4267 + 4265 + 4258 3 shapes 1.080x (1.040-1.128); straddling rows at this
+# fill gained from the clusters (pairs 0.95-0.97x), fuller aligned launches were mixed (0.90-1.07x).
+# Held out on the GPU, A B A B against auto before the rule: the 39 shapes of aligned seeds 4310-4329 it
+# changes 1.047x (0.93-1.13; 31 faster, 3 slower by more than 2%).
+PLAIN_TILES = (SM90_TILE,)
+PLAIN_MAX_WAVE = 0.6
+
+
+def plain_partial_wave(multicast: bool, spec: KernelSpec, schedule: Schedule, sms: int, a_row_bytes: int,
+                       b_row_bytes: int) -> bool:
+    """Whether auto runs ``schedule`` row-major without clusters by the rule above: whole tiles on a
+    PLAIN_TILES tile, a grid of at most PLAIN_MAX_WAVE * ``sms``, and rows of A and B (the bytes
+    between the rows the kernel reads them by) that are whole sectors; only where ``multicast`` would
+    cluster the launch at all."""
+    return (multicast and spec.tma and spec.tile in PLAIN_TILES and schedule.grid <= PLAIN_MAX_WAVE * sms
+            and a_row_bytes % STRADDLE_BYTES == 0 and b_row_bytes % STRADDLE_BYTES == 0 and whole_tiles(schedule))
+
+
 def cluster_shape(multicast: bool, cluster_2d: bool, spec: KernelSpec, schedule: Schedule) -> tuple[int, int]:
     """The clusters a launch of ``spec``'s main kernel asks for, as (tile rows, tile columns):
     NO_CLUSTER where multicast is off or the kernel has no TMA; QUAD_CLUSTER where the schedule runs

@@ -15,7 +15,8 @@ from ...shapes import GemmShape, Machine, Problem, TileShape
 from ...target import Target, TargetTile
 from ..catalogue import SM90_M64_192_TILE, SM90_M64_TILE, SM90_TILE, SM90_WIDE_TILE, spec_for_tile
 from .by_model import model_pick
-from .launches import QUAD_ORDER, auto_quads, one_wave_m64, one_wave_m64_192, pair_stream_k, persistent_quads
+from .launches import (QUAD_ORDER, auto_quads, one_wave_m64, one_wave_m64_192, pair_stream_k, persistent_quads,
+                       plain_partial_wave)
 from .operands import contiguous_b_row_bytes, decode_like
 from .tiles import choose_tile, packed_bytes
 
@@ -124,8 +125,16 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
             narrow = narrow_one_wave(shape, dtype, target, chosen, b_row_bytes, multicast)
             if narrow is not None:
                 return narrow
-        if target.quad_clusters and given_order is None and \
-                auto_quads(multicast, spec_for_tile(dtype, chosen.tile), chosen):
+        chosen_spec = spec_for_tile(dtype, chosen.tile)
+        if target.plain_partial_waves and given_order is None and not packed_bytes(shape, dtype, chosen.tile) \
+                and plain_partial_wave(multicast, chosen_spec, chosen, machine.sms,
+                                       contiguous_b_row_bytes(shape.m, shape.k, chosen_spec),  # a contiguous A's rows
+                                       contiguous_b_row_bytes(shape.k, shape.n, chosen_spec) if b_row_bytes is None
+                                       else b_row_bytes):
+            # no clusters where they share nothing on a short wave (launches.plain_partial_wave; measured
+            # on operands read in place only, as launches.one_wave_m64)
+            return chosen.with_tile_order("row-major")
+        if target.quad_clusters and given_order is None and auto_quads(multicast, chosen_spec, chosen):
             chosen = chosen.with_tile_order(QUAD_ORDER)  # 2x2 clusters share A and B (launches.auto_quads)
         return chosen
     return make_schedule(schedule, shape, tile, machine, fixup=fixup, **options)
