@@ -2,7 +2,8 @@
 H200 takes it where its 128x128x64 launch would run at most 2/3 as many CTAs as the 64-row tiles
 number and those fit one wave, or m is 129-192; not where either fails, where that kernel would pack
 the operands, nor on a Target without it. Where m is 129-192 and the 64x128 tiles take more than a
-wave, one wave of 64x192x64 tiles (one_wave_m64_192, LOG.md v81)."""
+wave, one wave of 64x192x64 tiles (one_wave_m64_192, LOG.md v81); where m is 65-128, either wherever
+its tiles fit a wave (LOG.md v82)."""
 
 from __future__ import annotations
 
@@ -76,3 +77,28 @@ def test_64x192_only_for_m_of_129_to_192_with_a_wave_of_its_tiles(mnk):
     assert not one_wave_m64_192(shape, H200.sms, schedule_for("auto", shape, "float16", H200, tile=SM90_TILE))
     assert schedule_for("auto", shape, "float16", H200).tile != SM90_M64_192_TILE
     assert schedule_for("auto", shape, "float16", preset("h100")).tile != SM90_M64_192_TILE
+
+
+@pytest.mark.parametrize("mnk, tile", [((128, 4096, 4096), SM90_M64_TILE),       # 2 x 32 tiles of 64x128
+                                       ((103, 8320, 11008), SM90_M64_TILE),      # 2 x 65: 130, one wave
+                                       ((128, 11008, 4096), SM90_M64_192_TILE),  # 172 of 64x128, 116 of 64x192
+                                       ((77, 11264, 10496), SM90_M64_192_TILE)])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_m_of_65_to_128_runs_one_wave_of_64_row_tiles_however_many_ctas_auto_would_run(mnk, tile, dtype):
+    shape = GemmShape(*mnk)
+    square = schedule_for("auto", shape, dtype, H200, tile=SM90_TILE)
+    m64_tiles = Problem(shape, SM90_M64_TILE).tiles
+    if tile == SM90_M64_TILE:  # not v76's few-CTA case
+        assert square.grid > M64_WAVE_MAX_SHARE * m64_tiles
+    else:  # past a wave of 64x128 tiles: no padding to save at m <= 128, only the CTAs
+        assert m64_tiles > H200.sms and shape.m <= SM90_TILE.bm
+    s = schedule_for("auto", shape, dtype, H200)
+    assert s.tile == tile and s == schedule_for("auto", shape, dtype, H200, tile=tile)
+    assert schedule_for("auto", shape, dtype, preset("h100")).tile not in (SM90_M64_TILE, SM90_M64_192_TILE)
+
+
+def test_m_of_65_to_128_past_a_wave_of_both_keeps_128_row_tiles():
+    shape = GemmShape(128, 14336, 4096)  # 2 x 112 tiles of 64x128, 2 x 75 of 64x192
+    square = schedule_for("auto", shape, "float16", H200, tile=SM90_TILE)
+    assert not one_wave_m64(shape, H200.sms, square) and not one_wave_m64_192(shape, H200.sms, square)
+    assert schedule_for("auto", shape, "float16", H200).tile == SM90_TILE

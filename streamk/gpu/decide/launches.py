@@ -179,8 +179,18 @@ def persistent_quads(shape: GemmShape, spec: KernelSpec, sms: int, multicast: bo
 # wave: 16 shapes at most 2/3 the CTAs, 15 faster (1.02-1.37x), 3404x184x2104 0.88x; 4 more of
 # m 129-192 1.03-1.30x; where auto's launch already fills the 64-row tiles' count, 0.81-1.23x. Held
 # out against main, A B A B: seed 4287 10 shapes 1.121x (1.06-1.25), seed 4288 8 shapes 1.104x
-# (0.88-1.34; tall m on n of 192-320 loses), the other 264 1.001-1.002x (LOG.md v76).
+# (0.88-1.34; tall m on n of 192-320 loses), the other 264 1.001-1.002x (LOG.md v76). And wherever m
+# is 65-128 (two 64-row tiles): H200, auto on 64x128x64 or, past a wave of those, on 64x192x64 (next
+# rule) against auto's 128x128x64 launch, read off torch's Linear at m = 128 (4 layers, 1.10-1.23x),
+# then on shapes drawn at random in the region (m 65-128, n 2,048-16,384, k 2,048-16,384): Linear 24
+# shapes 1.071x (0.90-1.25), row-major B 12 shapes 1.079x (0.82-1.23) (LOG.md v82).
 M64_WAVE_MAX_SHARE = 2 / 3
+
+
+def two_or_three_m64_rows(shape: GemmShape) -> bool:
+    """Whether m is 65-192: 64-row tiles then pad less than 128-row ones, or (m 65-128) run twice
+    the CTAs with as little padding."""
+    return SM90_M64_TILE.bm < shape.m <= SM90_TILE.bm + SM90_M64_TILE.bm
 
 
 def one_wave_m64(shape: GemmShape, sms: int, auto: Schedule) -> bool:
@@ -188,13 +198,13 @@ def one_wave_m64(shape: GemmShape, sms: int, auto: Schedule) -> bool:
     128x128x64 launch) by the rule above."""
     m64_tiles = Problem(shape, SM90_M64_TILE).tiles
     few_ctas = auto.grid <= M64_WAVE_MAX_SHARE * m64_tiles
-    half_padded = SM90_TILE.bm < shape.m <= SM90_TILE.bm + SM90_M64_TILE.bm
-    return auto.tile == SM90_TILE and m64_tiles <= sms and (few_ctas or half_padded)
+    return auto.tile == SM90_TILE and m64_tiles <= sms and (few_ctas or two_or_three_m64_rows(shape))
 
 
-# ... and where m is 129-192 but the 64x128 tiles take more than a wave (n past ~5,600), one wave of
-# 64x192x64 tiles of at least M64_192_MIN_ITERS MAC iterations: three tile rows pad fewer than 64 of
-# 192 rows where the 128-row tiles pad 64-127 of 256, at about the same tile count. H200, auto
+# ... and where m is 65-192 but the 64x128 tiles take more than a wave (n past ~8,400 or ~5,600), one
+# wave of 64x192x64 tiles of at least M64_192_MIN_ITERS MAC iterations: at m 129-192 three tile rows
+# pad fewer than 64 of 192 rows where the 128-row tiles pad 64-127 of 256, at about the same tile
+# count (at m 65-128: the rule above). H200, m 129-192, auto
 # (128x128x64) against auto on 64x192x64: aligned seed 4301, 3 shapes 1.25-1.28x; A B A B on 18 shapes
 # drawn in the region 1.044x (0.91-1.49; at most 8 iterations a tile 9 of 11 slower, from 9 on 1.13x),
 # torch's Linear 1.44x (12 layers). The guard held out on fresh draws: FP16 16 shapes 1.16x
@@ -205,9 +215,8 @@ M64_192_MIN_ITERS = 9
 def one_wave_m64_192(shape: GemmShape, sms: int, auto: Schedule) -> bool:
     """Whether auto runs ``shape`` on 64x192x64 tiles, one CTA an SM, instead of ``auto`` (its
     128x128x64 launch) by the rule above."""
-    half_padded = SM90_TILE.bm < shape.m <= SM90_TILE.bm + SM90_M64_TILE.bm
     tiles = Problem(shape, SM90_M64_192_TILE)
-    return (auto.tile == SM90_TILE and half_padded and Problem(shape, SM90_M64_TILE).tiles > sms
+    return (auto.tile == SM90_TILE and two_or_three_m64_rows(shape) and Problem(shape, SM90_M64_TILE).tiles > sms
             and tiles.tiles <= sms and tiles.iters_per_tile >= M64_192_MIN_ITERS)
 
 
