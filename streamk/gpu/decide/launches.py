@@ -180,10 +180,8 @@ def persistent_quads(shape: GemmShape, spec: KernelSpec, sms: int, multicast: bo
 # m 129-192 1.03-1.30x; where auto's launch already fills the 64-row tiles' count, 0.81-1.23x. Held
 # out against main, A B A B: seed 4287 10 shapes 1.121x (1.06-1.25), seed 4288 8 shapes 1.104x
 # (0.88-1.34; tall m on n of 192-320 loses), the other 264 1.001-1.002x (LOG.md v76). And wherever m
-# is 65-128 (two 64-row tiles): H200, auto on 64x128x64 or, past a wave of those, on 64x192x64 (next
-# rule) against auto's 128x128x64 launch, read off torch's Linear at m = 128 (4 layers, 1.10-1.23x),
-# then on shapes drawn at random in the region (m 65-128, n 2,048-16,384, k 2,048-16,384): Linear 24
-# shapes 1.071x (0.90-1.25), row-major B 12 shapes 1.079x (0.82-1.23) (LOG.md v82).
+# is 65-128, where two 64-row tiles run twice the CTAs of one 128-row tile at no more padding: held
+# out on shapes drawn there, Linear 1.071x (24 shapes), row-major 1.079x (12; LOG.md v82).
 M64_WAVE_MAX_SHARE = 2 / 3
 
 
@@ -201,14 +199,10 @@ def one_wave_m64(shape: GemmShape, sms: int, auto: Schedule) -> bool:
     return auto.tile == SM90_TILE and m64_tiles <= sms and (few_ctas or two_or_three_m64_rows(shape))
 
 
-# ... and where m is 65-192 but the 64x128 tiles take more than a wave (n past ~8,400 or ~5,600), one
-# wave of 64x192x64 tiles of at least M64_192_MIN_ITERS MAC iterations: at m 129-192 three tile rows
-# pad fewer than 64 of 192 rows where the 128-row tiles pad 64-127 of 256, at about the same tile
-# count (at m 65-128: the rule above). H200, m 129-192, auto
-# (128x128x64) against auto on 64x192x64: aligned seed 4301, 3 shapes 1.25-1.28x; A B A B on 18 shapes
-# drawn in the region 1.044x (0.91-1.49; at most 8 iterations a tile 9 of 11 slower, from 9 on 1.13x),
-# torch's Linear 1.44x (12 layers). The guard held out on fresh draws: FP16 16 shapes 1.16x
-# (0.93-1.34), BF16 12 shapes 1.07x (0.88-1.26), Linear 12 layers 1.38x (1.19-1.53) (LOG.md v81).
+# ... and where m is 65-192 but the 64x128 tiles take more than a wave, one wave of 64x192x64 tiles of
+# at least M64_192_MIN_ITERS MAC iterations: at m 129-192 three 64-row tiles pad fewer rows than two
+# 128-row ones at about the same tile count. Shorter tiles lost (the epilogue weighs more). Held out,
+# A B A B against the 128x128x64 launch: FP16 1.16x (16 shapes), BF16 1.07x (12), Linear 1.38x (12; LOG.md v81).
 M64_192_MIN_ITERS = 9
 
 
