@@ -57,30 +57,23 @@ def main() -> int:
         names += [v for v in args.extra.split(";") if v and v not in names]
         fns = {"cublas32": lambda: torch.mm(A, B, out_dtype=torch.float32), "cublas16": lambda: torch.mm(A, B)}
         keep = {}
-        for name in names:
+        # (label, how to prepare it): the direct variants, then those run as C^T = B^T A^T (C written by columns)
+        runs = [(name, lambda name=name: auto if name == "auto" else prepare(A, B, C, **variant(name, lambda: dev.sms)))
+                for name in names]
+        runs += [("T:" + name, lambda name=name: prepare(B.t(), A.t(), C.t(), **variant(name, lambda: dev.sms)))
+                 for name in args.transposed.split(";") if name]
+        for label, make in runs:
             try:
-                p = auto if name == "auto" else prepare(A, B, C, **variant(name, lambda: dev.sms))
+                p = make()
             except Exception as exc:  # a variant this shape refuses: shown, not timed
-                print(f"  {name}: {type(exc).__name__}: {exc}")
+                print(f"  {label}: {type(exc).__name__}: {exc}")
                 continue
             err = launch_error(p, C, ref)
             if err > 1e-3:  # a wrong answer is reported, not timed
-                print(f"  {name}: relative error {err:.2e}")
+                print(f"  {label}: relative error {err:.2e}")
                 continue
-            keep[name] = p
-            fns[name] = (lambda p=p: p.launch.enqueue(stream.cuda_stream))
-        for name in (v for v in args.transposed.split(";") if v):
-            try:
-                p = prepare(B.t(), A.t(), C.t(), **variant(name, lambda: dev.sms))  # C written by columns
-            except Exception as exc:
-                print(f"  T:{name}: {type(exc).__name__}: {exc}")
-                continue
-            err = launch_error(p, C, ref)
-            if err > 1e-3:  # a wrong answer is reported, not timed
-                print(f"  T:{name}: relative error {err:.2e}")
-                continue
-            keep["T:" + name] = p
-            fns["T:" + name] = (lambda p=p: p.launch.enqueue(stream.cuda_stream))
+            keep[label] = p
+            fns[label] = (lambda p=p: p.launch.enqueue(stream.cuda_stream))
         times = time_interleaved(fns, stream)
         cub = min(times["cublas32"][0], times["cublas16"][0]) * 1e3
         print(f"\n{m}x{n}x{k}: cuBLAS {cub:.1f} us (FP32 out {times['cublas32'][0] * 1e3:.1f})")
