@@ -3,14 +3,15 @@ H200 takes it where its 128x128x64 launch would run at most 2/3 as many CTAs as 
 number and those fit one wave, or m is 129-192; not where either fails, where that kernel would pack
 the operands, nor on a Target without it. Where m is 129-192 and the 64x128 tiles take more than a
 wave, one wave of 64x192x64 tiles (one_wave_m64_192, LOG.md v81); where m is 65-128, either wherever
-its tiles fit a wave (LOG.md v82)."""
+its tiles fit a wave (LOG.md v82), but not where the 128x128x64 launch splits deep tiles over more CTAs
+(split_wider, LOG.md v85)."""
 
 from __future__ import annotations
 
 import pytest
 
 from streamk.gpu.catalogue import SM90_M64_192_TILE, SM90_M64_TILE, SM90_TILE
-from streamk.gpu.decide.launches import M64_WAVE_MAX_SHARE, one_wave_m64, one_wave_m64_192
+from streamk.gpu.decide.launches import M64_DEEP_ITERS, M64_WAVE_MAX_SHARE, one_wave_m64, one_wave_m64_192, split_wider
 from streamk.gpu.decide.schedule import schedule_for
 from streamk.gpu.decide.tiles import packed_bytes
 from streamk.shapes import GemmShape, Problem
@@ -102,3 +103,24 @@ def test_m_of_65_to_128_past_a_wave_of_both_keeps_128_row_tiles():
     square = schedule_for("auto", shape, "float16", H200, tile=SM90_TILE)
     assert not one_wave_m64(shape, H200.sms, square) and not one_wave_m64_192(shape, H200.sms, square)
     assert schedule_for("auto", shape, "float16", H200).tile == SM90_TILE
+
+
+@pytest.mark.parametrize("mnk", [(125, 4608, 15616), (91, 4480, 13312), (77, 3328, 10752)])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_m_of_65_to_128_keeps_the_128_row_launch_where_it_splits_deep_tiles_over_more_ctas(mnk, dtype):
+    shape = GemmShape(*mnk)
+    square = schedule_for("auto", shape, dtype, H200, tile=SM90_TILE)
+    narrow = schedule_for("auto", shape, dtype, H200, tile=SM90_M64_TILE)
+    assert one_wave_m64(shape, H200.sms, square)  # the rule alone would take the 64-row wave
+    assert square.grid > narrow.grid and narrow.problem.iters_per_tile >= M64_DEEP_ITERS
+    assert split_wider(square, narrow)
+    assert schedule_for("auto", shape, dtype, H200).tile == SM90_TILE
+
+
+@pytest.mark.parametrize("mnk", [(98, 6016, 7680),     # as many CTAs on both tiles
+                                 (126, 3328, 8960)])   # more CTAs on 128x128 tiles, but 140 MAC iterations deep
+def test_m_of_65_to_128_takes_the_64_row_wave_where_the_split_adds_no_ctas_or_the_tiles_are_shallower(mnk):
+    shape = GemmShape(*mnk)
+    square = schedule_for("auto", shape, "float16", H200, tile=SM90_TILE)
+    assert not split_wider(square, schedule_for("auto", shape, "float16", H200, tile=SM90_M64_TILE))
+    assert schedule_for("auto", shape, "float16", H200).tile == SM90_M64_TILE

@@ -199,6 +199,19 @@ def one_wave_m64(shape: GemmShape, sms: int, auto: Schedule) -> bool:
     return auto.tile == SM90_TILE and m64_tiles <= sms and (few_ctas or two_or_three_m64_rows(shape))
 
 
+# ... but not where auto's 128x128x64 launch splits its tiles over more CTAs than the 64x128x64 launch
+# runs and those tiles are M64_DEEP_ITERS MAC iterations deep or more: there the split's extra SMs outweigh
+# its fixups (m 65-128, H200: of 56 shapes from v82 and a fresh probe, the 6 where this holds ran 0.81-0.85x
+# (4) and 1.00-1.02x (2) on 64x128x64; shallower, at more CTAs, the 64-row launch won 1.03-1.25x; LOG.md v85).
+M64_DEEP_ITERS = 160
+
+
+def split_wider(auto: Schedule, narrow: Schedule) -> bool:
+    """Whether ``auto`` (the 128x128x64 launch) runs more CTAs than ``narrow`` (the 64x128x64 launch
+    one_wave_m64 would run) on tiles at least M64_DEEP_ITERS deep: auto's launch stands (rule above)."""
+    return auto.grid > narrow.grid and narrow.problem.iters_per_tile >= M64_DEEP_ITERS
+
+
 # ... and where m is 65-192 but the 64x128 tiles take more than a wave, one wave of 64x192x64 tiles of
 # at least M64_192_MIN_ITERS MAC iterations: at m 129-192 three 64-row tiles pad fewer rows than two
 # 128-row ones at about the same tile count. Shorter tiles lost (the epilogue weighs more). Held out,

@@ -16,7 +16,7 @@ from ...target import Target, TargetTile
 from ..catalogue import SM90_M64_192_TILE, SM90_M64_TILE, SM90_TILE, SM90_WIDE_TILE, spec_for_tile
 from .by_model import model_pick
 from .launches import (QUAD_ORDER, auto_quads, one_wave_m64, one_wave_m64_192, pair_stream_k, persistent_quads,
-                       plain_partial_wave)
+                       plain_partial_wave, split_wider)
 from .operands import contiguous_b_row_bytes, decode_like
 from .tiles import choose_tile, packed_bytes
 
@@ -72,14 +72,16 @@ def narrow_one_wave(shape: GemmShape, dtype: str, target: Target, chosen: Schedu
                     multicast: bool) -> Schedule | None:
     """auto's own launch on 64x128x64 or 64x192x64 tiles in place of ``chosen`` where ``target`` takes one
     wave of them (launches.one_wave_m64, one_wave_m64_192) and that kernel reads the operands in place
-    (the rules were measured on aligned rows only), else None."""
+    (the rules were measured on aligned rows only), else None; not on 64x128x64 where ``chosen`` splits
+    deep tiles over more CTAs (launches.split_wider)."""
     if not target.one_wave_m64:
         return None
     tiles = target.tiles_for(dtype)
     for tile, rule in ((SM90_M64_TILE, one_wave_m64), (SM90_M64_192_TILE, one_wave_m64_192)):
         if tile in tiles and rule(shape, target.machine(dtype, tile).sms, chosen) and \
                 not packed_bytes(shape, dtype, tile):
-            return schedule_for("auto", shape, dtype, target, tile=tile, b_row_bytes=b_row_bytes, multicast=multicast)
+            narrow = schedule_for("auto", shape, dtype, target, tile=tile, b_row_bytes=b_row_bytes, multicast=multicast)
+            return None if tile == SM90_M64_TILE and split_wider(chosen, narrow) else narrow
     return None
 
 
