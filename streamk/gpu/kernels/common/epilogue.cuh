@@ -19,16 +19,29 @@
 
 namespace streamk {
 
+template <auto V>
+struct Constant {
+  static constexpr decltype(V) value = V;
+};
+
+// MemberOr<Read, ML, DEFAULT>::value: ML::MEMBER where mainloop ML declares it (Read<ML> being
+// Constant<ML::MEMBER>), else DEFAULT. One detector for the mainloops' optional members; SFINAE,
+// not `requires`, as NVRTC compiles these kernels as C++17 (build.py).
+template <template <class> class Read, class ML, auto DEFAULT, class = void>
+struct MemberOr {
+  static constexpr decltype(DEFAULT) value = DEFAULT;
+};
+template <template <class> class Read, class ML, auto DEFAULT>
+struct MemberOr<Read, ML, DEFAULT, decltype(void(Read<ML>::value))> {
+  static constexpr decltype(DEFAULT) value = Read<ML>::value;
+};
+
 // Whether ML's fragment elements 2j and 2j+1 of a thread are column neighbours (r, c), (r, c+1)
 // (ML::PAIR_COLUMNS where it declares it, else true; the transposed dot tile's are row neighbours).
-template <class ML, class = void>
-struct PairColumns {
-  static constexpr bool value = true;
-};
 template <class ML>
-struct PairColumns<ML, decltype(void(ML::PAIR_COLUMNS))> {
-  static constexpr bool value = ML::PAIR_COLUMNS;
-};
+using PairColumnsOf = Constant<ML::PAIR_COLUMNS>;
+template <class ML>
+using PairColumns = MemberOr<PairColumnsOf, ML, true>;
 
 template <class ML>
 struct TileStage {
@@ -63,14 +76,10 @@ struct TileStage {
 };
 
 // How many column slices ML's epilogue stages (ML::EPILOGUE_PARTS where it declares it, else 1).
-template <class ML, class = void>
-struct EpilogueParts {
-  static constexpr int value = 1;
-};
 template <class ML>
-struct EpilogueParts<ML, decltype(void(ML::EPILOGUE_PARTS))> {
-  static constexpr int value = ML::EPILOGUE_PARTS;
-};
+using EpiloguePartsOf = Constant<ML::EPILOGUE_PARTS>;
+template <class ML>
+using EpilogueParts = MemberOr<EpiloguePartsOf, ML, 1>;
 
 // Column slice PART of ML's tile as a mainloop of its own for the epilogue: BN / PARTS columns,
 // ACC / PARTS accumulators per thread (elements PART * ACC .. of the whole fragment).
@@ -194,14 +203,10 @@ __device__ __forceinline__ void store_any(const OperandParams& p, const Problem&
 // column goes out in 16-byte accesses, as rows do in store_rows. store_any's element walk took
 // 1.1-1.45x longer on those tiles (LOG.md v79). Elsewhere store_any stays: with the column path
 // compiled in, a row-major C ran 2-4% slower on 64x256x64's column halves (x @ W.t(), 1-64 rows).
-template <class ML, class = void>
-struct StageColumns {
-  static constexpr bool value = false;
-};
 template <class ML>
-struct StageColumns<ML, decltype(void(ML::STAGE_COLUMNS))> {
-  static constexpr bool value = ML::STAGE_COLUMNS;
-};
+using StageColumnsOf = Constant<ML::STAGE_COLUMNS>;
+template <class ML>
+using StageColumns = MemberOr<StageColumnsOf, ML, false>;
 
 template <class ML>
 struct ColumnStage {
