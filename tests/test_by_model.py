@@ -1,17 +1,19 @@
 """auto on the sm90 large tiles takes the calibrated model's pick where it predicts a gain of more
-than MODEL_MARGIN (fixed-split: MODEL_SPLIT_MARGIN; streamk/gpu/decide/by_model.py); elsewhere
-auto's rules stand. Shapes from the H200 oracles (benchmarks/LOG.md v47, v61)."""
+than MODEL_MARGIN (fixed-split: MODEL_SPLIT_MARGIN; streamk/gpu/decide/by_model.py), and on the sm80
+fallback tiles data-parallel on 64x128x64 where it predicts that faster by MODEL_MARGIN; elsewhere
+auto's rules stand. Shapes from the H200 oracles (benchmarks/LOG.md v47, v61, v88)."""
 
 from __future__ import annotations
 
 import pytest
 
 from streamk.calibrate.candidates import predicted
-from streamk.gpu.decide.by_model import (MODEL_MARGIN, MODEL_MAX_WAVES, MODEL_SPLIT_MARGIN, is_persistent, model_pick,
-                                         model_tiles)
+from streamk.gpu.decide.by_model import (FALLBACK_TILES, MODEL_MARGIN, MODEL_MAX_WAVES, MODEL_SPLIT_MARGIN,
+                                         is_persistent, model_pick, model_tiles)
 from streamk.gpu.catalogue import SM90_M64_TILE
+from streamk.gpu.decide.operands import decode_like
 from streamk.gpu.decide.schedule import schedule_for
-from streamk.gpu.decide.tiles import choose_tile
+from streamk.gpu.decide.tiles import choose_tile, packed_bytes
 from streamk.sched import make_schedule
 from streamk.shapes import GemmShape
 from streamk.target import preset
@@ -90,10 +92,58 @@ def test_auto_stream_k_under_separate_reduce_is_never_overruled(mnk):
 def test_auto_stands_where_the_model_is_blind():
     persistent = schedule_for("auto", GemmShape(1769, 3848, 232), "float16", H200)  # 434 tiles on 132 CTAs
     assert is_persistent(persistent) and persistent.decomposition == "auto"
-    small = schedule_for("auto", GemmShape(1011, 296, 2248), "float16", H200)  # the sm80 64x64x32 fallback
+    # the sm80 64x64x32 fallback, where data-parallel on 64x128x64 is predicted slower
+    small = schedule_for("auto", GemmShape(1011, 296, 2248), "float16", H200)
     assert str(small.tile) == "64x64x32" and small.decomposition == "auto"
     big = schedule_for("auto", GemmShape(8192, 8192, 8192), "float16", H200)
     assert big.problem.tiles > MODEL_MAX_WAVES * H200.sms and big.decomposition == "auto"
+
+
+@pytest.mark.parametrize("mnk", [(972, 416, 1872), (195, 1792, 1568)])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_sm80_fallback_moves_to_data_parallel_64x128_where_predicted_faster(mnk, dtype):
+    # auto's whole 64x64x32 tiles measured 1.161x and 1.043x that launch's time (fidelity seed 4333; LOG.md v88)
+    shape = GemmShape(*mnk)
+    auto = schedule_for("auto", shape, dtype, H200, tile=choose_tile(shape, dtype, H200))
+    assert auto.tile in FALLBACK_TILES and auto.fixup != "separate-reduce"
+    s = schedule_for("auto", shape, dtype, H200)
+    assert (s.decomposition, s.tile) == ("data-parallel", SM90_M64_TILE), f"{mnk}: {s.decomposition} on {s.tile}"
+    assert predicted(s, dtype, H200) * (1 + MODEL_MARGIN) < predicted(auto, dtype, H200)
+
+
+@pytest.mark.parametrize("mnk, why", [
+    ((231, 1392, 1008), "margin"),  # predicted 2% faster (seed 4333: 1.013x auto's time)
+    ((156, 424, 176), "margin"),  # auto's 32x32x32 tiles: 64x128x64 predicted 1.8x slower
+    ((132, 720, 2688), "separate-reduce"),  # predicted 18% faster, measured 1.19x slower (seed 4333)
+    ((217, 752, 2528), "separate-reduce"),  # predicted 25% faster, measured 1.12x slower (seed 4333)
+])
+def test_sm80_fallback_stays_below_the_margin_and_under_separate_reduce(mnk, why):
+    shape = GemmShape(*mnk)
+    auto = schedule_for("auto", shape, "float16", H200, tile=choose_tile(shape, "float16", H200))
+    assert auto.tile in FALLBACK_TILES
+    dp = make_schedule("data-parallel", shape, SM90_M64_TILE, H200.machine("float16", SM90_M64_TILE))
+    gain = predicted(auto, "float16", H200) / predicted(dp, "float16", H200)
+    if why == "margin":
+        assert auto.fixup != "separate-reduce" and gain < 1 + MODEL_MARGIN, f"{mnk}: predicted {gain:.3f}x faster"
+    else:  # the model prices auto's separate-reduce Stream-K 1.19-1.21x its time (median): the guard keeps it
+        assert auto.fixup == "separate-reduce" and gain > 1 + MODEL_MARGIN, f"{mnk}: {auto.fixup}, {gain:.3f}x"
+    assert model_pick(shape, "float16", H200, auto) is auto
+    s = schedule_for("auto", shape, "float16", H200)
+    assert s.decomposition == "auto" and s.tile == auto.tile, f"{mnk}: {s.decomposition} on {s.tile}"
+
+
+@pytest.mark.parametrize("mnk", [(735, 330, 1859), (8192, 64, 2048), (64, 8192, 2048)])
+def test_sm80_fallback_stays_where_the_oracles_measured_nothing(mnk):
+    # rows the 64x128x64 kernel packs (n 330), a decode-like side: data-parallel on 64x128x64 is predicted
+    # faster past the margin, but no oracle shape was like them (by_model.FALLBACK_CANDIDATES)
+    shape = GemmShape(*mnk)
+    auto = schedule_for("auto", shape, "float16", H200, tile=choose_tile(shape, "float16", H200))
+    dp = make_schedule("data-parallel", shape, SM90_M64_TILE, H200.machine("float16", SM90_M64_TILE))
+    assert auto.tile in FALLBACK_TILES and auto.fixup != "separate-reduce"
+    assert predicted(dp, "float16", H200) * (1 + MODEL_MARGIN) < predicted(auto, "float16", H200), mnk
+    assert packed_bytes(shape, "float16", SM90_M64_TILE) or decode_like(shape.m, shape.n)
+    assert model_pick(shape, "float16", H200, auto) is auto
+    assert schedule_for("auto", shape, "float16", H200).tile == auto.tile
 
 
 def test_a_caller_given_policy_or_tile_keeps_auto():

@@ -1,19 +1,28 @@
 """Where the calibrated model overrules auto's rules (issue 43): on the sm90 large-GEMM tiles, auto's
 Schedule against data-parallel and two-way fixed-split on each of those tiles, each priced by the
 Target's calibrated simulator; auto runs the cheapest where the model says it saves more than
-MODEL_MARGIN (fixed-split: MODEL_SPLIT_MARGIN).
+MODEL_MARGIN (fixed-split: MODEL_SPLIT_MARGIN). Where auto's rules fall back to an sm80 tile
+(64x64x32 and smaller), its launch against data-parallel on the sm90 64x128x64 tile alone
+(FALLBACK_CANDIDATES), by MODEL_MARGIN too.
 
 Only on a Target whose ``model_picks`` holds (the h200 preset: no other GPU has been measured for
 it). Where the model is measured to be blind, auto's rules stand (H200, seed 4254, 200 aligned shapes,
 the half of them the rule was derived on; benchmarks/LOG.md v47):
-* auto's tile is an sm80 fallback (64x64x32 and smaller): its Stream-K on resident slots was
-  predicted 1.26x its time (median, 10 shapes), so the model would leave it where it wins;
+* auto's tile is an sm80 fallback and the candidate another decomposition or tile than
+  FALLBACK_CANDIDATES: its Stream-K on resident slots was predicted 1.26x its time (median, 10
+  shapes; v47), and the sm90 64x128x64 kernel of then (two CTAs an SM, 3 stages) was mispriced on
+  full machines. Today the model prices auto's sm80 launches but separate-reduce at 0.97-0.98x their
+  time (median, 41-59 shapes a seed; fidelity seeds 4333, 4340, 4285), and data-parallel on the
+  7-stage 64x128x64 (v75) predicted past MODEL_MARGIN faster ran faster on every shape where it was
+  (seed 4333: 2, the derivation; 4340 and 4285: 4, held out; LOG.md v88); fixed-split and the
+  64x192x64 / 64x256x64 tiles picked nothing more there, and the 64-row tiles as candidates over
+  auto's large tiles lost (v76; v88: 4333 -2.0 to +0 points, 4285 -1.0);
 * auto's grid is persistent (one CTA per SM over more tiles): predicted 1.07x its time (7 shapes),
   and overruling it lost 1.22x and 1.11x on two shapes;
-* auto runs Stream-K under separate-reduce (few deep tiles on every SM): the model prices it
-  1.11-1.46x its time (LOG.md v61), and its fixed-split picks there ran 1.16-1.25x slower. Held out on
-  seed 4272: auto within 5% of the best 90.5 -> 91.0% (geomean 1.0133 -> 1.0123), seeds 4258, 4265
-  and 4267 unchanged (LOG.md v72).
+* auto runs Stream-K under separate-reduce (few deep tiles on every SM; the sm80 fallbacks' too,
+  priced 1.19-1.21x, v88): the model prices it 1.11-1.46x its time (LOG.md v61), and its fixed-split
+  picks there ran 1.16-1.25x slower. Held out on seed 4272: auto within 5% of the best 90.5 -> 91.0%
+  (geomean 1.0133 -> 1.0123), seeds 4258, 4265 and 4267 unchanged (LOG.md v72).
 """
 
 from __future__ import annotations
@@ -23,7 +32,9 @@ import math
 from ...schedule import Schedule
 from ...shapes import GemmShape, Problem, TileShape
 from ...target import Target
-from ..catalogue import LARGE_RUNGS, SM90_192_TILE
+from ..catalogue import LARGE_RUNGS, SM90_192_TILE, SM90_M64_TILE, SMALL_TILE, TINY_TILES
+from .operands import decode_like
+from .tiles import packed_bytes
 
 # A candidate must be predicted this much faster than auto's Schedule to replace it: auto's own
 # data-parallel (grouped order, clusters) runs the same launch as the candidates' row-major one
@@ -50,12 +61,34 @@ MODEL_MAX_WAVES = 3
 # 16 shapes the model overruled on seed 4254 held at most 10,944; pricing the candidates of deeper
 # ones took 15-131 ms of decide() (aligned seed 4253's p90 to max), against 0.2-0.7 ms for the rules
 MODEL_MAX_ITERS = 12_000
+# auto's sm80 fallback tiles, and what the model may run in their place (data-parallel, MODEL_MARGIN): on
+# fidelity seed 4333 (the derivation) 2 shapes moved, both faster (972x416x1872 1.161 -> 1.000 the best);
+# margins 0-0.12 scored alike (94.0%), fixed-split and the 64x192x64 / 64x256x64 tiles added nothing. Held out:
+# seed 4340 92.0 -> 93.5% within 5% (worst 1.281 -> 1.237), 4285 93.0 -> 93.5% (LOG.md v88). Only where the
+# oracles measured it (as launches.one_wave_m64): rows the candidates' kernel reads in place (every oracle
+# shape's n and k are multiples of 8) and no decode-like side (theirs are 130 and up). The pick runs the
+# kernel's grouped order in pairs, as auto's own 64x128x64 launches, which ran 0.91-0.92x the time of the
+# row-major rows it is scored by (geomean, 18-25 shapes a seed)
+FALLBACK_TILES = (SMALL_TILE, *TINY_TILES)
+FALLBACK_CANDIDATES = ((SM90_M64_TILE, "data-parallel"),)
 
 
 def model_tiles() -> tuple[TileShape, ...]:
     """The sm90 large-GEMM tiles the model picks among: the square, 128x192 and wide tiles."""
     square, wide = LARGE_RUNGS["sm90"]
     return square, SM90_192_TILE, wide
+
+
+def model_candidates(shape: GemmShape, dtype: str, tile: TileShape) -> tuple[tuple[TileShape, str], ...]:
+    """(tile, decomposition) the model prices against auto's Schedule of ``shape`` on ``tile``: every
+    MODEL_CANDIDATES on every model tile where ``tile`` is one, FALLBACK_CANDIDATES where it is an sm80
+    fallback on a shape like the oracles' (above), none elsewhere."""
+    if tile in model_tiles():
+        return tuple((t, name) for t in model_tiles() for name in MODEL_CANDIDATES)
+    if tile not in FALLBACK_TILES or decode_like(shape.m, shape.n) or \
+            any(packed_bytes(shape, dtype, t) for t, _ in FALLBACK_CANDIDATES):
+        return ()
+    return FALLBACK_CANDIDATES
 
 
 def is_persistent(s: Schedule) -> bool:
@@ -65,30 +98,28 @@ def is_persistent(s: Schedule) -> bool:
 
 
 def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule) -> Schedule:
-    """``auto`` (auto's Schedule of ``shape`` on its own tile), or the fastest predicted candidate
-    on the sm90 large tiles of those the calibrated model predicts faster by their margin (rules
-    above)."""
+    """``auto`` (auto's Schedule of ``shape`` on its own tile), or the fastest predicted of its
+    ``model_candidates`` that the calibrated model predicts faster by their margin (rules above)."""
     from ...calibrate.candidates import predicted
     from ...sched import make_schedule
 
-    tiles = model_tiles()
-    if (not target.model_picks or auto.tile not in tiles or is_persistent(auto) or auto.fixup == "separate-reduce"
+    candidates = model_candidates(shape, dtype, auto.tile)
+    if (not target.model_picks or not candidates or is_persistent(auto) or auto.fixup == "separate-reduce"
             or auto.problem.tiles > MODEL_MAX_WAVES * target.sms or auto.problem.total_iters > MODEL_MAX_ITERS
-            or not all(t in target.tiles_for(dtype) for t in tiles)):
+            or not all(t in target.tiles_for(dtype) for t, _ in candidates)):
         return auto
     auto_us = predicted(auto, dtype, target)
     if auto_us is None:
         return auto
     best, best_us = auto, math.inf
-    for tile in tiles:
+    for tile, name in candidates:
         machine, problem = target.machine(dtype, tile), Problem(shape, tile)
+        if name == "fixed-split" and problem.tiles >= target.sms:
+            continue  # split tiles only below a wave (every fixed-split pick was; its event simulation is the cost)
         order = target.kernel(dtype, tile).order_for(problem, machine.slots)  # the kernel's, as auto's launches
-        for name in MODEL_CANDIDATES:
-            if name == "fixed-split" and problem.tiles >= target.sms:
-                continue  # split tiles only below a wave (every fixed-split pick was; its event simulation is the cost)
-            cand = make_schedule(name, shape, tile, machine, tile_order=order)
-            us = predicted(cand, dtype, target)
-            margin = MODEL_SPLIT_MARGIN if name == "fixed-split" else MODEL_MARGIN
-            if us is not None and us * (1 + margin) < auto_us and us < best_us:
-                best, best_us = cand, us
+        cand = make_schedule(name, shape, tile, machine, tile_order=order)
+        us = predicted(cand, dtype, target)
+        margin = MODEL_SPLIT_MARGIN if name == "fixed-split" else MODEL_MARGIN
+        if us is not None and us * (1 + margin) < auto_us and us < best_us:
+            best, best_us = cand, us
     return best
