@@ -121,6 +121,9 @@ class Target:
     # auto runs whole 128x128x64 tiles of at most 0.6 of a wave on sector-aligned rows row-major and
     # unclustered (gpu/decide/launches.plain_partial_wave): measured on the H200 only (benchmarks/LOG.md v80)
     plain_partial_waves: bool = False
+    # auto's decode rules for row-major operands measured against every candidate tile
+    # (gpu/decide/tiles: DOT_ROW_MAJOR_MIN_K, tall_decode_tile): measured on the H200 only (benchmarks/LOG.md v90)
+    row_major_decode: bool = False
     # lookups by (dtype, tile) and dtype, built once: a first gemm() call asks several times
     _by_tile: dict = field(init=False, repr=False, compare=False, hash=False)
     _by_dtype: dict = field(init=False, repr=False, compare=False, hash=False)
@@ -333,7 +336,8 @@ _BARE = {
     "a100": Target("a100", "sm_80", 108, _A100_TILES),
     "h100": Target("h100", "sm_90a", 132, _H100_TILES, large_rungs="sm90"),
     "h200": Target("h200", "sm_90a", 132, _H100_TILES, large_rungs="sm90", model_picks=True,
-                   quad_clusters=True, one_wave_m64=True, plain_partial_waves=True),
+                   quad_clusters=True, one_wave_m64=True, plain_partial_waves=True,
+                   row_major_decode=True),
 }
 
 

@@ -359,3 +359,38 @@ def test_auto_splits_wide_gemms_of_deep_tiles_where_the_l2_prices_a_split_as_che
     assert shipped.grid == 64  # the 0.5 share of every other shape: DP
     # as deep but tall (2691 x 376): the 0.5 share, DP
     assert schedule_for("auto", GemmShape(2691, 376, 7768), "float16", h100).grid == 66
+
+
+def test_h200_row_major_decode_rules_move_shallow_gemvs_and_tall_one_column_gemms_only():
+    """LOG.md v90: on the H200, row-major operands, n <= 8 takes the dot tile only past k 1024 (or 4 MB
+    of A), and a one-column tall GEMM of 32x32 tiles past 0.6 of a wave takes 64x64; torch's Linear
+    (column-major B) and the other presets keep the rules before."""
+    from streamk.gpu.decide.tiles import choose_tile, orient
+    from dataclasses import replace
+    h200 = preset("h200")
+    before = replace(preset("h200"), row_major_decode=False)
+    fp16 = "float16"
+    # fidelity seed 4362's shapes: old tile, new tile
+    assert choose_tile(GemmShape(203, 8, 400), fp16, before) == TileShape(64, 8, 128)
+    assert choose_tile(GemmShape(203, 8, 400), fp16, h200) == TileShape(32, 32, 32)
+    assert choose_tile(GemmShape(3326, 8, 560), fp16, h200) == TileShape(64, 64, 32)
+    assert choose_tile(GemmShape(598, 8, 1360), fp16, h200) == TileShape(64, 8, 128)  # deeper: the dot tile
+    assert choose_tile(GemmShape(7745, 8, 880), fp16, h200) == TileShape(64, 8, 128)  # 13.6 MB of A
+    assert choose_tile(GemmShape(2700, 24, 288), fp16, before) == TileShape(32, 32, 32)
+    assert choose_tile(GemmShape(2700, 24, 288), fp16, h200) == TileShape(64, 64, 32)  # 85 tiles of 32x32
+    assert choose_tile(GemmShape(2174, 24, 632), fp16, h200) == TileShape(32, 32, 32)  # 68: under 0.6 of a wave
+    assert choose_tile(GemmShape(1274, 64, 672), fp16, h200) == TileShape(32, 32, 32)  # two columns of 32x32
+    assert choose_tile(GemmShape(25, 4104, 648), fp16, h200) == TileShape(32, 32, 32)  # wide: unchanged
+    assert choose_tile(GemmShape(203, 8, 400), fp16, h200, row_major=False) == TileShape(64, 8, 128)
+    assert choose_tile(GemmShape(2700, 24, 288), fp16, h200, row_major=False) == TileShape(32, 32, 32)
+    assert choose_tile(GemmShape(203, 8, 400), fp16, preset("h100")) == TileShape(64, 8, 128)
+    # x @ W.t() (torch's Linear) of 8 rows: the transposed problem's tile as before
+    for m, n, k in ((8, 1200, 400), (24, 2700, 288), (1, 900, 600)):
+        x = Operand(None, "cuda", 0, (m, k), (k, 1), fp16)
+        wt = Operand(None, "cuda", 0, (k, n), (1, k), fp16)
+        assert orient(x, wt, None, h200) == orient(x, wt, None, before)
+    # row-major operands: auto's orientation takes the new tile
+    a = Operand(None, "cuda", 0, (203, 400), (400, 1), fp16)
+    b = Operand(None, "cuda", 0, (400, 8), (8, 1), fp16)
+    assert orient(a, b, None, h200).tile == TileShape(32, 32, 32)
+    assert choose_tile(GemmShape(908, 2, 768), fp16, h200) == TileShape(64, 8, 128)  # rows the oracles never had

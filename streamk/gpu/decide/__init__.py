@@ -23,7 +23,7 @@ from ..request import GemmRequest
 from .launches import QUAD_CLUSTER, QUAD_ORDER, cluster_shape
 from .operands import Operand, copy_widths, layout_of, leading_dim, padded
 from .schedule import schedule_for
-from .tiles import orient
+from .tiles import orient, row_major_view
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +72,7 @@ def decide(a: Operand, b: Operand, c: Operand | None, target: Target, req: GemmR
     sched = schedule_for(req.schedule, problem, a.dtype, target, tile=None if own else tile, fixup=req.fixup,
                          machine=req.machine,
                          b_row_bytes=b_row_bytes(a, b, tile, req), multicast=req.tuning.multicast,
-                         **req.scheduler_options)
+                         row_major=row_major_view(a, b), **req.scheduler_options)
     spec = spec_for_tile(a.dtype, sched.tile)
     cluster = cluster_shape(req.tuning.multicast, req.tuning.cluster_2d, spec, sched)
     if cluster == QUAD_CLUSTER and isinstance(req.schedule, str) and sched.tile_order != QUAD_ORDER:

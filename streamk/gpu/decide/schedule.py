@@ -87,7 +87,8 @@ def narrow_one_wave(shape: GemmShape, dtype: str, target: Target, chosen: Schedu
 
 def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target: Target, *,
                  tile: TileShape | None = None, fixup: str | None = None, machine: Machine | None = None,
-                 b_row_bytes: int | None = None, multicast: bool = True, **options: Any) -> Schedule:
+                 b_row_bytes: int | None = None, multicast: bool = True, row_major: bool = True,
+                 **options: Any) -> Schedule:
     """What ``streamk.gpu.gemm`` runs on ``target``: a named decomposition on ``tile`` (default:
     auto's choice for ``auto``, else the paper's tile) and that kernel's Machine, ``auto`` with the
     target's measured constants and the kernel's tile order where the caller gives none; or a given
@@ -107,7 +108,7 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
     plain = (schedule == "auto" and tile is None and fixup is None and machine is None
              and all(v is None for v in options.values()))
     if tile is None:
-        tile = choose_tile(shape, dtype, target) if schedule == "auto" else target.tiles_for(dtype)[0]
+        tile = choose_tile(shape, dtype, target, row_major) if schedule == "auto" else target.tiles_for(dtype)[0]
     kernel = target.kernel(dtype, tile)
     machine = machine or target.machine(dtype, tile)
     if schedule == "auto":

@@ -106,8 +106,10 @@ def contiguous_widths(shape: GemmShape, dtype: str, tile: TileShape) -> tuple[in
     return copy_widths(a, b, spec_for_tile(dtype, tile))
 
 
-def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
-    """The tile ``schedule="auto"`` runs on ``target`` when the caller names none (rules above)."""
+def choose_tile(shape: GemmShape, dtype: str, target: Target, row_major: bool = True) -> TileShape:
+    """The tile ``schedule="auto"`` runs on ``target`` when the caller names none (rules above);
+    ``row_major``: the kernels read a row-major A and B (False: either is column-major as given, as
+    torch's Linear; the rules of Target.row_major_decode then stand aside)."""
     tiles = target.tiles_for(dtype)
     default = tiles[0]
     sms = target.sms
@@ -125,8 +127,9 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
         return next((t for t in sorted((t for t in TINY_TILES if t in tiles), key=lambda t: t.bm * t.bn)
                      if count(t) <= most), None)
 
+    own = row_major and target.row_major_decode and shape.n % 8 == 0 and shape.k % 8 == 0  # as measured (v90)
     if shape.n <= DOT_TILE.bn and DOT_TILE in tiles and (
-            shape.k > DOT_SHALLOW_ITERS * DOT_TILE.bk or shape.m * shape.k * ITEMSIZE[dtype] >= DOT_MIN_A_BYTES):
+            shape.k > (DOT_ROW_MAJOR_MIN_K if own else DOT_SHALLOW_ITERS * DOT_TILE.bk) or shape.m * shape.k * ITEMSIZE[dtype] >= DOT_MIN_A_BYTES):
         return DOT_TILE
     if shape.m <= DOT_T_TILE.bm and DOT_T_TILE in tiles and shape.k * shape.n * ITEMSIZE[dtype] >= DOT_T_MIN_B_BYTES:
         return DOT_T_TILE
@@ -150,7 +153,7 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
             if along in tiles and count(along) <= sms:
                 return along
         if short and (tiny := smallest_tiny(sms)) is not None:
-            return tiny
+            return tall_decode_tile(shape, tiny, tiles, sms) if own else tiny
         balanced = iters <= SMALL_WAVE_MAX_ITERS and 2 * sms < count(SMALL_TILE) <= SMALL_PER_SM * sms
         if count(SMALL_TILE) <= sms or balanced:
             return small_on_sm90(shape, dtype, iters, count(SMALL_TILE), square, sms) if sm90 else SMALL_TILE
@@ -166,6 +169,36 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target) -> TileShape:
         # one wave of the wide tile, where the square one would run a partial second
         return narrower_wide(shape, wide, tiles, sms)
     return square
+
+
+# On the H200 (``Target.row_major_decode``), where the kernels read a row-major A and B (the fidelity
+# oracles' layout; torch's Linear, whose B is column-major, keeps the rules above), measured against
+# every candidate of the decode fidelity oracle (14 variants: DP and Stream-K on six tiles, fixed-split
+# on 64x128x64; fitted on seed 4362, held out on 4363; LOG.md v90), and only where those oracles
+# measured (16-byte rows: every shape's n and k a multiple of 8):
+# * the 64x8x128 dot tile for n <= 8 only deeper than DOT_ROW_MAJOR_MIN_K (or from DOT_MIN_A_BYTES of A,
+#   as before): at k of 400-1000 its split and reduce pass lost to one 32x32 (or 64x64) tile a CTA, 7 of 7
+#   shapes 1.11-1.48x slower than that DP on seed 4362 (768 and 640 moved fewer shapes);
+# * a tall GEMM of one column of 32x32 tiles (n <= 32 < m) whose 32x32 tiles fill more than
+#   TALL_TINY_MIN_FILL of a wave takes 64x64 where its tiles fit one: half the CTAs, each streaming twice
+#   the rows of A (seed 4362: DP on 64x64x32 1.00-1.09x the best against 32x32's 1.03-1.22x on the 6
+#   shapes it moves; below 0.6 of a wave 32x32 won, 64x64 1.05-1.16x slower at 60-68 tiles). Only one
+#   column: 4362 had no wider shape there, and held out on 4363 a 64-column one (1274x64x672, 80 tiles)
+#   ran 1.174x the best on 64x64 against 1.047x on 32x32.
+DOT_ROW_MAJOR_MIN_K = 1024
+TALL_TINY_MIN_FILL = 0.6
+
+
+def tall_decode_tile(shape: GemmShape, tiny: TileShape, tiles: tuple[TileShape, ...], sms: int) -> TileShape:
+    """``tiny`` (auto's 32-row tile of a short GEMM), or SMALL_TILE on a tall decode-like GEMM of more
+    than TALL_TINY_MIN_FILL of a wave of 32x32 tiles whose 64x64 tiles fit one (rule above)."""
+    def count(t: TileShape) -> int:
+        return -(-shape.m // t.bm) * -(-shape.n // t.bn)
+
+    if (tiny == TINY_TILES[1] and shape.n <= tiny.bn < shape.m and SMALL_TILE in tiles
+            and count(tiny) > TALL_TINY_MIN_FILL * sms and count(SMALL_TILE) <= sms):
+        return SMALL_TILE
+    return tiny
 
 
 # The 64x128 rectangle runs on the sm90 64x128x64 tile (wgmma, one consumer warp group; two CTAs an
@@ -287,7 +320,9 @@ def orient(a: Operand, b: Operand, c: Operand | None, target: Target) -> Orienta
 
     def tile_of(flipped: bool) -> TileShape:
         if flipped not in tiles:
-            tiles[flipped] = choose_tile(GemmShape(n, m, k) if flipped else GemmShape(m, n, k), a.dtype, target)
+            ops = (b.transposed(), a.transposed()) if flipped else (a, b)
+            tiles[flipped] = choose_tile(GemmShape(n, m, k) if flipped else GemmShape(m, n, k), a.dtype, target,
+                                         row_major=row_major_view(*ops))
         return tiles[flipped]
 
     def cost(flipped: bool) -> float:
@@ -299,6 +334,12 @@ def orient(a: Operand, b: Operand, c: Operand | None, target: Target) -> Orienta
         return Orientation(False, square, True)
     transposed = cost(True) < cost(False)
     return Orientation(transposed, tile_of(transposed), False)
+
+
+def row_major_view(a: Operand, b: Operand) -> bool:
+    """Whether the kernels see ``a`` and ``b`` row-major (unit column stride; a column-major
+    operand of one column, x^T of a one-row x, does not count): choose_tile's ``row_major``."""
+    return a.strides[1] == 1 and b.strides[1] == 1
 
 
 def _copy_cost(a: Operand, b: Operand, c: Operand, tile: TileShape) -> float:
