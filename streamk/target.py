@@ -122,7 +122,7 @@ class Target:
     # unclustered (gpu/decide/launches.plain_partial_wave): measured on the H200 only (benchmarks/LOG.md v80)
     plain_partial_waves: bool = False
     # auto's decode rules for row-major operands measured against every candidate tile
-    # (gpu/decide/tiles: DOT_ROW_MAJOR_MIN_K, tall_decode_tile): measured on the H200 only (benchmarks/LOG.md v90)
+    # (gpu/decide/tiles: DOT_ROW_MAJOR_MIN_K, tall_decode_tile): measured on the H200 only (benchmarks/LOG.md v91)
     row_major_decode: bool = False
     # lookups by (dtype, tile) and dtype, built once: a first gemm() call asks several times
     _by_tile: dict = field(init=False, repr=False, compare=False, hash=False)

@@ -127,9 +127,10 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target, row_major: bool = 
         return next((t for t in sorted((t for t in TINY_TILES if t in tiles), key=lambda t: t.bm * t.bn)
                      if count(t) <= most), None)
 
-    own = row_major and target.row_major_decode and shape.n % 8 == 0 and shape.k % 8 == 0  # as measured (v90)
+    own = row_major and target.row_major_decode and shape.n % 8 == 0 and shape.k % 8 == 0  # as measured (v91)
+    dot_min_k = DOT_ROW_MAJOR_MIN_K if own else DOT_SHALLOW_ITERS * DOT_TILE.bk
     if shape.n <= DOT_TILE.bn and DOT_TILE in tiles and (
-            shape.k > (DOT_ROW_MAJOR_MIN_K if own else DOT_SHALLOW_ITERS * DOT_TILE.bk) or shape.m * shape.k * ITEMSIZE[dtype] >= DOT_MIN_A_BYTES):
+            shape.k > dot_min_k or shape.m * shape.k * ITEMSIZE[dtype] >= DOT_MIN_A_BYTES):
         return DOT_TILE
     if shape.m <= DOT_T_TILE.bm and DOT_T_TILE in tiles and shape.k * shape.n * ITEMSIZE[dtype] >= DOT_T_MIN_B_BYTES:
         return DOT_T_TILE
@@ -174,7 +175,7 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target, row_major: bool = 
 # On the H200 (``Target.row_major_decode``), where the kernels read a row-major A and B (the fidelity
 # oracles' layout; torch's Linear, whose B is column-major, keeps the rules above), measured against
 # every candidate of the decode fidelity oracle (14 variants: DP and Stream-K on six tiles, fixed-split
-# on 64x128x64; fitted on seed 4362, held out on 4363; LOG.md v90), and only where those oracles
+# on 64x128x64; fitted on seed 4362, held out on 4363 and A B A B on the GPU; LOG.md v91), and only where those oracles
 # measured (16-byte rows: every shape's n and k a multiple of 8):
 # * the 64x8x128 dot tile for n <= 8 only deeper than DOT_ROW_MAJOR_MIN_K (or from DOT_MIN_A_BYTES of A,
 #   as before): at k of 400-1000 its split and reduce pass lost to one 32x32 (or 64x64) tile a CTA, 7 of 7
