@@ -77,11 +77,12 @@ def narrow_one_wave(shape: GemmShape, dtype: str, target: Target, chosen: Schedu
     if not target.one_wave_m64:
         return None
     tiles = target.tiles_for(dtype)
-    for tile, rule in ((SM90_M64_TILE, one_wave_m64), (SM90_M64_192_TILE, one_wave_m64_192)):
-        if tile in tiles and rule(shape, target.machine(dtype, tile).sms, chosen) and \
+    # (tile, the rule that takes it, the rule that keeps ``chosen`` after all, given the narrow launch)
+    for tile, takes, keeps in ((SM90_M64_TILE, one_wave_m64, split_wider), (SM90_M64_192_TILE, one_wave_m64_192, None)):
+        if tile in tiles and takes(shape, target.machine(dtype, tile).sms, chosen) and \
                 not packed_bytes(shape, dtype, tile):
             narrow = schedule_for("auto", shape, dtype, target, tile=tile, b_row_bytes=b_row_bytes, multicast=multicast)
-            return None if tile == SM90_M64_TILE and split_wider(chosen, narrow) else narrow
+            return None if keeps is not None and keeps(chosen, narrow) else narrow
     return None
 
 

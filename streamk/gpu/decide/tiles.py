@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from ...shapes import ITEMSIZE, GemmShape, TileShape
+from ...shapes import ITEMSIZE, GemmShape, Problem, TileShape
 from ...target import Target
 from ..catalogue import (DOT_T_TILE, DOT_TILE, F64_LARGE_TILES, LARGE_RUNGS, RECT_TILES, SHIFTED_TILES,
                          SM90_192_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE, SM90_WIDE_TILE, SMALL_TILE, TINY_TILES,
@@ -175,8 +175,8 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target, row_major: bool = 
 # On the H200 (``Target.row_major_decode``), where the kernels read a row-major A and B (the fidelity
 # oracles' layout; torch's Linear, whose B is column-major, keeps the rules above), measured against
 # every candidate of the decode fidelity oracle (14 variants: DP and Stream-K on six tiles, fixed-split
-# on 64x128x64; fitted on seed 4362, held out on 4363 and A B A B on the GPU; LOG.md v91), and only where those oracles
-# measured (16-byte rows: every shape's n and k a multiple of 8):
+# on 64x128x64; fitted on seed 4362, held out on 4363 and A B A B on the GPU; LOG.md v91), and only
+# where those oracles measured (16-byte rows: every shape's n and k a multiple of 8):
 # * the 64x8x128 dot tile for n <= 8 only deeper than DOT_ROW_MAJOR_MIN_K (or from DOT_MIN_A_BYTES of A,
 #   as before): at k of 400-1000 its split and reduce pass lost to one 32x32 (or 64x64) tile a CTA, 7 of 7
 #   shapes 1.11-1.48x slower than that DP on seed 4362 (768 and 640 moved fewer shapes);
@@ -193,11 +193,8 @@ TALL_TINY_MIN_FILL = 0.6
 def tall_decode_tile(shape: GemmShape, tiny: TileShape, tiles: tuple[TileShape, ...], sms: int) -> TileShape:
     """``tiny`` (auto's 32-row tile of a short GEMM), or SMALL_TILE on a tall decode-like GEMM of more
     than TALL_TINY_MIN_FILL of a wave of 32x32 tiles whose 64x64 tiles fit one (rule above)."""
-    def count(t: TileShape) -> int:
-        return -(-shape.m // t.bm) * -(-shape.n // t.bn)
-
     if (tiny == TINY_TILES[1] and shape.n <= tiny.bn < shape.m and SMALL_TILE in tiles
-            and count(tiny) > TALL_TINY_MIN_FILL * sms and count(SMALL_TILE) <= sms):
+            and Problem(shape, tiny).tiles > TALL_TINY_MIN_FILL * sms and Problem(shape, SMALL_TILE).tiles <= sms):
         return SMALL_TILE
     return tiny
 
