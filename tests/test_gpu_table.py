@@ -684,7 +684,8 @@ def test_auto_runs_linear_decode_on_an_sm90_64_row_tile_where_w_outgrows_the_l2(
     for m in (16, 32, 64):  # the measured shapes
         assert linear(m, 11008, 4096) == linear(m, 14336, 4096) == sm90_256, m  # 43 and 56 tiles of 64x256
         assert linear(m, 4096, 11008) == linear(m, 4096, 14336) == sm90_128, m  # 16 tiles of 64x256
-        assert linear(m, 4096, 4096) == sm80_t, m  # 32 MiB of W
+        assert linear(m, 4096, 4096) == sm90_128, m  # 32 MiB of W: the small-W rule (v93)
+        assert linear(m, 4096, 4096, preset("h100")) == sm80_t, m  # measured on the H200 only
         assert linear(m, 6144, 4096) == sm90_128, m  # 48 MiB
     dot = (True, "64x8x128", False)  # the dot tile, on x^T's 8 columns or fewer
     for m in (1, 4, 7):  # below 8 rows: the wide tile where W is wide (v70), else the dot tile
@@ -696,8 +697,17 @@ def test_auto_runs_linear_decode_on_an_sm90_64_row_tile_where_w_outgrows_the_l2(
     assert linear(12, 28672, 8192) == linear(64, 32000, 4096) == sm90_256  # not 128x256x64 in place
     assert linear(65, 32000, 4096) == (False, "128x256x64", False)
     assert linear(64, 8448, 8192) == sm90_256 and linear(64, 8192, 8192) == sm90_128  # 33 and 32 tiles of 64x256
-    assert linear(64, 4096, 5120) == sm90_128 and linear(64, 4096, 5112) == sm80_t  # W of 40 MiB, and just under
+    assert linear(64, 4096, 5120) == sm90_128 and linear(64, 4096, 5112, preset("h100")) == sm80_t  # W of 40 MiB, and just under
     assert linear(16, 4096, 11008, dtype="bfloat16") == sm90_128
+    # W under 40 MiB on the H200 (decide.tiles.small_w_linear_tile): 64x128x64 from 16 tiles' columns where
+    # x has more rows than the dot tile takes or k is at most 1024; as LOG.md v93 measured
+    for m in (2, 6):
+        assert linear(m, 3072, 1024) == linear(m, 8192, 1024) == sm90_128, m  # shallow: the dot tile's split lost
+        assert linear(m, 3072, 3072) == linear(m, 2048, 2048) == dot, m  # deeper: the dot tile stays
+    for m in (12, 24, 48):
+        assert linear(m, 2560, 2560) == linear(m, 2048, 8192) == linear(m, 8192, 1024) == sm90_128, m
+        assert linear(m, 1024, 4096)[1] != "64x128x64" and not linear(m, 1536, 1536)[2], m  # 8 and 12 tiles' columns
+    assert linear(24, 2560, 2560, dtype="bfloat16") == sm90_128
     assert linear(16, 4096, 11008, h200.with_sms(64, "h200/64")) == sm90_256  # a quarter of 64 SMs: 16 tiles
     assert linear(65, 4096, 11008)[1] != "64x128x64"  # not decode-like
     assert not linear(16, 4096, 11008, preset("a100"))[2]  # no sm90 tiles

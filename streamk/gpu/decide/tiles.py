@@ -387,11 +387,31 @@ LINEAR_DECODE_MIN_W_BYTES = 40 << 20
 
 
 def linear_decode_tile(m: int, n: int, k: int, dtype: str, target: Target) -> TileShape | None:
-    """The sm90 64-row tile for x @ W.t() of ``m`` rows (W n x k) under the rule above, or None."""
-    if m > SM90_M64_TILE.bm or k * n * ITEMSIZE[dtype] < LINEAR_DECODE_MIN_W_BYTES:
+    """The sm90 64-row tile for x @ W.t() of ``m`` rows (W n x k) under the rules above and below, or None."""
+    if m > SM90_M64_TILE.bm:
         return None
+    if k * n * ITEMSIZE[dtype] < LINEAR_DECODE_MIN_W_BYTES:
+        return small_w_linear_tile(m, n, k, dtype, target)
     wide = 4 * -(-n // SM90_M64_WIDE_TILE.bn) >= target.sms
     if not wide and m <= DOT_TILE.bn:
         return None
     tile = SM90_M64_WIDE_TILE if wide else SM90_M64_TILE
     return tile if tile in target.tiles_for(dtype) else None
+
+
+# ... and on the H200 (``Target.linear_small_w``) with a smaller W, on 64x128x64 where W has at least
+# LINEAR_SMALL_W_MIN_TILES tiles' columns and either x has more rows than the dot tile takes or k is at
+# most DOT_ROW_MAJOR_MIN_K (the dot tile's split loses there, as on row-major operands). H200, W of
+# 8-32 MiB (n x k: 4096x4096, 3072x3072, 2048x2048, 4096x1024, 1024x4096) at 1-64 rows, against auto's
+# transposed sm80 and dot tiles: 16-64 rows on n >= 2048 0.98-1.38x (11 of 12 faster), 1-8 rows at k 1024
+# 1.34-1.42x; it lost on n = 1024 (8 tiles, 0.82-0.87x) and at 1-8 rows past k 1024 (0.85-1.04x; LOG.md v93).
+LINEAR_SMALL_W_MIN_TILES = 16
+
+
+def small_w_linear_tile(m: int, n: int, k: int, dtype: str, target: Target) -> TileShape | None:
+    """64x128x64 for x @ W.t() of ``m`` rows with W (n x k) under LINEAR_DECODE_MIN_W_BYTES (rule above), or None."""
+    if not target.linear_small_w or n < LINEAR_SMALL_W_MIN_TILES * SM90_M64_TILE.bn:
+        return None
+    if m <= DOT_TILE.bn and k > DOT_ROW_MAJOR_MIN_K:
+        return None
+    return SM90_M64_TILE if SM90_M64_TILE in target.tiles_for(dtype) else None
