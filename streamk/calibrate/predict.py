@@ -4,7 +4,10 @@ The event simulator (``streamk.sim.simulate``) runs unchanged; what calibration 
 machine and which constants it runs with, mirroring how the GPU backend launches a grid:
 * a grid of at most one CTA per SM is launched one CTA per SM (``gpu/runtime/bind.py``), so it runs on
   ``Machine(sms, 1)`` at ``c1``; a larger grid on the kernel's residency at ``c_shared`` (two
-  co-resident CTAs share an SM's tensor cores: each runs at about half speed);
+  co-resident CTAs share an SM's tensor cores: each runs at about half speed); one wave of fewer CTAs
+  than the residency's slots holds at most ceil(grid / sms) on an SM, so its iteration (and
+  ``a_shared``) runs that far from ``c1`` toward ``c_shared``, linearly (``shared_share``; decode
+  launches of 133-400 sm80 CTAs ran well under ``c_shared``; LOG.md v95);
 * under separate-reduce the main kernel reads no partials, so the simulator's reduce pass is
   priced at ``d_reduce``; every other policy reads at ``d``;
 * ``a_shared``: at shared residency each CTA pays it on top of ``a`` (two CTAs' prologues and output-tile
@@ -87,6 +90,15 @@ def residency(grid: int, sms: int, ctas_per_sm: int) -> int:
     return 1 if grid <= sms else ctas_per_sm
 
 
+def shared_share(grid: int, sms: int, r: int) -> float:
+    """How far toward ``c_shared`` (and ``a_shared``) a launch at residency ``r`` runs: one wave of
+    ``grid`` CTAs holds at most ceil(grid / sms) on an SM, and those SMs pace it (0 at one CTA an SM,
+    1 at ``r``; every shared-residency probe is at ``r``; LOG.md v95)."""
+    if r <= 1:
+        return 0.0
+    return (min(r, math.ceil(grid / sms)) - 1) / (r - 1)
+
+
 def floor_ctas(busy: int, sms: int) -> int:
     """The CTAs whose box reads set a wave's L2 floor: ``busy`` where each sits alone on an SM; past
     ``sms`` the SMs holding the most CTAs pace the wave, every SM taking an equal share of the L2
@@ -102,7 +114,8 @@ def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_
     co-residency, idle-SM, L2 and DRAM terms) and the fixup policy."""
     policy = schedule.fixup if fixup is None else fixup
     r = residency(schedule.grid, sms, ctas_per_sm)
-    c0 = values["c1"] if r == 1 else values.get("c_shared", values["c1"])
+    shared = shared_share(schedule.grid, sms, r)
+    c0 = values["c1"] + shared * (values.get("c_shared", values["c1"]) - values["c1"])
     if streams_unaligned(schedule.shape, schedule.tile, element_bytes):
         c0 += values.get("c_shifted", 0.0)
     if l2_bytes > 0:
@@ -142,7 +155,7 @@ def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_
         c *= dram_slowdown(schedule, slots, l2_bytes, element_bytes, c, 1e6 / values["dram_us_per_mb"])
     d = values["d_reduce"] if policy == "separate-reduce" else values["d"]
     placed = schedule if schedule.machine == Machine(sms, r) else replace(schedule, machine=Machine(sms, r))
-    a = values["a"] + (values.get("a_shared", 0.0) if r > 1 else 0.0)  # the pair's fixed costs (LOG.md v53)
+    a = values["a"] + shared * values.get("a_shared", 0.0)  # the pair's fixed costs (LOG.md v53)
     return placed, Costs(a=a, b=values["b"], c=c, d=d), policy
 
 
