@@ -125,7 +125,7 @@ class Target:
     # (gpu/decide/tiles: DOT_ROW_MAJOR_MIN_K, tall_decode_tile): measured on the H200 only (benchmarks/LOG.md v91)
     row_major_decode: bool = False
     # torch's Linear in decode with a W under the L2 runs on 64x128x64 reading W in place
-    # (gpu/decide/tiles.small_w_linear_tile): measured on the H200 only (benchmarks/LOG.md v93)
+    # (gpu/decide/tiles.small_w_linear): measured on the H200 only (benchmarks/LOG.md v93)
     linear_small_w: bool = False
     # lookups by (dtype, tile) and dtype, built once: a first gemm() call asks several times
     _by_tile: dict = field(init=False, repr=False, compare=False, hash=False)

@@ -699,7 +699,7 @@ def test_auto_runs_linear_decode_on_an_sm90_64_row_tile_where_w_outgrows_the_l2(
     assert linear(64, 8448, 8192) == sm90_256 and linear(64, 8192, 8192) == sm90_128  # 33 and 32 tiles of 64x256
     assert linear(64, 4096, 5120) == sm90_128 and linear(64, 4096, 5112, preset("h100")) == sm80_t  # W of 40 MiB, and just under
     assert linear(16, 4096, 11008, dtype="bfloat16") == sm90_128
-    # W under 40 MiB on the H200 (decide.tiles.small_w_linear_tile): 64x128x64 from 16 tiles' columns where
+    # W under 40 MiB on the H200 (decide.tiles.small_w_linear): 64x128x64 from 16 tiles' columns where
     # x has more rows than the dot tile takes or k is at most 1024; as LOG.md v93 measured
     for m in (2, 6):
         assert linear(m, 3072, 1024) == linear(m, 8192, 1024) == sm90_128, m  # shallow: the dot tile's split lost

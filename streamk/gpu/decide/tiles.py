@@ -391,11 +391,10 @@ def linear_decode_tile(m: int, n: int, k: int, dtype: str, target: Target) -> Ti
     if m > SM90_M64_TILE.bm:
         return None
     if k * n * ITEMSIZE[dtype] < LINEAR_DECODE_MIN_W_BYTES:
-        return small_w_linear_tile(m, n, k, dtype, target)
-    wide = 4 * -(-n // SM90_M64_WIDE_TILE.bn) >= target.sms
-    if not wide and m <= DOT_TILE.bn:
-        return None
-    tile = SM90_M64_WIDE_TILE if wide else SM90_M64_TILE
+        tile = SM90_M64_TILE if small_w_linear(m, n, k, target) else None
+    else:
+        wide = 4 * -(-n // SM90_M64_WIDE_TILE.bn) >= target.sms
+        tile = SM90_M64_WIDE_TILE if wide else None if m <= DOT_TILE.bn else SM90_M64_TILE
     return tile if tile in target.tiles_for(dtype) else None
 
 
@@ -408,10 +407,7 @@ def linear_decode_tile(m: int, n: int, k: int, dtype: str, target: Target) -> Ti
 LINEAR_SMALL_W_MIN_TILES = 16
 
 
-def small_w_linear_tile(m: int, n: int, k: int, dtype: str, target: Target) -> TileShape | None:
-    """64x128x64 for x @ W.t() of ``m`` rows with W (n x k) under LINEAR_DECODE_MIN_W_BYTES (rule above), or None."""
-    if not target.linear_small_w or n < LINEAR_SMALL_W_MIN_TILES * SM90_M64_TILE.bn:
-        return None
-    if m <= DOT_TILE.bn and k > DOT_ROW_MAJOR_MIN_K:
-        return None
-    return SM90_M64_TILE if SM90_M64_TILE in target.tiles_for(dtype) else None
+def small_w_linear(m: int, n: int, k: int, target: Target) -> bool:
+    """Whether x @ W.t() of ``m`` rows with W (n x k) under LINEAR_DECODE_MIN_W_BYTES runs on 64x128x64 (rule above)."""
+    return (target.linear_small_w and n >= LINEAR_SMALL_W_MIN_TILES * SM90_M64_TILE.bn
+            and (m > DOT_TILE.bn or k <= DOT_ROW_MAJOR_MIN_K))
