@@ -1,15 +1,16 @@
 """auto on the sm90 large tiles takes the calibrated model's pick where it predicts a gain of more
 than MODEL_MARGIN (fixed-split: MODEL_SPLIT_MARGIN; streamk/gpu/decide/by_model.py), and on the sm80
-fallback tiles data-parallel on 64x128x64 where it predicts that faster by MODEL_MARGIN; elsewhere
-auto's rules stand. Shapes from the H200 oracles (benchmarks/LOG.md v47, v61, v88)."""
+fallback tiles data-parallel on 64x128x64 where it predicts that faster by MODEL_MARGIN, on row-major
+decode-like shapes data-parallel on a decode oracle's tile by DECODE_MARGIN; elsewhere auto's rules stand.
+Shapes from the H200 oracles (benchmarks/LOG.md v47, v61, v88, v95)."""
 
 from __future__ import annotations
 
 import pytest
 
 from streamk.calibrate.candidates import predicted
-from streamk.gpu.decide.by_model import (FALLBACK_TILES, MODEL_MARGIN, MODEL_MAX_WAVES, MODEL_SPLIT_MARGIN,
-                                         is_persistent, model_pick, model_tiles)
+from streamk.gpu.decide.by_model import (DECODE_MARGIN, FALLBACK_TILES, MODEL_MARGIN, MODEL_MAX_WAVES,
+                                         MODEL_SPLIT_MARGIN, is_persistent, model_pick, model_tiles)
 from streamk.gpu.catalogue import SM90_M64_TILE
 from streamk.gpu.decide.operands import decode_like
 from streamk.gpu.decide.schedule import schedule_for
@@ -150,3 +151,33 @@ def test_a_caller_given_policy_or_tile_keeps_auto():
     shape = GemmShape(3458, 224, 5936)
     assert schedule_for("auto", shape, "float16", H200, fixup="owner-waits").decomposition == "auto"
     assert schedule_for("auto", shape, "float16", H200, tile=model_tiles()[0]).decomposition == "auto"
+
+
+@pytest.mark.parametrize("mnk, tile", [
+    ((13393, 16, 408), "64x64x32"),  # decode seed 4362: auto's 64x128x64 measured 1.888x the best; DP 64x64x32 the best
+    ((15261, 16, 264), "64x64x32"),  # 4363: 2.005x -> the best
+    ((8979, 16, 1056), "128x128x64"),  # 4363: 1.465x -> the best
+])
+def test_decode_row_major_takes_the_models_data_parallel_pick(mnk, tile):
+    # by_model.DECODE_CANDIDATES: row-major A and B on the h200, predicted faster by DECODE_MARGIN (LOG.md v95)
+    shape = GemmShape(*mnk)
+    s = schedule_for("auto", shape, "float16", H200)
+    assert (s.decomposition, str(s.tile)) == ("data-parallel", tile), f"{mnk}: {s.decomposition} on {s.tile}"
+    auto = schedule_for("auto", shape, "float16", H200, tile=choose_tile(shape, "float16", H200))
+    assert predicted(s, "float16", H200) * (1 + DECODE_MARGIN) < predicted(auto, "float16", H200)
+    # not on torch's Linear layout (the rules of Target.row_major_decode stand aside there), nor off the h200
+    assert schedule_for("auto", shape, "float16", H200, row_major=False).decomposition == "auto"
+    assert schedule_for("auto", shape, "float16", preset("h100")).decomposition == "auto"
+    assert model_pick(shape, "float16", H200, auto) is auto  # row_major not said: the oracles' layout not known
+
+
+@pytest.mark.parametrize("mnk", [
+    (2799, 8, 576),  # 64x64x32 -> DP 32x32x32 moved at a margin of 0.25 and ran 1.12x slower (seed 4362)
+    (14567, 8, 1136),  # the dot tile under separate-reduce: the guard keeps it (DP 64x64x32 ran 1.205x its time)
+    (3709, 8, 1360),
+])
+def test_decode_row_major_keeps_auto_under_the_margin_or_separate_reduce(mnk):
+    shape = GemmShape(*mnk)
+    auto = schedule_for("auto", shape, "float16", H200, tile=choose_tile(shape, "float16", H200))
+    s = schedule_for("auto", shape, "float16", H200)
+    assert s.decomposition == "auto" and s.tile == auto.tile, f"{mnk}: {s.decomposition} on {s.tile}"

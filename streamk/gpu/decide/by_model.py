@@ -3,7 +3,9 @@ Schedule against data-parallel and two-way fixed-split on each of those tiles, e
 Target's calibrated simulator; auto runs the cheapest where the model says it saves more than
 MODEL_MARGIN (fixed-split: MODEL_SPLIT_MARGIN). Where auto's rules fall back to an sm80 tile
 (64x64x32 and smaller), its launch against data-parallel on the sm90 64x128x64 tile alone
-(FALLBACK_CANDIDATES), by MODEL_MARGIN too.
+(FALLBACK_CANDIDATES), by MODEL_MARGIN too. On decode-like shapes whose A and B the kernels read
+row-major (as the decode oracles ran), its launch against data-parallel on each tile those oracles timed
+(DECODE_CANDIDATES), by DECODE_MARGIN.
 
 Only on a Target whose ``model_picks`` holds (the h200 preset: no other GPU has been measured for
 it). Where the model is measured to be blind, auto's rules stand (H200, seed 4254, 200 aligned shapes,
@@ -32,7 +34,8 @@ import math
 from ...schedule import Schedule
 from ...shapes import GemmShape, Problem, TileShape
 from ...target import Target
-from ..catalogue import LARGE_RUNGS, SM90_192_TILE, SM90_M64_TILE, SMALL_TILE, TINY_TILES
+from ..catalogue import (LARGE_RUNGS, SM90_192_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE, SM90_TILE, SMALL_TILE,
+                         TINY_TILES)
 from .operands import decode_like
 from .tiles import packed_bytes
 
@@ -71,6 +74,15 @@ MODEL_MAX_ITERS = 12_000
 # row-major rows it is scored by (geomean, 18-25 shapes a seed)
 FALLBACK_TILES = (SMALL_TILE, *TINY_TILES)
 FALLBACK_CANDIDATES = ((SM90_M64_TILE, "data-parallel"),)
+# Decode-like shapes on a row-major A and B (Target.row_major_decode, n and k multiples of 8, as measured):
+# auto's launch against data-parallel on each tile the decode oracles timed, by DECODE_MARGIN. Decode fidelity
+# seeds 4362 / 4363 (the derivation, with v95's sm80 terms): every model pick past 0.3-0.4 was data-parallel;
+# auto within 5% of the best 84.5 -> 85.0% / 77.0 -> 78.5%, the 8 shapes moved all faster (0.50-0.78x), all
+# tall (n <= 40) launches of auto's 64x128x64; at 0.25 six 64x64x32 shapes moved to 32x32x32, 1.03-1.12x slower
+# (LOG.md v95)
+DECODE_CANDIDATES = tuple((t, "data-parallel") for t in (SMALL_TILE, *TINY_TILES, SM90_M64_TILE, SM90_M64_WIDE_TILE,
+                                                          SM90_TILE))
+DECODE_MARGIN = 0.35
 
 
 def model_tiles() -> tuple[TileShape, ...]:
@@ -79,10 +91,15 @@ def model_tiles() -> tuple[TileShape, ...]:
     return square, SM90_192_TILE, wide
 
 
-def model_candidates(shape: GemmShape, dtype: str, tile: TileShape) -> tuple[tuple[TileShape, str], ...]:
-    """(tile, decomposition) the model prices against auto's Schedule of ``shape`` on ``tile``: every
-    MODEL_CANDIDATES on every model tile where ``tile`` is one, FALLBACK_CANDIDATES where it is an sm80
-    fallback on a shape like the oracles' (above), none elsewhere."""
+def model_candidates(shape: GemmShape, dtype: str, tile: TileShape, decode: bool = False
+                     ) -> tuple[tuple[TileShape, str], ...]:
+    """(tile, decomposition) the model prices against auto's Schedule of ``shape`` on ``tile``: on a
+    decode-like shape the decode oracles measured (``decode``: row-major A and B on a Target that
+    measured them) DECODE_CANDIDATES; every MODEL_CANDIDATES on every model tile where ``tile`` is one,
+    FALLBACK_CANDIDATES where it is an sm80 fallback on a shape like the oracles' (above), none elsewhere."""
+    if decode and decode_like(shape.m, shape.n) and shape.n % 8 == 0 and shape.k % 8 == 0 and \
+            not any(packed_bytes(shape, dtype, t) for t, _ in DECODE_CANDIDATES):
+        return DECODE_CANDIDATES
     if tile in model_tiles():
         return tuple((t, name) for t in model_tiles() for name in MODEL_CANDIDATES)
     if tile not in FALLBACK_TILES or decode_like(shape.m, shape.n) or \
@@ -97,13 +114,14 @@ def is_persistent(s: Schedule) -> bool:
     return s.grid < s.problem.tiles and bool((s.units[:, 1] == 0).all() and (s.units[:, 2] == ipt).all())
 
 
-def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule) -> Schedule:
+def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule, row_major: bool = False) -> Schedule:
     """``auto`` (auto's Schedule of ``shape`` on its own tile), or the fastest predicted of its
-    ``model_candidates`` that the calibrated model predicts faster by their margin (rules above)."""
+    ``model_candidates`` that the calibrated model predicts faster by their margin (rules above;
+    ``row_major``: the kernels read A and B row-major, as the decode oracles ran)."""
     from ...calibrate.candidates import predicted
     from ...sched import make_schedule
 
-    candidates = model_candidates(shape, dtype, auto.tile)
+    candidates = model_candidates(shape, dtype, auto.tile, row_major and target.row_major_decode)
     if (not target.model_picks or not candidates or is_persistent(auto) or auto.fixup == "separate-reduce"
             or auto.problem.tiles > MODEL_MAX_WAVES * target.sms or auto.problem.total_iters > MODEL_MAX_ITERS
             or not all(t in target.tiles_for(dtype) for t, _ in candidates)):
@@ -117,9 +135,10 @@ def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule) -> 
         if name == "fixed-split" and problem.tiles >= target.sms:
             continue  # split tiles only below a wave (every fixed-split pick was; its event simulation is the cost)
         order = target.kernel(dtype, tile).order_for(problem, machine.slots)  # the kernel's, as auto's launches
-        cand = make_schedule(name, shape, tile, machine, tile_order=order)
+        cand = make_schedule(name, shape, tile, machine, **({} if order is None else {"tile_order": order}))
         us = predicted(cand, dtype, target)
-        margin = MODEL_SPLIT_MARGIN if name == "fixed-split" else MODEL_MARGIN
+        margin = MODEL_SPLIT_MARGIN if name == "fixed-split" else \
+            DECODE_MARGIN if candidates is DECODE_CANDIDATES else MODEL_MARGIN
         if us is not None and us * (1 + margin) < auto_us and us < best_us:
             best, best_us = cand, us
     return best
