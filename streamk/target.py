@@ -127,6 +127,9 @@ class Target:
     # torch's Linear in decode with a W under the L2 runs on 64x128x64 reading W in place
     # (gpu/decide/tiles.small_w_linear): measured on the H200 only (benchmarks/LOG.md v93)
     linear_small_w: bool = False
+    # torch's Linear with a W of 9-64 rows over many tokens runs transposed on 64x128x64 in place
+    # (gpu/decide/tiles.tall_transposed_tile): measured on the H200 only (benchmarks/LOG.md v97)
+    tall_transposed: bool = False
     # lookups by (dtype, tile) and dtype, built once: a first gemm() call asks several times
     _by_tile: dict = field(init=False, repr=False, compare=False, hash=False)
     _by_dtype: dict = field(init=False, repr=False, compare=False, hash=False)
@@ -340,7 +343,7 @@ _BARE = {
     "h100": Target("h100", "sm_90a", 132, _H100_TILES, large_rungs="sm90"),
     "h200": Target("h200", "sm_90a", 132, _H100_TILES, large_rungs="sm90", model_picks=True,
                    quad_clusters=True, one_wave_m64=True, plain_partial_waves=True,
-                   row_major_decode=True, linear_small_w=True),
+                   row_major_decode=True, linear_small_w=True, tall_transposed=True),
 }
 
 

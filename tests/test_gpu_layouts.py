@@ -177,3 +177,32 @@ def test_torch_linear_layout_runs_with_no_pack_on_sm90(dtype):
             assert torch.equal(C, first)
         eager = gemm(x, W.t())
         assert error_ratio(eager, x, W.t(), 1.0, 0.0) <= 1
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_torch_linear_of_few_w_rows_over_many_tokens_runs_transposed_in_place(dtype):
+    """A MoE router's x @ W.t() (W of 9-64 rows, thousands of tokens): on the H200 auto runs C^T = W x^T
+    on 64x128x64 reading W and x^T in place (decide.tiles.tall_transposed_tile), C written down its
+    columns into a NaN-filled C (a missed or stray element shows), also with beta, over relaunches."""
+    import torch
+
+    from streamk.gpu import gemm, prepare
+    from streamk.gpu.runtime.device import current
+
+    _skip_unless_sm90()
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    h200 = "H200" in current().name
+    for rows, out_features, in_features in ((4096, 60, 2048), (9000, 9, 640), (20000, 48, 2560)):
+        x = torch.randn(rows, in_features, generator=gen, device="cuda").to(getattr(torch, dtype))
+        W = torch.randn(out_features, in_features, generator=gen, device="cuda").to(getattr(torch, dtype))
+        C = torch.full((rows, out_features), math.nan, device="cuda")
+        p = prepare(x, W.t(), C)
+        assert not any("pack" in name for name in p.launch.names), p.launch.names
+        if h200:
+            assert p.transposed and p.schedule.tile.bm == 64 and p.schedule.tile.bn == 128, (p.transposed, p.schedule.tile)
+        first, last = relaunched(p, C, 3)
+        assert error_ratio(first, x, W.t(), 1.0, 0.0) <= 1, (rows, out_features, in_features)
+        assert torch.equal(first, last) or p.plan.policy == "atomic"
+        C0 = torch.randn(rows, out_features, generator=gen, device="cuda")
+        out = gemm(x, W.t(), C0.clone(), alpha=0.5, beta=2.0)
+        assert error_ratio(out, x, W.t(), 0.5, 2.0, C0) <= 1, (rows, out_features, in_features)

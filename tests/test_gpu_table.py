@@ -722,3 +722,43 @@ def test_auto_runs_linear_decode_on_an_sm90_64_row_tile_where_w_outgrows_the_l2(
     assert (auto.transposed, auto.schedule, auto.main, auto.widths, auto.layout) == \
         (pinned.transposed, pinned.schedule, pinned.main, pinned.widths, pinned.layout)
     assert auto.main.endswith("_bcm") and auto.widths == (16, 16)  # W read in place, nothing packed
+
+
+def test_auto_runs_linear_of_few_w_rows_over_many_tokens_transposed_on_64x128x64():
+    """torch's x @ W.t() with W of 9-64 rows, x of 4096 rows or more and k of 640 or more runs as
+    C^T = W x^T on the sm90 64x128x64 tile in place, on the H200 (decide.tiles.tall_transposed_tile),
+    the launches LOG.md v97 measured. Fewer rows of W (the dot tiles), fewer tokens, shallower k, a W
+    TMA cannot read, a row-major B, a column-major x and other GPUs keep auto's choice."""
+    from streamk.gpu.decide import decide
+    from streamk.gpu.decide.tiles import orient
+    from streamk.gpu.request import request
+
+    def op(rows, cols, strides, dtype="float16"):
+        return Operand(None, "torch", 1 << 20, (rows, cols), strides, dtype)
+
+    h200 = preset("h200")
+
+    def way(m, n, k, linear=True, target=h200, dtype="float16", ldw=None, x_cm=False):
+        x = op(m, k, (1, m) if x_cm else (k, 1), dtype)
+        wt = op(k, n, (1, ldw or k) if linear else (n, 1), dtype)
+        w = orient(x, wt, None, target)
+        return (w.transposed, f"{w.tile.bm}x{w.tile.bn}x{w.tile.bk}", w.in_place)
+
+    tall = (True, "64x128x64", True)
+    for m, n, k in ((5120, 16, 5120), (4096, 60, 2048), (6000, 12, 3000), (65536, 16, 4096), (8000, 64, 640),
+                    (16384, 9, 4096)):
+        assert way(m, n, k) == way(m, n, k, dtype="bfloat16") == tall, (m, n, k)
+        assert way(m, n, k, target=preset("h100")) != tall, (m, n, k)  # measured on the H200
+        assert way(m, n, k, linear=False) != tall, (m, n, k)  # a row-major B: held out 5 of 12 faster
+    assert way(10000, 8, 3000)[1] == "64x8x128"  # 8 rows of W: the dot tile stays
+    assert way(4095, 32, 4096) != tall and way(9000, 32, 632) != tall  # fewer tokens, shallower k
+    assert way(9000, 65, 2048) != tall  # not one 64-row tile of W
+    assert way(9000, 24, 2048, x_cm=True) != tall  # a column-major x: not measured
+    assert way(9000, 24, 2048, ldw=2052) != tall  # W's rows not 16-byte aligned: TMA cannot
+    assert way(9000, 24, 2048, dtype="float64")[1] != "64x128x64"
+    x, wt = op(12000, 2048, (2048, 1)), op(2048, 48, (1, 2048))
+    auto = decide(x, wt, None, h200, request("auto"))
+    pinned = decide(wt.transposed(), x.transposed(), None, h200, request("auto", tile="64x128x64"))
+    assert auto.transposed and (auto.schedule, auto.main, auto.widths, auto.layout) == \
+        (pinned.schedule, pinned.main, pinned.widths, pinned.layout)
+    assert auto.widths == (16, 16)  # nothing packed

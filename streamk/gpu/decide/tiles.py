@@ -327,6 +327,9 @@ def orient(a: Operand, b: Operand, c: Operand | None, target: Target) -> Orienta
         ops = (b.transposed(), a.transposed(), c.transposed()) if flipped else (a, b, c)
         return _copy_cost(*ops, tile_of(flipped))
 
+    tall = tall_transposed_tile(a, b, target)
+    if tall is not None:
+        return Orientation(True, tall, True)
     square = in_place_tile(a, b, c, target, cost)
     if square is not None:
         return Orientation(False, square, True)
@@ -371,6 +374,29 @@ def in_place_tile(a: Operand, b: Operand, c: Operand, target: Target, cost: Call
     if decode:  # only torch's Linear layout was measured, also against 128x256x64 in place
         return tile if layout_of(a, b, spec) == "bcm" else None
     return tile if min(cost(False), cost(True)) > 0 else None
+
+
+# torch's Linear with a W of 9-64 rows over many tokens (a MoE router's x @ W.t()) runs transposed on
+# the 64x128x64 tile in place, on the H200 (``Target.tall_transposed``): C^T = W x^T puts W's rows in one
+# 64-row tile (not 128 columns padded from 9-64) and streams x through the 7-stage ring, 128 of its rows
+# a CTA, under auto's decomposition there; measured on a row-major x from TALL_TRANSPOSED_MIN_ROWS rows
+# and TALL_TRANSPOSED_MIN_K on. H200, FP16, against auto: 1.13-2.48x on 14 shapes; held out 1.08-1.82x
+# (10 of 10: 4,096-65,536 rows, k 640-7,168), BF16 the same. A row-major B (whose sm80 tiles read A in
+# place too) held out 5 of 12 faster (0.83-1.41x), and 1-8 rows of W 0.36-1.07x (the dot tiles): both
+# keep auto's choice (LOG.md v97).
+TALL_TRANSPOSED_MIN_ROWS = 4096
+TALL_TRANSPOSED_MIN_K = 640
+
+
+def tall_transposed_tile(a: Operand, b: Operand, target: Target) -> TileShape | None:
+    """64x128x64 for x @ W.t() run transposed under the rule above where that kernel reads W and x^T
+    in place, else None."""
+    m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    tile = SM90_M64_TILE
+    if not (target.tall_transposed and a.strides[1] == 1 and b.strides[0] == 1 and DOT_TILE.bn < n <= tile.bm
+            and m >= TALL_TRANSPOSED_MIN_ROWS and k >= TALL_TRANSPOSED_MIN_K and tile in target.tiles_for(a.dtype)):
+        return None
+    return tile if copy_widths(b.transposed(), a.transposed(), spec_for_tile(a.dtype, tile)) == (16, 16) else None
 
 
 # torch's Linear in decode, x @ W.t() of up to 64 rows and a W that outgrows the L2, runs on an sm90
