@@ -762,3 +762,20 @@ def test_auto_runs_linear_of_few_w_rows_over_many_tokens_transposed_on_64x128x64
     assert auto.transposed and (auto.schedule, auto.main, auto.widths, auto.layout) == \
         (pinned.schedule, pinned.main, pinned.widths, pinned.layout)
     assert auto.widths == (16, 16)  # nothing packed
+
+
+def test_deep_wide_decode_gemms_of_4096_columns_run_on_the_sm90_64x128_tile():
+    """On the H200 a deep decode-like GEMM of at most 64 rows whose 64x128 tiles fit one wave, row-major
+    and aligned as the decode oracles ran, takes the sm90 64x128x64 tile from 4096 columns
+    (decide.tiles.deep_wide_decode_tile, LOG.md v99); fewer columns, other layouts and other GPUs keep
+    the sm80 64x128x32 rectangle."""
+    h200, h100 = preset("h200"), preset("h100")
+    sm90, sm80 = TileShape(64, 128, 64), TileShape(64, 128, 32)
+    for m, n, k in ((17, 7808, 4032), (54, 10488, 3040), (20, 14256, 8224), (9, 4096, 13664)):
+        assert choose_tile(GemmShape(m, n, k), "float16", h200) == sm90, (m, n, k)
+        assert choose_tile(GemmShape(m, n, k), "bfloat16", h200) == sm90, (m, n, k)
+        assert choose_tile(GemmShape(m, n, k), "float16", h200, row_major=False) == sm80, (m, n, k)
+        assert choose_tile(GemmShape(m, n, k), "float16", h100) == sm80, (m, n, k)
+    for m, n, k in ((39, 1040, 7064), (19, 2600, 4344), (21, 3920, 2832), (9, 4088, 13664)):
+        assert choose_tile(GemmShape(m, n, k), "float16", h200) == sm80, (m, n, k)
+    assert choose_tile(GemmShape(17, 7808, 4036), "float16", h200) == sm80  # k not a multiple of 8: not measured

@@ -152,7 +152,7 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target, row_major: bool = 
             if (tiny := smallest_tiny(DECODE_TINY_MOST)) is not None:
                 return tiny
             if along in tiles and count(along) <= sms:
-                return along
+                return deep_wide_decode_tile(shape, dtype, along, tiles) if own else along
         if short and (tiny := smallest_tiny(sms)) is not None:
             return tall_decode_tile(shape, tiny, tiles, sms) if own else tiny
         balanced = iters <= SMALL_WAVE_MAX_ITERS and 2 * sms < count(SMALL_TILE) <= SMALL_PER_SM * sms
@@ -197,6 +197,24 @@ def tall_decode_tile(shape: GemmShape, tiny: TileShape, tiles: tuple[TileShape, 
             and Problem(shape, tiny).tiles > TALL_TINY_MIN_FILL * sms and Problem(shape, SMALL_TILE).tiles <= sms):
         return SMALL_TILE
     return tiny
+
+
+# ... and on the H200 (``Target.row_major_decode``, its oracles' layout) a deep wide one on the 64x128
+# rectangle (m <= 64, one row of 64x128 tiles of at most a wave) of DEEP_WIDE_MIN_N columns or more runs
+# on the sm90 64x128x64 tile under auto's decomposition there where that kernel reads the operands in
+# place. H200, FP16, against sm80 64x128x32, the shapes of four decode fidelity seeds auto ran on it:
+# 1.099x on seeds 4362 / 4363 (15 of 21 faster), 1.170x held out on 4364 / 4373 (15 of 17), BF16 1.177x;
+# then on 48 shapes of four fresh seeds 1.058x (28 of 48): the losers (0.87-0.96x) were narrower, and
+# from 4096 columns the three sets ran 1.164x (13 of 14), 1.234x (11 of 11) and 1.144x (23 of 26); that
+# bound held out on four more fresh seeds (LOG.md v99).
+DEEP_WIDE_MIN_N = 4096
+
+
+def deep_wide_decode_tile(shape: GemmShape, dtype: str, along: TileShape, tiles: tuple[TileShape, ...]) -> TileShape:
+    """``along``, or the sm90 64x128x64 tile for the sm80 64x128 rectangle under the rule above."""
+    if along == RECT_TILES[1] and shape.n >= DEEP_WIDE_MIN_N:
+        return rect_on_sm90(shape, dtype, along, tiles)
+    return along
 
 
 # The 64x128 rectangle runs on the sm90 64x128x64 tile (wgmma, one consumer warp group; two CTAs an
