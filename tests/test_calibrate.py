@@ -494,6 +494,11 @@ def test_the_pack_pass_is_priced_where_the_gpu_packs_and_probed_only_on_kernels_
     out = json.loads(capsys.readouterr().out)
     assert out["packed_mb"] == pytest.approx(mb)
     assert out["predicted_us"] == pytest.approx(predict_us(s, cal, 132, packed_mb=mb))
+    # a launch that reads its operands in place (another layout, a transposed problem) says so
+    from streamk.calibrate.candidates import predicted
+    h100 = with_calibration(preset("h100"), (cal,))
+    assert predicted(s, "float16", h100) == pytest.approx(predict_us(s, cal, 132, packed_mb=mb))
+    assert predicted(s, "float16", h100, 0) == pytest.approx(predict_us(s, cal, 132))
 
     for tile in (TILE, TileShape(128, 128, 64), TileShape(128, 256, 64)):
         design = probes(tile, 132, 1, 50e6, 2, packed_mb=packs("float16", tile))

@@ -56,15 +56,19 @@ def candidate_tiles(target: Target, dtype: str, auto_tile: TileShape | None = No
     return tuple(dict.fromkeys(t for t in tiles if t is not None))
 
 
-def predicted(schedule: Schedule, dtype: str, target: Target) -> float | None:
-    """The calibrated simulator's microseconds for ``schedule`` on ``target`` (the pack pass the
-    GPU runs for contiguous operands included); None where its kernel has no calibration."""
+def predicted(schedule: Schedule, dtype: str, target: Target, packed: int | None = None) -> float | None:
+    """The calibrated simulator's microseconds for ``schedule`` on ``target`` with the pack pass of
+    ``packed`` bytes (default: what the GPU packs of contiguous row-major operands; a launch of other
+    layouts, e.g. a transposed one reading A^T in place, knows its own); None where its kernel has no
+    calibration."""
     from ..gpu.decide.tiles import packed_bytes
 
     cal = target.kernel(dtype, schedule.tile).calibration
     if cal is None:
         return None
-    us = predict_us(schedule, cal, target.sms, packed_mb=packed_bytes(schedule.shape, dtype, schedule.tile) / 1e6)
+    if packed is None:
+        packed = packed_bytes(schedule.shape, dtype, schedule.tile)
+    us = predict_us(schedule, cal, target.sms, packed_mb=packed / 1e6)
     return us if math.isfinite(us) else None
 
 
