@@ -80,7 +80,7 @@ def main() -> int:
         print(f"  {'variant':38} {'tile':>10} {'grid':>5} {'pred':>7} {'meas':>7} {'meas/pred':>9} {'cub/meas':>8}")
         for name, p in sorted(keep.items(), key=lambda kv: times[kv[0]][0]):
             s = p.schedule
-            pred = predicted(s, args.dtype, target, packed_of(p))
+            pred = predicted(s, args.dtype, target, p._plan.decision.packed)
             us = times[name][0] * 1e3
             tile = f"{s.tile.bm}x{s.tile.bn}x{s.tile.bk}"
             print(f"  {name:38} {tile:>10} {s.grid:5d} {pred or float('nan'):7.1f} {us:7.1f} "
@@ -91,13 +91,6 @@ def main() -> int:
     if args.csv:
         write_rows(args.csv, rows)
     return 0
-
-
-def packed_of(p) -> int:
-    """The bytes this launch's pack pass copies (its operands as the kernels see them, C^T = B^T A^T
-    where transposed), so a layout read in place is not priced as a pack."""
-    d = p._plan.decision
-    return sum(op.shape[0] * op.shape[1] for op, width in zip((d.a, d.b), d.widths) if width == 0) * d.spec.itemsize
 
 
 if __name__ == "__main__":

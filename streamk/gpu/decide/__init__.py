@@ -21,7 +21,7 @@ from ...target import Target
 from ..catalogue import SPECS, KernelSpec, spec_for_tile
 from ..request import GemmRequest
 from .launches import QUAD_CLUSTER, QUAD_ORDER, cluster_shape
-from .operands import Operand, copy_widths, layout_of, leading_dim, padded
+from .operands import Operand, copy_widths, layout_of, leading_dim, pack_bytes, padded
 from .schedule import schedule_for
 from .tiles import orient, row_major_view
 
@@ -53,6 +53,11 @@ class Decision:
     def problem(self) -> GemmShape:
         """The GEMM the kernels run (the caller's, transposed where ``transposed``)."""
         return self.schedule.shape
+
+    @property
+    def packed(self) -> int:
+        """The bytes the pack pass copies before the main kernel (what the calibrated model prices)."""
+        return pack_bytes(self.a, self.b, self.widths, self.spec.itemsize)
 
 
 def decide(a: Operand, b: Operand, c: Operand | None, target: Target, req: GemmRequest) -> Decision:

@@ -172,6 +172,11 @@ def intensity(a: Operand, b: Operand, spec: KernelSpec) -> float:
     return 2.0 * m * n * k / ((m * k + k * n) * spec.itemsize + m * n * out_bytes)
 
 
+def pack_bytes(a: Operand, b: Operand, widths: tuple[int, int], itemsize: int) -> int:
+    """The bytes the pack pass copies of ``a`` and ``b`` read at ``widths`` (0: packed)."""
+    return sum(op.shape[0] * op.shape[1] for op, w in zip((a, b), widths) if w == 0) * itemsize
+
+
 def copy_widths(a: Operand, b: Operand, spec: KernelSpec, narrow: str = "auto") -> tuple[int, int]:
     """Copy width (16, 8, 4 or 2 bytes) A and B are read with in place, 0 for one that is packed.
 
@@ -197,8 +202,7 @@ def copy_widths(a: Operand, b: Operand, spec: KernelSpec, narrow: str = "auto") 
     if 4 in (wa, wb) and (0 in (wa, wb) or intensity(a, b, spec) > W4_MAX_INTENSITY):
         wa, wb = (0 if w == 4 else w for w in (wa, wb))
     if 2 in widths and decode_like(a.shape[0], b.shape[1]):
-        packed = sum(op.shape[0] * op.shape[1] * spec.itemsize for op, w in ((a, wa), (b, wb)) if w == 0)
-        if packed >= SHIFTED_MIN_PACK_BYTES:
+        if pack_bytes(a, b, (wa, wb), spec.itemsize) >= SHIFTED_MIN_PACK_BYTES:
             return widths
     return wa, wb
 
