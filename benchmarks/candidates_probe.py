@@ -24,6 +24,7 @@ from streamk.bench.harness import launch_error, time_interleaved, write_rows
 from streamk.bench.variants import variant
 from streamk.calibrate.candidates import candidates, predicted
 from streamk.gpu import prepare
+from streamk.gpu.decide.operands import leading_dim
 from streamk.gpu.runtime.device import current
 from streamk.shapes import GemmShape
 from streamk.target import preset
@@ -80,7 +81,9 @@ def main() -> int:
         print(f"  {'variant':38} {'tile':>10} {'grid':>5} {'pred':>7} {'meas':>7} {'meas/pred':>9} {'cub/meas':>8}")
         for name, p in sorted(keep.items(), key=lambda kv: times[kv[0]][0]):
             s = p.schedule
-            pred = predicted(s, args.dtype, target, p._plan.decision.packed)
+            d = p._plan.decision
+            ldb = leading_dim(d.b, "B", d.layout, d.widths[1], d.spec)
+            pred = predicted(s, args.dtype, target, d.packed, ldb * d.spec.itemsize)
             us = times[name][0] * 1e3
             tile = f"{s.tile.bm}x{s.tile.bn}x{s.tile.bk}"
             print(f"  {name:38} {tile:>10} {s.grid:5d} {pred or float('nan'):7.1f} {us:7.1f} "

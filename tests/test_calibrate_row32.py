@@ -106,3 +106,18 @@ def test_the_dp_row32_probes_pin_c_row32_only_on_kernels_that_read_boxes_in_plac
     assert fitted["c_row32"] == pytest.approx(TERMS["c_row32"], rel=1e-3), fitted
     _, without = calibrate_with(timer, "float16", TILE, SMS, 1, L2)
     assert "c_row32" not in without.names
+
+
+def test_a_pair_multicasting_b_requests_half_of_bs_off_sector_rows():
+    shape = GemmShape(213, 5624, 2496)  # only B's rows off: B's part of the share halves, A's stays
+    assert row32_share(shape, TILE, 2, b_requests=0.5) == pytest.approx(row32_share(shape, TILE, 2) / 2)
+    both = GemmShape(213, 5624, 2488)
+    assert row32_share(both, TILE, 2, b_requests=0.5) == pytest.approx(0.25 + 0.125)
+    s = dp(GemmShape(1024, 5624, 2488))
+    alone = predict_from(s, TERMS, SMS, 1, l2_bytes=L2)
+    paired = predict_from(s, TERMS, SMS, 1, l2_bytes=L2, b_shared=1.0)
+    half = predict_from(s, TERMS, SMS, 1, l2_bytes=L2, b_shared=0.5)
+    assert paired < half < alone
+    aligned = dp(GemmShape(1024, 5632, 2496))  # no row off a sector: pairing changes nothing the model prices
+    assert predict_from(aligned, TERMS, SMS, 1, l2_bytes=L2, b_shared=1.0) == predict_from(aligned, TERMS, SMS, 1,
+                                                                                            l2_bytes=L2)

@@ -117,6 +117,23 @@ def test_the_wide_tiles_share_b_where_its_rows_straddle_l2_lines_on_deep_tiles()
     assert not use_multicast(True, spec_for_tile("float16", "128x64x64"), 1448 * 2, 64)
 
 
+def test_the_model_sees_the_share_of_iterations_a_launch_runs_in_b_sharing_pairs():
+    """clusters.shared_b (the model's row32 term, calibrate/predict.py): the iterations of paired
+    CTAs as the launch pairs them; a row-major order, B rows on 32-byte lines or shallow tiles pair none."""
+    from streamk.gpu.catalogue import spec_for_tile
+    from streamk.gpu.clusters import shared_b
+
+    wide = spec_for_tile("float16", "128x256x64")
+    shape = GemmShape(4096, 1448, 2048)  # 2896-byte B rows, 32 MAC iterations a tile
+    grouped = make_schedule("data-parallel", shape, wide.tile, H100, tile_order="grouped-8")
+    assert shared_b(plan_fixup(grouped), wide, 1448 * 2, 132) == 1.0
+    assert shared_b(plan_fixup(make_schedule("data-parallel", shape, wide.tile, H100)), wide, 1448 * 2, 132) == 0.0
+    assert shared_b(plan_fixup(grouped), wide, 1536 * 2, 132) == 0.0  # rows on lines: the wide tile launches alone
+    odd = make_schedule("data-parallel", GemmShape(5 * 128, 128, 512), TILE, H100, tile_order="grouped-8")
+    square = spec_for_tile("float16", "128x128x64")
+    assert shared_b(plan_fixup(odd), square, 256, 132) == pytest.approx(4 / 5)  # the fifth CTA alone
+
+
 def test_a_clustered_launch_asks_for_clusters_of_two_beside_pdl():
     driver = pytest.importorskip("cuda.bindings.driver")
     from streamk.gpu.runtime.launch import Step

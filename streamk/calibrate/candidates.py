@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import StreamkError
+from ..fixup import plan_fixup
 from ..parallel import run_ordered, workers_available
 from ..schedule import Schedule
 from ..shapes import GemmShape, TileShape
@@ -56,11 +57,32 @@ def candidate_tiles(target: Target, dtype: str, auto_tile: TileShape | None = No
     return tuple(dict.fromkeys(t for t in tiles if t is not None))
 
 
-def predicted(schedule: Schedule, dtype: str, target: Target, packed: int | None = None) -> float | None:
+def launch_b_shared(schedule: Schedule, dtype: str, target: Target, b_row_bytes: int | None = None) -> float:
+    """The share of ``schedule``'s MAC iterations that its launch on ``target`` runs in cluster pairs
+    multicasting B (gpu/clusters.py shared_b), B's rows ``b_row_bytes`` apart (default: a contiguous
+    row-major B, read in place where its rows are 16-byte multiples, else its packed copy's)."""
+    from ..gpu.catalogue import spec_for_tile
+    from ..gpu.clusters import shared_b
+    from ..gpu.decide.operands import padded
+    from .predict import residency
+
+    spec = spec_for_tile(dtype, schedule.tile)
+    if not spec.tma:
+        return 0.0
+    if b_row_bytes is None:
+        n = schedule.shape.n
+        b_row_bytes = n * spec.itemsize if n * spec.itemsize % 16 == 0 else padded(n, spec) * spec.itemsize
+    ctas_per_sm = target.kernel(dtype, schedule.tile).ctas_per_sm
+    slots = residency(schedule.grid, target.sms, ctas_per_sm) * target.sms
+    return shared_b(plan_fixup(schedule), spec, b_row_bytes, slots)
+
+
+def predicted(schedule: Schedule, dtype: str, target: Target, packed: int | None = None,
+              b_row_bytes: int | None = None) -> float | None:
     """The calibrated simulator's microseconds for ``schedule`` on ``target`` with the pack pass of
-    ``packed`` bytes (default: what the GPU packs of contiguous row-major operands; a launch of other
-    layouts, e.g. a transposed one reading A^T in place, knows its own); None where its kernel has no
-    calibration."""
+    ``packed`` bytes and B's rows ``b_row_bytes`` apart (defaults: contiguous row-major operands, what
+    the GPU packs of them; a launch of other layouts, e.g. a transposed one reading A^T in place,
+    knows its own); None where its kernel has no calibration."""
     from ..gpu.decide.tiles import packed_bytes
 
     cal = target.kernel(dtype, schedule.tile).calibration
@@ -68,7 +90,8 @@ def predicted(schedule: Schedule, dtype: str, target: Target, packed: int | None
         return None
     if packed is None:
         packed = packed_bytes(schedule.shape, dtype, schedule.tile)
-    us = predict_us(schedule, cal, target.sms, packed_mb=packed / 1e6)
+    us = predict_us(schedule, cal, target.sms, packed_mb=packed / 1e6,
+                    b_shared=launch_b_shared(schedule, dtype, target, b_row_bytes))
     return us if math.isfinite(us) else None
 
 

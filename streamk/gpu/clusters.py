@@ -49,10 +49,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..fixup import Action, unordered
+from ..dispatch import waits_only_backward
+from ..fixup import Action, FixupPlan, unordered
 from .catalogue import KernelSpec
-from .decide.launches import use_multicast
-from .table import UNIT_FIELDS, Table
+from .decide.launches import PAIR_CLUSTER, cluster_shape, use_multicast
+from .table import UNIT_FIELDS, Table, build_table
 
 CLUSTER = 2  # kernels/sm90/config.cuh CLUSTER
 QUAD = 4  # CTAs in a cluster of 2x2 tiles (decide.launches QUAD_CLUSTER)
@@ -145,6 +146,24 @@ def launch_pairs(table: Table, spec: KernelSpec, coresident: bool, multicast: bo
         return None
     pairs = multicast_pairs(table, coresident)
     return pairs if pairs.any() else None
+
+
+def shared_b(plan: FixupPlan, spec: KernelSpec, b_row_bytes: int | None, slots: int) -> float:
+    """The share of ``plan``'s MAC iterations run by CTAs of pairs that multicast B when launched as
+    bind.py launches it with ``slots`` CTAs resident at once (its pairs: launch_pairs; waits that
+    point upwards keep them only where every cluster is resident), for the model's row32 term
+    (calibrate/predict.py). 0 for launches in clusters of four, which the model does not price."""
+    schedule = plan.schedule
+    if cluster_shape(True, False, spec, schedule) != PAIR_CLUSTER:
+        return 0.0
+    coresident = not waits_only_backward(plan)
+    pairs = launch_pairs(build_table(plan), spec, coresident, True, b_row_bytes, schedule.problem.iters_per_tile)
+    if pairs is None or (coresident and schedule.grid + schedule.grid % 2 > slots):
+        return 0.0
+    lengths = (schedule.units[:, 2] - schedule.units[:, 1]).astype(np.int64)
+    per_cta = np.bincount(schedule.unit_cta, weights=lengths, minlength=schedule.grid)
+    paired = np.repeat(pairs != 0, CLUSTER)[:schedule.grid]
+    return float(per_cta[paired].sum() / max(per_cta.sum(), 1))
 
 
 def pair_words(pairs: np.ndarray) -> np.ndarray:
