@@ -63,15 +63,14 @@ def launch_b_shared(schedule: Schedule, dtype: str, target: Target, b_row_bytes:
     row-major B, read in place where its rows are 16-byte multiples, else its packed copy's)."""
     from ..gpu.catalogue import spec_for_tile
     from ..gpu.clusters import shared_b
-    from ..gpu.decide.operands import padded
+    from ..gpu.decide.operands import contiguous_b_row_bytes
     from .predict import residency
 
     spec = spec_for_tile(dtype, schedule.tile)
     if not spec.tma:
         return 0.0
     if b_row_bytes is None:
-        n = schedule.shape.n
-        b_row_bytes = n * spec.itemsize if n * spec.itemsize % 16 == 0 else padded(n, spec) * spec.itemsize
+        b_row_bytes = contiguous_b_row_bytes(schedule.shape.k, schedule.shape.n, spec)
     ctas_per_sm = target.kernel(dtype, schedule.tile).ctas_per_sm
     slots = residency(schedule.grid, target.sms, ctas_per_sm) * target.sms
     return shared_b(plan_fixup(schedule), spec, b_row_bytes, slots)

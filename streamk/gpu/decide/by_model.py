@@ -114,10 +114,12 @@ def is_persistent(s: Schedule) -> bool:
     return s.grid < s.problem.tiles and bool((s.units[:, 1] == 0).all() and (s.units[:, 2] == ipt).all())
 
 
-def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule, row_major: bool = False) -> Schedule:
+def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule, row_major: bool = False,
+               b_row_bytes: int | None = None) -> Schedule:
     """``auto`` (auto's Schedule of ``shape`` on its own tile), or the fastest predicted of its
     ``model_candidates`` that the calibrated model predicts faster by their margin (rules above;
-    ``row_major``: the kernels read A and B row-major, as the decode oracles ran)."""
+    ``row_major``: the kernels read A and B row-major, as the decode oracles ran; ``b_row_bytes``:
+    the bytes between B's rows as the kernels read them, None: a contiguous row-major B)."""
     from ...calibrate.candidates import predicted
     from ...sched import make_schedule
 
@@ -126,7 +128,7 @@ def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule, row
             or auto.problem.tiles > MODEL_MAX_WAVES * target.sms or auto.problem.total_iters > MODEL_MAX_ITERS
             or not all(t in target.tiles_for(dtype) for t, _ in candidates)):
         return auto
-    auto_us = predicted(auto, dtype, target)
+    auto_us = predicted(auto, dtype, target, b_row_bytes=b_row_bytes)
     if auto_us is None:
         return auto
     best, best_us = auto, math.inf
@@ -136,7 +138,7 @@ def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule, row
             continue  # split tiles only below a wave (every fixed-split pick was; its event simulation is the cost)
         order = target.kernel(dtype, tile).order_for(problem, machine.slots)  # the kernel's, as auto's launches
         cand = make_schedule(name, shape, tile, machine, **({} if order is None else {"tile_order": order}))
-        us = predicted(cand, dtype, target)
+        us = predicted(cand, dtype, target, b_row_bytes=b_row_bytes)
         margin = MODEL_SPLIT_MARGIN if name == "fixed-split" else \
             DECODE_MARGIN if candidates is DECODE_CANDIDATES else MODEL_MARGIN
         if us is not None and us * (1 + margin) < auto_us and us < best_us:

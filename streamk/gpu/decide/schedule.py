@@ -120,7 +120,7 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
         options = auto_options(kernel, shape, machine, fixup, options, paired)
         chosen = make_schedule(schedule, shape, tile, machine, fixup=fixup, **options)
         if plain:
-            picked = model_pick(shape, dtype, target, chosen, row_major)
+            picked = model_pick(shape, dtype, target, chosen, row_major, b_row_bytes)
             if picked is chosen and tile in (SM90_TILE, SM90_WIDE_TILE):
                 wide = wide_persistent_quads(shape, dtype, target, multicast)
                 if wide is not None:
