@@ -7,6 +7,8 @@ every calibration probe predict as before."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 import streamk.calibrate.predict as predict
@@ -83,3 +85,23 @@ def test_no_calibration_probe_moves(tile: TileShape, monkeypatch: pytest.MonkeyP
     plain = predict.simulate
     monkeypatch.setattr(predict, "simulate", lambda *args, **kw: plain(*args, **{**kw, "a_writes_c": False}))
     assert [predict_us(p.schedule, cal, target.sms) for p in design] == now
+
+
+def test_a_separate_reduce_partial_before_the_ctas_next_unit_drains_under_that_units_mainloop() -> None:
+    """Under separate-reduce no CTA of the grid waits on a partial (DEFER), so a CTA's store before its
+    next unit drains under that unit's mainloop and its next store waits for it: the CTA pays what of
+    b the mainloop does not cover; its last store is on its path, as the reduce pass reads every
+    partial (LOG.md v105). The paper's model keeps both stores in series."""
+    shape = GemmShape(TILE.bm, TILE.bn * 3, TILE.bk * 32)  # three tiles of 32 iterations
+    ctas = [[(0, 0, 24)], [(0, 24, 32), (1, 0, 16)], [(1, 16, 32), (2, 0, 8)], [(2, 8, 32)]]
+    s = Schedule.from_ctas("stream-k", shape, TILE, ctas, machine=Machine(132, 1), fixup="separate-reduce")
+    a, b, c = COSTS.a, COSTS.b, COSTS.c
+    t = simulate(s, COSTS, a_writes_c=True)
+    assert 16 * c > b > 8 * c  # CTA 1's second mainloop covers its first store, CTA 2's does not
+    assert t.cta_end[1] == pytest.approx(a + 8 * c + 16 * c + b)
+    assert t.cta_end[2] == pytest.approx(a + 16 * c + b + b)
+    before = simulate(s, COSTS)
+    assert before.cta_end[1] == pytest.approx(a + 24 * c + 2 * b)
+    assert before.cta_end[2] == pytest.approx(a + 24 * c + 2 * b)
+    shared = simulate(replace(s, machine=Machine(132, 2)), COSTS, a_writes_c=True)  # co-resident CTAs: in series
+    assert shared.cta_end[1] - shared.cta_start[1] == pytest.approx(a + 24 * c + 2 * b)

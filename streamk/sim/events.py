@@ -26,7 +26,10 @@ Model (DESIGN.md "Simulator semantics"):
   last mainloop (its SM goes to the next CTA) and the partial is seen ``b`` later, as before.
   Fixed-split's peers over several waves were predicted 10-65% slow without it (LOG.md v58).
 * separate-reduce: after the whole grid ends, a second grid of one reduce task per split tile
-  (``d`` per partial read) is dispatched on the slots the same way.
+  (``d`` per partial read) is dispatched on the slots the same way. With ``a_writes_c``, on one CTA
+  an SM, a CTA's DEFER store before its next unit drains under that unit, and its next store waits
+  for it: the CTA pays what of ``b`` that unit's mainloop does not cover (no CTA of the grid waits on
+  it; auto's Stream-K of two units a CTA was predicted 16-23% slow, LOG.md v105).
 
 Events are processed in time order; at one instant every event is handled before any CTA is
 dispatched, so simultaneous frees give CTAs to the lowest slots. If nothing can move while CTAs
@@ -68,6 +71,9 @@ def _program(cta: int, plan: FixupPlan, costs: Costs, unit_cost: float, atomic_c
         yield ("run", costs.a, "overhead", -1)
     first, end = int(s.cta_offsets[cta]), int(s.cta_offsets[cta + 1])
     partials_only = a_writes_c and bool(np.all(plan.action[first:end] == Action.PARTIAL))
+    # alone on its SM: co-resident CTAs share its store path (decode launches of 3-4 CTAs an SM ran
+    # 14-31% slower than priced with their stores in the background; LOG.md v105)
+    background = a_writes_c and s.machine.ctas_per_sm == 1
     for u in range(first, end):
         if unit_cost > 0 and u > first:
             yield ("run", unit_cost, "overhead", -1)
@@ -80,6 +86,12 @@ def _program(cta: int, plan: FixupPlan, costs: Costs, unit_cost: float, atomic_c
         if partials_only and u == end - 1:
             # its store takes the time a gives the tile it never writes; the partial lands later
             yield ("post", u)
+            continue
+        if background and plan.action[u] == Action.DEFER and u < end - 1:
+            # no CTA of the grid waits on it: a partial stored before the CTA's next unit drains under
+            # that unit's mainloop, the CTA's next store after it (LOG.md v105)
+            hidden = unit_cost + costs.c * int(s.units[u + 1, 2] - s.units[u + 1, 1])
+            yield ("run", max(0.0, costs.b - hidden), "store_partial", u)
             continue
         if handoff_cost > 0 and does.arrives and (yield ("alone", u)):
             # the last arrival, alone: its own partial's store and read back are a lone round trip
