@@ -19,7 +19,8 @@ pytestmark = GPU
                                                      (187, 7248, 1144, "float16", SM90_M64_192_TILE),
                                                      (150, 6152, 2056, "bfloat16", SM90_M64_192_TILE),
                                                      (100, 5120, 2048, "float16", SM90_M64_TILE),
-                                                     (100, 9216, 1024, "bfloat16", SM90_M64_192_TILE)])
+                                                     (100, 9216, 1024, "bfloat16", SM90_M64_192_TILE),
+                                                     (3599, 160, 3392, "float16", SM90_M64_192_TILE)])
 def test_auto_on_one_wave_of_64_row_tiles_is_within_the_bound(m, n, k, dtype, tile):
     import torch
 

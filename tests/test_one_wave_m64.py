@@ -124,3 +124,26 @@ def test_m_of_65_to_128_takes_the_64_row_wave_where_the_split_adds_no_ctas_or_th
     square = schedule_for("auto", shape, "float16", H200, tile=SM90_TILE)
     assert not split_wider(square, schedule_for("auto", shape, "float16", H200, tile=SM90_M64_TILE))
     assert schedule_for("auto", shape, "float16", H200).tile == SM90_M64_TILE
+
+
+@pytest.mark.parametrize("mnk", [(3599, 160, 3392), (4131, 192, 2328), (2933, 160, 2192), (4130, 176, 1136)])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_tall_gemms_of_129_192_columns_take_one_192_wide_column_where_bs_rows_are_whole_sectors(mnk, dtype):
+    """Where one_wave_m64 would take 64x128x64 tiles but n is 129-192, one 64x192 column of tiles pads
+    none of the second 128-wide column's 64-127 columns (launches.one_column_192, LOG.md v108)."""
+    from streamk.gpu.decide.launches import one_column_192
+
+    shape = GemmShape(*mnk)
+    square = schedule_for("auto", shape, dtype, H200, tile=SM90_TILE)
+    assert one_wave_m64(shape, H200.sms, square) and one_column_192(shape, H200.sms, square, shape.n * 2)
+    s = schedule_for("auto", shape, dtype, H200)
+    assert s.tile == SM90_M64_192_TILE
+    assert s == schedule_for("auto", shape, dtype, H200, tile=SM90_M64_192_TILE)
+
+
+@pytest.mark.parametrize("mnk", [(4133, 168, 1168), (3046, 168, 2192), (4197, 152, 336)])
+def test_but_not_where_bs_rows_straddle_sectors(mnk):
+    """n = 152 or 168: B's rows are 16 bytes off a 32-byte sector every other row, where the 64x128x64
+    launch's B-sharing pairs ran 1.03-1.18x faster than one 192-wide column (LOG.md v108)."""
+    shape = GemmShape(*mnk)
+    assert schedule_for("auto", shape, "float16", H200).tile == SM90_M64_TILE

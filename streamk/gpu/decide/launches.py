@@ -227,6 +227,18 @@ def one_wave_m64_192(shape: GemmShape, sms: int, auto: Schedule) -> bool:
             and tiles.tiles <= sms and tiles.iters_per_tile >= M64_192_MIN_ITERS)
 
 
+# ... and where one_wave_m64 takes the 64-row tiles but n is 129-192 and B's rows are whole 32-byte
+# sectors, one 64x192 column of tiles in place of two 128-wide ones that pad 64-127 of their 256 columns.
+# Held out on 13 fresh tall shapes (m 2,700-4,200), A B A B against the 64x128x64 wave: FP16 1.31x (13 of
+# 13 faster), BF16 1.32x. Where B's rows straddle sectors (n 152, 168) the 64x128x64 launch's B-sharing
+# pairs won 1.03-1.18x (LOG.md v108).
+def one_column_192(shape: GemmShape, sms: int, auto: Schedule, b_row_bytes: int) -> bool:
+    """Whether auto runs ``shape`` on 64x192x64 tiles instead of the 64x128x64 ones one_wave_m64 takes
+    for ``auto`` (its 128x128x64 launch), B's rows ``b_row_bytes`` apart, by the rule above."""
+    return (SM90_M64_TILE.bn < shape.n <= SM90_M64_192_TILE.bn and b_row_bytes % STRADDLE_BYTES == 0
+            and one_wave_m64(shape, sms, auto) and Problem(shape, SM90_M64_192_TILE).tiles <= sms)
+
+
 # auto's whole 128x128x64 tiles run row-major and unclustered (no B-sharing pairs, no 2x2 blocks) where
 # at most PLAIN_MAX_WAVE of the SMs run them and neither A's nor B's rows straddle 32-byte L2 sectors
 # (row bytes a multiple of STRADDLE_BYTES). A cluster's CTAs land on one TPC (LOG.md v45: 66 of 66 pairs),

@@ -15,8 +15,8 @@ from ...shapes import GemmShape, Machine, Problem, TileShape
 from ...target import Target, TargetTile
 from ..catalogue import SM90_M64_192_TILE, SM90_M64_TILE, SM90_TILE, SM90_WIDE_TILE, spec_for_tile
 from .by_model import model_pick
-from .launches import (QUAD_ORDER, auto_quads, one_wave_m64, one_wave_m64_192, pair_stream_k, persistent_quads,
-                       plain_partial_wave, split_wider)
+from .launches import (QUAD_ORDER, auto_quads, one_column_192, one_wave_m64, one_wave_m64_192, pair_stream_k,
+                       persistent_quads, plain_partial_wave, split_wider)
 from .operands import contiguous_b_row_bytes, decode_like
 from .tiles import choose_tile, packed_bytes
 
@@ -71,12 +71,18 @@ def wide_persistent_quads(shape: GemmShape, dtype: str, target: Target, multicas
 def narrow_one_wave(shape: GemmShape, dtype: str, target: Target, chosen: Schedule, b_row_bytes: int | None,
                     multicast: bool) -> Schedule | None:
     """auto's own launch on 64x128x64 or 64x192x64 tiles in place of ``chosen`` where ``target`` takes one
-    wave of them (launches.one_wave_m64, one_wave_m64_192) and that kernel reads the operands in place
+    wave of them (launches.one_column_192, one_wave_m64, one_wave_m64_192) and that kernel reads the operands in place
     (the rules were measured on aligned rows only), else None; not on 64x128x64 where ``chosen`` splits
     deep tiles over more CTAs (launches.split_wider)."""
     if not target.one_wave_m64:
         return None
     tiles = target.tiles_for(dtype)
+    if SM90_M64_192_TILE in tiles and not packed_bytes(shape, dtype, SM90_M64_192_TILE):
+        rows = contiguous_b_row_bytes(shape.k, shape.n, spec_for_tile(dtype, SM90_M64_192_TILE)) \
+            if b_row_bytes is None else b_row_bytes
+        if one_column_192(shape, target.machine(dtype, SM90_M64_192_TILE).sms, chosen, rows):
+            return schedule_for("auto", shape, dtype, target, tile=SM90_M64_192_TILE, b_row_bytes=b_row_bytes,
+                                multicast=multicast)
     # (tile, the rule that takes it, the rule that keeps ``chosen`` after all, given the narrow launch)
     for tile, takes, keeps in ((SM90_M64_TILE, one_wave_m64, split_wider), (SM90_M64_192_TILE, one_wave_m64_192, None)):
         if tile in tiles and takes(shape, target.machine(dtype, tile).sms, chosen) and \
