@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from streamk.calibrate.candidates import predicted
-from streamk.gpu.decide.by_model import (DECODE_MARGIN, FALLBACK_TILES, MODEL_MARGIN, MODEL_MAX_WAVES,
-                                         MODEL_SPLIT_MARGIN, is_persistent, model_pick, model_tiles)
+from streamk.gpu.decide.by_model import (DECODE_MARGIN, DECODE_REDUCE_MARGIN, FALLBACK_TILES, MODEL_MARGIN,
+                                         MODEL_MAX_WAVES, MODEL_SPLIT_MARGIN, is_persistent, model_pick, model_tiles)
 from streamk.gpu.catalogue import SM90_M64_TILE
 from streamk.gpu.decide.operands import decode_like
 from streamk.gpu.decide.schedule import schedule_for
@@ -177,11 +177,24 @@ def test_decode_row_major_takes_the_models_data_parallel_pick(mnk, tile):
 
 @pytest.mark.parametrize("mnk", [
     (2799, 8, 576),  # 64x64x32 -> DP 32x32x32 moved at a margin of 0.25 and ran 1.12x slower (seed 4362)
-    (14567, 8, 1136),  # the dot tile under separate-reduce: the guard keeps it (DP 64x64x32 ran 1.205x its time)
-    (3709, 8, 1360),
+    (14567, 8, 1136),  # the dot tile under separate-reduce, below DECODE_REDUCE_MARGIN (DP 64x64x32 ran 1.205x its time)
 ])
 def test_decode_row_major_keeps_auto_under_the_margin_or_separate_reduce(mnk):
     shape = GemmShape(*mnk)
     auto = schedule_for("auto", shape, "float16", H200, tile=choose_tile(shape, "float16", H200))
     s = schedule_for("auto", shape, "float16", H200)
     assert s.decomposition == "auto" and s.tile == auto.tile, f"{mnk}: {s.decomposition} on {s.tile}"
+
+
+@pytest.mark.parametrize("mnk", [(3709, 8, 1360), (6864, 8, 576), (4, 8256, 1072)])
+def test_decode_separate_reduce_launches_take_a_pick_past_their_own_margin(mnk):
+    """auto's separate-reduce launches on decode-like row-major shapes (its dot and small tiles') give way
+    to a data-parallel pick predicted DECODE_REDUCE_MARGIN faster (LOG.md v110: held out 1.21x on 12 fresh
+    shapes; 3709x8x1360 on seed 4362: data-parallel 32x32x32 10.8 us against auto's 11.4)."""
+    shape = GemmShape(*mnk)
+    auto = schedule_for("auto", shape, "float16", H200, tile=choose_tile(shape, "float16", H200))
+    assert auto.fixup == "separate-reduce" and decode_like(shape.m, shape.n)
+    s = schedule_for("auto", shape, "float16", H200)
+    assert s.decomposition == "data-parallel" and s.tile != auto.tile, f"{mnk}: {s.decomposition} on {s.tile}"
+    assert predicted(s, "float16", H200) * (1 + DECODE_REDUCE_MARGIN) < predicted(auto, "float16", H200)
+    assert model_pick(shape, "float16", H200, auto) is auto  # row_major not said: the oracles' layout not known

@@ -24,7 +24,9 @@ the half of them the rule was derived on; benchmarks/LOG.md v47):
 * auto runs Stream-K under separate-reduce (few deep tiles on every SM; the sm80 fallbacks' too,
   priced 1.19-1.21x, v88): the model prices it 1.11-1.46x its time (LOG.md v61), and its fixed-split
   picks there ran 1.16-1.25x slower. Held out on seed 4272: auto within 5% of the best 90.5 -> 91.0%
-  (geomean 1.0133 -> 1.0123), seeds 4258, 4265 and 4267 unchanged (LOG.md v72).
+  (geomean 1.0133 -> 1.0123), seeds 4258, 4265 and 4267 unchanged (LOG.md v72). Not on decode-like
+  shapes (DECODE_CANDIDATES), where auto's separate-reduce launches are the dot and small tiles', priced
+  within 5% since v105: there a pick must be predicted DECODE_REDUCE_MARGIN faster (LOG.md v110).
 """
 
 from __future__ import annotations
@@ -83,6 +85,11 @@ FALLBACK_CANDIDATES = ((SM90_M64_TILE, "data-parallel"),)
 DECODE_CANDIDATES = tuple((t, "data-parallel") for t in (SMALL_TILE, *TINY_TILES, SM90_M64_TILE, SM90_M64_WIDE_TILE,
                                                           SM90_TILE))
 DECODE_MARGIN = 0.35
+# ... and DECODE_REDUCE_MARGIN over auto's separate-reduce launches there (its dot and small tiles'), which the
+# guard below keeps elsewhere: at 0.35 the picks of 16 fresh decode shapes ran 1.12x faster but lost up to 0.73x,
+# and every loss had been predicted 39-48% faster; at 0.5 (chosen there) the 12 picks of fresh decode seeds
+# 4419-4426 ran 1.21x faster, 11 of 12 (3025x16x1304 0.86x: 64x64x32 to 32x32x32; LOG.md v109, v110)
+DECODE_REDUCE_MARGIN = 0.5
 
 
 def model_tiles() -> tuple[TileShape, ...]:
@@ -124,7 +131,8 @@ def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule, row
     from ...sched import make_schedule
 
     candidates = model_candidates(shape, dtype, auto.tile, row_major and target.row_major_decode)
-    if (not target.model_picks or not candidates or is_persistent(auto) or auto.fixup == "separate-reduce"
+    if (not target.model_picks or not candidates or is_persistent(auto)
+            or (auto.fixup == "separate-reduce" and candidates is not DECODE_CANDIDATES)
             or auto.problem.tiles > MODEL_MAX_WAVES * target.sms or auto.problem.total_iters > MODEL_MAX_ITERS
             or not all(t in target.tiles_for(dtype) for t, _ in candidates)):
         return auto
@@ -140,7 +148,8 @@ def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule, row
         cand = make_schedule(name, shape, tile, machine, **({} if order is None else {"tile_order": order}))
         us = predicted(cand, dtype, target, b_row_bytes=b_row_bytes)
         margin = MODEL_SPLIT_MARGIN if name == "fixed-split" else \
-            DECODE_MARGIN if candidates is DECODE_CANDIDATES else MODEL_MARGIN
+            (DECODE_REDUCE_MARGIN if auto.fixup == "separate-reduce" else DECODE_MARGIN) \
+            if candidates is DECODE_CANDIDATES else MODEL_MARGIN
         if us is not None and us * (1 + margin) < auto_us and us < best_us:
             best, best_us = cand, us
     return best
