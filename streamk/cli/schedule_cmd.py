@@ -50,20 +50,16 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_clusters(schedule, plan, dtype: str) -> None:
     """Where streamk.gpu launches this schedule in clusters that share operands (gpu/clusters.py), say so."""
-    from ..dispatch import waits_only_backward
     from ..gpu.catalogue import spec_for_tile
-    from ..gpu.clusters import launch_pairs
+    from ..gpu.clusters import held_pairs
     from ..gpu.decide.launches import QUAD_CLUSTER, cluster_shape
-    from ..gpu.table import build_table
 
     spec = spec_for_tile(dtype, schedule.tile)  # B contiguous and row-major, n columns
     if cluster_shape(True, False, spec, schedule) == QUAD_CLUSTER:
         print("clusters of 4 CTAs on 2x2 blocks of tiles share A and B by TMA multicast, where the GPU "
               "holds them in as many waves (else the blocks' column pairs share B)")
         return
-    coresident = not waits_only_backward(plan)
-    pairs = launch_pairs(build_table(plan), spec, coresident, True, schedule.shape.n * spec.itemsize,
-                         schedule.problem.iters_per_tile)
     slots = schedule.machine.slots if schedule.machine is not None else 0
-    if pairs is not None and (not coresident or schedule.grid + schedule.grid % 2 <= slots):  # bind.py's check
+    pairs = held_pairs(plan, spec, schedule.shape.n * spec.itemsize, slots)
+    if pairs is not None:
         print(f"clusters of 2 CTAs: {int(pairs.sum())} of {len(pairs)} pairs share each stage's B by TMA multicast")

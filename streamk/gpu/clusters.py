@@ -148,17 +148,25 @@ def launch_pairs(table: Table, spec: KernelSpec, coresident: bool, multicast: bo
     return pairs if pairs.any() else None
 
 
-def shared_b(plan: FixupPlan, spec: KernelSpec, b_row_bytes: int | None, slots: int) -> float:
-    """The share of ``plan``'s MAC iterations run by CTAs of pairs that multicast B when launched as
-    bind.py launches it with ``slots`` CTAs resident at once (its pairs: launch_pairs; waits that
-    point upwards keep them only where every cluster is resident), for the model's row32 term
-    (calibrate/predict.py). 0 for launches in clusters of four, which the model does not price."""
+def held_pairs(plan: FixupPlan, spec: KernelSpec, b_row_bytes: int | None, slots: int) -> np.ndarray | None:
+    """launch_pairs' flags for ``plan`` as bind.py launches it in clusters of two with ``slots`` CTAs
+    resident at once (waits that point upwards keep the pairs only where every cluster is resident);
+    None where it launches without them or asks for clusters of four."""
     schedule = plan.schedule
     if cluster_shape(True, False, spec, schedule) != PAIR_CLUSTER:
-        return 0.0
+        return None
     coresident = not waits_only_backward(plan)
     pairs = launch_pairs(build_table(plan), spec, coresident, True, b_row_bytes, schedule.problem.iters_per_tile)
-    if pairs is None or (coresident and schedule.grid + schedule.grid % 2 > slots):
+    return None if pairs is None or (coresident and schedule.grid + schedule.grid % 2 > slots) else pairs
+
+
+def shared_b(plan: FixupPlan, spec: KernelSpec, b_row_bytes: int | None, slots: int) -> float:
+    """The share of ``plan``'s MAC iterations run by CTAs of pairs that multicast B (held_pairs), for
+    the model's row32 term (calibrate/predict.py). 0 for launches in clusters of four, which the model
+    does not price."""
+    schedule = plan.schedule
+    pairs = held_pairs(plan, spec, b_row_bytes, slots)
+    if pairs is None:
         return 0.0
     lengths = (schedule.units[:, 2] - schedule.units[:, 1]).astype(np.int64)
     per_cta = np.bincount(schedule.unit_cta, weights=lengths, minlength=schedule.grid)
