@@ -76,10 +76,8 @@ __device__ __forceinline__ void tma_store_2d(const void* map, unsigned src, int 
                : "memory");
 }
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-// Until this thread's bulk groups have read their shared sources (the staging may be rewritten)...
+// Until this thread's bulk groups have read their shared sources (the staging may be rewritten, or freed).
 __device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
-// ... or have completed, their writes done.
-__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 // Shared-memory writes of this thread (generic proxy) visible to the async proxy's later reads.
 __device__ __forceinline__ void fence_proxy_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");

@@ -323,17 +323,21 @@ __device__ __forceinline__ void consume(const Smem<ML>& s, Ring<ML>& ring, int w
 // issues the boxes' bulk stores and the consumers go on to their next unit while the copy engine
 // writes C: the epilogue's global stores no longer hold the tensor cores (persistent 128x128x64 CTAs
 // 1.07x, LOG.md v39). A CTA's last tile, with no mainloop after it to hide behind, leaves the SM
-// faster through the shared epilogue's stores (one-tile CTAs 0.92-0.95x through TMA), but on 128x192
-// (SLOW_SHARED_WRITE). The staging is rewritten only once the previous tile's stores have read it
-// (bulk_wait_read), and the CTA ends after they complete.
+// faster through the 128-row tiles' shared epilogue (one-tile CTAs 0.92-0.95x through TMA), but not
+// on the tiles of LAST_TILE_TMA. The staging is rewritten only once the previous tile's stores have
+// read it (bulk_wait_read), and the CTA ends once the last ones have read it too: the writes complete
+// with the grid, as CUTLASS's kernels end on cute::tma_store_wait (include/cute/arch/copy_sm90_tma.hpp,
+// a wait_group.read).
 // (The TMA-store epilogue of NVIDIA CUTLASS include/cutlass/epilogue/collective/
 // sm90_epilogue_tma_warpspecialized.hpp, written here for one staging buffer.)
 template <class ML>
 constexpr bool TMA_STORE = ML::EPILOGUE_PARTS == 1;
-// Tiles whose rows the shared epilogue stores in a flattened loop (epilogue.cuh store_rows: 192
-// columns) write their last tile through TMA too (1.12x on one-tile-per-CTA GEMMs, LOG.md v39).
+// Tiles whose last tile leaves through TMA too: rows the shared epilogue stores in a flattened loop
+// (epilogue.cuh store_rows: 192 columns; 1.12x on one-tile-per-CTA GEMMs, LOG.md v39), and the tiles
+// of one consumer warp group, whose 128 threads take 16 passes over a 64x128 tile (1.01-1.06x on 9 of
+// 9 launches of 64x128x64, LOG.md v115).
 template <class ML>
-constexpr bool SLOW_SHARED_WRITE = ML::THREADS % (ML::BN / 4) != 0;
+constexpr bool LAST_TILE_TMA = ML::THREADS % (ML::BN / 4) != 0 || ML::CONSUMERS == 1;
 
 template <class ML, class G>
 __device__ __forceinline__ void write_tile_tma(const TmaParams& p, unsigned staging, int m0, int n0,
@@ -411,7 +415,7 @@ __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
         },
         [&](int m0, int n0, const float (&acc)[ML::ACC], bool last) {
           if constexpr (TMA_STORE<ML>) {
-            if (c_store && (!last || SLOW_SHARED_WRITE<ML>)) {
+            if (c_store && (!last || LAST_TILE_TMA<ML>)) {
               write_tile_tma<ML, G>(p, s.staging(), m0, n0, acc);
               reading = stored = true;
               return true;
@@ -424,7 +428,7 @@ __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
           }
           return false;
         });
-    if (stored && G::leader()) bulk_wait();  // C's last stores complete before the CTA ends
+    if (stored && G::leader()) bulk_wait_read();  // the staging is read before the CTA ends
   }
 }
 
