@@ -99,6 +99,13 @@ def streams_unaligned(shape: GemmShape, tile: TileShape, element_bytes: int) -> 
     return False
 
 
+def stores_apart(tile: TileShape) -> bool:
+    """Whether ``tile``'s kernel loads its next unit's operands apart from its partial stores: the sm90
+    kernels' producer warp issues the next unit's TMA loads while the consumers store, where an sm80
+    CTA's warps issue theirs after their stores (a separate-reduce CTA's first partial; LOG.md v111)."""
+    return tile in SM90_TILES
+
+
 @dataclass(frozen=True, slots=True)
 class Target:
     """A GPU as the planners see it. ``tiles`` lists each dtype's tiles, its paper tile first;

@@ -18,7 +18,7 @@ from streamk.schedule import Schedule
 from streamk.sched import make_schedule
 from streamk.shapes import GemmShape, Machine, TileShape
 from streamk.sim import simulate
-from streamk.target import preset
+from streamk.target import preset, stores_apart
 
 TILE = TileShape(128, 128, 64)
 COSTS = Costs(a=4.0, b=4.7, c=0.34, d=1.0)
@@ -105,3 +105,27 @@ def test_a_separate_reduce_partial_before_the_ctas_next_unit_drains_under_that_u
     assert before.cta_end[2] == pytest.approx(a + 24 * c + 2 * b)
     shared = simulate(replace(s, machine=Machine(132, 2)), COSTS, a_writes_c=True)  # co-resident CTAs: in series
     assert shared.cta_end[1] - shared.cta_start[1] == pytest.approx(a + 24 * c + 2 * b)
+
+
+def test_an_sm90_separate_reduce_partial_before_the_ctas_next_unit_leaves_its_path() -> None:
+    """On the sm90 kernels the producer warp issues the next unit's loads while the consumers store, so a
+    CTA's separate-reduce partial before its next unit costs its path nothing, however short that unit;
+    the sm80 kernels keep what the next mainloop does not cover (auto's 128x128x64 separate-reduce runs
+    were predicted ~20% slow with it; LOG.md v111). The calibrated model knows which by the tile."""
+    ctas = [[(0, 0, 24)], [(0, 24, 32), (1, 0, 16)], [(1, 16, 32), (2, 0, 8)], [(2, 8, 32)]]
+
+    def stream_k(tile: TileShape) -> Schedule:
+        shape = GemmShape(tile.bm, tile.bn * 3, tile.bk * 32)  # three tiles of 32 iterations
+        return Schedule.from_ctas("stream-k", shape, tile, ctas, machine=Machine(132, 1), fixup="separate-reduce")
+
+    s = stream_k(TILE)
+    a, b, c = COSTS.a, COSTS.b, COSTS.c
+    assert b > 8 * c  # CTA 2's second mainloop does not cover its first store
+    apart = simulate(s, COSTS, a_writes_c=True, stores_apart=True)
+    assert apart.cta_end[2] == pytest.approx(a + 24 * c + b)
+    assert simulate(s, COSTS, a_writes_c=True).cta_end[2] == pytest.approx(a + 16 * c + 2 * b)
+    shared = simulate(replace(s, machine=Machine(132, 2)), COSTS, a_writes_c=True, stores_apart=True)
+    assert shared.cta_end[2] - shared.cta_start[2] == pytest.approx(a + 24 * c + 2 * b)  # co-resident: in series
+    sm80 = stream_k(TileShape(128, 128, 32))  # the same CTAs on the paper's sm80 tile, priced by the same terms
+    assert stores_apart(TILE) and not stores_apart(sm80.tile)
+    assert predict_from(sm80, VALUES, 132, 1) - predict_from(s, VALUES, 132, 1) == pytest.approx(b - 8 * c)

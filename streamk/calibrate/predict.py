@@ -9,7 +9,9 @@ machine and which constants it runs with, mirroring how the GPU backend launches
   ``a_shared``) runs that far from ``c1`` toward ``c_shared``, linearly (``shared_share``; decode
   launches of 133-400 sm80 CTAs ran well under ``c_shared``; LOG.md v95);
 * under separate-reduce the main kernel reads no partials, so the simulator's reduce pass is
-  priced at ``d_reduce``; every other policy reads at ``d``;
+  priced at ``d_reduce``; every other policy reads at ``d``. On one CTA an SM a CTA's partial before
+  its next unit costs what of ``b`` that unit's mainloop does not cover, and on the sm90 kernels
+  nothing: their next loads do not queue behind it (``target.stores_apart``; LOG.md v105, v111);
 * ``a_shared``: at shared residency each CTA pays it on top of ``a`` (two CTAs' prologues and output-tile
   stores run together on one SM; 0 where an entry lacks it; LOG.md v53);
 * ``launch`` is paid once, ``pass_launch`` once more for a reduce or prescale pass;
@@ -77,7 +79,7 @@ from ..fixup import plan_fixup
 from ..schedule import Schedule
 from ..shapes import ITEMSIZE, GemmShape, Machine
 from ..sim import Timeline, simulate
-from ..target import streams_unaligned
+from ..target import stores_apart, streams_unaligned
 from .model import Calibration
 from .traffic import dram_slowdown, operand_bytes, row32_share, scattered_share, wave_steps
 
@@ -241,7 +243,8 @@ def predict_from(schedule: Schedule, values: dict[str, float], sms: int, ctas_pe
         # whole tiles, one per CTA: identical CTAs in waves (what the event simulator gives, faster)
         return pack + values["launch"] + math.ceil(schedule.grid / placed.machine.slots) * (costs.a + costs.c * ipt)
     simulated = _simulated(schedule, placed)  # one of its alike CTA groups where it has them: the same makespan
-    timeline = simulate(simulated, costs, policy, *_extra_costs(values), a_writes_c=True)
+    timeline = simulate(simulated, costs, policy, *_extra_costs(values), a_writes_c=True,
+                        stores_apart=stores_apart(schedule.tile))
     if timeline.deadlock:
         return math.inf
     extra = 0.0
@@ -266,4 +269,5 @@ def calibrated_timeline(schedule: Schedule, calibration: Calibration, sms: int) 
     values = {t.name: t.us for t in calibration.terms}
     placed, costs, policy = calibrated_run(schedule, values, sms, calibration.ctas_per_sm,
                                            l2_bytes=calibration.l2_bytes, element_bytes=ITEMSIZE[calibration.dtype])
-    return simulate(placed, costs, policy, *_extra_costs(values), a_writes_c=True), costs.c
+    return simulate(placed, costs, policy, *_extra_costs(values), a_writes_c=True,
+                    stores_apart=stores_apart(schedule.tile)), costs.c

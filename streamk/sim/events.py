@@ -29,7 +29,9 @@ Model (DESIGN.md "Simulator semantics"):
   (``d`` per partial read) is dispatched on the slots the same way. With ``a_writes_c``, on one CTA
   an SM, a CTA's DEFER store before its next unit drains under that unit, and its next store waits
   for it: the CTA pays what of ``b`` that unit's mainloop does not cover (no CTA of the grid waits on
-  it; auto's Stream-K of two units a CTA was predicted 16-23% slow, LOG.md v105).
+  it; auto's Stream-K of two units a CTA was predicted 16-23% slow, LOG.md v105). With
+  ``stores_apart`` (a kernel whose next loads do not queue behind its stores: the sm90 ones,
+  ``target.stores_apart``) that store leaves the CTA's path (LOG.md v111).
 
 Events are processed in time order; at one instant every event is handled before any CTA is
 dispatched, so simultaneous frees give CTAs to the lowest slots. If nothing can move while CTAs
@@ -65,7 +67,7 @@ Program = Generator[Request, bool | None, None]
 
 
 def _program(cta: int, plan: FixupPlan, costs: Costs, unit_cost: float, atomic_cost: float,
-             handoff_cost: float, a_writes_c: bool) -> Program:
+             handoff_cost: float, a_writes_c: bool, stores_apart: bool) -> Program:
     s = plan.schedule
     if costs.a > 0:
         yield ("run", costs.a, "overhead", -1)
@@ -91,7 +93,7 @@ def _program(cta: int, plan: FixupPlan, costs: Costs, unit_cost: float, atomic_c
             # no CTA of the grid waits on it: a partial stored before the CTA's next unit drains under
             # that unit's mainloop, the CTA's next store after it (LOG.md v105)
             hidden = unit_cost + costs.c * int(s.units[u + 1, 2] - s.units[u + 1, 1])
-            yield ("run", max(0.0, costs.b - hidden), "store_partial", u)
+            yield ("run", 0.0 if stores_apart else max(0.0, costs.b - hidden), "store_partial", u)
             continue
         if handoff_cost > 0 and does.arrives and (yield ("alone", u)):
             # the last arrival, alone: its own partial's store and read back are a lone round trip
@@ -122,7 +124,7 @@ class _Run:
     """Mutable state of one simulation; ``simulate_events`` is its only user."""
 
     def __init__(self, schedule: Schedule, costs: Costs, policy: str, unit_cost: float, atomic_cost: float,
-                 handoff_cost: float, a_writes_c: bool) -> None:
+                 handoff_cost: float, a_writes_c: bool, stores_apart: bool) -> None:
         if schedule.machine is None:
             raise ScheduleError("the schedule has no machine (sms, ctas_per_sm) to simulate on; "
                                 "build it with make_schedule(..., machine) or add sms to its JSON")
@@ -131,8 +133,8 @@ class _Run:
         self.per_sm = schedule.machine.ctas_per_sm
         self.slots = schedule.machine.slots
         grid, n = schedule.grid, len(schedule.units)
-        self.programs = [_program(c, self.plan, costs, unit_cost, atomic_cost, handoff_cost, a_writes_c)
-                         for c in range(grid)]
+        self.programs = [_program(c, self.plan, costs, unit_cost, atomic_cost, handoff_cost, a_writes_c,
+                                  stores_apart) for c in range(grid)]
         self.cta_slot = np.full(grid, -1, dtype=np.int64)
         self.cta_start = np.full(grid, math.nan)
         self.cta_end = np.full(grid, math.inf)
@@ -261,11 +263,12 @@ class _Run:
 
 def simulate_events(schedule: Schedule, costs: Costs = IDEAL, fixup: str | None = None,
                     unit_cost: float = 0.0, atomic_cost: float = 0.0, handoff_cost: float = 0.0,
-                    a_writes_c: bool = False) -> Timeline:
+                    a_writes_c: bool = False, stores_apart: bool = False) -> Timeline:
     """Simulate ``schedule`` event by event under ``costs`` and fixup policy ``fixup``
     (default: the schedule's own), ``unit_cost`` before each unit after a CTA's first,
     ``atomic_cost`` per atomic add of a partial tile into C, ``handoff_cost`` per lone round trip
-    of a partial (0: d + b), ``a_writes_c`` where ``a`` includes writing the output tile; see the
+    of a partial (0: d + b), ``a_writes_c`` where ``a`` includes writing the output tile,
+    ``stores_apart`` where the kernel's next loads do not queue behind its partial stores; see the
     module docstring for the model."""
     check_type("schedule", schedule, Schedule)
     check_type("costs", costs, Costs)
@@ -273,7 +276,7 @@ def simulate_events(schedule: Schedule, costs: Costs = IDEAL, fixup: str | None 
         if not is_cost(value):
             raise ScheduleError(f"{name} must be a finite number >= 0, at most {MAX_COST:g} (got {value!r})")
     run = _Run(schedule, costs, schedule.fixup if fixup is None else fixup, unit_cost, atomic_cost, handoff_cost,
-               a_writes_c)
+               a_writes_c, stores_apart)
     run.run()
     deadlock = run.next_cta < schedule.grid or bool(run.blocked) or bool(np.isinf(run.cta_end).any())
     reason = run.deadlock_reason() if deadlock else None
