@@ -129,3 +129,27 @@ def test_an_sm90_separate_reduce_partial_before_the_ctas_next_unit_leaves_its_pa
     sm80 = stream_k(TileShape(128, 128, 32))  # the same CTAs on the paper's sm80 tile, priced by the same terms
     assert stores_apart(TILE) and not stores_apart(sm80.tile)
     assert predict_from(sm80, VALUES, 132, 1) - predict_from(s, VALUES, 132, 1) == pytest.approx(b - 8 * c)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_the_h200_reduce_pass_costs_a_chain_of_its_partials_and_no_launch(dtype: str) -> None:
+    """Each block of the sliced reduce pass reads its tile's partials two at a time, a chain of L2 round
+    trips, and PDL launches it under the main kernel: auto's 128x128x64 runs of 4-6 tiles split 22-46 ways
+    were predicted 16% fast and those of 13-26 tiles split 6-11 ways 13% slow at 3.6 us a pass and 0.03 us a
+    partial (LOG.md v116). The two dtypes' passes sum the same FP32 partials."""
+    cal = preset("h200").kernel(dtype, TILE).calibration
+    terms = {t.name: t.us for t in cal.terms}
+
+    def reduce_pass(tiles: int, ways: int) -> float:
+        """The pass's price behind 132 CTAs of one unit each: ``tiles`` tiles of 132 iterations split ``ways`` ways."""
+        iters = 132
+        ctas = [[(t, i * iters // ways, (i + 1) * iters // ways)] for t in range(tiles) for i in range(ways)]
+        s = Schedule.from_ctas("split", GemmShape(TILE.bm, TILE.bn * tiles, TILE.bk * iters), TILE, ctas,
+                               machine=Machine(132, 1), fixup="separate-reduce")
+        timeline, _ = predict.calibrated_timeline(s, cal, 132)
+        assert predict.predict_us(s, cal, 132) == pytest.approx(terms["launch"] + timeline.makespan)  # no pass launch
+        return timeline.makespan - float(timeline.cta_end.max())
+
+    assert reduce_pass(4, 33) == pytest.approx(33 * terms["d_reduce"])
+    assert reduce_pass(33, 4) == pytest.approx(4 * terms["d_reduce"])
+    assert reduce_pass(4, 33) - reduce_pass(33, 4) > 5.0  # the chain of 33 partials, against 4
