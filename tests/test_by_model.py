@@ -11,7 +11,7 @@ import pytest
 from streamk.calibrate.candidates import predicted
 from streamk.gpu.decide.by_model import (DECODE_MARGIN, DECODE_REDUCE_MARGIN, FALLBACK_TILES, MODEL_MARGIN,
                                          MODEL_MAX_WAVES, MODEL_SPLIT_MARGIN, is_persistent, model_pick, model_tiles)
-from streamk.gpu.catalogue import SM90_M64_TILE
+from streamk.gpu.catalogue import DOT_T_TILE, SM90_M64_TILE
 from streamk.gpu.decide.operands import decode_like
 from streamk.gpu.decide.schedule import schedule_for
 from streamk.gpu.decide.tiles import choose_tile, packed_bytes
@@ -198,3 +198,18 @@ def test_decode_separate_reduce_launches_take_a_pick_past_their_own_margin(mnk):
     assert s.decomposition == "data-parallel" and s.tile != auto.tile, f"{mnk}: {s.decomposition} on {s.tile}"
     assert predicted(s, "float16", H200) * (1 + DECODE_REDUCE_MARGIN) < predicted(auto, "float16", H200)
     assert model_pick(shape, "float16", H200, auto) is auto  # row_major not said: the oracles' layout not known
+
+
+@pytest.mark.parametrize("mnk", [(2, 4872, 1328), (2, 13592, 1848), (5, 9664, 2352)])
+def test_the_transposed_dot_tiles_separate_reduce_launches_take_a_pick_at_the_decode_margin(mnk):
+    """Over auto's transposed dot tile (at most 8 rows) the model's pick needs DECODE_MARGIN only, not
+    DECODE_REDUCE_MARGIN (LOG.md v117: 2x4872x1328 on decode seed 4451, data-parallel 32x64x32 6.8 us against
+    the dot tile's 11.7): these picks are predicted faster by DECODE_MARGIN but not by DECODE_REDUCE_MARGIN."""
+    shape = GemmShape(*mnk)
+    auto = schedule_for("auto", shape, "float16", H200, tile=choose_tile(shape, "float16", H200))
+    assert auto.fixup == "separate-reduce" and auto.tile == DOT_T_TILE
+    s = schedule_for("auto", shape, "float16", H200, row_major=True)
+    assert s.decomposition == "data-parallel" and s.tile != DOT_T_TILE, f"{mnk}: {s.decomposition} on {s.tile}"
+    pick_us, auto_us = predicted(s, "float16", H200), predicted(auto, "float16", H200)
+    assert pick_us * (1 + DECODE_MARGIN) < auto_us <= pick_us * (1 + DECODE_REDUCE_MARGIN)
+    assert schedule_for("auto", shape, "float16", H200, row_major=False).tile == DOT_T_TILE  # not on x @ W.t()

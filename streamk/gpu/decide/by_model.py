@@ -36,7 +36,7 @@ import math
 from ...schedule import Schedule
 from ...shapes import GemmShape, Problem, TileShape
 from ...target import Target
-from ..catalogue import (LARGE_RUNGS, SM90_192_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE, SM90_TILE, SMALL_TILE,
+from ..catalogue import (DOT_T_TILE, LARGE_RUNGS, SM90_192_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE, SM90_TILE, SMALL_TILE,
                          TINY_TILES)
 from .operands import decode_like
 from .tiles import packed_bytes
@@ -88,7 +88,10 @@ DECODE_MARGIN = 0.35
 # ... and DECODE_REDUCE_MARGIN over auto's separate-reduce launches there (its dot and small tiles'), which the
 # guard below keeps elsewhere: at 0.35 the picks of 16 fresh decode shapes ran 1.12x faster but lost up to 0.73x,
 # and every loss had been predicted 39-48% faster; at 0.5 (chosen there) the 12 picks of fresh decode seeds
-# 4419-4426 ran 1.21x faster, 11 of 12 (3025x16x1304 0.86x: 64x64x32 to 32x32x32; LOG.md v109, v110)
+# 4419-4426 ran 1.21x faster, 11 of 12 (3025x16x1304 0.86x: 64x64x32 to 32x32x32; LOG.md v109, v110). Not
+# over the transposed dot tile's (at most 8 rows), held to DECODE_MARGIN: its picks moved 5 of the 1,200 shapes of
+# decode seeds 4362-4364, 4373, 4411 and 4451, each from 1.05-1.72x the best to within 5% of it, and no other
+# (their measured rows, oracle_auto.py; LOG.md v117)
 DECODE_REDUCE_MARGIN = 0.5
 
 
@@ -148,7 +151,7 @@ def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule, row
         cand = make_schedule(name, shape, tile, machine, **({} if order is None else {"tile_order": order}))
         us = predicted(cand, dtype, target, b_row_bytes=b_row_bytes)
         margin = MODEL_SPLIT_MARGIN if name == "fixed-split" else \
-            (DECODE_REDUCE_MARGIN if auto.fixup == "separate-reduce" else DECODE_MARGIN) \
+            (DECODE_REDUCE_MARGIN if auto.fixup == "separate-reduce" and auto.tile != DOT_T_TILE else DECODE_MARGIN) \
             if candidates is DECODE_CANDIDATES else MODEL_MARGIN
         if us is not None and us * (1 + margin) < auto_us and us < best_us:
             best, best_us = cand, us
