@@ -36,8 +36,8 @@ import math
 from ...schedule import Schedule
 from ...shapes import GemmShape, Problem, TileShape
 from ...target import Target
-from ..catalogue import (DOT_T_TILE, LARGE_RUNGS, SM90_192_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE, SM90_TILE, SMALL_TILE,
-                         TINY_TILES)
+from ..catalogue import (DOT_T_TILE, LARGE_RUNGS, SM90_192_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE, SM90_TILE,
+                         SMALL_TILE, TINY_TILES)
 from .operands import decode_like
 from .tiles import packed_bytes
 
@@ -124,6 +124,16 @@ def is_persistent(s: Schedule) -> bool:
     return s.grid < s.problem.tiles and bool((s.units[:, 1] == 0).all() and (s.units[:, 2] == ipt).all())
 
 
+def pick_margin(name: str, auto: Schedule, decode: bool) -> float:
+    """How much faster than ``auto`` the model must predict a ``name`` candidate to run it (rules above;
+    ``decode``: the candidates are DECODE_CANDIDATES)."""
+    if name == "fixed-split":
+        return MODEL_SPLIT_MARGIN
+    if not decode:
+        return MODEL_MARGIN
+    return DECODE_REDUCE_MARGIN if auto.fixup == "separate-reduce" and auto.tile != DOT_T_TILE else DECODE_MARGIN
+
+
 def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule, row_major: bool = False,
                b_row_bytes: int | None = None) -> Schedule:
     """``auto`` (auto's Schedule of ``shape`` on its own tile), or the fastest predicted of its
@@ -150,9 +160,7 @@ def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule, row
         order = target.kernel(dtype, tile).order_for(problem, machine.slots)  # the kernel's, as auto's launches
         cand = make_schedule(name, shape, tile, machine, **({} if order is None else {"tile_order": order}))
         us = predicted(cand, dtype, target, b_row_bytes=b_row_bytes)
-        margin = MODEL_SPLIT_MARGIN if name == "fixed-split" else \
-            (DECODE_REDUCE_MARGIN if auto.fixup == "separate-reduce" and auto.tile != DOT_T_TILE else DECODE_MARGIN) \
-            if candidates is DECODE_CANDIDATES else MODEL_MARGIN
+        margin = pick_margin(name, auto, candidates is DECODE_CANDIDATES)
         if us is not None and us * (1 + margin) < auto_us and us < best_us:
             best, best_us = cand, us
     return best

@@ -13,7 +13,7 @@ from ...sched.basic import persistent_tiles
 from ...schedule import Schedule
 from ...shapes import GemmShape, Machine, Problem, TileShape
 from ...target import Target, TargetTile
-from ..catalogue import SM90_M64_192_TILE, SM90_M64_TILE, SM90_TILE, SM90_WIDE_TILE, spec_for_tile
+from ..catalogue import KernelSpec, SM90_M64_192_TILE, SM90_M64_TILE, SM90_TILE, SM90_WIDE_TILE, spec_for_tile
 from .by_model import model_pick
 from .launches import (QUAD_ORDER, auto_quads, one_column_192, one_wave_m64, one_wave_m64_192, pair_stream_k,
                        persistent_quads, plain_partial_wave, split_wider)
@@ -68,6 +68,11 @@ def wide_persistent_quads(shape: GemmShape, dtype: str, target: Target, multicas
     return persistent_tiles("auto", shape, SM90_WIDE_TILE, machine, machine.sms).with_tile_order(QUAD_ORDER)
 
 
+def b_rows(shape: GemmShape, spec: KernelSpec, b_row_bytes: int | None) -> int:
+    """The bytes between B's rows as ``spec``'s kernel reads them: ``b_row_bytes``, or a contiguous B's where None."""
+    return contiguous_b_row_bytes(shape.k, shape.n, spec) if b_row_bytes is None else b_row_bytes
+
+
 def narrow_one_wave(shape: GemmShape, dtype: str, target: Target, chosen: Schedule, b_row_bytes: int | None,
                     multicast: bool) -> Schedule | None:
     """auto's own launch on 64x128x64 or 64x192x64 tiles in place of ``chosen`` where ``target`` takes one
@@ -78,8 +83,7 @@ def narrow_one_wave(shape: GemmShape, dtype: str, target: Target, chosen: Schedu
         return None
     tiles = target.tiles_for(dtype)
     if SM90_M64_192_TILE in tiles and not packed_bytes(shape, dtype, SM90_M64_192_TILE):
-        rows = contiguous_b_row_bytes(shape.k, shape.n, spec_for_tile(dtype, SM90_M64_192_TILE)) \
-            if b_row_bytes is None else b_row_bytes
+        rows = b_rows(shape, spec_for_tile(dtype, SM90_M64_192_TILE), b_row_bytes)
         if one_column_192(shape, target.machine(dtype, SM90_M64_192_TILE).sms, chosen, rows):
             return schedule_for("auto", shape, dtype, target, tile=SM90_M64_192_TILE, b_row_bytes=b_row_bytes,
                                 multicast=multicast)
@@ -120,7 +124,7 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
     machine = machine or target.machine(dtype, tile)
     if schedule == "auto":
         spec = spec_for_tile(dtype, tile)
-        rows = contiguous_b_row_bytes(shape.k, shape.n, spec) if b_row_bytes is None else b_row_bytes
+        rows = b_rows(shape, spec, b_row_bytes)
         paired = pair_stream_k(multicast, spec, rows, Problem(shape, tile).iters_per_tile)
         given_order = options.get("tile_order")
         options = auto_options(kernel, shape, machine, fixup, options, paired)
@@ -139,8 +143,7 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
         if target.plain_partial_waves and given_order is None and not packed_bytes(shape, dtype, chosen.tile) \
                 and plain_partial_wave(multicast, chosen_spec, chosen, machine.sms,
                                        contiguous_b_row_bytes(shape.m, shape.k, chosen_spec),  # a contiguous A's rows
-                                       contiguous_b_row_bytes(shape.k, shape.n, chosen_spec) if b_row_bytes is None
-                                       else b_row_bytes):
+                                       b_rows(shape, chosen_spec, b_row_bytes)):
             # no clusters where they share nothing on a short wave (launches.plain_partial_wave; measured
             # on operands read in place only, as launches.one_wave_m64)
             return chosen.with_tile_order("row-major")
