@@ -136,3 +136,57 @@ def test_a_ctrl_c_swallowed_in_a_weakref_callback_still_ends_the_run(monkeypatch
         assert sys.unraisablehook is hook and signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _swallowed_ctrl_c() -> object:
+    """Raise KeyboardInterrupt in a weakref callback, where Python swallows it; return the ref."""
+    import weakref
+
+    class Box:
+        pass
+
+    def callback(_ref):
+        raise KeyboardInterrupt  # what the signal handler raises when SIGINT lands here
+    box = Box()
+    ref = weakref.ref(box, callback)
+    del box
+    return ref
+
+
+def test_a_ctrl_c_swallowed_as_the_run_ends_still_ends_it(monkeypatch, capsys):
+    """No step is left for the re-delivered SIGINT to land in: it is raised on the way out."""
+    import streamk.cli as cli
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        monkeypatch.setattr(cli, "_main", lambda argv: 0 if _swallowed_ctrl_c()() is None else 1)
+        assert cli.main([]) == cli.INTERRUPTED
+        assert capsys.readouterr().err.strip() == "streamk: interrupted"
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_a_redelivered_ctrl_c_that_lands_inside_the_hook_is_delivered_again(monkeypatch, capsys):
+    """On a busy machine the re-delivered SIGINT can land while the hook itself still runs, where
+    Python would swallow it a second time (CI once saw exit 0): it is kept and delivered later."""
+    import streamk.cli as cli
+
+    class Instant:  # the redelivery fires at once, while the hook waits for its thread to start
+        sleep = staticmethod(lambda seconds: time.sleep(0))
+
+    def interrupted_twice(argv):
+        _swallowed_ctrl_c()
+        _swallowed_ctrl_c()
+        for _ in range(1000):
+            time.sleep(0.001)
+        return 0
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        monkeypatch.setattr(cli, "time", Instant)
+        monkeypatch.setattr(cli, "_main", interrupted_twice)
+        assert cli.main([]) == cli.INTERRUPTED
+        assert capsys.readouterr().err.strip() == "streamk: interrupted"
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -159,22 +159,46 @@ def main(argv: list[str] | None = None) -> int:
 class _SigintSeen:
     """While active (in the main thread, under Python's default SIGINT handler): SIGINT still raises
     KeyboardInterrupt, and ``seen`` records that it came. A KeyboardInterrupt that lands in a finalizer
-    or weakref callback, which Python reports as "Exception ignored" and swallows, is delivered again,
-    so that it stops the run where it can (the demo once ran on to exit 0 that way)."""
+    or weakref callback, which Python reports as "Exception ignored" and swallows, is delivered again
+    until it raises outside such a hook (the demo once ran on to exit 0 that way); one still pending
+    when the body ends is raised on the way out."""
 
     def __init__(self) -> None:
         self.seen, self._previous, self._previous_hook = False, None, None
+        self._pending = self._in_hook = self._redelivering = False
+        self._lock = threading.RLock()  # re-entered when the handler runs inside __exit__
 
     def _handler(self, signum: int, frame: object) -> None:
         self.seen = True
+        with self._lock:
+            if self._in_hook:  # raised here it would be swallowed again
+                self._pending = True
+                return
+            self._pending = False
         signal.default_int_handler(signum, frame)
 
     def _unraisable(self, unraisable: object) -> None:
-        if isinstance(getattr(unraisable, "exc_value", None), KeyboardInterrupt):
-            # from another thread a moment later, so that the handler runs after this hook has returned
-            threading.Thread(target=_raise_sigint_soon, daemon=True).start()
-        else:
-            self._previous_hook(unraisable)
+        self._in_hook = True
+        try:
+            if isinstance(getattr(unraisable, "exc_value", None), KeyboardInterrupt):
+                self._pending = True
+            else:
+                self._previous_hook(unraisable)
+            if self._pending and not self._redelivering:
+                self._redelivering = True
+                threading.Thread(target=self._redeliver, daemon=True).start()
+        finally:
+            self._in_hook = False
+
+    def _redeliver(self) -> None:
+        """From another thread, so that the handler runs in the main thread once the hook is over."""
+        while True:
+            time.sleep(0.005)
+            with self._lock:  # checked and raised at once: no second signal after the first lands
+                if not self._pending or self._previous is None:
+                    self._redelivering = False
+                    return
+                signal.raise_signal(signal.SIGINT)
 
     def __enter__(self) -> "_SigintSeen":
         if threading.current_thread() is threading.main_thread() and \
@@ -183,15 +207,15 @@ class _SigintSeen:
             self._previous_hook, sys.unraisablehook = sys.unraisablehook, self._unraisable
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        if self._previous is not None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if self._previous is None:
+            return
+        with self._lock:
             signal.signal(signal.SIGINT, self._previous)
             sys.unraisablehook = self._previous_hook
-
-
-def _raise_sigint_soon() -> None:
-    time.sleep(0.005)
-    signal.raise_signal(signal.SIGINT)
+            self._previous, pending, self._pending = None, self._pending, False
+        if pending and exc_type is None:
+            raise KeyboardInterrupt
 
 
 def _main(argv: list[str] | None) -> int:
