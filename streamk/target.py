@@ -196,84 +196,56 @@ class Target:
 
 
 HALF_DTYPES = ("float16", "bfloat16")
-# auto's tile order on the sm90 tiles: their data-parallel schedules ran 8192^3 17-21% faster and
-# 4096^3 4% faster in grouped-8 order than row-major on an H100 (the 132 tiles in flight share rows of
-# A and columns of B in the 50 MB L2; LOG.md v17c). The sm80 tiles keep row-major (v8: no gain there).
+# auto's tile order on the sm90 tiles: the tiles in flight share rows of A and columns of B in L2
+# (8192^3 17-21% faster than row-major on an H100; LOG.md v17c). The sm80 tiles keep row-major (v8).
 SM90_TILE_ORDER = "grouped-8"
-# ... except in one wave of 128x128x64 tiles with more tile rows than a quarter of its MAC
-# iterations per tile (about 2m > k): row-major there, without the clusters the grouped order pairs,
-# whose B multicast pays off on deep, short waves. Over 654 one-wave shapes of five FP16 oracle runs,
-# DP so ordered costs 1.013x the better order's time (within 5% on 0.920; the v28 rule, half full
-# or under 16 iterations, 1.023x and 0.829), alike on the run not used to choose it (seed 31,
-# 1.028 -> 1.013x); limits on the wave's fill or its tile columns gained under 0.2% (LOG.md v29).
-# 128x256x64: neutral (v28).
+# ... except one wave of 128x128x64 tiles with more tile rows than a quarter of its MAC iterations
+# per tile (about 2m > k): row-major and unclustered, since multicast pays off on deep, short waves
+# (LOG.md v29; 128x256x64 neutral, v28).
 SM90_ONE_WAVE_ORDER = {SM90_TILE: "row-major"}
 ONE_WAVE_ITERS_PER_ROW = 4
-# auto's aligned splits on 128x128x64 price MAC iterations by the CTAs busy beyond half the SMs: its
-# mainloop ran 0.31-0.35 us an iteration up to ~60 CTAs and 0.50-0.60 from 80 on (three fidelity
-# runs), so a 2-way split of 56 deep tiles ran no faster than DP. Of shares 0.35-0.6 (and none),
-# 0.5 scored best: auto within 5% of the best 0.839 -> 0.878 over four oracle runs (LOG.md v28).
+# auto's aligned splits on 128x128x64 price MAC iterations by the CTAs busy beyond this share of the
+# SMs: the mainloop slows once more than ~60 CTAs share L2 (LOG.md v28) ...
 _SM90_SPLIT_BUSY_SHARE = {SM90_TILE: 0.5}
-# ... and 0.6 on GEMMs at least 8x wider than tall with 64 iterations a tile or more: chosen on 48 deep
-# corpus shapes of seeds 100-129 (0.6 on every deep shape: 0.986x; on the wide ones 1.078x), then 50
-# such shapes of seeds 130-329 held out: 1.131x faster than with 0.5, min 0.977 (LOG.md v37).
+# ... and beyond 0.6 on GEMMs at least 8x wider than tall with 64 iterations a tile or more (LOG.md v37)
 _SM90_SPLIT_WIDE_SHARE = {SM90_TILE: 0.6}
 # ... and a split tile's partial 1.5 us dearer than the calibration's b: fixed-split's own runs fit
-# b + d 0.54 us above the b + d that every variant's partials fit, most on shallow tiles (two-way
-# splits of 16-26 iterations ran 1.08-1.18x of DP, the model said 0.98-1.0x). Of 0 / 0.75 / 1.5 /
-# 2.3 us, 1.5 scored best over five FP16 oracle runs: auto within 5% of the best 0.865 -> 0.887 on
-# average; on the two BF16 runs, not used to choose, 0.885 -> 0.895 and 0.862 -> 0.888 (LOG.md v28).
+# its partials dearer than the other variants' (LOG.md v28)
 _SM90_SPLIT_EXTRA_US = {SM90_TILE: 1.5}
-# auto's two-tile hybrid on 128x128x64 below two waves only: from two waves on it ran 1.03-1.10x
-# the time of DP in grouped order on tiles of 64 iterations or more (13 shapes of three fresh oracle
-# runs); without it auto within 5% of the best 0.885 / 0.835 / 0.900 -> 0.885 / 0.865 / 0.905 on
-# them (LOG.md v28). Shallower multi-wave DP already runs persistent (persistent_upto).
+# auto's two-tile hybrid on 128x128x64 below two waves only: from two waves on persistent DP in
+# grouped order beat it (LOG.md v28) ...
 _SM90_HYBRID_MAX_WAVES = {SM90_TILE: 2.0}
-# ... and below them, the hybrid where the calibrated model, iterations priced by busy CTAs beyond
-# 40% of the SMs, says it beats DP: on 149 shapes of one to two waves in six FP16 oracle runs it
-# cost 1.018x the better of hybrid and DP (the appendix constants' rule 1.028x), better or equal on
-# every run; shares 0.3 / 0.5 scored 1.019x / 1.023x (0.5 is the splits' share; LOG.md v29).
+# ... and there only where the calibrated model says it beats DP, MAC iterations priced by the CTAs
+# busy beyond 40% of the SMs (LOG.md v29)
 _SM90_HYBRID_BUSY_SHARE = {SM90_TILE: 0.4}
-# 128x256x64's hybrid (the appendix model's constants) only where DP's partial wave fills at most 60%
-# of the SMs: on the 21 shapes of a wave or more it ran in three H100 fidelity runs it beat DP by
-# 1.03-1.28x up to fills of 0.3 and lost 0.91-0.95x at 0.64-0.73 (fills 0.5-0.6 scored best: 1.010 ->
-# 1.002x the better of the two); on an H200, the 12 corpus and x @ W.t() shapes this changes ran 1.018x
-# faster than the unlimited hybrid (4096x4096x14336, fill 0.88: 1.16x), while fills of 0.52-0.58
-# favoured the hybrid by 0.94-1.03x, hence 0.6 (LOG.md v37).
+# 128x256x64's hybrid only where DP's partial wave fills at most 60% of the SMs: past that the
+# hybrid's extra work costs more than the idle SMs it fills (LOG.md v37)
 _SM90_HYBRID_MAX_FILL = {SM90_WIDE_TILE: 0.6}
 
-# auto's constants on sm_90a (H100; in MAC iterations). Owner-waits b = 16, d = 8 on every FP16/BF16
-# tile: best of b in {32, 16, 8, 5} x d in {8, 9.5} on 400 corpus shapes (LOG.md v10b, v13); the
-# one-CTA-per-SM 128x256 tile b = 48, where b = 16 left 8 of 114 shapes under 0.95x of DP (v15).
-# Separate-reduce b = 24, d = 0.5 from a 6 x 3 grid (v11); FP64 its own pair (v11).
+# auto's constants on sm_90a, in MAC iterations (each the best of a grid of values against DP on
+# corpus samples). Owner-waits b = 16, d = 8 on the sm80 FP16/BF16 tiles (LOG.md v10b, v13); b = 48 on
+# the one-CTA-per-SM 128x256 tile (v15); separate-reduce b = 24, d = 0.5 (v11); FP64 its own pair (v11).
 _SM90_OWNER = Costs(a=32.0, b=16.0, c=1.0, d=8.0)
 _SM90_WIDE = Costs(a=32.0, b=48.0, c=1.0, d=8.0)
-# The paper's 128x128x32 tile: d = 4, from oracle sweeps of every candidate grid and decomposition
-# on that kernel (auto within 5% of the best on 0.875 -> 0.895, 0.840 -> 0.860 and 0.830 -> 0.843
-# of three 200-400-shape samples against d = 8; LOG.md v22).
+# The paper's 128x128x32 tile: d = 4 (LOG.md v22).
 _SM90_PAPER_OWNER = Costs(a=32.0, b=16.0, c=1.0, d=4.0)
-# The TMA + wgmma tiles (one CTA per SM): b = 48 on 128x256x64 and 64 on 128x128x64, of b in
-# {16, 32, 48, 64, 96} (d = 8) against our DP of the same tile on the shapes auto gives each tile, two
-# seeds of the 400-shape corpus (LOG.md v21): the paper's b = 32 left shapes at 0.84-0.92x of DP.
-# 128x64x64 and 128x192x64 take their neighbours' (not yet measured on their own), and so do the
-# 64-row tiles: 64x128x64 the square tile's, 64x256x64 and 64x192x64 the wide one's (unmeasured; auto
-# takes 64x192x64 only by a rule, decide/launches.one_wave_m64_192, whose launches are one wave of whole tiles).
+# The TMA + wgmma tiles: b = 64 on 128x128x64, 48 on 128x256x64 (LOG.md v21). The tiles not measured
+# on their own take a neighbour's: 128x64x64 and 64x128x64 the square tile's, 128x192x64, 64x256x64 and
+# 64x192x64 the wide one's (auto takes 64x192x64 only by a rule, decide/launches.one_wave_m64_192).
 _SM90_TMA_OWNER = {SM90_TILE: Costs(a=32.0, b=64.0, c=1.0, d=8.0), SM90_WIDE_TILE: _SM90_WIDE,
                    SM90_NARROW_TILE: Costs(a=32.0, b=64.0, c=1.0, d=8.0), SM90_192_TILE: _SM90_WIDE,
                    SM90_M64_TILE: Costs(a=32.0, b=64.0, c=1.0, d=8.0), SM90_M64_WIDE_TILE: _SM90_WIDE,
                    SM90_M64_192_TILE: _SM90_WIDE}
 # Below a tile per SM the sm90 tiles split tiles at aligned k offsets under their calibrated constants
-# (TargetTile.aligned_splits; auto's grids of even shares ran 0.75-1.07x of DP there: LOG.md v24).
-# auto's DP on persistent CTAs (streamk.sched.auto): on 128x128x64 up to 16 iterations per tile (k <=
-# 1024), of thresholds 8-64 on the 78 corpus shapes auto gives that tile, the largest with no shape
-# slower (1.16x over DP on the 35 it changes; LOG.md v23); 128x256x64 gained 1.00-1.03 (not taken).
+# (TargetTile.aligned_splits; grids of even shares lost to DP there, LOG.md v24).
+# auto's DP on persistent CTAs (streamk.sched.auto): on 128x128x64 up to 16 iterations per tile
+# (k <= 1024), the largest threshold with no shape slower (LOG.md v23; 128x256x64 gained too little).
 _SM90_PERSISTENT_UPTO = {SM90_TILE: 16}
-# auto's few deep tiles under separate-reduce (streamk.sched.auto few_tiles_reduce): measured on the
-# 128x128x64 kernel's fidelity runs (three seeds, LOG.md v26); 128x256x64 was not measured.
+# auto's few deep tiles under separate-reduce (streamk.sched.auto few_tiles_reduce): measured on
+# 128x128x64 only (LOG.md v26).
 _SM90_FEW_TILES_REDUCE = (SM90_TILE,)
-# decode-like GEMMs on the sm80 rectangles (two CTAs per SM) on an H100: DP's few tall tiles leave
-# most SMs idle while each CTA streams its operand alone, and Stream-K over all 264 slots ran 1.05-1.7x
-# faster on 10 of 400 decode shapes (LOG.md v29).
+# decode-like GEMMs on the sm80 rectangles (two CTAs per SM): DP's few tall tiles leave most SMs idle
+# while each CTA streams its operand alone, so Stream-K runs over every slot (LOG.md v29).
 _SM90_DECODE_REDUCE = (TileShape(128, 64, 32), TileShape(64, 128, 32))
 _SM90_REDUCE = Costs(a=32.0, b=24.0, c=1.0, d=0.5)
 _SM90_F64_OWNER = Costs(a=32.0, b=16.0, c=1.0, d=8.0)
@@ -310,13 +282,10 @@ def _half_tiles(residency: dict[tuple[int, int, int], int], measured: bool) -> t
 
 
 # Resident CTAs per SM of each main kernel (16-byte copies), in the registry's tile order (the
-# paper's first); sm_90a also runs the TMA + wgmma kernels, one CTA per SM: 128x128x64 (201,792 B of
-# dynamic shared memory) and 128x256x64 (218,160 B; kernels/sm90/config.cuh), each with 1 KB of
-# static shared memory, of the 228 KB an SM has; 64x128x64 one (207,984 B: 7 stages), 64x256x64 one
-# (199,744 B), 64x192x64 one (217,168 B: 5 stages). sm_90a: the occupancy API on an H100
-# (tests/test_gpu_target.py checks it on every device run; 128x256x64 not yet run there). sm_80: derived from ptxas's registers (NVRTC 13.5) and shared memory
-# under the A100's limits (64 K registers, 164 KB shared memory per SM, 1 KB per block reserved),
-# not measured: 128x128 tiles take 105 KB, so one CTA per SM, as in the paper's A100 evaluation.
+# paper's first). sm_90a: the occupancy API (tests/test_gpu_target.py checks it on every device run);
+# the TMA + wgmma tiles run one CTA per SM (their shared memory: kernels/sm90/config.cuh), 128x64x64
+# two. sm_80: derived from ptxas's registers and shared memory under the A100's limits (64 K
+# registers, 164 KB shared memory per SM), not measured: one 128x128 CTA per SM, as in the paper.
 _SM80_RESIDENCY = {(128, 128, 32): 1, (64, 64, 32): 2, (128, 64, 32): 2, (64, 128, 32): 2, (32, 64, 32): 3,
                    (32, 32, 32): 4, (128, 256, 32): 1, (64, 8, 128): 2, (8, 128, 64): 2}
 _SM90_RESIDENCY = {(128, 128, 32): 2, (64, 64, 32): 3, (128, 64, 32): 2, (64, 128, 32): 2, (32, 64, 32): 4,

@@ -1,32 +1,19 @@
-"""Where the calibrated model overrules auto's rules (issue 43): on the sm90 large-GEMM tiles, auto's
-Schedule against data-parallel and two-way fixed-split on each of those tiles, each priced by the
-Target's calibrated simulator; auto runs the cheapest where the model says it saves more than
-MODEL_MARGIN (fixed-split: MODEL_SPLIT_MARGIN). Where auto's rules fall back to an sm80 tile
-(64x64x32 and smaller), its launch against data-parallel on the sm90 64x128x64 tile alone
-(FALLBACK_CANDIDATES), by MODEL_MARGIN too. On decode-like shapes whose A and B the kernels read
-row-major (as the decode oracles ran), its launch against data-parallel on each tile those oracles timed
-(DECODE_CANDIDATES), by DECODE_MARGIN.
+"""Where the calibrated model overrules auto's rules (issue 43): auto's Schedule against a few
+candidates, each priced by the Target's calibrated simulator; auto runs the cheapest where the model
+says it saves more than a margin (the constants below):
+* on the sm90 large-GEMM tiles: data-parallel and two-way fixed-split on each of those tiles;
+* where auto's rules fall back to an sm80 tile (64x64x32 and smaller): data-parallel on the sm90
+  64x128x64 tile alone (FALLBACK_CANDIDATES);
+* on decode-like shapes whose A and B the kernels read row-major (as the decode oracles ran):
+  data-parallel on each tile those oracles timed (DECODE_CANDIDATES).
 
 Only on a Target whose ``model_picks`` holds (the h200 preset: no other GPU has been measured for
-it). Where the model is measured to be blind, auto's rules stand (H200, seed 4254, 200 aligned shapes,
-the half of them the rule was derived on; benchmarks/LOG.md v47):
-* auto's tile is an sm80 fallback and the candidate another decomposition or tile than
-  FALLBACK_CANDIDATES: its Stream-K on resident slots was predicted 1.26x its time (median, 10
-  shapes; v47), and the sm90 64x128x64 kernel of then (two CTAs an SM, 3 stages) was mispriced on
-  full machines. Today the model prices auto's sm80 launches but separate-reduce at 0.97-0.98x their
-  time (median, 41-59 shapes a seed; fidelity seeds 4333, 4340, 4285), and data-parallel on the
-  7-stage 64x128x64 (v75) predicted past MODEL_MARGIN faster ran faster on every shape where it was
-  (seed 4333: 2, the derivation; 4340 and 4285: 4, held out; LOG.md v88); fixed-split and the
-  64x192x64 / 64x256x64 tiles picked nothing more there, and the 64-row tiles as candidates over
-  auto's large tiles lost (v76; v88: 4333 -2.0 to +0 points, 4285 -1.0);
-* auto's grid is persistent (one CTA per SM over more tiles): predicted 1.07x its time (7 shapes),
-  and overruling it lost 1.22x and 1.11x on two shapes;
-* auto runs Stream-K under separate-reduce (few deep tiles on every SM; the sm80 fallbacks' too,
-  priced 1.19-1.21x, v88): the model prices it 1.11-1.46x its time (LOG.md v61), and its fixed-split
-  picks there ran 1.16-1.25x slower. Held out on seed 4272: auto within 5% of the best 90.5 -> 91.0%
-  (geomean 1.0133 -> 1.0123), seeds 4258, 4265 and 4267 unchanged (LOG.md v72). Not on decode-like
-  shapes (DECODE_CANDIDATES), where auto's separate-reduce launches are the dot and small tiles', priced
-  within 5% since v105: there a pick must be predicted DECODE_REDUCE_MARGIN faster (LOG.md v110).
+it). Where the model is measured to be blind, auto's rules stand (benchmarks/LOG.md v47):
+* other candidates over an sm80 fallback: they were mispriced there, and added nothing (LOG.md v76, v88);
+* a persistent grid (one CTA per SM over more tiles): overruling it lost (v47);
+* Stream-K under separate-reduce off decode shapes: the model prices it well over its time, and its
+  picks there ran slower (LOG.md v61, v72). On decode-like shapes such launches are priced within 5%
+  (v105) and give way past DECODE_REDUCE_MARGIN (v110).
 """
 
 from __future__ import annotations
@@ -42,56 +29,34 @@ from .operands import decode_like
 from .tiles import packed_bytes
 
 # A candidate must be predicted this much faster than auto's Schedule to replace it: auto's own
-# data-parallel (grouped order, clusters) runs the same launch as the candidates' row-major one
-# 1.038x (128x128x64, 14 shapes) to 1.058x (128x256x64, 23) faster (median), which the model does
-# not price (H200 seed 4254, the derivation half; 0.02-0.10 scored 91.4-93.5% there, 0.06 best).
-# The candidates now run in the kernel's order too (as auto's own launches), which the oracle's
-# row-major rows measured at least that much slower: the margin stays as derived.
+# data-parallel (grouped order, clusters) runs 4-6% faster than the same launch row-major, which the
+# model does not price (LOG.md v47).
 MODEL_MARGIN = 0.06
-# A fixed-split candidate must be predicted this much faster: where the model picked fixed-split it
-# priced auto's 128x128x64 launches below a wave at 0.85-1.46x their time, and of its fixed-split
-# picks predicted 6-12% faster, 7 ran 1.04-1.25x slower than auto's and 2 faster (H200 oracles of
-# seeds 4254, 4258, 4265, 4267). Auto within 5% of the best (LOG.md v61): 0.12 was chosen on the
-# first three (v56, in every rotation of 0.03-0.20) and held out on 4267, 89.5 -> 90.5% (geomean
-# 1.0117 -> 1.0103); leaving one seed out of the four: 0, +0.5, +0.5, +1.0 points.
+# A fixed-split candidate must be predicted this much faster: the model prices auto's launches below a
+# wave too slow there, and its fixed-split picks past smaller margins ran slower (LOG.md v56, v61).
 MODEL_SPLIT_MARGIN = 0.12
-# The candidates: data-parallel, and fixed-split at its default two ways (the decompositions whose
-# predictions the same runs found closest; every other decomposition added lost 2-3 points there)
+# The candidates: the decompositions whose predictions were closest; every other one lost (LOG.md v47)
 MODEL_CANDIDATES = ("data-parallel", "fixed-split")
-# Above this many waves of auto's tiles the model is not asked: on the derivation half it overruled
-# none of the 10 shapes there (the largest it overruled held 2.3 waves), and pricing the candidates
-# costs 0.4-0.9 s a shape at 9-15 waves (the DRAM traffic model replays every MAC iteration)
+# Above this many waves of auto's tiles the model is not asked: it overruled nothing there, and pricing
+# deep launches costs up to a second a shape (the DRAM traffic model replays every MAC iteration)
 MODEL_MAX_WAVES = 3
-# Nor above this many MAC iterations of auto's Schedule, so that a shape's first call stays cheap: the
-# 16 shapes the model overruled on seed 4254 held at most 10,944; pricing the candidates of deeper
-# ones took 15-131 ms of decide() (aligned seed 4253's p90 to max), against 0.2-0.7 ms for the rules
+# Nor above this many MAC iterations of auto's Schedule, so that a shape's first call stays cheap: pricing
+# the candidates of deeper ones took 15-131 ms of decide(), against 0.2-0.7 ms by the rules (LOG.md v47)
 MODEL_MAX_ITERS = 12_000
-# auto's sm80 fallback tiles, and what the model may run in their place (data-parallel, MODEL_MARGIN): on
-# fidelity seed 4333 (the derivation) 2 shapes moved, both faster (972x416x1872 1.161 -> 1.000 the best);
-# margins 0-0.12 scored alike (94.0%), fixed-split and the 64x192x64 / 64x256x64 tiles added nothing. Held out:
-# seed 4340 92.0 -> 93.5% within 5% (worst 1.281 -> 1.237), 4285 93.0 -> 93.5% (LOG.md v88). Only where the
-# oracles measured it (as launches.one_wave_m64): rows the candidates' kernel reads in place (every oracle
-# shape's n and k are multiples of 8) and no decode-like side (theirs are 130 and up). The pick runs the
-# kernel's grouped order in pairs, as auto's own 64x128x64 launches, which ran 0.91-0.92x the time of the
-# row-major rows it is scored by (geomean, 18-25 shapes a seed)
+# auto's sm80 fallback tiles, and what the model may run in their place (data-parallel, MODEL_MARGIN;
+# LOG.md v88): only where the oracles measured it, on rows the candidate reads in place and off
+# decode-like shapes. The pick runs the kernel's grouped order in pairs, as auto's own 64x128x64 launches.
 FALLBACK_TILES = (SMALL_TILE, *TINY_TILES)
 FALLBACK_CANDIDATES = ((SM90_M64_TILE, "data-parallel"),)
 # Decode-like shapes on a row-major A and B (Target.row_major_decode, n and k multiples of 8, as measured):
-# auto's launch against data-parallel on each tile the decode oracles timed, by DECODE_MARGIN. Decode fidelity
-# seeds 4362 / 4363 (the derivation, with v95's sm80 terms): every model pick past 0.3-0.4 was data-parallel;
-# auto within 5% of the best 84.5 -> 85.0% / 77.0 -> 78.5%, the 8 shapes moved all faster (0.50-0.78x), all
-# tall (n <= 40) launches of auto's 64x128x64; at 0.25 six 64x64x32 shapes moved to 32x32x32, 1.03-1.12x slower
-# (LOG.md v95)
+# auto's launch against data-parallel on each tile the decode oracles timed, by DECODE_MARGIN (past
+# smaller margins the picks moved to slower tiles; LOG.md v95)
 DECODE_CANDIDATES = tuple((t, "data-parallel") for t in (SMALL_TILE, *TINY_TILES, SM90_M64_TILE, SM90_M64_WIDE_TILE,
                                                           SM90_TILE))
 DECODE_MARGIN = 0.35
-# ... and DECODE_REDUCE_MARGIN over auto's separate-reduce launches there (its dot and small tiles'), which the
-# guard below keeps elsewhere: at 0.35 the picks of 16 fresh decode shapes ran 1.12x faster but lost up to 0.73x,
-# and every loss had been predicted 39-48% faster; at 0.5 (chosen there) the 12 picks of fresh decode seeds
-# 4419-4426 ran 1.21x faster, 11 of 12 (3025x16x1304 0.86x: 64x64x32 to 32x32x32; LOG.md v109, v110). Not
-# over the transposed dot tile's (at most 8 rows), held to DECODE_MARGIN: its picks moved 5 of the 1,200 shapes of
-# decode seeds 4362-4364, 4373, 4411 and 4451, each from 1.05-1.72x the best to within 5% of it, and no other
-# (their measured rows, oracle_auto.py; LOG.md v117)
+# ... and DECODE_REDUCE_MARGIN over auto's separate-reduce launches there (its dot and small tiles'): at
+# DECODE_MARGIN every pick that lost had been predicted 39-48% faster (LOG.md v109, v110). The transposed
+# dot tile's launches take DECODE_MARGIN: their picks ran faster by their measured rows (LOG.md v117, v119).
 DECODE_REDUCE_MARGIN = 0.5
 
 
