@@ -1,7 +1,7 @@
 """How a decided GEMM's kernels are launched: programmatic dependent launch between them, sm90
 clusters that multicast B (and, asked for, 2x2 ones that multicast A too), and the separate-reduce pass's blocks per split tile.
 
-Each rule carries the measurement it rests on (benchmarks/LOG.md has the history).
+Each rule names the LOG.md entry that measured it; benchmarks/LOG.md holds the figures.
 """
 
 from __future__ import annotations
@@ -14,20 +14,16 @@ from ..catalogue import (SM90_192_TILE, SM90_M64_192_TILE, SM90_M64_TILE, SM90_M
                          KernelSpec)
 
 # Programmatic dependent launch between one GEMM's kernels (pack -> main -> separate-reduce): by
-# default only where the main grid is at most one CTA per SM. H100, 400 shapes, one call (LOG.md
-# v13): such launches 1.046x faster geomean with it (208 shapes; worst 0.962x), larger grids
-# 1.006-1.009x but down to 0.87x on some big packed GEMMs (main-kernel CTAs placed while the pack
-# pass still ran). A GEMM's first main kernel launches so too, behind whatever kernel ran before
-# it on the stream (often another GEMM; a kernel that never triggers lets it start only at its
-# end): that kernel may be a multi-wave grid like the pack, so the same one-wave default holds
-# there. H200, aligned GEMMs back to back, seeds 777 / 4245 / 4246 (LOG.md v41): 1.05-1.06x geomean
-# over no PDL, 1.09x on those under 20 us, but 0.76-0.92x on sm90 launches of more than half a
-# wave and less than a whole one whose CTAs each run 6-50 MAC iterations. There the GEMM before
-# leaves some SMs free, so some CTAs are placed early and the rest as its CTAs leave, and traces
-# show the mixed placement's mainloops up to 1.25x slower per iteration once released
-# (gpu_probe.py --trace --pair); at most half a wave (every CTA early) or nearly a whole one (none)
-# they ran as fast. So there, only where the busiest CTA's work is small enough for the hidden
-# prologue (~1 us) to outweigh that.
+# default only where the main grid is at most one CTA per SM; larger grids gained little and lost on
+# some big packed GEMMs, whose main-kernel CTAs were placed while the pack pass still ran (LOG.md v13).
+# A GEMM's first main kernel launches so too, behind whatever kernel ran before it on the stream (often
+# another GEMM; a kernel that never triggers lets it start only at its end): that kernel may be a
+# multi-wave grid like the pack, so the same one-wave default holds there. But sm90 launches of more
+# than half a wave and less than a whole one lost there: the GEMM before leaves some SMs free, so some
+# CTAs are placed early and the rest as its CTAs leave, and traces show the mixed placement's mainloops
+# slower per iteration once released (gpu_probe.py --trace --pair); at most half a wave (every CTA
+# early) or nearly a whole one (none) they ran as fast. So there, only where the busiest CTA's work is
+# small enough for the hidden prologue (~1 us) to outweigh that (LOG.md v41).
 BEHIND = ("pack", "prescale", "main", "stream")  # the kernel a PDL launch follows
 MAY_BE_MULTI_WAVE = ("pack", "stream")
 STREAM_PDL_MAX_MACS = 8 * 128 * 128 * 64  # the busiest CTA's MACs: eight 128x128x64 iterations
@@ -49,7 +45,7 @@ def use_pdl(pdl: bool | None, main_grid: int, sms: int, arch: str, *, behind: st
     or "prescale" (the main kernel behind that pass), "main" (the reduce pass behind the main
     kernel) or "stream" (the main kernel as the GEMM's first, behind any kernel before it). Behind
     the pack pass or an unknown kernel, by default only where the main grid fits one CTA per SM:
-    main-kernel CTAs placed while a large multi-wave pack still ran cost up to 1.15x (LOG.md v13);
+    main-kernel CTAs placed while a large multi-wave pack still ran were slower (LOG.md v13);
     behind an unknown kernel, a grid between half a wave and nearly a whole one also only where
     ``cta_macs`` (longest_cta_macs) is at most STREAM_PDL_MAX_MACS. Behind the main kernel or the one-wave atomic prescale, every grid:
     nothing waits to be placed."""
@@ -66,20 +62,18 @@ def use_pdl(pdl: bool | None, main_grid: int, sms: int, arch: str, *, behind: st
 
 # sm90 clusters of two CTAs sharing B by TMA multicast (clusters.py) on the tile whose mainloop asks the
 # most of the L2 (128x128x64: 32 KB a CTA per 0.38 us MAC iteration; 128x256x64: 48 KB per 0.69 us).
-# H100, auto vs auto without clusters, corpus shapes of each tile (LOG.md v26): 128x128x64 1.015x,
-# 1.015x (seed 20260121, twice) and 1.017x (seed 7); 128x256x64 1.000x, 1.005x, 0.996x and 8192^3
-# 0.98x: no gain with 128-byte rows (but see STRADDLE_MULTICAST_TILES). The 64-row tiles read B
-# twice per flop what 128-row ones do (64x128x64: 16 of a stage's 24 KB), so they share it too.
+# 128x256x64 gained nothing with 128-byte rows (LOG.md v26; but see STRADDLE_MULTICAST_TILES). The
+# 64-row tiles read B twice per flop what 128-row ones do (64x128x64: 16 of a stage's 24 KB), so they
+# share it too (LOG.md v41c).
 MULTICAST_TILES = (SM90_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE)
 # 128x256x64 and 128x192x64 share B too where B's rows are only 16-byte aligned (a row stride that
 # is no multiple of 32 bytes) and each tile runs at least MULTICAST_MIN_ITERATIONS: there every
 # other 128-byte box row starts 16 bytes into a 32-byte L2 sector and spans one sector more, which
-# the L2's request rate pays for (128x256x64 data-parallel, full wave, 2841x1448x6272: 0.80 us an
-# iteration against 0.67 with aligned rows, 64-byte-aligned rows as fast; LOG.md v41b, v41d), and
-# multicast halves B's requests. H200, aligned seed 4249: the 15 such shapes 1.154x (1.05-1.24x);
-# with 32-byte-aligned rows 0.98-1.07x, shallower launches 0.93-0.99x (what clusters cost).
+# the L2's request rate pays for (64-byte-aligned rows run as fast as aligned ones; LOG.md v41b,
+# v41d), and multicast halves B's requests. Shallower launches lose what clusters cost (LOG.md v41b;
+# with 32-byte-aligned rows 0.98-1.07x).
 STRADDLE_MULTICAST_TILES = (SM90_WIDE_TILE, SM90_192_TILE)
-MULTICAST_MIN_ITERATIONS = 16
+MULTICAST_MIN_ITERATIONS = 16  # MAC iterations a tile
 STRADDLE_BYTES = 32  # B row strides that are no multiple of this
 
 
@@ -99,8 +93,7 @@ def pair_stream_k(multicast: bool, spec: KernelSpec, b_row_bytes: int | None, ti
     """Whether auto's Stream-K on ``spec``'s tile runs paired (streamk.sched.paired: CTAs 2i and
     2i + 1 on two tile rows of one column over the same k ranges) so that its clusters share B: on
     the tiles that multicast where B's rows straddle L2 lines, where they do (use_multicast). Basic
-    Stream-K's partial tiles never pair, and they ran 2841x1448x6280 at 1.1-1.2 us an iteration
-    against 0.8 with 128-byte rows (H200, LOG.md v41b)."""
+    Stream-K's partial tiles never pair, so they keep paying for straddling rows (H200, LOG.md v41b)."""
     return spec.tile in STRADDLE_MULTICAST_TILES and use_multicast(multicast, spec, b_row_bytes, tile_iterations)
 
 
@@ -109,14 +102,11 @@ def pair_stream_k(multicast: bool, spec: KernelSpec, b_row_bytes: int | None, ti
 # reads 16 KB of L2 per MAC iteration (A 8 + B 8) against 24 with pairs and 32 alone. The CTAs 4q ..
 # 4q + 3 run one 2x2 block (QUAD_ORDER); a schedule in that order runs in them. auto takes the order
 # on the 128-row tiles where they run at most QUAD_MAX_ITERATIONS each: there the clusters fill the
-# pipeline with half the loads a CTA. H200, aligned corpus, auto vs auto with 2x2 clusters on every
-# whole-tile launch, shapes with k <= 704 (LOG.md v46): 128-row tiles 1.040x (47 shapes, seed 4257),
-# 1.030x (45, seed 4261), 1.034x (15, seed 4262, run against main); 64-row tiles 1.014x, 0.996x and
-# 0.966x; deeper shapes 0.971x (53, seed 4257).
+# pipeline with half the loads a CTA. The 64-row tiles and deeper shapes did not gain (LOG.md v46).
 QUAD_TILES = MULTICAST_TILES + STRADDLE_MULTICAST_TILES
 AUTO_QUAD_TILES = tuple(t for t in QUAD_TILES if t.bm == 128)
 QUAD_ORDER = "quads-8"  # streamk.schedule TILE_ORDERS: blocks of 2x2 tiles in grouped order
-QUAD_MAX_ITERATIONS = 11
+QUAD_MAX_ITERATIONS = 11  # MAC iterations a tile (k <= 704 on the 64-deep tiles)
 NO_CLUSTER, PAIR_CLUSTER, QUAD_CLUSTER = (1, 1), (2, 1), (2, 2)  # tile rows x tile columns a cluster spans
 
 
@@ -144,19 +134,13 @@ def auto_quads(multicast: bool, spec: KernelSpec, schedule: Schedule) -> bool:
 # grid of 132 on an H200 in one wave: bind.py), each producer loads its next tile during an
 # epilogue, and a flop costs two thirds of the L2 bytes it does on paired 128x128 tiles. Where:
 # PERSISTENT_QUAD_MIN_WAVES waves of 128x256 tiles or more, PERSISTENT_QUAD_ITERS MAC iterations a
-# tile, a grid of whole 2x2 blocks. H200: 4913x7576x840 138 us against auto's 190 (traces: 0.65 us a
-# MAC iteration against 0.84 for Stream-K on the tile unclustered). Aligned corpus, the shapes it
-# changes: seed 4274 (fitted) 12 shapes 1.061x auto (0.99-1.12), seed 4275 18 shapes 1.071x
-# (0.93-1.18); held out, run against main: seed 4277 8 shapes 1.084x (1.01-1.18), the other 292
-# 0.998x (noise 0.998); seed 4278 10 shapes 1.096x (0.97-1.21), the other 290 1.003x (noise 1.011);
-# seed 4279, with the fill guard below, 18 shapes 1.071x (0.91-1.21), the other 382 1.001x.
-# At 1-2 waves 0.82-0.94x; at 4-8 or 33-64 iterations mixed (LOG.md v74).
+# tile, a grid of whole 2x2 blocks (LOG.md v74; at 1-2 waves 0.82-0.94x, at 4-8 or 33-64 iterations
+# mixed; held out on seed 4277, the 292 shapes it left ran 0.998x, noise 0.998).
 PERSISTENT_QUAD_MIN_WAVES = 2
 PERSISTENT_QUAD_ITERS = (9, 32)
 # ... and the tiles fill PERSISTENT_QUAD_MIN_FILL of their waves' slots: 128x256 tiles leave a last
-# wave's idle SMs idle twice as long as 128x128 ones (2756x3112x608, 72% full: 0.93x; 3072^2x640,
-# 73%: 0.90x; chosen after seeds 4274-4278, so held out only on the next: LOG.md v74).
-PERSISTENT_QUAD_MIN_FILL = 0.75
+# wave's idle SMs idle twice as long as 128x128 ones (chosen after the fitting seeds; LOG.md v74).
+PERSISTENT_QUAD_MIN_FILL = 0.75  # share of the waves' CTA slots
 
 
 def persistent_quads(shape: GemmShape, spec: KernelSpec, sms: int, multicast: bool = True) -> bool:
@@ -174,14 +158,9 @@ def persistent_quads(shape: GemmShape, spec: KernelSpec, sms: int, multicast: bo
 # One wave of 64x128x64 tiles in place of auto's 128x128x64 launch where the 64-row tiles fit one wave
 # and auto's launch runs at most M64_WAVE_MAX_SHARE as many CTAs as they number, or m is 129-192 (the
 # 128-row tiles pad 64-127 rows of their 256, the 64-row ones fewer than 64 of 192): the 7-stage
-# 64x128x64 ring alone on its SM then puts up to twice the SMs to work. H200, aligned seeds 4283 and
-# 4286 (read off both), auto on 64x128x64 against auto on 128x128x64 where the 64-row tiles fit a
-# wave: 16 shapes at most 2/3 the CTAs, 15 faster (1.02-1.37x), 3404x184x2104 0.88x; 4 more of
-# m 129-192 1.03-1.30x; where auto's launch already fills the 64-row tiles' count, 0.81-1.23x. Held
-# out against main, A B A B: seed 4287 10 shapes 1.121x (1.06-1.25), seed 4288 8 shapes 1.104x
-# (0.88-1.34; tall m on n of 192-320 loses), the other 264 1.001-1.002x (LOG.md v76). And wherever m
-# is 65-128, where two 64-row tiles run twice the CTAs of one 128-row tile at no more padding: held
-# out on shapes drawn there, Linear 1.071x (24 shapes), row-major 1.079x (12; LOG.md v82).
+# 64x128x64 ring alone on its SM then puts up to twice the SMs to work. Where auto's launch already runs
+# about as many CTAs the results were mixed (LOG.md v76). And wherever m is 65-128, where two 64-row
+# tiles run twice the CTAs of one 128-row tile at no more padding (LOG.md v82).
 M64_WAVE_MAX_SHARE = 2 / 3
 
 
@@ -201,9 +180,8 @@ def one_wave_m64(shape: GemmShape, sms: int, auto: Schedule) -> bool:
 
 # ... but not where auto's 128x128x64 launch splits its tiles over more CTAs than the 64x128x64 launch
 # runs and those tiles are M64_DEEP_ITERS MAC iterations deep or more: there the split's extra SMs outweigh
-# its fixups (m 65-128, H200: of 56 shapes from v82 and a fresh probe, the 6 where this holds ran 0.81-0.85x
-# (4) and 1.00-1.02x (2) on 64x128x64; shallower, at more CTAs, the 64-row launch won 1.03-1.25x; LOG.md v85).
-M64_DEEP_ITERS = 160
+# its fixups; shallower, at more CTAs, the 64-row launch won (m 65-128, H200; LOG.md v85).
+M64_DEEP_ITERS = 160  # MAC iterations of a 64x128x64 tile (k > 10,176)
 
 
 def split_wider(auto: Schedule, narrow: Schedule) -> bool:
@@ -214,8 +192,7 @@ def split_wider(auto: Schedule, narrow: Schedule) -> bool:
 
 # ... and where m is 65-192 but the 64x128 tiles take more than a wave, one wave of 64x192x64 tiles of
 # at least M64_192_MIN_ITERS MAC iterations: at m 129-192 three 64-row tiles pad fewer rows than two
-# 128-row ones at about the same tile count. Shorter tiles lost (the epilogue weighs more). Held out,
-# A B A B against the 128x128x64 launch: FP16 1.16x (16 shapes), BF16 1.07x (12), Linear 1.38x (12; LOG.md v81).
+# 128-row ones at about the same tile count. Shorter tiles lost (the epilogue weighs more; LOG.md v81).
 M64_192_MIN_ITERS = 9
 
 
@@ -229,9 +206,8 @@ def one_wave_m64_192(shape: GemmShape, sms: int, auto: Schedule) -> bool:
 
 # ... and where one_wave_m64 takes the 64-row tiles but n is 129-192 and B's rows are whole 32-byte
 # sectors, one 64x192 column of tiles in place of two 128-wide ones that pad 64-127 of their 256 columns.
-# Held out on 13 fresh tall shapes (m 2,700-4,200), A B A B against the 64x128x64 wave: FP16 1.31x (13 of
-# 13 faster), BF16 1.32x. Where B's rows straddle sectors (n 152, 168) the 64x128x64 launch's B-sharing
-# pairs won 1.03-1.18x (LOG.md v108).
+# Where B's rows straddle sectors the 64x128x64 launch's B-sharing pairs won (LOG.md v108; held out on
+# tall shapes of m 2,700-4,200).
 def one_column_192(shape: GemmShape, sms: int, auto: Schedule, b_row_bytes: int) -> bool:
     """Whether auto runs ``shape`` on 64x192x64 tiles instead of the 64x128x64 ones one_wave_m64 takes
     for ``auto`` (its 128x128x64 launch), B's rows ``b_row_bytes`` apart, by the rule above."""
@@ -241,16 +217,12 @@ def one_column_192(shape: GemmShape, sms: int, auto: Schedule, b_row_bytes: int)
 
 # auto's whole 128x128x64 tiles run row-major and unclustered (no B-sharing pairs, no 2x2 blocks) where
 # at most PLAIN_MAX_WAVE of the SMs run them and neither A's nor B's rows straddle 32-byte L2 sectors
-# (row bytes a multiple of STRADDLE_BYTES). A cluster's CTAs land on one TPC (LOG.md v45: 66 of 66 pairs),
-# where a CTA's mainloop ran 0.394 us an iteration against 0.316 alone on one, as a plain launch this
-# short mostly puts it; on aligned rows multicast saves no sector request (v71). H200 oracles, auto's
-# launch against the same Schedule run plain (LOG.md v80): seeds 4285 + 4272 5 shapes 1.052x the plain
-# time (0.999-1.112), held out 4267 + 4265 + 4258 3 shapes 1.080x (1.040-1.128); straddling rows at this
-# fill gained from the clusters (pairs 0.95-0.97x), fuller aligned launches were mixed (0.90-1.07x).
-# Held out on the GPU, A B A B against auto before the rule: the 39 shapes of aligned seeds 4310-4329 it
-# changes 1.047x (0.93-1.13; 31 faster, 3 slower by more than 2%).
+# (row bytes a multiple of STRADDLE_BYTES). A cluster's CTAs land on one TPC (LOG.md v45), where a CTA's
+# mainloop ran slower per iteration than alone on one, as a plain launch this short mostly puts it; on
+# aligned rows multicast saves no sector request (v71). Straddling rows at this fill gained from the
+# clusters; fuller aligned launches were mixed (LOG.md v80; 0.90-1.07x).
 PLAIN_TILES = (SM90_TILE,)
-PLAIN_MAX_WAVE = 0.6
+PLAIN_MAX_WAVE = 0.6  # share of the SMs
 
 
 def plain_partial_wave(multicast: bool, spec: KernelSpec, schedule: Schedule, sms: int, a_row_bytes: int,

@@ -3,7 +3,7 @@ it rests on), and which way round it runs the GEMM (``orient``: transposed, or c
 operands read in place on the sm90 square tile), each orientation's tile picked once. The tiles
 themselves are the catalogue's, their residencies and constants the Target's.
 
-Each rule carries the measurement it rests on (benchmarks/LOG.md has the history).
+Each rule names the LOG.md entry that measured it; benchmarks/LOG.md holds the figures.
 """
 
 from __future__ import annotations
@@ -17,36 +17,33 @@ from ..catalogue import (DOT_T_TILE, DOT_TILE, F64_LARGE_TILES, LARGE_RUNGS, REC
                          spec_for_tile)
 from .operands import Operand, copy_widths, decode_like, layout_of
 
-# auto's tile where the caller names none (FP16/BF16; FP64: F64_WIDE_TILE below), the first
-# rule that holds; each won on H100 corpus samples (benchmarks/LOG.md v13-v15, v21 give the figures):
+# auto's tile where the caller names none (FP16/BF16; FP64: F64_WIDE_TILE below), the first rule
+# that holds; each won on corpus samples:
 # * at most 8 columns, and deeper than DOT_SHALLOW_ITERS of its MAC iterations or an A of
 #   DOT_MIN_A_BYTES or more: the 64x8x128 tile (kernels/sm80/dot.cuh), which reads A in place at any
-#   alignment; on shallower small GEMMs its split and reduce pass cost more than they gain, where the
-#   rules below ran them faster (H200, 96 decode shapes of two seeds: 0.948x cuBLAS raw under the 4 MB
-#   rule alone, 1.000x under this one; on every deeper shape 0.986x, every shape from 1 MB of A 0.981x;
-#   LOG.md v31);
+#   alignment; on shallower small GEMMs its split and reduce pass cost more than they gain (LOG.md v31;
+#   on its 96 decode shapes of two seeds, the dot tile on every deeper shape ran 0.986x cuBLAS raw, on
+#   every shape from 1 MB of A 0.981x);
 # * at most 8 rows and a B of DOT_T_MIN_B_BYTES or more: the 8x128x64 tile (the same mainloop on the
-#   transposed problem), which reads B in place at any alignment; below that the rules below ran
-#   them faster (H200, 206 decode shapes of at most 8 rows, four seeds: 0.988x cuBLAS raw before,
-#   1.046x with it from 12 MB of B, 1.024 / 1.037 / 1.040x from 4 / 8 / 16 MB; LOG.md v31);
+#   transposed problem), which reads B in place at any alignment; below that the rules below ran them
+#   faster (LOG.md v31, v31b; measured on 206 decode shapes of at most 8 rows);
 # * decode-like GEMMs (operands.decode_like) whose contiguous operands would be packed by the MB
 #   (operands.copy_widths): the tiles with shifted copies, which read them in place: 32x64 under the
 #   rule for 32-row tiles below, else the rectangle along the long side (128x64 on a tall GEMM,
 #   64x128 on a wide one: a stage brings twice the large operand's bytes for one shift pass and
-#   barrier; 1.10x / 1.07x the speed of 64x64 on the 43 decode shapes that read in place, LOG.md v21);
+#   barrier; LOG.md v21);
 # * other decode-like GEMMs deeper than RECT_MAX_ITERS: 32x32, else 32x64, where its tiles number at
 #   most DECODE_TINY_MOST (a quarter wave), else the rectangle along the long side where its tiles fit
-#   a wave (64x64 took them before: 1.005 / 0.967x cuBLAS raw against 0.985 / 0.952 on two seeds of
-#   200 decode shapes, each tile's time measured; LOG.md v28);
+#   a wave (64x64 took them before; LOG.md v28);
 # * k <= RECT_MAX_ITERS MAC iterations: 32x32, else 32x64, where its tiles fit one wave (a small
-#   GEMM's CTA is latency-bound and writes C at ~20 GB/s from one SM: more, smaller CTAs win);
-# * 64x64 where its tiles fit one wave, or, for k <= SMALL_WAVE_MAX_ITERS, 2-3 of them per SM
-#   (its kernel keeps 3 CTAs per SM, so all run at once);
+#   GEMM's CTA is latency-bound and writes C at ~20 GB/s from one SM: more, smaller CTAs win; LOG.md v14);
+# * 64x64 where its tiles fit one wave (LOG.md v13), or, for k <= SMALL_WAVE_MAX_ITERS, 2-3 of them per
+#   SM (its kernel keeps SMALL_PER_SM CTAs per SM, so all run at once; LOG.md v14);
 # * k <= RECT_MAX_ITERS and under a wave of 128x128 tiles: 128x64 or 64x128 (the fewer tiles; a
 #   tie: 64x128), one per SM, or two where contiguous operands are read 16 bytes wide (8- or 4-byte
-#   copies lost there, down to 0.82x);
+#   copies lost there; LOG.md v13);
 # * 128x256 (one CTA per SM, a quarter fewer copy instructions per mma, which pays when large GEMMs
-#   hold the H100 at its 700 W cap) where its tiles fill a wave and k >= WIDE_MIN_ITERS iterations;
+#   hold the H100 at its 700 W cap) where its tiles fill a wave and k >= WIDE_MIN_ITERS (LOG.md v15);
 # * else the paper's 128x128.
 # The last two rungs take the tiles of the Target's ``large_rungs`` family (large_tiles):
 # 128x256x32 and 128x128x32 of the sm80 kernels, or 128x256x64 and 128x128x64 of the sm90 TMA +
@@ -55,27 +52,23 @@ from .operands import Operand, copy_widths, decode_like, layout_of
 # other operand, and it keeps the sm80 tiles only where they would read rows of 8 or 4 bytes in place
 # that the sm90 path would pack at more than a byte per SM90_PACK_FLOPS_PER_BYTE flops. Where the
 # sm90 rungs hold they also come before the small tiles from half a wave of 128x128 tiles on, but
-# on decode-like GEMMs. H100, 400 shapes (LOG.md v27), the sm90 tiles with their pack against the
-# sm80 tiles auto took before: 1.21x on the 64 of 128x128x32 (0.65x where the pack cost 1.5x the
-# math), k of 131-256 included; 1.06-1.20x on 64x64, 64x128 and 128x64 from half a wave on, less
-# below; 0.69-0.88x on decode-like GEMMs. And between one and two waves of 128x128x64 tiles the sm90
-# rungs take 128x256x64 at any k, a wave or less: 1.10-1.21x faster on 124 of 137 such shapes of
-# three seeds (LOG.md v27b); from two waves on 128x128x64 stays (0.80-0.90x). The whole rule against
-# the one before: 1.063-1.071x on those three seeds, 1.075x on a fourth (worst 0.83x), BF16 1.063x.
-SM90_PACK_FLOPS_PER_BYTE = 300
+# not on decode-like GEMMs, where the sm90 tiles lost (LOG.md v27). Between one and two waves of
+# 128x128x64 tiles the sm90 rungs take 128x256x64 at any k, a wave or less; from two waves on
+# 128x128x64 stays (LOG.md v27b).
+SM90_PACK_FLOPS_PER_BYTE = 300  # flops per packed byte: at this ratio the pack takes ~1.5x the math's time (LOG.md v27)
 # FP64: the 128x128x16 tile (8 warps of 32x64, half the L2 bytes per flop of 64x64x16) where its
-# tiles fill a wave: H200 (LOG.md v39), auto on it against auto on 64x64x16 at 2048^3 (1.94
-# waves) 1.06x, 4096^3 1.06x, 3000x1000x2000 1.05x; below a wave (1024^3, 64 tiles) 0.61x. sm_90a
-# only: its sm_80 build reloads spilled fragments in the mainloop, and no A100 has run it.
+# tiles fill a wave; below a wave 64x64x16 runs faster (LOG.md v39; auto on it against auto on
+# 64x64x16 at 3000x1000x2000: 1.05x). sm_90a only: its sm_80 build reloads spilled fragments in the
+# mainloop, and no A100 has run it.
 F64_WIDE_TILE = F64_LARGE_TILES[1]
-DOT_MIN_A_BYTES = 4 << 20
-DOT_SHALLOW_ITERS = 3
-DOT_T_MIN_B_BYTES = 12 << 20
-DECODE_TINY_MOST = 33
-RECT_MAX_ITERS = 64
-WIDE_MIN_ITERS = 32
-SMALL_PER_SM = 3
-SMALL_WAVE_MAX_ITERS = 32
+DOT_MIN_A_BYTES = 4 << 20  # bytes of A
+DOT_SHALLOW_ITERS = 3  # MAC iterations of the dot tile (128 deep)
+DOT_T_MIN_B_BYTES = 12 << 20  # bytes of B
+DECODE_TINY_MOST = 33  # tiles: a quarter of 132 SMs
+RECT_MAX_ITERS = 64  # MAC iterations of the paper tile (32 deep)
+WIDE_MIN_ITERS = 32  # MAC iterations, as RECT_MAX_ITERS
+SMALL_PER_SM = 3  # CTAs an SM that the 64x64 kernel keeps
+SMALL_WAVE_MAX_ITERS = 32  # MAC iterations, as RECT_MAX_ITERS
 
 
 def contiguous_narrow(shape: GemmShape, dtype: str) -> Callable[[TileShape], bool]:
@@ -173,21 +166,16 @@ def choose_tile(shape: GemmShape, dtype: str, target: Target, row_major: bool = 
 
 
 # On the H200 (``Target.row_major_decode``), where the kernels read a row-major A and B (the fidelity
-# oracles' layout; torch's Linear, whose B is column-major, keeps the rules above), measured against
-# every candidate of the decode fidelity oracle (14 variants: DP and Stream-K on six tiles, fixed-split
-# on 64x128x64; fitted on seed 4362, held out on 4363 and A B A B on the GPU; LOG.md v91), and only
-# where those oracles measured (16-byte rows: every shape's n and k a multiple of 8):
+# oracles' layout; torch's Linear, whose B is column-major, keeps the rules above), and only where those
+# oracles measured (16-byte rows: every shape's n and k a multiple of 8). Fitted on one decode oracle seed
+# against its 14 variants, held out on another and A B A B on the GPU (LOG.md v91):
 # * the 64x8x128 dot tile for n <= 8 only deeper than DOT_ROW_MAJOR_MIN_K (or from DOT_MIN_A_BYTES of A,
-#   as before): at k of 400-1000 its split and reduce pass lost to one 32x32 (or 64x64) tile a CTA, 7 of 7
-#   shapes 1.11-1.48x slower than that DP on seed 4362 (768 and 640 moved fewer shapes);
+#   as before): shallower, its split and reduce pass lost to one 32x32 (or 64x64) tile a CTA;
 # * a tall GEMM of one column of 32x32 tiles (n <= 32 < m) whose 32x32 tiles fill more than
 #   TALL_TINY_MIN_FILL of a wave takes 64x64 where its tiles fit one: half the CTAs, each streaming twice
-#   the rows of A (seed 4362: DP on 64x64x32 1.00-1.09x the best against 32x32's 1.03-1.22x on the 6
-#   shapes it moves; below 0.6 of a wave 32x32 won, 64x64 1.05-1.16x slower at 60-68 tiles). Only one
-#   column: 4362 had no wider shape there, and held out on 4363 a 64-column one (1274x64x672, 80 tiles)
-#   ran 1.174x the best on 64x64 against 1.047x on 32x32.
-DOT_ROW_MAJOR_MIN_K = 1024
-TALL_TINY_MIN_FILL = 0.6
+#   the rows of A; below that fill 32x32 won. Only one column: a 64-column shape lost when held out.
+DOT_ROW_MAJOR_MIN_K = 1024  # k; 768 and 640 moved fewer shapes
+TALL_TINY_MIN_FILL = 0.6  # share of a wave of 32x32 tiles
 
 
 def tall_decode_tile(shape: GemmShape, tiny: TileShape, tiles: tuple[TileShape, ...], sms: int) -> TileShape:
@@ -202,12 +190,8 @@ def tall_decode_tile(shape: GemmShape, tiny: TileShape, tiles: tuple[TileShape, 
 # ... and on the H200 (``Target.row_major_decode``, its oracles' layout) a deep wide one on the 64x128
 # rectangle (m <= 64, one row of 64x128 tiles of at most a wave) of DEEP_WIDE_MIN_N columns or more runs
 # on the sm90 64x128x64 tile under auto's decomposition there where that kernel reads the operands in
-# place. H200, FP16, against sm80 64x128x32, the shapes of four decode fidelity seeds auto ran on it:
-# 1.099x on seeds 4362 / 4363 (15 of 21 faster), 1.170x held out on 4364 / 4373 (15 of 17), BF16 1.177x;
-# then on 48 shapes of four fresh seeds 1.058x (28 of 48): the losers (0.87-0.96x) were narrower, and
-# from 4096 columns the three sets ran 1.164x (13 of 14), 1.234x (11 of 11) and 1.144x (23 of 26); that
-# bound held out on four more fresh seeds (LOG.md v99).
-DEEP_WIDE_MIN_N = 4096
+# place: the narrower shapes lost, and the bound held out on fresh seeds (LOG.md v99).
+DEEP_WIDE_MIN_N = 4096  # columns
 
 
 def deep_wide_decode_tile(shape: GemmShape, dtype: str, along: TileShape, tiles: tuple[TileShape, ...]) -> TileShape:
@@ -218,12 +202,8 @@ def deep_wide_decode_tile(shape: GemmShape, dtype: str, along: TileShape, tiles:
 
 
 # The 64x128 rectangle runs on the sm90 64x128x64 tile (wgmma, one consumer warp group; two CTAs an
-# SM when measured, one of 7 stages since LOG.md v75) where that kernel reads the operands in place:
-# H200, aligned seed 777 (LOG.md v41c), auto on it against auto on the sm80 64x128x32 tile, the 8
-# shapes the rule above gives 64x128: 1.12x (1.02-1.24x each); held out (seeds 4247 / 4248 BF16):
-# 9 shapes 1.17x (0.94-1.27x), 3 shapes 1.11x.
-# The 128x64 rectangle too (LOG.md v45): seed 4255's 20 such shapes 1.094x on 64x128x64 (128x64x64:
-# 1.036x); held out, seed 4256: 12 shapes 1.055x (0.93-1.23x).
+# SM when measured, one of 7 stages since LOG.md v75) where that kernel reads the operands in place
+# (LOG.md v41c, measured in the v42 entry); the 128x64 rectangle too (LOG.md v45).
 def rect_on_sm90(shape: GemmShape, dtype: str, rect: TileShape, tiles: tuple[TileShape, ...]) -> TileShape:
     """``rect``, or the sm90 64x128x64 tile for either sm80 rectangle where it packs nothing."""
     if rect in RECT_TILES and SM90_M64_TILE in tiles and packed_bytes(shape, dtype, SM90_M64_TILE) == 0:
@@ -233,10 +213,7 @@ def rect_on_sm90(shape: GemmShape, dtype: str, rect: TileShape, tiles: tuple[Til
 
 # Deep GEMMs whose 64x64 tiles fill half a wave or more run on the sm90 128x128x64 tile (wgmma,
 # Stream-K over the fewer tiles) where it packs nothing: its mainloop does more per SM clock than the
-# sm80 64x64x32 one once k is deep enough to pay the split. H200, auto on 128x128x64 against auto
-# on 64x64x32 (LOG.md v50): fitted on seed 4258, 7 shapes 1.22x; held out, seed 4264 (183 shapes
-# auto ran on 64x64): the 34 with k > 3168 and at least 66 64x64 tiles 1.23x geomean (0.86-1.68x);
-# shallower (k of 1500-3168) 0.75-1.11x, fewer tiles 0.85-1.31x.
+# sm80 64x64x32 one once k is deep enough to pay the split; shallower or fewer tiles were mixed (LOG.md v50).
 SMALL_DEEP_MIN_ITERS = 100  # MAC iterations of the paper tile (32 deep)
 
 
@@ -251,13 +228,10 @@ def small_on_sm90(shape: GemmShape, dtype: str, iters: int, small_tiles: int, sq
 
 
 # Tall GEMMs of at most NARROWER_WIDE_MAX_N columns take 128x192x64 for 128x256x64 where it pads
-# fewer columns: H200, aligned corpus seed 777 (LOG.md v39), n of 264-528: its DP 1.015-1.19x auto
-# on 128x256x64 (5 of 5 shapes). Up to 1400 columns, unless its tiles spill past the wide tile's one
-# wave: its DP 0.85-0.94x the wide tile's in the same runs of three H200 seeds (LOG.md v56).
+# fewer columns (LOG.md v39), unless its tiles spill past the wide tile's one wave (LOG.md v56).
 # Any GEMM whose 128x256 tiles fill less than a wave takes 128x192x64 where its tiles still fit one:
-# more SMs busy for the same wave. H200, auto on each tile in one run: 1.082x (13 of 14 shapes) on
-# seed 4267, held out; 1.077x (12 of 14) on 4258, 1.056x (7 of 7) on 4265 (LOG.md v61, v62).
-NARROWER_WIDE_MAX_N = 1400
+# more SMs busy for the same wave (LOG.md v61, v62).
+NARROWER_WIDE_MAX_N = 1400  # columns (LOG.md v56)
 
 
 def narrower_wide(shape: GemmShape, wide: TileShape, tiles: tuple[TileShape, ...], sms: int) -> TileShape:
@@ -303,11 +277,10 @@ def large_tiles(target: Target, dtype: str) -> tuple[TileShape, TileShape | None
     return square, wide
 
 
-# What auto's orientation rule prices, in the time the pack takes per byte of a row-major source
-# (H100, LOG.md v32-v33c: ~0.77 us/MB): a source the pack transposes (a column-major operand, read
-# down its columns) ~2x that (~1.5 us/MB); a C whose rows are not contiguous (the transposed
-# problem's view of a row-major C), written with 4-byte stores, about one per byte of C (v32b's fit
-# on x @ W.t() at 128-8192 rows: 0.47 of a transposing pack byte).
+# What auto's orientation rule prices, in the pack's time per byte of a row-major source (LOG.md
+# v32-v33c): a source the pack transposes (a column-major operand, read down its columns) ~2x that;
+# a C whose rows are not contiguous (the transposed problem's view of a row-major C), written with
+# 4-byte stores, about one per byte of C (v32b's fit: 0.47 of a transposing pack byte).
 TRANSPOSING_PACK_RATIO = 2.0
 STRIDED_C_PACK_RATIO = 1.0
 
@@ -379,8 +352,7 @@ def in_place_tile(a: Operand, b: Operand, c: Operand, target: Target, cost: Call
     (``cost`` of the direct problem, False, or the transposed one, True), on the square tile; of
     decode-like GEMMs only torch's Linear with few rows and a large W, on a 64-row tile
     (``linear_decode_tile``; elsewhere their small and dot tiles were measured against the pack).
-    H100, x @ W.t() at 96 and 128 rows on the 4096-wide Llama layers (auto had taken 64x64 tiles
-    with x^T packed, transposed): 1.54-2.03x faster (LOG.md v37)."""
+    It beat auto's 64x64 tiles with x^T packed on the transposed problem (LOG.md v37)."""
     m, k, n = a.shape[0], a.shape[1], b.shape[1]
     decode = decode_like(m, n)
     tile = linear_decode_tile(m, n, k, a.dtype, target) if decode else large_tiles(target, a.dtype)[0]
@@ -398,11 +370,10 @@ def in_place_tile(a: Operand, b: Operand, c: Operand, target: Target, cost: Call
 # the 64x128x64 tile in place, on the H200 (``Target.tall_transposed``): C^T = W x^T puts W's rows in one
 # 64-row tile (not 128 columns padded from 9-64) and streams x through the 7-stage ring, 128 of its rows
 # a CTA, under auto's decomposition there; measured on a row-major x from TALL_TRANSPOSED_MIN_ROWS rows
-# and TALL_TRANSPOSED_MIN_K on. H200, FP16, against auto: 1.13-2.48x on 14 shapes; held out 1.08-1.82x
-# (10 of 10: 4,096-65,536 rows, k 640-7,168), BF16 the same. A row-major B (whose sm80 tiles read A in
-# place too) held out 5 of 12 faster (0.83-1.41x), and 1-8 rows of W 0.36-1.07x (the dot tiles): both
-# keep auto's choice (LOG.md v97).
-TALL_TRANSPOSED_MIN_ROWS = 4096
+# and TALL_TRANSPOSED_MIN_K on (in sample 1.13-2.48x auto on 14 shapes). A row-major B (whose sm80 tiles
+# read A in place too) and 1-8 rows of W (the dot tiles) lost or tied held out: both keep auto's choice
+# (LOG.md v97).
+TALL_TRANSPOSED_MIN_ROWS = 4096  # rows of x
 TALL_TRANSPOSED_MIN_K = 640
 
 
@@ -421,13 +392,9 @@ def tall_transposed_tile(a: Operand, b: Operand, target: Target) -> TileShape | 
 # 64-row tile reading W in place (no pack, C row-major): 64x256x64 (one CTA an SM, more of W in
 # flight) from 1 row where its tiles number a quarter of the SMs or more, so auto splits each over few
 # CTAs or, from a wave of tiles, runs them data-parallel; else 64x128x64 (64x256 would sum 6-8 64 KB
-# partials a tile) from 9 rows, the dot tiles keeping 8 or fewer. H200: 16-64 rows, W of 86-112 MiB,
-# 1.10-1.37x auto (12 of 12), held out on six more layers 1.06-1.40x (18 of 18); against auto's
-# 128x256x64 in place 1.02-1.26x; at 8 rows against the dot tile 1.09-1.19x on 64x256x64, 0.88-0.90x on
-# 64x128x64; W of 48 MiB 1.10-1.15x, of 32 MiB (L2-warm in the benchmark) 0.93-1.21x: auto stays there
-# (LOG.md v57). 1-7 rows on 64x256x64 against the dot tile, held out on five wide layers: 1.04-1.17x
-# (20 of 20; LOG.md v69, v70).
-LINEAR_DECODE_MIN_W_BYTES = 40 << 20
+# partials a tile) from 9 rows, the dot tiles keeping 8 or fewer (LOG.md v57; 1-7 rows: v69, v70).
+# LINEAR_DECODE_MIN_W_BYTES: W of 48 MiB won, of 32 MiB (L2-warm in the benchmark) it was mixed (LOG.md v57).
+LINEAR_DECODE_MIN_W_BYTES = 40 << 20  # bytes of W
 
 
 def linear_decode_tile(m: int, n: int, k: int, dtype: str, target: Target) -> TileShape | None:
@@ -444,11 +411,10 @@ def linear_decode_tile(m: int, n: int, k: int, dtype: str, target: Target) -> Ti
 
 # ... and on the H200 (``Target.linear_small_w``) with a smaller W, on 64x128x64 where W has at least
 # LINEAR_SMALL_W_MIN_TILES tiles' columns and either x has more rows than the dot tile takes or k is at
-# most DOT_ROW_MAJOR_MIN_K (the dot tile's split loses there, as on row-major operands). H200, W of
-# 8-32 MiB (n x k: 4096x4096, 3072x3072, 2048x2048, 4096x1024, 1024x4096) at 1-64 rows, against auto's
-# transposed sm80 and dot tiles: 16-64 rows on n >= 2048 0.98-1.38x (11 of 12 faster), 1-8 rows at k 1024
-# 1.34-1.42x; it lost on n = 1024 (8 tiles, 0.82-0.87x) and at 1-8 rows past k 1024 (0.85-1.04x; LOG.md v93).
-LINEAR_SMALL_W_MIN_TILES = 16
+# most DOT_ROW_MAJOR_MIN_K (the dot tile's split loses there, as on row-major operands). Narrower W and
+# 1-8 rows past k 1024 lost (LOG.md v93; W of 8-32 MiB, n x k: 4096x4096, 3072x3072, 2048x2048,
+# 4096x1024, 1024x4096).
+LINEAR_SMALL_W_MIN_TILES = 16  # 64x128x64 tiles along n (n >= 2048)
 
 
 def small_w_linear(m: int, n: int, k: int, target: Target) -> bool:
