@@ -132,10 +132,10 @@ class Target:
     # (gpu/decide/tiles: DOT_ROW_MAJOR_MIN_K, tall_decode_tile): measured on the H200 only (benchmarks/LOG.md v91)
     row_major_decode: bool = False
     # torch's Linear in decode with a W under the L2 runs on 64x128x64 reading W in place
-    # (gpu/decide/tiles.small_w_linear): measured on the H200 only (benchmarks/LOG.md v93)
+    # (gpu/decide/orient.small_w_linear): measured on the H200 only (benchmarks/LOG.md v93)
     linear_small_w: bool = False
     # torch's Linear with a W of 9-64 rows over many tokens runs transposed on 64x128x64 in place
-    # (gpu/decide/tiles.tall_transposed_tile): measured on the H200 only (benchmarks/LOG.md v97)
+    # (gpu/decide/orient.tall_transposed_tile): measured on the H200 only (benchmarks/LOG.md v97)
     tall_transposed: bool = False
     # lookups by (dtype, tile) and dtype, built once: a first gemm() call asks several times
     _by_tile: dict = field(init=False, repr=False, compare=False, hash=False)

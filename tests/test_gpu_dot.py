@@ -143,7 +143,7 @@ def test_a_column_major_streamed_operand_runs_the_transposed_gemm_in_place():
     # (m, n, k, the column-major operand, W's element offset in rows of k + 3 (None: W contiguous),
     # the transposed problem's tile: a dot tile, None for auto's pick among the others, or "rows"
     # where it packs W as well, as rows; a contiguous W of 2048 rows or more runs direct on the H200:
-    # decide.tiles.small_w_linear)
+    # decide.orient.small_w_linear)
     for m, n, k, wt, offset, tile in ((1, 4097, 2049, "B", 1, DOT_TILE), (3, 1000, 5000, "B", 1, DOT_TILE),
                                       (6001, 5, 1203, "A", 0, DOT_T_TILE), (24, 1500, 1024, "B", None, None),
                                       (64, 4096, 4096, "B", 1, None), (700, 40, 900, "A", 0, None),

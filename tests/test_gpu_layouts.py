@@ -150,7 +150,7 @@ def test_torch_linear_layout_runs_with_no_pack_on_sm90(dtype):
 
     _skip_unless_sm90()
     gen = torch.Generator(device="cuda").manual_seed(3)
-    # 128 rows: below auto's sm90 rungs, where its 64x64 tiles would pack x^T (decide.tiles.in_place_tile)
+    # 128 rows: below auto's sm90 rungs, where its 64x64 tiles would pack x^T (decide.orient.in_place_tile)
     for rows, out_features, in_features in ((128, 4096, 4096), (256, 4096, 4096), (1000, 4096, 4096),
                                             (1024, 4096, 2048)):
         x = torch.randn(rows, in_features, generator=gen, device="cuda").to(getattr(torch, dtype))
@@ -182,7 +182,7 @@ def test_torch_linear_layout_runs_with_no_pack_on_sm90(dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_torch_linear_of_few_w_rows_over_many_tokens_runs_transposed_in_place(dtype):
     """A MoE router's x @ W.t() (W of 9-64 rows, thousands of tokens): on the H200 auto runs C^T = W x^T
-    on 64x128x64 reading W and x^T in place (decide.tiles.tall_transposed_tile), C written down its
+    on 64x128x64 reading W and x^T in place (decide.orient.tall_transposed_tile), C written down its
     columns into a NaN-filled C (a missed or stray element shows), also with beta, over relaunches."""
     import torch
 

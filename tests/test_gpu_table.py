@@ -631,7 +631,7 @@ def test_the_sm90_kernels_read_aligned_column_major_operands_in_place():
 def test_auto_takes_the_sm90_tile_where_its_own_pick_would_copy_what_sm90_reads_in_place():
     from streamk.gpu.decide import decide
     from streamk.gpu.decide.operands import Operand
-    from streamk.gpu.decide.tiles import orient
+    from streamk.gpu.decide.orient import orient
     from streamk.gpu.request import request
     from streamk.target import preset
 
@@ -661,12 +661,12 @@ def test_auto_takes_the_sm90_tile_where_its_own_pick_would_copy_what_sm90_reads_
 
 def test_auto_runs_linear_decode_on_an_sm90_64_row_tile_where_w_outgrows_the_l2():
     """torch's x @ W.t() of up to 64 rows with W of 40 MiB or more runs direct on an sm90 64-row tile,
-    reading W in place (decide.tiles.linear_decode_tile): 64x256x64 where its tiles number a quarter
+    reading W in place (decide.orient.linear_decode_tile): 64x256x64 where its tiles number a quarter
     of the SMs (from 1 row), else 64x128x64 (from 9); the same launches LOG.md v57 and v70 measured.
     Fewer rows on the narrow W (the dot tiles), a smaller W, other layouts and other GPUs keep auto's choice."""
     from streamk.gpu.decide import decide
     from streamk.gpu.decide.operands import Operand
-    from streamk.gpu.decide.tiles import orient
+    from streamk.gpu.decide.orient import orient
     from streamk.gpu.request import request
 
     def op(rows, cols, strides, dtype="float16"):
@@ -699,7 +699,7 @@ def test_auto_runs_linear_decode_on_an_sm90_64_row_tile_where_w_outgrows_the_l2(
     assert linear(64, 8448, 8192) == sm90_256 and linear(64, 8192, 8192) == sm90_128  # 33 and 32 tiles of 64x256
     assert linear(64, 4096, 5120) == sm90_128 and linear(64, 4096, 5112, preset("h100")) == sm80_t  # W of 40 MiB, and just under
     assert linear(16, 4096, 11008, dtype="bfloat16") == sm90_128
-    # W under 40 MiB on the H200 (decide.tiles.small_w_linear): 64x128x64 from 16 tiles' columns where
+    # W under 40 MiB on the H200 (decide.orient.small_w_linear): 64x128x64 from 16 tiles' columns where
     # x has more rows than the dot tile takes or k is at most 1024; as LOG.md v93 measured
     for m in (2, 6):
         assert linear(m, 3072, 1024) == linear(m, 8192, 1024) == sm90_128, m  # shallow: the dot tile's split lost
@@ -726,11 +726,11 @@ def test_auto_runs_linear_decode_on_an_sm90_64_row_tile_where_w_outgrows_the_l2(
 
 def test_auto_runs_linear_of_few_w_rows_over_many_tokens_transposed_on_64x128x64():
     """torch's x @ W.t() with W of 9-64 rows, x of 4096 rows or more and k of 640 or more runs as
-    C^T = W x^T on the sm90 64x128x64 tile in place, on the H200 (decide.tiles.tall_transposed_tile),
+    C^T = W x^T on the sm90 64x128x64 tile in place, on the H200 (decide.orient.tall_transposed_tile),
     the launches LOG.md v97 measured. Fewer rows of W (the dot tiles), fewer tokens, shallower k, a W
     TMA cannot read, a row-major B, a column-major x and other GPUs keep auto's choice."""
     from streamk.gpu.decide import decide
-    from streamk.gpu.decide.tiles import orient
+    from streamk.gpu.decide.orient import orient
     from streamk.gpu.request import request
 
     def op(rows, cols, strides, dtype="float16"):

@@ -365,7 +365,8 @@ def test_h200_row_major_decode_rules_move_shallow_gemvs_and_tall_one_column_gemm
     """LOG.md v91: on the H200, row-major operands, n <= 8 takes the dot tile only past k 1024 (or 4 MB
     of A), and a one-column tall GEMM of 32x32 tiles past 0.6 of a wave takes 64x64; torch's Linear
     (column-major B) and the other presets keep the rules before."""
-    from streamk.gpu.decide.tiles import choose_tile, orient
+    from streamk.gpu.decide.orient import orient
+    from streamk.gpu.decide.tiles import choose_tile
     from dataclasses import replace
     h200 = preset("h200")
     before = replace(preset("h200"), row_major_decode=False)

@@ -23,7 +23,7 @@ from ..request import GemmRequest
 from .launches import QUAD_CLUSTER, QUAD_ORDER, cluster_shape
 from .operands import Operand, copy_widths, layout_of, leading_dim, pack_bytes, padded
 from .schedule import schedule_for
-from .tiles import orient, row_major_view
+from .orient import orient, row_major_view
 
 
 @dataclass(frozen=True, slots=True)

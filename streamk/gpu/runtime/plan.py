@@ -29,7 +29,7 @@ class GemmPlan:
     """The checked, uploaded form of one signature (see module doc)."""
 
     def __init__(self, dev: Device, lanes: Lanes, decision: Decision, bound: Bound) -> None:
-        # shape: the caller's GEMM; transposed: the kernels run C^T = B^T A^T (decide.tiles.orient), so
+        # shape: the caller's GEMM; transposed: the kernels run C^T = B^T A^T (decide.orient.orient), so
         # the schedule is that problem's and A's and B's pointers trade places at each launch
         self.dev, self.lanes, self.decision = dev, lanes, decision
         self.shape, self.spec, self.schedule, self.plan = decision.shape, decision.spec, decision.schedule, decision.plan

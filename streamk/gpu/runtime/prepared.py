@@ -144,7 +144,7 @@ class Prepared:
     @property
     def transposed(self) -> bool:
         """Whether the kernels run C^T = B^T @ A^T (auto, for a decode-like GEMM whose transposed
-        layout packs less, such as x @ W.t(): decide.tiles.orient)."""
+        layout packs less, such as x @ W.t(): decide.orient.orient)."""
         return bool(getattr(self._plan, "transposed", False))
 
     @property
