@@ -7,6 +7,8 @@ fitted on half of the shapes, both halves scored before and after (LOG.md v26).
         --before c_row32=0 --fit c_row32 --on data-parallel --max-grid 132
     python benchmarks/fidelity_terms.py benchmarks/data/fid_h200_seed4333.csv --target h200 \
         --tile 64x192x64 --set c_scatter=0.1068 --fit b,d,c_free,c1 --on all
+    python benchmarks/fidelity_terms.py benchmarks/data/fid_h200_decode_seed436[234].csv --target h200 \
+        --tile 8x128x64 --before d_reduce=0 --set d_reduce=0 --fit d_reduce --on auto
 
 "after" is the Target's calibration as shipped with the ``--set`` values (a term the entry lacks
 included), the ``--fit`` terms (comma-separated) fitted from there where given: relative least
@@ -137,7 +139,8 @@ def print_scores(rows: list[dict], pred: dict[str, np.ndarray], held: list[int])
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("csv", help="a fidelity CSV (streamk fidelity) of one kernel, or of several with --tile")
+    ap.add_argument("csv", nargs="+", help="fidelity CSVs (streamk fidelity; several seeds are pooled, their shapes "
+                                           "halved together) of one kernel, or of several with --tile")
     ap.add_argument("--target", default="h100", help="the preset whose calibration predicts")
     ap.add_argument("--dtype", default="float16")
     ap.add_argument("--before", action="append", default=[], metavar="TERM=US", help="a term's value before")
@@ -154,7 +157,7 @@ def main() -> None:
                          "SM, whose CTAs all run at one busy count)")
     args = ap.parse_args()
     target = preset(args.target)
-    rows = [r for r in read_csv(args.csv) if not r.get("error") and float(r["measured_us"] or 0) > 0]
+    rows = [r for path in args.csv for r in read_csv(path) if not r.get("error") and float(r["measured_us"] or 0) > 0]
     built = rebuild(rows, target, args.dtype)
     rows, schedules = [r for r, s in zip(rows, built) if s], [s for s in built if s]
     if args.tile is not None:
@@ -171,7 +174,7 @@ def main() -> None:
     pred = {"before": predict(schedules, before, target, args.dtype)}
     csv_pred = np.array([float(r["predicted_us"] or "nan") for r in rows])
     diff = np.abs(pred["before"] / csv_pred - 1)[np.isfinite(csv_pred)]
-    print(f"{args.csv}: {len(rows)} runs rebuilt ({len(built) - len(rows)} not); {cal.dtype} {cal.tile}: the column "
+    print(f"{', '.join(args.csv)}: {len(rows)} runs rebuilt ({len(built) - len(rows)} not); {cal.dtype} {cal.tile}: the column "
           f"before reproduces the CSV's predicted_us on {int(np.sum(diff < 1e-9))} of {len(diff)} runs "
           f"(max |diff| {diff.max():.1e})")
     in_fit = odd_rows(rows) == (args.fit_half == "odd")
