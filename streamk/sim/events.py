@@ -91,9 +91,11 @@ def _program(cta: int, plan: FixupPlan, costs: Costs, unit_cost: float, atomic_c
             continue
         if background and plan.action[u] == Action.DEFER and u < end - 1:
             # no CTA of the grid waits on it: a partial stored before the CTA's next unit drains under
-            # that unit's mainloop, the CTA's next store after it (LOG.md v105)
-            hidden = unit_cost + costs.c * int(s.units[u + 1, 2] - s.units[u + 1, 1])
-            yield ("run", 0.0 if stores_apart else max(0.0, costs.b - hidden), "store_partial", u)
+            # that unit's mainloop, the CTA's next store after it (LOG.md v105); off the path entirely
+            # where the next loads do not queue behind it (v111)
+            exposed = 0.0 if stores_apart else \
+                max(0.0, costs.b - (unit_cost + costs.c * int(s.units[u + 1, 2] - s.units[u + 1, 1])))
+            yield ("run", exposed, "store_partial", u)
             continue
         if handoff_cost > 0 and does.arrives and (yield ("alone", u)):
             # the last arrival, alone: its own partial's store and read back are a lone round trip
