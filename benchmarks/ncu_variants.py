@@ -29,7 +29,9 @@ for text in (sys.argv[2] if len(sys.argv) > 2 else "auto").split(";"):
         p.launch.enqueue(stream)
     torch.cuda.synchronize()
     err = float((C.double() - ref).norm() / ref.norm())
-    print(f"{text}: grid {p.schedule.grid} tile {p.schedule.tile} {p.launch.names} relative error {err:.1e}", flush=True)
+    clusters = [step.cluster for step in p.launch.steps]
+    print(f"{text}: grid {p.schedule.grid} tile {p.schedule.tile} {p.launch.names} clusters {clusters} "
+          f"relative error {err:.1e}", flush=True)
 for _ in range(3):
     torch.mm(A, B, out_dtype=torch.float32)
 torch.cuda.synchronize()

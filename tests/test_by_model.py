@@ -214,3 +214,26 @@ def test_the_transposed_dot_tiles_separate_reduce_launches_take_a_pick_at_the_de
     pick_us, auto_us = predicted(s, "float16", H200), predicted(auto, "float16", H200)
     assert pick_us * (1 + DECODE_MARGIN) < auto_us <= pick_us * (1 + DECODE_REDUCE_MARGIN)
     assert schedule_for("auto", shape, "float16", H200, row_major=False).tile == DOT_T_TILE  # not on x @ W.t()
+
+
+@pytest.mark.parametrize("mnk", [(2609, 2360, 792), (6974, 1016, 760), (1763, 4328, 952)])
+def test_the_wide_persistent_launch_replaces_auto_where_predicted_faster(mnk):
+    """Past launches.persistent_quads' wave and fill guards, whole 128x256x64 tiles on 132 persistent
+    CTAs in QUAD_ORDER replace auto's launch where the model predicts them MODEL_MARGIN faster
+    (by_model.wide_persistent_pick; held out on 15 fresh shapes: 1.06-1.24x, LOG.md v126)."""
+    from streamk.gpu.decide.launches import QUAD_ORDER, persistent_quads
+    from streamk.gpu.catalogue import SM90_WIDE_TILE, spec_for_tile
+
+    shape = GemmShape(*mnk)
+    s = schedule_for("auto", shape, "float16", H200)
+    assert s.tile == SM90_WIDE_TILE and s.grid == H200.sms and s.tile_order == QUAD_ORDER
+    assert not persistent_quads(shape, spec_for_tile("float16", SM90_WIDE_TILE), H200.sms)  # the model's pick
+    rules = schedule_for("auto", shape, "float16", H200, tile=choose_tile(shape, "float16", H200))
+    assert predicted(s, "float16", H200) * (1 + MODEL_MARGIN) < predicted(rules, "float16", H200)
+
+
+def test_the_wide_persistent_launch_stays_out_where_predicted_slower():
+    """2105x2528x776: 170 wide tiles in 1.3 waves leave auto's 128x128x64 grid (340 tiles) the shorter tail;
+    the wide persistent launch ran 0.91x auto's time there (LOG.md v74) and the model prices it slower."""
+    s = schedule_for("auto", GemmShape(2105, 2528, 776), "float16", H200)
+    assert (s.tile.bm, s.tile.bn) == (128, 128)

@@ -10,7 +10,9 @@ says it saves more than a margin (the constants below):
 Only on a Target whose ``model_picks`` holds (the h200 preset: no other GPU has been measured for
 it). Where the model is measured to be blind, auto's rules stand (benchmarks/LOG.md v47):
 * other candidates over an sm80 fallback: they were mispriced there, and added nothing (LOG.md v76, v88);
-* a persistent grid (one CTA per SM over more tiles): overruling it lost (v47);
+* a persistent grid (one CTA per SM over more tiles): overruling it with these candidates lost (v47); the
+  wide persistent launch of launches.persistent_quads may replace it where the model says so
+  (wide_persistent_pick, LOG.md v126);
 * Stream-K under separate-reduce off decode shapes: the model prices it well over its time, and its
   picks there ran slower (LOG.md v61, v72). On decode-like shapes such launches are priced within 5%
   (v105) and give way past DECODE_REDUCE_MARGIN (v110).
@@ -129,3 +131,19 @@ def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule, row
         if us is not None and us * (1 + margin) < auto_us and us < best_us:
             best, best_us = cand, us
     return best
+
+
+def wide_persistent_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule, wide: Schedule,
+                         b_row_bytes: int | None = None) -> bool:
+    """Whether auto runs ``wide`` (whole 128x256x64 tiles on persistent CTAs in QUAD_ORDER, where
+    launches.persistent_quads_fit holds but its wave and fill guards do not) in place of ``auto``: where
+    the model predicts it MODEL_MARGIN faster. Those guards were set on shapes where it lost by the
+    waves' quantization, which the model prices; where auto's own 128x128x64 grid runs a longer tail it
+    won (15 fresh shapes 1.06-1.24x faster, predicted 1.06-1.21x; LOG.md v126)."""
+    from ...calibrate.candidates import predicted
+
+    if not target.model_picks or auto.problem.total_iters > MODEL_MAX_ITERS:
+        return False
+    auto_us = predicted(auto, dtype, target, b_row_bytes=b_row_bytes)
+    wide_us = predicted(wide, dtype, target, b_row_bytes=b_row_bytes)
+    return auto_us is not None and wide_us is not None and wide_us * (1 + MODEL_MARGIN) < auto_us

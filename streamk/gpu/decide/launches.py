@@ -143,16 +143,25 @@ PERSISTENT_QUAD_ITERS = (9, 32)
 PERSISTENT_QUAD_MIN_FILL = 0.75  # share of the waves' CTA slots
 
 
-def persistent_quads(shape: GemmShape, spec: KernelSpec, sms: int, multicast: bool = True) -> bool:
-    """Whether auto runs ``shape`` on ``spec``'s tile as whole tiles on ``sms`` persistent CTAs in
-    QUAD_ORDER (the rule above): the sm90 128x256x64 tile with multicast on."""
+def persistent_quads_fit(shape: GemmShape, spec: KernelSpec, sms: int, multicast: bool = True) -> bool:
+    """Whether ``shape`` can run on ``spec``'s tile as whole tiles on ``sms`` persistent CTAs in QUAD_ORDER
+    as the rule above measured it: the sm90 128x256x64 tile with multicast on, PERSISTENT_QUAD_ITERS MAC
+    iterations a tile, a wave of tiles or more on a grid of whole 2x2 blocks (no wave or fill guard)."""
     p = Problem(shape, spec.tile)
     low, high = PERSISTENT_QUAD_ITERS
-    waves = -(-p.tiles // sms)
     whole_blocks = sms % (QUAD_CLUSTER[0] * QUAD_CLUSTER[1]) == 0
-    return (multicast and spec.tma and spec.tile == SM90_WIDE_TILE and whole_blocks
-            and p.tiles >= PERSISTENT_QUAD_MIN_WAVES * sms and low <= p.iters_per_tile <= high
-            and p.tiles >= PERSISTENT_QUAD_MIN_FILL * waves * sms)
+    return (multicast and spec.tma and spec.tile == SM90_WIDE_TILE and whole_blocks and p.tiles >= sms
+            and low <= p.iters_per_tile <= high)
+
+
+def persistent_quads(shape: GemmShape, spec: KernelSpec, sms: int, multicast: bool = True) -> bool:
+    """Whether auto runs ``shape`` on ``spec``'s tile as whole tiles on ``sms`` persistent CTAs in
+    QUAD_ORDER by the rule above: it fits (persistent_quads_fit), in PERSISTENT_QUAD_MIN_WAVES waves or
+    more that fill PERSISTENT_QUAD_MIN_FILL of their slots."""
+    tiles = Problem(shape, spec.tile).tiles
+    waves = -(-tiles // sms)
+    return (persistent_quads_fit(shape, spec, sms, multicast) and tiles >= PERSISTENT_QUAD_MIN_WAVES * sms
+            and tiles >= PERSISTENT_QUAD_MIN_FILL * waves * sms)
 
 
 # One wave of 64x128x64 tiles in place of auto's 128x128x64 launch where the 64-row tiles fit one wave

@@ -14,9 +14,9 @@ from ...schedule import Schedule
 from ...shapes import GemmShape, Machine, Problem, TileShape
 from ...target import Target, TargetTile
 from ..catalogue import KernelSpec, SM90_M64_192_TILE, SM90_M64_TILE, SM90_TILE, SM90_WIDE_TILE, spec_for_tile
-from .by_model import model_pick
+from .by_model import model_pick, wide_persistent_pick
 from .launches import (QUAD_ORDER, auto_quads, one_column_192, one_wave_m64, one_wave_m64_192, pair_stream_k,
-                       persistent_quads, plain_partial_wave, split_wider)
+                       persistent_quads, persistent_quads_fit, plain_partial_wave, split_wider)
 from .operands import contiguous_b_row_bytes, decode_like
 from .tiles import choose_tile, packed_bytes
 
@@ -57,15 +57,22 @@ def auto_options(kernel: TargetTile, shape: GemmShape, machine: Machine, fixup: 
     return options
 
 
-def wide_persistent_quads(shape: GemmShape, dtype: str, target: Target, multicast: bool) -> Schedule | None:
+def wide_persistent_quads(shape: GemmShape, dtype: str, target: Target, multicast: bool, auto: Schedule,
+                          b_row_bytes: int | None = None) -> Schedule | None:
     """Whole 128x256x64 tiles on one persistent CTA an SM in QUAD_ORDER where ``target`` runs 2x2
-    clusters and launches.persistent_quads holds (many short tiles), else None."""
+    clusters and launches.persistent_quads holds (many short tiles), or where they fit and the model
+    predicts them faster than ``auto``, auto's own Schedule (by_model.wide_persistent_pick); else None."""
     if not target.quad_clusters or SM90_WIDE_TILE not in target.tiles_for(dtype):
         return None
     machine = target.machine(dtype, SM90_WIDE_TILE)
-    if not persistent_quads(shape, spec_for_tile(dtype, SM90_WIDE_TILE), machine.sms, multicast):
+    spec = spec_for_tile(dtype, SM90_WIDE_TILE)
+    if not persistent_quads_fit(shape, spec, machine.sms, multicast):
         return None
-    return persistent_tiles("auto", shape, SM90_WIDE_TILE, machine, machine.sms).with_tile_order(QUAD_ORDER)
+    wide = persistent_tiles("auto", shape, SM90_WIDE_TILE, machine, machine.sms).with_tile_order(QUAD_ORDER)
+    if persistent_quads(shape, spec, machine.sms, multicast) or \
+            wide_persistent_pick(shape, dtype, target, auto, wide, b_row_bytes):
+        return wide
+    return None
 
 
 def b_rows(shape: GemmShape, spec: KernelSpec, b_row_bytes: int | None) -> int:
@@ -132,7 +139,7 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
         if plain:
             picked = model_pick(shape, dtype, target, chosen, row_major, b_row_bytes)
             if picked is chosen and tile in (SM90_TILE, SM90_WIDE_TILE):
-                wide = wide_persistent_quads(shape, dtype, target, multicast)
+                wide = wide_persistent_quads(shape, dtype, target, multicast, chosen, b_row_bytes)
                 if wide is not None:
                     return wide
             chosen = picked
