@@ -216,11 +216,11 @@ def test_the_transposed_dot_tiles_separate_reduce_launches_take_a_pick_at_the_de
     assert schedule_for("auto", shape, "float16", H200, row_major=False).tile == DOT_T_TILE  # not on x @ W.t()
 
 
-@pytest.mark.parametrize("mnk", [(2609, 2360, 792), (6974, 1016, 760), (1763, 4328, 952)])
+@pytest.mark.parametrize("mnk", [(2609, 2360, 792), (6974, 1016, 760), (1763, 4328, 952), (3228, 3576, 376)])
 def test_the_wide_persistent_launch_replaces_auto_where_predicted_faster(mnk):
-    """Past launches.persistent_quads' wave and fill guards, whole 128x256x64 tiles on 132 persistent
-    CTAs in QUAD_ORDER replace auto's launch where the model predicts them MODEL_MARGIN faster
-    (by_model.wide_persistent_pick; held out on 15 fresh shapes: 1.06-1.24x, LOG.md v126)."""
+    """Past launches.persistent_quads' wave and fill guards, and from 6 MAC iterations a tile, whole
+    128x256x64 tiles on 132 persistent CTAs in QUAD_ORDER replace auto's launch where the model predicts
+    them MODEL_MARGIN faster (by_model.wide_persistent_pick; 40 of 41 fresh shapes faster, LOG.md v126)."""
     from streamk.gpu.decide.launches import QUAD_ORDER, persistent_quads
     from streamk.gpu.catalogue import SM90_WIDE_TILE, spec_for_tile
 
@@ -232,8 +232,12 @@ def test_the_wide_persistent_launch_replaces_auto_where_predicted_faster(mnk):
     assert predicted(s, "float16", H200) * (1 + MODEL_MARGIN) < predicted(rules, "float16", H200)
 
 
-def test_the_wide_persistent_launch_stays_out_where_predicted_slower():
-    """2105x2528x776: 170 wide tiles in 1.3 waves leave auto's 128x128x64 grid (340 tiles) the shorter tail;
-    the wide persistent launch ran 0.91x auto's time there (LOG.md v74) and the model prices it slower."""
-    s = schedule_for("auto", GemmShape(2105, 2528, 776), "float16", H200)
+@pytest.mark.parametrize("mnk", [
+    (2105, 2528, 776),  # 170 wide tiles in 1.3 waves: auto's 340 128x128 tiles end the shorter tail (0.91x, v74)
+    (4559, 5624, 240),  # 4 MAC iterations: predicted 1.11x faster, ran 0.935x (under WIDE_PERSISTENT_MIN_ITERS)
+])
+def test_the_wide_persistent_launch_stays_out_where_predicted_slower_or_too_short(mnk):
+    """Where the model prices the wide persistent launch slower, or its tiles run fewer than
+    WIDE_PERSISTENT_MIN_ITERS MAC iterations, auto keeps its 128x128x64 launch (LOG.md v74, v126)."""
+    s = schedule_for("auto", GemmShape(*mnk), "float16", H200)
     assert (s.tile.bm, s.tile.bn) == (128, 128)

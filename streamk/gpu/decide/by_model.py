@@ -133,13 +133,19 @@ def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule, row
     return best
 
 
+# The wide persistent launch's shortest tiles where the model may pick it: at 4-5 MAC iterations it ran
+# 0.93-1.04x auto's time where predicted 1.07-1.21x faster, from 6 on 1.04-1.22x (LOG.md v126): its
+# 128x256 tiles' C leaves through the shared epilogue, whose share of a short tile the model underprices
+WIDE_PERSISTENT_MIN_ITERS = 6
+
+
 def wide_persistent_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule, wide: Schedule,
                          b_row_bytes: int | None = None) -> bool:
     """Whether auto runs ``wide`` (whole 128x256x64 tiles on persistent CTAs in QUAD_ORDER, where
     launches.persistent_quads_fit holds but its wave and fill guards do not) in place of ``auto``: where
     the model predicts it MODEL_MARGIN faster. Those guards were set on shapes where it lost by the
     waves' quantization, which the model prices; where auto's own 128x128x64 grid runs a longer tail it
-    won (15 fresh shapes 1.06-1.24x faster, predicted 1.06-1.21x; LOG.md v126)."""
+    won (41 fresh shapes of 6-32 MAC iterations a tile: 40 faster, 1.13x geomean; LOG.md v126)."""
     from ...calibrate.candidates import predicted
 
     if not target.model_picks or auto.problem.total_iters > MODEL_MAX_ITERS:

@@ -143,12 +143,13 @@ PERSISTENT_QUAD_ITERS = (9, 32)
 PERSISTENT_QUAD_MIN_FILL = 0.75  # share of the waves' CTA slots
 
 
-def persistent_quads_fit(shape: GemmShape, spec: KernelSpec, sms: int, multicast: bool = True) -> bool:
+def persistent_quads_fit(shape: GemmShape, spec: KernelSpec, sms: int, multicast: bool = True,
+                         low: int = PERSISTENT_QUAD_ITERS[0]) -> bool:
     """Whether ``shape`` can run on ``spec``'s tile as whole tiles on ``sms`` persistent CTAs in QUAD_ORDER
-    as the rule above measured it: the sm90 128x256x64 tile with multicast on, PERSISTENT_QUAD_ITERS MAC
-    iterations a tile, a wave of tiles or more on a grid of whole 2x2 blocks (no wave or fill guard)."""
+    as the rule above measured it: the sm90 128x256x64 tile with multicast on, ``low`` to PERSISTENT_QUAD_ITERS'
+    most MAC iterations a tile, a wave of tiles or more on a grid of whole 2x2 blocks (no wave or fill guard)."""
     p = Problem(shape, spec.tile)
-    low, high = PERSISTENT_QUAD_ITERS
+    high = PERSISTENT_QUAD_ITERS[1]
     whole_blocks = sms % (QUAD_CLUSTER[0] * QUAD_CLUSTER[1]) == 0
     return (multicast and spec.tma and spec.tile == SM90_WIDE_TILE and whole_blocks and p.tiles >= sms
             and low <= p.iters_per_tile <= high)

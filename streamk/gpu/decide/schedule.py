@@ -14,7 +14,7 @@ from ...schedule import Schedule
 from ...shapes import GemmShape, Machine, Problem, TileShape
 from ...target import Target, TargetTile
 from ..catalogue import KernelSpec, SM90_M64_192_TILE, SM90_M64_TILE, SM90_TILE, SM90_WIDE_TILE, spec_for_tile
-from .by_model import model_pick, wide_persistent_pick
+from .by_model import WIDE_PERSISTENT_MIN_ITERS, model_pick, wide_persistent_pick
 from .launches import (QUAD_ORDER, auto_quads, one_column_192, one_wave_m64, one_wave_m64_192, pair_stream_k,
                        persistent_quads, persistent_quads_fit, plain_partial_wave, split_wider)
 from .operands import contiguous_b_row_bytes, decode_like
@@ -66,7 +66,7 @@ def wide_persistent_quads(shape: GemmShape, dtype: str, target: Target, multicas
         return None
     machine = target.machine(dtype, SM90_WIDE_TILE)
     spec = spec_for_tile(dtype, SM90_WIDE_TILE)
-    if not persistent_quads_fit(shape, spec, machine.sms, multicast):
+    if not persistent_quads_fit(shape, spec, machine.sms, multicast, WIDE_PERSISTENT_MIN_ITERS):
         return None
     wide = persistent_tiles("auto", shape, SM90_WIDE_TILE, machine, machine.sms).with_tile_order(QUAD_ORDER)
     if persistent_quads(shape, spec, machine.sms, multicast) or \
