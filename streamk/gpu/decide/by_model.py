@@ -139,7 +139,7 @@ def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule, row
 WIDE_PERSISTENT_MIN_ITERS = 6
 
 
-def wide_persistent_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule, wide: Schedule,
+def wide_persistent_pick(dtype: str, target: Target, auto: Schedule, wide: Schedule,
                          b_row_bytes: int | None = None) -> bool:
     """Whether auto runs ``wide`` (whole 128x256x64 tiles on persistent CTAs in QUAD_ORDER, where
     launches.persistent_quads_fit holds but its wave and fill guards do not) in place of ``auto``: where

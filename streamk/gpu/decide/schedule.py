@@ -70,7 +70,7 @@ def wide_persistent_quads(shape: GemmShape, dtype: str, target: Target, multicas
         return None
     wide = persistent_tiles("auto", shape, SM90_WIDE_TILE, machine, machine.sms).with_tile_order(QUAD_ORDER)
     if persistent_quads(shape, spec, machine.sms, multicast) or \
-            wide_persistent_pick(shape, dtype, target, auto, wide, b_row_bytes):
+            wide_persistent_pick(dtype, target, auto, wide, b_row_bytes):
         return wide
     return None
 
