@@ -105,7 +105,8 @@ def test_the_wide_sm90_tile_is_a_second_tile_of_the_family_with_three_stages_and
     main = reg.BY_NAME["streamk_sm90_bf16_t128x256"]
     assert (main.stages, main.blocks_per_sm, main.unit) == (3, 1, "sm90_tma_128x256_w16")
     assert main.cxx_type == "streamk::sm90::TmaWgmma<true, 256, 3, false, false, 1, 128>"
-    assert reg.BY_NAME["streamk_sm90_f16"].cxx_type == "streamk::sm90::TmaWgmma<false, 128, 4, false, false, 1, 128>"
+    # 128x128x64 runs ping-pong consumers at five stages (kernels/sm90/config.cuh)
+    assert reg.BY_NAME["streamk_sm90_f16"].cxx_type == "streamk::sm90::TmaWgmma<false, 128, 5, false, false, 1, 128>"
     assert "sm90_tma_128x256_w16" in units_for("sm_90a") and "sm90_tma_128x256_w16" not in units_for("sm_80")
     source = unit_source("sm90_tma_128x256_w16")
     assert "__launch_bounds__(streamk_sm90_f16_t128x256_t::BLOCK_THREADS, 1) streamk_sm90_f16_t128x256(" in source
@@ -146,8 +147,8 @@ def test_the_sm90_kernels_read_column_major_operands_each_layout_its_own_unit():
     assert spec.reads_column_major("A") and spec.reads_column_major("B")
     assert not spec_for_tile("float16", "128x128x32").reads_column_major("B")  # sm80: packed
     both = reg.BY_NAME["streamk_sm90_f16_acm_bcm"]
-    assert both.cxx_type == "streamk::sm90::TmaWgmma<false, 128, 4, true, true, 1, 128>"
-    assert reg.BY_NAME["streamk_sm90_f16_bcm"].cxx_type == "streamk::sm90::TmaWgmma<false, 128, 4, false, true, 1, 128>"
+    assert both.cxx_type == "streamk::sm90::TmaWgmma<false, 128, 5, true, true, 1, 128>"
+    assert reg.BY_NAME["streamk_sm90_f16_bcm"].cxx_type == "streamk::sm90::TmaWgmma<false, 128, 5, false, true, 1, 128>"
     # a GEMM compiles only what it launches: a layout's unit holds its main kernels, the passes
     # stay in the row-major unit
     assert [v.name for v in units()["sm90_tma_128x128_w16_bcm"]] == ["streamk_sm90_f16_bcm", "streamk_sm90_bf16_bcm"]

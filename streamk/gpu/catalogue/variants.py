@@ -223,7 +223,7 @@ F64_TILES = ((F64_TILE, F64_STAGES, 2), (F64_LARGE_TILES[0], 3, 1), (F64_LARGE_T
 # The sm90 TMA + wgmma tiles' stages and CTAs an SM (sm90/config.cuh: as many 64-deep stages as fit
 # beside the epilogue's staging; 128x64 at two CTAs an SM, the others one: 64x128 runs 7 stages alone
 # on its SM, 1.05x auto's time at 3 stages two an SM on its shapes, LOG.md v75).
-SM90_STAGES = {SM90_TILE: (4, 1), SM90_WIDE_TILE: (3, 1), SM90_NARROW_TILE: (3, 2), SM90_192_TILE: (3, 1),
+SM90_STAGES = {SM90_TILE: (5, 1), SM90_WIDE_TILE: (3, 1), SM90_NARROW_TILE: (3, 2), SM90_192_TILE: (3, 1),
                SM90_M64_TILE: (7, 1), SM90_M64_WIDE_TILE: (4, 1), SM90_M64_192_TILE: (5, 1)}
 HALF_WIDTHS = (16, 8, 4)
 # The tiles of at most 8 columns or rows (sm80/dot.cuh): one width (they read any row alignment

@@ -137,24 +137,20 @@ def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule, row
 # 0.93-1.04x auto's time where predicted 1.07-1.21x faster, from 6 on 1.04-1.22x (LOG.md v126): its
 # 128x256 tiles' C leaves through the shared epilogue, whose share of a short tile the model underprices
 WIDE_PERSISTENT_MIN_ITERS = 6
-# The model prices auto's persistent 128x128x64 pairs ~10% fast beside the wide launch: where it predicted
-# the wide launch 0-4% slower it still ran 1.05x faster (22 fresh shapes, 19 faster), 4-10% slower a wash
-# (1.01x, 10 of 20; LOG.md v129), and every loss measured before (0.84-0.93x, v74) was predicted 10% slower
-WIDE_PERSISTENT_MARGIN = -0.04
 
 
 def wide_persistent_pick(dtype: str, target: Target, auto: Schedule, wide: Schedule,
                          b_row_bytes: int | None = None) -> bool:
     """Whether auto runs ``wide`` (whole 128x256x64 tiles on persistent CTAs in QUAD_ORDER, where
     launches.persistent_quads_fit holds but its wave and fill guards do not) in place of ``auto``: where
-    the model predicts it no more than 4% slower (WIDE_PERSISTENT_MARGIN). Those guards were set on shapes
-    where it lost by the waves' quantization, which the model prices; where auto's own 128x128x64 grid runs
-    a longer tail it won (41 fresh shapes of 6-32 MAC iterations a tile: 40 faster, 1.13x geomean; LOG.md
-    v126; and 1.06x where predicted up to 4% slower, v129)."""
+    the model predicts it MODEL_MARGIN faster. Those guards were set on shapes where it lost by the waves'
+    quantization, which the model prices; where auto's own 128x128x64 grid runs a longer tail it won (41 fresh
+    shapes of 6-32 MAC iterations a tile: 40 faster, 1.13x geomean; LOG.md v126). A smaller margin won against
+    the cooperative 128x128x64 kernel (v129), not against its ping-pong successor (v130)."""
     from ...calibrate.candidates import predicted
 
     if not target.model_picks or auto.problem.total_iters > MODEL_MAX_ITERS:
         return False
     auto_us = predicted(auto, dtype, target, b_row_bytes=b_row_bytes)
     wide_us = predicted(wide, dtype, target, b_row_bytes=b_row_bytes)
-    return auto_us is not None and wide_us is not None and wide_us * (1 + WIDE_PERSISTENT_MARGIN) < auto_us
+    return auto_us is not None and wide_us is not None and wide_us * (1 + MODEL_MARGIN) < auto_us

@@ -133,7 +133,8 @@ __device__ __forceinline__ void wait_units(const TableParams& t, int offset, int
 // Count this unit's arrival at its tile; true for the last of `count` contributors.
 template <class G>
 __device__ __forceinline__ bool arrive_last(const TableParams& t, int tile, int count, unsigned epoch) {
-  __shared__ int last;
+  __shared__ int last_of[2];  // one word per group that may count at once (group.cuh slot)
+  int& last = last_of[G::slot()];
   G::sync();
   if (G::leader()) {
     fence_acq_rel_gpu();  // our slot stores (ordered before it by the barrier) before the count

@@ -27,6 +27,23 @@ struct ThreadGroup {
   static __device__ __forceinline__ int rank() { return static_cast<int>(threadIdx.x) - FIRST; }
   static __device__ __forceinline__ bool leader() { return threadIdx.x == FIRST; }
   static __device__ __forceinline__ bool contains() { return threadIdx.x - FIRST < THREADS; }
+  // which of the block's groups of this type the thread is in (shared words kept per group)
+  static __device__ __forceinline__ int slot() { return 0; }
+};
+
+// Whichever of the block's consecutive THREADS-thread groups from thread FIRST on holds this thread:
+// group g is threads FIRST + g * THREADS .. on barrier BARRIER + g, so several groups run one body
+// (one copy of the code), each syncing on its own barrier (the ping-pong consumers, sm90/tma_wgmma.cuh).
+template <int BARRIER, int FIRST, int THREADS_>
+struct GroupOfThread {
+  static constexpr int THREADS = THREADS_;
+  static_assert(BARRIER >= 1 && FIRST % 32 == 0 && THREADS % 32 == 0, "named barriers, whole warps");
+  static __device__ __forceinline__ int slot() { return (static_cast<int>(threadIdx.x) - FIRST) / THREADS; }
+  static __device__ __forceinline__ void sync() {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(BARRIER + slot()), "n"(THREADS) : "memory");
+  }
+  static __device__ __forceinline__ int rank() { return (static_cast<int>(threadIdx.x) - FIRST) % THREADS; }
+  static __device__ __forceinline__ bool leader() { return rank() == 0; }
 };
 
 template <int THREADS>

@@ -27,7 +27,7 @@ template <class ML>
 constexpr bool GUESS_FIRST_ROW = sizeof(typename ML::Elem) == 2 && ML::BM * ML::BN < 128 * 128;
 
 // The shared epilogue's write of C (write_c) for every WRITE: a mainloop with a write of its own
-// passes run_units a callable write(m0, n0, acc, last) (last: the CTA's last unit) that returns
+// passes run_units a callable write(m0, n0, acc, last) (last: the group's last unit) that returns
 // false where it leaves C to write_c.
 struct SharedWrite {
   template <class Acc, int N>
@@ -36,9 +36,21 @@ struct SharedWrite {
   }
 };
 
-template <class ML, class G, class Mainloop, class Write = SharedWrite>
+// Which of a CTA's units the group runs: all of them (OneLane), or every count-th from its lane on
+// (several groups sharing the CTA's units, as the ping-pong consumers do, sm90/tma_wgmma.cuh), and
+// how the CTA ends its launch once the groups are through (finish_launch, once a CTA).
+struct OneLane {
+  static constexpr int lane = 0, count = 1;
+  template <class G>
+  __device__ __forceinline__ void finish(const TableParams& t) const {
+    G::sync();
+    finish_launch<G>(t);
+  }
+};
+
+template <class ML, class G, class Mainloop, class Write = SharedWrite, class Lanes = OneLane>
 __device__ __forceinline__ void run_units(const GemmParams& p, unsigned char* smem, Mainloop&& mainloop,
-                                          Write&& write = SharedWrite{}) {
+                                          Write&& write = SharedWrite{}, const Lanes& lanes = Lanes{}) {
   using Acc = typename ML::Acc;
   static_assert(G::THREADS == ML::THREADS, "the group holds the accumulators");
   const TableParams& t = p.table;
@@ -66,9 +78,11 @@ __device__ __forceinline__ void run_units(const GemmParams& p, unsigned char* sm
   // A PARTIAL unit's signal waits until the end of this CTA's next mainloop: by then its slot
   // stores have landed, so the release costs nothing, where signalling at once stalled the CTA
   // until 64 KB of stores drained (LOG.md v10). Pending signals go out before any wait, and a
-  // mainloop never waits, so no wait can depend on a deferred signal: no new deadlock.
+  // mainloop never waits, so no wait can depend on a deferred signal: no new deadlock. Groups taking
+  // turns (Lanes count 2) signal at once: the stall is this group's, under the other's mainloop.
   int pending = -1;
-  for (int u = first; u < last; ++u) {
+  const int mine = first + lanes.lane, step = lanes.count;  // this group's first unit, the stride
+  for (int u = mine; u < last; u += step) {
     const WorkUnit w = work.unit(u, cta);
     const int m0 = w.tile_m * ML::BM, n0 = w.tile_n * ML::BN;
     const int action = w.action;
@@ -82,7 +96,7 @@ __device__ __forceinline__ void run_units(const GemmParams& p, unsigned char* sm
     // 3.4%); the epoch (the last launch on this lane bumps it at its end), A, B, C, the workspace,
     // flags and counters only after. Each thread reads the epoch itself: no barrier, and the load
     // lands under the mainloop (its first use is the unit's fixup).
-    if (u == first) {
+    if (u == mine) {
       pdl_wait();
       trace<G>(-1, 2);
 #if __CUDA_ARCH__ >= 900
@@ -115,22 +129,19 @@ __device__ __forceinline__ void run_units(const GemmParams& p, unsigned char* sm
       for (int j = 0; j < w.reads_count; ++j) add_slot<ML>(t, t.reads[w.reads_offset + j], acc, tid, m0);
     }
     if (action == ACT_PARTIAL || action == ACT_HANDOFF || action == ACT_DEFER) store_slot<ML>(t, w.slot, acc, tid, m0);
-    if (action == ACT_PARTIAL && u + 1 < last) {
+    if (action == ACT_PARTIAL && Lanes::count == 1 && u + 1 < last) {
       pending = u;
     } else if (action == ACT_PARTIAL || action == ACT_HANDOFF) {
       signal<G>(t, u, epoch);
     }
-    if (writes && !write(m0, n0, acc, u + 1 == last)) write_c<ML, G>(p.ops, problem(t), m0, n0, acc, smem);
+    if (writes && !write(m0, n0, acc, u + step >= last)) write_c<ML, G>(p.ops, problem(t), m0, n0, acc, smem);
     if (action == ACT_ATOMIC) atomic_c<ML, G>(p.ops, problem(t), m0, n0, acc, smem);
     trace<G>(u - first, 2);
   }
-  // a CTA without units waits too: its finish_launch must not count into the previous launch's
-  // (same lane), and every CTA waiting keeps "this grid done" implying "the one before it done"
-  if (first == last) pdl_wait();
-  if (epochs) {
-    G::sync();
-    finish_launch<G>(t);
-  }
+  // a group without units waits too: its CTA's finish_launch must not count into the previous
+  // launch's (same lane), and every CTA waiting keeps "this grid done" implying "the one before it done"
+  if (mine >= last) pdl_wait();
+  if (epochs) lanes.template finish<G>(t);
 }
 
 // The sm80 main kernel's body: the whole block is the group; dynamic shared memory holds the

@@ -1,13 +1,14 @@
 // config.cuh (sm90): constants of the TMA + wgmma mainloop (tma_wgmma.cuh), for its tiles BM x BN x 64:
 // BM 128 (two consumer warp groups) with BN 64, 128, 192 or 256, and BM 64 (one consumer warp group)
-// with BN 128, 192 or 256 (TileConfig<BN, BLOCKS, BM>).
+// with BN 128, 192 or 256 (TileConfig<BN, BLOCKS, BM>). On 128x128 the two groups run ping-pong: each
+// holds a whole tile and they take the CTA's units in turn (PINGPONG below).
 //
 // Shared memory (dynamic; 227 KB = 232,448 B a block may have on sm_90, 228 KB an SM): the ring of
 // STAGES x (A BM x 64 + B 64 x BN) FP16/BF16, the epilogue's FP32 staging (its own, so the producer
 // loads the next unit's operands while the consumers run the fixup and write C), 2 x STAGES mbarriers
 // and 1 KB of alignment slack:
 //   128x64  (two CTAs an SM): 3 x 24 KB + the tile staged (128 x 72 x 4 B = 36 KB)       = 111,664 B
-//   128x128: 4 x 32 KB + a whole tile staged (128 x 136 x 4 B = 68 KB)                   = 201,792 B
+//   128x128: 5 x 32 KB + two C boxes per ping-pong group (2 x 2 x 16 KB) + a ring word    = 230,488 B
 //   128x192: 3 x 40 KB + a whole tile staged (128 x 200 x 4 B = 100 KB)                  = 226,352 B
 //   128x256: 3 x 48 KB + the tile staged in two column halves (128 x 136 x 4 B = 68 KB)  = 218,160 B
 //   64x128:  7 x 24 KB + a whole tile staged (64 x 136 x 4 B = 34 KB)                   = 207,984 B
@@ -93,8 +94,15 @@ struct TileConfig {
   static constexpr int B_BOXES = BN / BOX_INNER;
   static constexpr int B_STAGE_BYTES = B_BOXES * B_BOX_BYTES;
   static constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;  // TMA transaction bytes per stage
-  static constexpr int DEFAULT_STAGES = BM == 64 ? (BN == 128 ? 7 : BN == 192 ? 5 : 4) : BN == 128 ? 4 : 3;
-  static constexpr int EPILOGUE_PARTS = BN == 256 ? 2 : 1;
+  // Ping-pong (128x128, one CTA an SM): each consumer warp group holds a whole tile and the two take
+  // the CTA's units in turn, so one's fixup and epilogue run under the other's mainloop (NVIDIA
+  // CUTLASS include/cutlass/gemm/kernel/sm90_gemm_tma_warpspecialized_pingpong.hpp). Each stages C in
+  // two 32-column boxes for TMA stores (2 x 16 KB; the shared epilogue in four column slices), which
+  // leaves room for a ring of five stages.
+  static constexpr bool PINGPONG = BM == 128 && BN == 128 && BLOCKS == 1;
+  static constexpr int DEFAULT_STAGES =
+      BM == 64 ? (BN == 128 ? 7 : BN == 192 ? 5 : 4) : PINGPONG ? 5 : BN == 128 ? 4 : 3;
+  static constexpr int EPILOGUE_PARTS = PINGPONG ? 4 : BN == 256 ? 2 : 1;
   static constexpr int CONSUMER_REGS = consumer_regs(CONSUMERS, BLOCKS);
   static_assert(BM == 128 || BM == 64, "one or two m64 consumer warp groups");
   static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "wgmma n64, n128, n192 or n256");

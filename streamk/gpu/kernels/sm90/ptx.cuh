@@ -78,6 +78,10 @@ __device__ __forceinline__ void tma_store_2d(const void* map, unsigned src, int 
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 // Until this thread's bulk groups have read their shared sources (the staging may be rewritten, or freed).
 __device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+// Until all but this thread's newest bulk group have read their shared sources (double-buffered stores).
+__device__ __forceinline__ void bulk_wait_read_all_but_one() {
+  asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory");
+}
 // Shared-memory writes of this thread (generic proxy) visible to the async proxy's later reads.
 __device__ __forceinline__ void fence_proxy_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -222,6 +226,34 @@ __device__ __forceinline__ void wgmma_k16(float (&d)[BN / 2], unsigned long long
     WGMMA_LAYOUTS(WGMMA_M64N256K16, f16)
   }
 }
+// The m64n128k16 instruction on half H (rows 64 H ..) of a ping-pong warp group's 128 x 128 tile, whose
+// 128 accumulators interleave the halves by 8 columns: d[8 q + 4 H + j] is element 4 q + j of half H's
+// fragment (the formula above), so each 32-column slice of the tile is 32 consecutive accumulators
+// (tma_wgmma.cuh TmaWgmma::coord, common/epilogue.cuh ColumnSlice).
+#define WGMMA_H4(q) "+f"(d[8 * (q) + 4 * H]), "+f"(d[8 * (q) + 4 * H + 1]), "+f"(d[8 * (q) + 4 * H + 2]), "+f"(d[8 * (q) + 4 * H + 3])
+#define WGMMA_H16(q) WGMMA_H4(q), WGMMA_H4(q + 1), WGMMA_H4(q + 2), WGMMA_H4(q + 3)
+#define WGMMA_M64N128K16_HALF(TYPE, TA, TB)                                                            \
+  asm volatile(                                                                                  \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                              \
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32." #TYPE "." #TYPE " "                          \
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, " TA ", " TB ";\n}\n" \
+      : WGMMA_H16(0), WGMMA_H16(4), WGMMA_H16(8), WGMMA_H16(12)                                   \
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d))
+
+template <int H, bool BF16, bool A_MN, bool B_K>
+__device__ __forceinline__ void wgmma_k16_half(float (&d)[128], unsigned long long desc_a, unsigned long long desc_b) {
+  const int scale_d = 1;
+  static_assert(H == 0 || H == 1, "two m64 halves");
+  if constexpr (BF16) {
+    WGMMA_LAYOUTS(WGMMA_M64N128K16_HALF, bf16)
+  } else {
+    WGMMA_LAYOUTS(WGMMA_M64N128K16_HALF, f16)
+  }
+}
+#undef WGMMA_M64N128K16_HALF
+#undef WGMMA_H16
+#undef WGMMA_H4
+
 #undef WGMMA_LAYOUTS
 #undef WGMMA_M64N128K16
 #undef WGMMA_M64N256K16

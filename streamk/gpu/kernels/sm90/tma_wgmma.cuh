@@ -4,7 +4,7 @@
 // (common/fixup.cuh; the separate-reduce and atomic passes are common/passes.cuh on this layout).
 //
 // TmaWgmma<BF16, BN, STAGES, A_MN, B_K, BLOCKS, BM> (config.cuh): a BM x BN x 64 tile per MAC
-// iteration: BM 128 with BN 64 (3 stages, two CTAs an SM), 128 (4 stages), 192 or 256 (3 stages);
+// iteration: BM 128 with BN 64 (3 stages, two CTAs an SM), 128 (5 stages, ping-pong), 192 or 256 (3 stages);
 // BM 64 with BN 128 (7 stages), 192 (5) or 256 (4). 128 + BM threads: a producer warp
 // group and BM/64 consumer ones, __launch_bounds__(128 + BM, BLOCKS):
 //   producer  (warp group 0, setmaxnreg down to 40): one thread walks the CTA's unit rows (work.cuh)
@@ -18,6 +18,16 @@
 //             the stage, issues four wgmma.m64nBNk16 (rows 64g .. 64g + 63, all BN columns: BN/2
 //             accumulators per thread) and frees the previous stage once its batch has completed
 //             (one batch in flight; one arrival per warp group).
+//   ping-pong (128x128, config.cuh PINGPONG): the two consumer warp groups are two groups (named
+//             barriers 1 and 2), each holding a whole 128x128 tile (two wgmma.m64n128k16 a k16 step,
+//             128 accumulators a thread); group g runs the CTA's units g, g + 2, ... (outer_loop.cuh
+//             Lanes), starting a unit's mainloop once the other group has issued the previous one's
+//             and handed over the ring position (barriers 3 and 4), so one group's fixup and epilogue
+//             run under the other's mainloop. Each writes C through TMA in 32-column boxes, two
+//             staged at a time (write_tile_tma_boxes), which frees room for a fifth stage. Held out,
+//             auto on this tile ran 1.03x faster (FP16), 1.04x (BF16), 1.09x (x @ W.t()) than the
+//             cooperative kernel; Stream-K on few deep tiles, whose owners read peers' slots with 128
+//             threads, 0.92-0.97x (LOG.md v130).
 // Why 64-row tiles with one consumer: a GEMM of few rows (a Linear of 16-64 tokens) pads half as
 // many rows as on 128-row tiles, and the ring, deep on these tiles (7 stages on 64x128), keeps loading
 // the next unit's operands through the epilogue. Two 64x128 CTAs of 3 stages an SM, which overlapped
@@ -30,7 +40,8 @@
 // Shared memory (dynamic, 1024-byte aligned by hand): STAGES x (A BM/8 KB + B BN/8 KB) 128-byte
 // swizzled as TMA writes and wgmma reads them, the epilogue's staging (BM x (BN + 8) x 4 B, its own,
 // so loads go on during epilogues; 128x256 and 64x256 stage and write C in two column halves,
-// epilogue.cuh EPILOGUE_PARTS), 2 x STAGES mbarriers: 201,792 B on 128x128, 218,160 B on 128x256,
+// epilogue.cuh EPILOGUE_PARTS; ping-pong: two 32-column C boxes per group), 2 x STAGES mbarriers:
+// 230,488 B on 128x128 (five stages, ping-pong), 218,160 B on 128x256,
 // 207,984 B on 64x128, 217,168 B on 64x192, 199,744 B on 64x256 (config.cuh has every tile's).
 // Arch: sm_90a.
 // Operands (TMA descriptors built by the host, streamk/gpu/runtime/tma.py): A m x k and B k x n, each
@@ -112,36 +123,51 @@ struct TmaWgmma {
   static constexpr bool A_MN = A_MN_, B_K = B_K_;
   static constexpr int BM = BM_, BN = BN_, BK = sm90::BK, STAGES = STAGES_;
   static constexpr int CONSUMERS = Config::CONSUMERS;
-  static constexpr int THREADS = CONSUMERS * WG_THREADS;  // the accumulators' group: fixup, epilogue, passes
+  // ping-pong (config.cuh): each consumer warp group holds a whole tile and runs every other unit
+  static constexpr bool PINGPONG = Config::PINGPONG;
+  static constexpr int GROUPS = PINGPONG ? CONSUMERS : 1;  // groups holding accumulators, a staging each
+  // the accumulators' group: fixup, epilogue, passes
+  static constexpr int THREADS = PINGPONG ? WG_THREADS : CONSUMERS * WG_THREADS;
   static constexpr int BLOCK_THREADS = Config::THREADS;   // the block: producer + consumers
-  static constexpr int ACC = BM * BN / THREADS;           // BN/2 FP32 per consumer thread
+  static constexpr int ACC = BM * BN / THREADS;           // BN/2 FP32 per consumer thread (BN on ping-pong)
   static constexpr int EPILOGUE_PARTS = Config::EPILOGUE_PARTS;  // column slices the epilogue stages
   // a column-major C is staged transposed and leaves by columns (epilogue.cuh ColumnStage): tiles staged whole
   static constexpr bool STAGE_COLUMNS = EPILOGUE_PARTS == 1;
   // one slice, or the transposed tile where that is larger (64x192; epilogue.cuh EPILOGUE_STAGING_BYTES)
   static constexpr int ROW_STAGING_BYTES = BM * (BN / EPILOGUE_PARTS + 8) * 4;
   static constexpr int COLUMN_STAGING_BYTES = STAGE_COLUMNS ? BN * (BM + 4) * 4 : 0;
-  static constexpr int STAGING_BYTES =
+  // ping-pong: two C boxes of 32 columns (write_tile_tma_boxes), more than a slice of the shared epilogue
+  static constexpr int BOX_STAGING_BYTES = PINGPONG ? 2 * BM * SWIZZLE_BYTES : 0;
+  static constexpr int LARGER_STAGING_BYTES =
       COLUMN_STAGING_BYTES > ROW_STAGING_BYTES ? COLUMN_STAGING_BYTES : ROW_STAGING_BYTES;  // checked below
+  static constexpr int STAGING_BYTES =  // a group's
+      BOX_STAGING_BYTES > LARGER_STAGING_BYTES ? BOX_STAGING_BYTES : LARGER_STAGING_BYTES;
   static constexpr int RING_BYTES = STAGES * Config::STAGE_BYTES;
-  static constexpr int BARRIER_BYTES = 2 * STAGES * 8;
+  // full and empty per stage, and on ping-pong the ring position the groups hand each other
+  static constexpr int BARRIER_BYTES = 2 * STAGES * 8 + (PINGPONG ? 8 : 0);
   static constexpr int SMEM_ALIGN = ATOM_BYTES;  // swizzled boxes start on 1024-byte atoms
   // + SMEM_ALIGN: the dynamic area starts after the outer loop's static words; aligned by hand
-  static constexpr int SMEM_BYTES = RING_BYTES + STAGING_BYTES + BARRIER_BYTES + SMEM_ALIGN;
-  static_assert(ACC == WG_M * BN / WG_THREADS, "one wgmma m64nBN fragment per consumer thread");
+  static constexpr int SMEM_BYTES = RING_BYTES + GROUPS * STAGING_BYTES + BARRIER_BYTES + SMEM_ALIGN;
+  static_assert(ACC == (PINGPONG ? BM : WG_M) * BN / WG_THREADS, "a wgmma m64nBN fragment per consumer thread and m64");
   static_assert(SMEM_BYTES <= SMEM_LIMIT, "a block's shared memory on sm_90");
   static_assert(STAGING_BYTES % 8 == 0, "barriers after the staging are 8-byte aligned");
 
   // fragment element i of consumer thread tid -> (row, col) inside the tile (the wgmma D layout,
   // rows offset by the warp group's 64)
   static __device__ __forceinline__ void coord(int i, int tid, int& r, int& c) {
+    if constexpr (PINGPONG) {  // element i: columns 8 (i / 8) .., m64 half (i / 4) % 2 (ptx.cuh wgmma_k16_half)
+      const int warp = tid / 32, lane = tid % 32, j = i % 4;
+      r = ((i / 4) % 2) * WG_M + warp * 16 + lane / 4 + 8 * (j / 2);
+      c = 8 * (i / 8) + 2 * (lane % 4) + j % 2;
+      return;
+    }
     const int wg = CONSUMERS == 1 ? 0 : tid / WG_THREADS, t = tid % WG_THREADS, warp = t / 32, lane = t % 32;
     r = wg * WG_M + warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
     c = 8 * (i / 4) + 2 * (lane % 4) + (i % 2);
   }
   // the least tile row of consumer thread tid's accumulators (coord's row of element 0; the other is 8 below)
   static __device__ __forceinline__ int first_row(int tid) {
-    const int wg = CONSUMERS == 1 ? 0 : tid / WG_THREADS, t = tid % WG_THREADS;
+    const int wg = CONSUMERS == 1 || PINGPONG ? 0 : tid / WG_THREADS, t = tid % WG_THREADS;
     return wg * WG_M + (t / 32) * 16 + (t % 32) / 4;
   }
 };
@@ -150,11 +176,14 @@ template <int BN, int BLOCKS = 1, int BM = 128>
 constexpr bool staging_matches =
     EPILOGUE_STAGING_BYTES<TmaWgmma<false, BN, 3, false, false, BLOCKS, BM>> ==
     TmaWgmma<false, BN, 3, false, false, BLOCKS, BM>::STAGING_BYTES;
-static_assert(staging_matches<64, 2> && staging_matches<128> && staging_matches<192> && staging_matches<256> &&
+static_assert(staging_matches<64, 2> && staging_matches<192> && staging_matches<256> &&
                   staging_matches<128, 1, 64> && staging_matches<192, 1, 64> && staging_matches<256, 1, 64>,
               "the epilogue's staging size");
+static_assert(EPILOGUE_STAGING_BYTES<TmaWgmma<false, 128>> <= TmaWgmma<false, 128>::STAGING_BYTES &&
+                  TmaWgmma<false, 128>::STAGING_BYTES == TmaWgmma<false, 128>::BOX_STAGING_BYTES,
+              "ping-pong: a shared-epilogue slice fits a group's two C boxes");
 static_assert(TmaWgmma<false, 64, 3, false, false, 2>::SMEM_BYTES == 111664 &&
-                  TmaWgmma<false, 128>::SMEM_BYTES == 201792 && TmaWgmma<false, 192>::SMEM_BYTES == 226352 &&
+                  TmaWgmma<false, 128>::SMEM_BYTES == 230488 && TmaWgmma<false, 192>::SMEM_BYTES == 226352 &&
                   TmaWgmma<false, 256>::SMEM_BYTES == 218160 &&
                   TmaWgmma<false, 128, 7, false, false, 1, 64>::SMEM_BYTES == 207984 &&
                   TmaWgmma<false, 256, 4, false, false, 1, 64>::SMEM_BYTES == 199744 &&
@@ -181,9 +210,12 @@ struct Smem {
   __device__ __forceinline__ unsigned b(int stage) const {
     return base + ML::STAGES * ML::Config::A_STAGE_BYTES + stage * ML::Config::B_STAGE_BYTES;
   }
-  __device__ __forceinline__ unsigned staging() const { return base + ML::RING_BYTES; }
-  __device__ __forceinline__ unsigned full(int stage) const { return staging() + ML::STAGING_BYTES + 8 * stage; }
+  // group g's (ping-pong: one per consumer warp group)
+  __device__ __forceinline__ unsigned staging(int g = 0) const { return base + ML::RING_BYTES + g * ML::STAGING_BYTES; }
+  __device__ __forceinline__ unsigned full(int stage) const { return staging(ML::GROUPS) + 8 * stage; }
   __device__ __forceinline__ unsigned empty(int stage) const { return full(ML::STAGES + stage); }
+  // ping-pong: the ring position after the last unit's stages, handed to the other group
+  __device__ __forceinline__ unsigned ring_word() const { return full(2 * ML::STAGES); }
 };
 
 // The ring position both roles advance through, one MAC iteration at a time.
@@ -277,10 +309,11 @@ __device__ __forceinline__ void produce(const TmaParams& p, const Smem<ML>& s, u
 // (wait_group 0), so the tensor cores never wait for the stage handshake (the pattern of NVIDIA CUTLASS
 // include/cutlass/gemm/collective/sm90_mma_tma_gmma_ss_warpspecialized.hpp, K_PIPE_MMAS = 1).
 // A clustered CTA frees each stage in every CTA of its A and B groups too (`peers`: their ranks;
-// their multicasts write here).
-template <class ML>
+// their multicasts write here). A ping-pong group computes all BM rows (`wg` unused) and calls
+// `issued` once its last batch is issued: the other group's mainloop may start from there.
+template <class ML, class Issued>
 __device__ __forceinline__ void consume(const Smem<ML>& s, Ring<ML>& ring, int wg, int k_begin, int k_end,
-                                        float (&acc)[ML::ACC], unsigned peers) {
+                                        float (&acc)[ML::ACC], unsigned peers, Issued&& issued) {
   const bool arrives = threadIdx.x % WG_THREADS == 0;
   const auto release = [&](int stage) {
     mbar_arrive(s.empty(stage));
@@ -292,24 +325,34 @@ __device__ __forceinline__ void consume(const Smem<ML>& s, Ring<ML>& ring, int w
   for (int kt = k_begin; kt < k_end; ++kt, ring.next()) {
     mbar_wait(s.full(ring.stage), ring.phase);
     wgmma_fence();
-    // this warp group's 64 rows of A: rows 64 wg on of the K-major box, or the M-major box wg
-    const unsigned a = s.a(ring.stage) + wg * (ML::A_MN ? A_MN_BOX_BYTES : WG_M * SWIZZLE_BYTES), b = s.b(ring.stage);
+    // rows 64 h on of A: of the K-major box, or the M-major box h (h: this warp group's, or on
+    // ping-pong each half of the tile in turn)
+    const auto rows = [&](int h) { return s.a(ring.stage) + h * (ML::A_MN ? A_MN_BOX_BYTES : WG_M * SWIZZLE_BYTES); };
+    const unsigned a = rows(ML::PINGPONG ? 0 : wg), b = s.b(ring.stage);
 #pragma unroll
     for (int kk = 0; kk < ML::BK / MMA_K; ++kk) {
       // K-major (A, or B where B_K): k-step kk starts 32 bytes into each swizzled row (LBO unused,
       // SBO: 8 rows); M-/N-major: k-step kk starts 16 rows down (LBO: the next 64 columns' box,
       // SBO: 8 rows)
-      const unsigned long long da = ML::A_MN ? smem_desc(a + kk * MMA_K * SWIZZLE_BYTES, A_MN_BOX_BYTES, ATOM_BYTES)
-                                             : smem_desc(a + kk * MMA_K * ELEM_BYTES, 16, ATOM_BYTES);
+      const auto desc_a = [&](unsigned at) {
+        return ML::A_MN ? smem_desc(at + kk * MMA_K * SWIZZLE_BYTES, A_MN_BOX_BYTES, ATOM_BYTES)
+                        : smem_desc(at + kk * MMA_K * ELEM_BYTES, 16, ATOM_BYTES);
+      };
       const unsigned long long db = ML::B_K ? smem_desc(b + kk * MMA_K * ELEM_BYTES, 16, ATOM_BYTES)
                                             : smem_desc(b + kk * MMA_K * SWIZZLE_BYTES, B_BOX_BYTES, ATOM_BYTES);
-      wgmma_k16<ML::BN, ML::IS_BF16, ML::A_MN, ML::B_K>(acc, da, db);
+      if constexpr (ML::PINGPONG) {
+        wgmma_k16_half<0, ML::IS_BF16, ML::A_MN, ML::B_K>(acc, desc_a(a), db);
+        wgmma_k16_half<1, ML::IS_BF16, ML::A_MN, ML::B_K>(acc, desc_a(rows(1)), db);
+      } else {
+        wgmma_k16<ML::BN, ML::IS_BF16, ML::A_MN, ML::B_K>(acc, desc_a(a), db);
+      }
     }
     wgmma_commit();
     wgmma_wait<1>();
     if (arrives && previous >= 0) release(previous);
     previous = ring.stage;
   }
+  issued();
   wgmma_wait<0>();
   if (arrives && previous >= 0) release(previous);
 }
@@ -374,6 +417,85 @@ __device__ __forceinline__ void write_tile_tma(const TmaParams& p, unsigned stag
   }
 }
 
+// Ping-pong: C tile (m0, n0) = alpha * acc through the TMA unit in 32-column boxes, two staged at a
+// time (the group's staging: 2 x BM x 128 B), each box's bulk store issued as soon as it is staged and
+// its buffer rewritten once the store two boxes back has read it. A group's whole tile would take 64 KB
+// of staging, a ring stage and a half; the group's waits here run under the other group's mainloop.
+// The staging's addresses and swizzle are write_tile_tma's; the accumulators of box b are acc[32 b ..
+// 32 b + 31] (coord: 8 columns per 8 of them, both m64 halves).
+template <class ML, class G>
+__device__ __forceinline__ void write_tile_tma_boxes(const TmaParams& p, unsigned staging, int m0, int n0,
+                                                     const float (&acc)[ML::ACC]) {
+  constexpr int BOX_BYTES = ML::BM * SWIZZLE_BYTES, BOXES = ML::BN / C_BOX_COLS, PER_BOX = ML::ACC / BOXES;
+  static_assert(ML::PINGPONG && 2 * BOX_BYTES <= ML::STAGING_BYTES && PER_BOX == 32, "two 32-column boxes staged");
+  const int tid = G::rank();
+  int r0, c0;
+  ML::coord(0, tid, r0, c0);
+  const unsigned row = staging + r0 * SWIZZLE_BYTES + (c0 % 4) * 4;
+  const int swz = r0 % 8, chunk0 = c0 / 4;
+  const float alpha = static_cast<float>(p.gemm.ops.alpha);
+#pragma unroll
+  for (int box = 0; box < BOXES; ++box) {
+    if (G::leader()) bulk_wait_read_all_but_one();  // this buffer's last store (two boxes back) has read it
+    G::sync();
+    const unsigned buffer = row + (box % 2) * BOX_BYTES;
+#pragma unroll
+    for (int i = box * PER_BOX; i < (box + 1) * PER_BOX; i += 2) {
+      // element i: row r0 + 64 ((i / 4) % 2) + 8 ((i / 2) % 2), column c0 + 8 (i / 8) (ML::coord)
+      const int q = i / 8, r = 64 * ((i / 4) % 2) + 8 * ((i / 2) % 2);
+      const unsigned at = buffer + r * SWIZZLE_BYTES + (((2 * (q % 4) + chunk0) ^ swz) * 16);
+      asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(alpha * acc[i]), "f"(alpha * acc[i + 1])
+                   : "memory");
+    }
+    fence_proxy_async_shared();
+    G::sync();
+    if (G::leader()) {
+      tma_store_2d(&p.c, staging + (box % 2) * BOX_BYTES, n0 + box * C_BOX_COLS, m0);
+      bulk_commit();
+    }
+  }
+}
+
+// A group's bulk stores of C from its staging (its leader issues them): the shared epilogue, which
+// stages there too, and the CTA's end wait until they have read it.
+template <class G>
+struct BulkStores {
+  bool reading = false, issued = false;  // (the same on every thread of G)
+  __device__ __forceinline__ void issue() { reading = issued = true; }
+  __device__ __forceinline__ void free_staging() {
+    if (reading) {
+      if (G::leader()) bulk_wait_read();
+      G::sync();
+      reading = false;
+    }
+  }
+  __device__ __forceinline__ void drain() const {
+    if (issued && G::leader()) bulk_wait_read();
+  }
+};
+
+// The ping-pong groups' turns (barriers 3 and 4: the turn of group 0 or 1; 5: both through their
+// units): a group starts a unit's mainloop once the other has issued the previous unit's (the ring's
+// stages are consumed in the producer's order) and takes the ring position from it.
+constexpr int TURN_BARRIER = 3, DONE_BARRIER = 5;
+__device__ __forceinline__ void turn_arrive(int group) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(TURN_BARRIER + group), "n"(2 * WG_THREADS) : "memory");
+}
+__device__ __forceinline__ void turn_wait(int group) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(TURN_BARRIER + group), "n"(2 * WG_THREADS) : "memory");
+}
+
+// Ping-pong: group g runs the CTA's units g, g + 2, ...; the CTA ends its launch once both are through.
+struct PingPongLanes {
+  int lane;
+  static constexpr int count = 2;
+  template <class G>
+  __device__ __forceinline__ void finish(const TableParams& t) const {
+    asm volatile("bar.sync %0, %1;\n" ::"n"(DONE_BARRIER), "n"(2 * WG_THREADS) : "memory");
+    if (lane == 0) finish_launch<G>(t);
+  }
+};
+
 // The entry's body (catalogue/source.py instantiates it per dtype).
 template <class ML>
 __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
@@ -389,8 +511,8 @@ __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
   if (threadIdx.x == 0) {
     for (int i = 0; i < ML::STAGES; ++i) {
       mbar_init(s.full(i), 1);  // the producer's arrival (+ the stage's TMA bytes)
-      // one arrival per consumer warp group of this CTA and of each peer
-      mbar_init(s.empty(i), ML::CONSUMERS * (1 + __popc(peers)));
+      // one arrival per consumer warp group of this CTA and of each peer (ping-pong: the one consuming it)
+      mbar_init(s.empty(i), (ML::PINGPONG ? 1 : ML::CONSUMERS) * (1 + __popc(peers)));
     }
     mbar_init_fence();
   }
@@ -399,6 +521,47 @@ __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
   if (threadIdx.x < WG_THREADS) {
     regs_down<PRODUCER_REGS>();
     if (threadIdx.x == 0) produce<ML>(p, s, a_mask, b_mask, rank);
+  } else if constexpr (ML::PINGPONG) {
+    regs_up<ML::Config::CONSUMER_REGS>();
+    using G = GroupOfThread<1, WG_THREADS, ML::THREADS>;  // barriers 1 and 2
+    const int group = G::slot();
+    unsigned char* staging = smem_raw + (s.staging(group) - raw);
+    const TableParams& t = p.gemm.table;
+    const int units = t.cta_offsets[blockIdx.x + 1] - t.cta_offsets[blockIdx.x];
+    int position = group;  // the CTA's unit this group runs next
+    Ring<ML> ring;
+    const bool c_store = p.c_store != 0;
+    BulkStores<G> stores;
+    run_units<ML, G>(
+        p.gemm, staging,
+        [&](int, int, int k_begin, int k_end, float (&acc)[ML::ACC]) {
+          if (position > 0) {  // the other group ran the unit before: its turn ends, its ring position
+            turn_wait(group);
+            const unsigned word = *reinterpret_cast<volatile unsigned*>(smem_raw + (s.ring_word() - raw));
+            ring.stage = static_cast<int>(word >> 1);
+            ring.phase = word & 1u;
+          }
+          consume<ML>(s, ring, 0, k_begin, k_end, acc, peers, [&] {
+            if (position + 1 < units) {
+              if (G::leader())
+                *reinterpret_cast<volatile unsigned*>(smem_raw + (s.ring_word() - raw)) =
+                    (static_cast<unsigned>(ring.stage) << 1) | ring.phase;
+              turn_arrive(1 - group);
+            }
+          });
+          position += 2;
+        },
+        [&](int m0, int n0, const float (&acc)[ML::ACC], bool) {
+          if (c_store) {
+            write_tile_tma_boxes<ML, G>(p, s.staging(group), m0, n0, acc);
+            stores.issue();
+            return true;
+          }
+          stores.free_staging();
+          return false;
+        },
+        PingPongLanes{group});
+    stores.drain();
   } else {
     regs_up<ML::Config::CONSUMER_REGS>();
     using G = ThreadGroup<1, WG_THREADS, ML::THREADS>;
@@ -406,29 +569,24 @@ __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
     unsigned char* staging = smem_raw + (s.staging() - raw);
     Ring<ML> ring;
     const bool c_store = TMA_STORE<ML> && p.c_store != 0;
-    // (the same on every consumer) a bulk store of C may still read the staging; one was issued
-    bool reading = false, stored = false;
+    BulkStores<G> stores;
     run_units<ML, G>(
         p.gemm, staging,
         [&](int, int, int k_begin, int k_end, float (&acc)[ML::ACC]) {
-          consume<ML>(s, ring, wg, k_begin, k_end, acc, peers);
+          consume<ML>(s, ring, wg, k_begin, k_end, acc, peers, [] {});
         },
         [&](int m0, int n0, const float (&acc)[ML::ACC], bool last) {
           if constexpr (TMA_STORE<ML>) {
             if (c_store && (!last || LAST_TILE_TMA<ML>)) {
               write_tile_tma<ML, G>(p, s.staging(), m0, n0, acc);
-              reading = stored = true;
+              stores.issue();
               return true;
             }
-            if (reading) {  // the shared epilogue's staging: free once the last bulk store has read it
-              if (G::leader()) bulk_wait_read();
-              G::sync();
-              reading = false;
-            }
+            stores.free_staging();
           }
           return false;
         });
-    if (stored && G::leader()) bulk_wait_read();  // the staging is read before the CTA ends
+    stores.drain();
   }
 }
 
