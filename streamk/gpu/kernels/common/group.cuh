@@ -7,6 +7,22 @@
 
 namespace streamk {
 
+// A one-way handoff between two groups on a named barrier (THREADS: both groups' threads): the
+// sender's threads arrive and go on, the receiver's wait; memory writes of the sender before
+// `arrive` are visible to the receiver after `wait` (barriers order shared and global accesses
+// at CTA scope). Each use of a barrier must complete before the next one starts. HandoffOn takes
+// the barrier at run time (a body several groups share picks its own); Handoff, below, names it.
+template <int THREADS>
+struct HandoffOn {
+  static_assert(THREADS % 32 == 0, "whole warps");
+  static __device__ __forceinline__ void arrive(int barrier) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(barrier), "n"(THREADS) : "memory");
+  }
+  static __device__ __forceinline__ void wait(int barrier) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(barrier), "n"(THREADS) : "memory");
+  }
+};
+
 // Threads FIRST .. FIRST + THREADS - 1 of the block on barrier BARRIER. BARRIER 0 is the whole
 // block's (FIRST 0, THREADS the block size), synced by __syncthreads as every sm80 kernel did.
 template <int BARRIER, int FIRST, int THREADS_>
@@ -39,9 +55,7 @@ struct GroupOfThread {
   static constexpr int THREADS = THREADS_;
   static_assert(BARRIER >= 1 && FIRST % 32 == 0 && THREADS % 32 == 0, "named barriers, whole warps");
   static __device__ __forceinline__ int slot() { return (static_cast<int>(threadIdx.x) - FIRST) / THREADS; }
-  static __device__ __forceinline__ void sync() {
-    asm volatile("bar.sync %0, %1;\n" ::"r"(BARRIER + slot()), "n"(THREADS) : "memory");
-  }
+  static __device__ __forceinline__ void sync() { HandoffOn<THREADS>::wait(BARRIER + slot()); }
   static __device__ __forceinline__ int rank() { return (static_cast<int>(threadIdx.x) - FIRST) % THREADS; }
   static __device__ __forceinline__ bool leader() { return rank() == 0; }
 };
@@ -49,19 +63,12 @@ struct GroupOfThread {
 template <int THREADS>
 using BlockGroup = ThreadGroup<0, 0, THREADS>;
 
-// A one-way handoff between two groups on named barrier BARRIER (THREADS: both groups' threads):
-// the sender's threads arrive and go on, the receiver's wait; memory writes of the sender before
-// `arrive` are visible to the receiver after `wait` (barriers order shared and global accesses
-// at CTA scope). Each use of a barrier must complete before the next one starts.
+// HandoffOn on named barrier BARRIER.
 template <int BARRIER, int THREADS>
 struct Handoff {
-  static_assert(BARRIER >= 1 && BARRIER < 16 && THREADS % 32 == 0, "a named barrier, whole warps");
-  static __device__ __forceinline__ void arrive() {
-    asm volatile("bar.arrive %0, %1;\n" ::"n"(BARRIER), "n"(THREADS) : "memory");
-  }
-  static __device__ __forceinline__ void wait() {
-    asm volatile("bar.sync %0, %1;\n" ::"n"(BARRIER), "n"(THREADS) : "memory");
-  }
+  static_assert(BARRIER >= 1 && BARRIER < 16, "a named barrier");
+  static __device__ __forceinline__ void arrive() { HandoffOn<THREADS>::arrive(BARRIER); }
+  static __device__ __forceinline__ void wait() { HandoffOn<THREADS>::wait(BARRIER); }
 };
 
 }  // namespace streamk

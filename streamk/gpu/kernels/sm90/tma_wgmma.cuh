@@ -478,12 +478,7 @@ struct BulkStores {
 // units): a group starts a unit's mainloop once the other has issued the previous unit's (the ring's
 // stages are consumed in the producer's order) and takes the ring position from it.
 constexpr int TURN_BARRIER = 3, DONE_BARRIER = 5;
-__device__ __forceinline__ void turn_arrive(int group) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(TURN_BARRIER + group), "n"(2 * WG_THREADS) : "memory");
-}
-__device__ __forceinline__ void turn_wait(int group) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(TURN_BARRIER + group), "n"(2 * WG_THREADS) : "memory");
-}
+using Turns = HandoffOn<2 * WG_THREADS>;  // both groups' threads
 
 // Ping-pong: group g runs the CTA's units g, g + 2, ...; the CTA ends its launch once both are through.
 struct PingPongLanes {
@@ -491,7 +486,7 @@ struct PingPongLanes {
   static constexpr int count = 2;
   template <class G>
   __device__ __forceinline__ void finish(const TableParams& t) const {
-    asm volatile("bar.sync %0, %1;\n" ::"n"(DONE_BARRIER), "n"(2 * WG_THREADS) : "memory");
+    Turns::wait(DONE_BARRIER);
     if (lane == 0) finish_launch<G>(t);
   }
 };
@@ -536,7 +531,7 @@ __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
         p.gemm, staging,
         [&](int, int, int k_begin, int k_end, float (&acc)[ML::ACC]) {
           if (position > 0) {  // the other group ran the unit before: its turn ends, its ring position
-            turn_wait(group);
+            Turns::wait(TURN_BARRIER + group);
             const unsigned word = *reinterpret_cast<volatile unsigned*>(smem_raw + (s.ring_word() - raw));
             ring.stage = static_cast<int>(word >> 1);
             ring.phase = word & 1u;
@@ -546,7 +541,7 @@ __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
               if (G::leader())
                 *reinterpret_cast<volatile unsigned*>(smem_raw + (s.ring_word() - raw)) =
                     (static_cast<unsigned>(ring.stage) << 1) | ring.phase;
-              turn_arrive(1 - group);
+              Turns::arrive(TURN_BARRIER + 1 - group);
             }
           });
           position += 2;
