@@ -13,9 +13,11 @@ import argparse
 import csv
 import math
 
+from streamk.plot.csvfile import open_text
+
 
 def load(path: str) -> dict[tuple[str, str, str], dict[str, str]]:
-    with open(path, newline="") as f:
+    with open_text(path) as f:
         return {(r["m"], r["n"], r["k"]): r for r in csv.DictReader(f)}
 
 

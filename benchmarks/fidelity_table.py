@@ -2,7 +2,7 @@
 before / after table a model change is judged by (LOG.md v41d).
 
     python benchmarks/fidelity_table.py                        # every CSV of benchmarks/data, without c_row32
-    python benchmarks/fidelity_table.py --without c_row32,c_l2 benchmarks/data/fidelity_h200_sm90_v31.csv
+    python benchmarks/fidelity_table.py --without c_row32,c_l2 benchmarks/data/fidelity_h200_sm90_v31.csv.gz
 
 "after" is each CSV's Target calibration as shipped (``streamk fidelity --from-csv`` predicts the
 same); "before" is that calibration with the ``--without`` terms dropped (each prices as 0). The
@@ -32,7 +32,7 @@ from streamk.shapes import TileShape
 from streamk.target import Target, preset, with_calibration
 
 DATA = Path(__file__).parent / "data"
-PATTERNS = ("fidelity_*.csv", "oracle_*.csv")  # the files streamk fidelity --from-csv reads
+PATTERNS = ("fidelity_*.csv", "fidelity_*.csv.gz", "oracle_*.csv", "oracle_*.csv.gz")  # what fidelity --from-csv reads
 
 
 def target_of(path: Path) -> Target:

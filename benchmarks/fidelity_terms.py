@@ -1,11 +1,11 @@
 """A fidelity CSV predicted again offline under chosen term values: one term, or several jointly,
 fitted on half of the shapes, both halves scored before and after (LOG.md v26).
 
-    python benchmarks/fidelity_terms.py benchmarks/data/fidelity_h100_f16_sm90_128_v24.csv --before c_l2=0
+    python benchmarks/fidelity_terms.py benchmarks/data/fidelity_h100_f16_sm90_128_v24.csv.gz --before c_l2=0
     python benchmarks/fidelity_terms.py CSV --before c_l2=0 --fit c_l2 --on data-parallel,data-parallel%132
-    python benchmarks/fidelity_terms.py benchmarks/data/fidelity_h200_sm90_v31.csv --target h200 \
+    python benchmarks/fidelity_terms.py benchmarks/data/fidelity_h200_sm90_v31.csv.gz --target h200 \
         --before c_row32=0 --fit c_row32 --on data-parallel --max-grid 132
-    python benchmarks/fidelity_terms.py benchmarks/data/fid_h200_seed4333.csv --target h200 \
+    python benchmarks/fidelity_terms.py benchmarks/data/fid_h200_seed4333.csv.gz --target h200 \
         --tile 64x192x64 --set c_scatter=0.1068 --fit b,d,c_free,c1 --on all
     python benchmarks/fidelity_terms.py benchmarks/data/fid_h200_decode_seed436[234].csv --target h200 \
         --tile 8x128x64 --before d_reduce=0 --set d_reduce=0 --fit d_reduce --on auto

@@ -4,7 +4,7 @@ The first CSV's rows whose variant starts with ``auto`` are dropped (an auto pin
 not the one ``gemm()`` runs); the second CSV's ``auto`` rows are added. Every other row of the
 second CSV (a repeated candidate, timed for the run-to-run noise) is left out.
 
-    python benchmarks/merge_oracle.py benchmarks/data/fid_h200_seed4254.csv \
+    python benchmarks/merge_oracle.py benchmarks/data/fid_h200_seed4254.csv.gz \
         benchmarks/data/fid_h200_seed4254_auto.csv --out /tmp/merged.csv
 """
 
@@ -14,14 +14,16 @@ import argparse
 import csv
 from pathlib import Path
 
+from streamk.plot.csvfile import open_text
+
 
 def merge(candidates: Path, auto: Path) -> tuple[list[str], list[dict[str, str]]]:
     """The candidates' rows without their auto rows, then the second run's auto rows."""
-    with open(candidates, newline="") as f:
+    with open_text(candidates) as f:
         reader = csv.DictReader(f)
         fields = list(reader.fieldnames or [])
         rows = [r for r in reader if not r["variant"].startswith("auto")]
-    with open(auto, newline="") as f:
+    with open_text(auto) as f:
         rows += [r for r in csv.DictReader(f) if r["variant"] == "auto"]
     return fields, rows
 

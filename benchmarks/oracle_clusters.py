@@ -16,6 +16,7 @@ from collections import defaultdict
 from streamk.gpu.catalogue import spec_for_tile
 from streamk.gpu.decide.launches import cluster_shape
 from streamk.gpu.decide.schedule import schedule_for
+from streamk.plot.csvfile import open_text
 from streamk.shapes import GemmShape
 from streamk.target import preset
 
@@ -30,7 +31,7 @@ def same_schedule_pairs(path: str, target_name: str) -> list[tuple]:
     """(shape, tile, grid, clusters, straddles, auto us, plain DP us) where auto ran data-parallel."""
     target = preset(target_name)
     runs: dict[tuple[int, int, int], dict[str, dict[str, str]]] = defaultdict(dict)
-    with open(path, newline="") as f:
+    with open_text(path) as f:
         for r in csv.DictReader(f):
             if r["measured_us"]:
                 runs[(int(r["m"]), int(r["n"]), int(r["k"]))][r["variant"]] = r

@@ -24,6 +24,7 @@ from collections import defaultdict
 
 from streamk.calibrate.fidelity import fingerprint
 from streamk.gpu.decide.launches import PLAIN_MAX_WAVE, STRADDLE_BYTES
+from streamk.plot.csvfile import open_text
 from streamk.shapes import ITEMSIZE, GemmShape
 from streamk.target import preset
 
@@ -40,7 +41,7 @@ def twins(path: str, target) -> tuple[list[dict], int]:
     """One pair a shape (auto's row, a named row of its Schedule timed apart; data-parallel first)
     and the count of pairs whose auto launch could not be rebuilt."""
     shapes: dict[tuple[int, int, int], dict[str, dict]] = defaultdict(dict)
-    with open(path, newline="") as f:
+    with open_text(path) as f:
         for r in csv.DictReader(f):
             if r["measured_us"] and not r["error"]:
                 shapes[(int(r["m"]), int(r["n"]), int(r["k"]))][r["variant"]] = r

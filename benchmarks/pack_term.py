@@ -9,7 +9,7 @@ what the GPU's own rule packs for contiguous operands (``decide.tiles.packed_byt
 pack + MB x pack_us_per_mb`` is fitted by relative least squares, first on every other packed shape
 (scored on the rest), then on all of them.
 
-    python benchmarks/pack_term.py benchmarks/data/bench_h100_f16_v32.csv --target h100
+    python benchmarks/pack_term.py benchmarks/data/bench_h100_f16_v32.csv.gz --target h100
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import numpy as np
 from streamk.calibrate.predict import predict_us
 from streamk.gpu.decide.schedule import schedule_for
 from streamk.gpu.decide.tiles import packed_bytes
+from streamk.plot.csvfile import open_text
 from streamk.shapes import GemmShape
 from streamk.target import preset
 
@@ -31,7 +32,7 @@ def rows_of(path: str, target_name: str, dtype: str) -> list[tuple[str, float, f
     """(tile, main kernel us as predicted, the pack as shipped predicts it, measured total us, packed MB)."""
     target = preset(target_name)
     out = []
-    for r in csv.DictReader(open(path)):
+    for r in csv.DictReader(open_text(path)):
         if r.get("dtype", dtype) != dtype or not r.get("auto"):
             continue
         shape = GemmShape(int(r["m"]), int(r["n"]), int(r["k"]))

@@ -6,7 +6,7 @@ v26d's store_share candidate needs the simulator of commit 3f9cb44). By default 
 
     python benchmarks/partial_stores.py --fit b,d --on v24,seed11
     python benchmarks/partial_stores.py --set b=2.0 --set d=1.2
-    python benchmarks/partial_stores.py --runs s11=fidelity_h100_f16_sm90_256_v27_seed11.csv --halves --fit b,d --on s11-even
+    python benchmarks/partial_stores.py --runs s11=fidelity_h100_f16_sm90_256_v27_seed11.csv.gz --halves --fit b,d --on s11-even
     python benchmarks/partial_stores.py --with-dp --fit l2_us_per_mb --on seed11,seed7 --set l2_us_per_mb=0.1
 
 Each row's Schedule is rebuilt once per CSV (``fidelity_terms.rebuild``, fingerprints checked) and
@@ -32,8 +32,8 @@ from streamk.shapes import ITEMSIZE
 from streamk.target import preset
 
 DATA = Path(__file__).parent / "data"
-RUNS = {"v24": "fidelity_h100_f16_sm90_128_v24.csv", "seed11": "fidelity_h100_f16_sm90_128_v26_seed11.csv",
-        "seed7": "fidelity_h100_f16_sm90_128_v26_seed7.csv", "seed13": "fidelity_h100_f16_sm90_128_v26_seed13.csv"}
+RUNS = {"v24": "fidelity_h100_f16_sm90_128_v24.csv.gz", "seed11": "fidelity_h100_f16_sm90_128_v26_seed11.csv.gz",
+        "seed7": "fidelity_h100_f16_sm90_128_v26_seed7.csv.gz", "seed13": "fidelity_h100_f16_sm90_128_v26_seed13.csv.gz"}
 STEP = 1e-2  # finite-difference step (us): predictions are piecewise linear in each term
 
 

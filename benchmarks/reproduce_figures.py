@@ -2,10 +2,10 @@
 (Figure 7) from `streamk bench` CSVs measured on the GPU, and its wave schedules (Figures 1-3) and
 the appendix's Figure 8 under the H100 calibration of the simulator (no GPU needed).
 
-    python benchmarks/reproduce_figures.py roofline --f16 benchmarks/data/bench_h100_f16_tables.csv \\
-        --f64 benchmarks/data/bench_h100_f64_tables.csv --out docs/img/h100-roofline.png
-    python benchmarks/reproduce_figures.py speedup --f16 benchmarks/data/bench_h100_f16_tables.csv \\
-        --f64 benchmarks/data/bench_h100_f64_tables.csv --out docs/img/h100-speedup-vs-cublas.png
+    python benchmarks/reproduce_figures.py roofline --f16 benchmarks/data/bench_h100_f16_tables.csv.gz \\
+        --f64 benchmarks/data/bench_h100_f64_tables.csv.gz --out docs/img/h100-roofline.png
+    python benchmarks/reproduce_figures.py speedup --f16 benchmarks/data/bench_h100_f16_tables.csv.gz \\
+        --f64 benchmarks/data/bench_h100_f64_tables.csv.gz --out docs/img/h100-speedup-vs-cublas.png
     python benchmarks/reproduce_figures.py waves --out docs/img/h100-waves-calibrated.png \\
         --csv benchmarks/data/h100_waves_calibrated.csv
     python benchmarks/reproduce_figures.py model --out docs/img/h100-fig8-model.png \\

@@ -2,7 +2,7 @@
 the same tile, cuBLAS on the raw and on the padded shapes, cuBLAS above the compute-intensity
 threshold, and the oracle of our DP tiles (the best data-parallel variant in the CSV, per shape).
 
-    python benchmarks/reproduce_tables.py benchmarks/data/bench_h100_f16_tables.csv \
+    python benchmarks/reproduce_tables.py benchmarks/data/bench_h100_f16_tables.csv.gz \
         --dp "data-parallel#128x128" --variants "two-tile-sk-dp#128x128;stream-k#128x128;auto#128x128;auto"
 
 Ratios are time_other / time_ours (> 1: ours faster): geomean, and min / max over the shapes.
@@ -14,13 +14,15 @@ import argparse
 import csv
 import math
 
+from streamk.plot.csvfile import open_text
+
 BIG = (8192, 8192, 8192)
 COMPUTE_BOUND = 400.0  # flop per byte, the threshold `streamk bench` reports by
 
 
 def _rows(path: str) -> list[dict]:
     out = []
-    for r in csv.DictReader(open(path, newline="")):
+    for r in csv.DictReader(open_text(path)):
         if (int(r["m"]), int(r["n"]), int(r["k"])) != BIG:
             out.append(r)
     return out

@@ -19,7 +19,7 @@ auto picks only deterministic policies (bitwise-identical C from run to run), an
 tiles, whose 2 KB output tiles make a tile's atomic add cheap, atomic Stream-K is the fastest
 candidate on most shapes (LOG.md v35).
 
-    python benchmarks/selection.py benchmarks/data/oracle_h100_f16_v19.csv --target h100
+    python benchmarks/selection.py benchmarks/data/oracle_h100_f16_v19.csv.gz --target h100
 """
 
 from __future__ import annotations

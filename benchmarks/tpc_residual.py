@@ -1,10 +1,10 @@
 """A fidelity CSV's residual (measured / predicted) by how many CTAs run at once against the SMs,
 per tile (issue 43 item 2, LOG.md v49: a CTA sharing its TPC).
 
-    streamk fidelity --from-csv benchmarks/data/fid_h200_seed4254.csv --target h200 --out /tmp/p.csv
+    streamk fidelity --from-csv benchmarks/data/fid_h200_seed4254.csv.gz --target h200 --out /tmp/p.csv
     python benchmarks/tpc_residual.py /tmp/p.csv --target h200 [--deep 8] [--variants data-parallel]
     python benchmarks/tpc_residual.py /tmp/p.csv --halves       # each half's fidelity scores
-    python benchmarks/tpc_residual.py benchmarks/data/fid_h200_seed4254.csv --fit-dp 128x128x64,128x256x64
+    python benchmarks/tpc_residual.py benchmarks/data/fid_h200_seed4254.csv.gz --fit-dp 128x128x64,128x256x64
 
 Classes, by the first wave's CTAs b (``min(grid, sms x residency)``; the GPU backend launches a grid
 of at most ``sms`` CTAs one an SM): ``<=1/2`` (b <= sms / 2: each CTA can sit alone on its TPC, an SM

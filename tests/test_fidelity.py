@@ -99,6 +99,27 @@ def test_fidelity_from_csv_reports_and_plots_without_a_gpu(tmp_path, capsys, mon
     assert len(fidelity.read_csv(out)) == stats["runs"]
 
 
+def test_a_gzipped_fidelity_csv_reads_and_predicts_as_the_plain_one(tmp_path, capsys, monkeypatch):
+    # benchmarks/data keeps its measurements gzipped; --from-csv names its output after the plain name
+    import gzip
+    import shutil
+
+    plain = fidelity.write_csv(_gpu_rows(), tmp_path / "gpu.csv")
+    packed = tmp_path / "gpu.csv.gz"
+    with open(plain, "rb") as src, gzip.open(packed, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    assert fidelity.read_csv(packed) == fidelity.read_csv(plain)
+    monkeypatch.setitem(PRESETS, "h100", TARGET)
+    assert main(["fidelity", "--from-csv", str(packed), "--target", "h100", "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["runs"] == len(SHAPES) * len(fidelity.VARIANTS)
+    assert len(fidelity.read_csv(tmp_path / "gpu-h100.csv")) == stats["runs"]
+    broken = tmp_path / "broken.csv.gz"
+    broken.write_bytes(b"not gzip at all")
+    with pytest.raises(InputError, match="not a text CSV"):
+        fidelity.read_csv(broken)
+
+
 def test_plot_and_csv_refuse_what_they_cannot_use(tmp_path):
     with pytest.raises(InputError, match="nothing to plot"):
         plot_fidelity([{"variant": "x", "measured_us": 1.0, "predicted_us": math.nan, "error": ""}], tmp_path / "a.png")

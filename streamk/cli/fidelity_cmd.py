@@ -40,7 +40,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        epilog="Example: streamk fidelity --count 200 --out results/fidelity.csv; "
                               "streamk fidelity --from-csv results/fidelity.csv --target h100")
     p.add_argument("--from-csv", type=input_file, nargs="+", metavar="CSV",
-                   help="predict these fidelity CSVs again (no GPU; needs --target)")
+                   help="predict these fidelity CSVs (or gzipped .csv.gz) again (no GPU; needs --target)")
     p.add_argument("--target", type=_typed(preset), metavar="GPU",
                    help="with --from-csv: the preset whose calibration predicts (default: the live GPU's)")
     add_calibration_arg(p)
@@ -145,7 +145,8 @@ def default_out(args: argparse.Namespace) -> Path:
     if not args.from_csv:
         return Path(DEFAULT_OUT)
     first = args.from_csv[0]
-    return first.with_name(f"{first.stem}-{args.target.name}.csv")
+    stem = Path(first.name.removesuffix(".gz")).stem
+    return first.with_name(f"{stem}-{args.target.name}.csv")
 
 
 def run(args: argparse.Namespace) -> int:

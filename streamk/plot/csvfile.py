@@ -1,28 +1,37 @@
 """Reading the CSVs the plots draw (``streamk sweep --out``, ``streamk bench``): every way a file
 can be wrong (empty, header only, another format, a non-numeric cell) is one InputError naming
-the file, the line and the column."""
+the file, the line and the column. A name ending in .gz is read through gzip (the measurements
+kept in benchmarks/data are stored so)."""
 
 from __future__ import annotations
 
 import csv
+import gzip
 import math
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import IO, Callable, Sequence
 
 import numpy as np
 
 from ..errors import InputError
 
 
+def open_text(path: str | Path) -> IO[str]:
+    """``path`` opened for reading as CSV text, decompressed where its name ends in .gz."""
+    if str(path).endswith(".gz"):
+        return gzip.open(path, "rt", newline="")
+    return open(path, newline="")
+
+
 def read_rows(path: str | Path, need: Sequence[str], made_by: str) -> tuple[list[str], list[dict[str, str]]]:
-    """The header and rows of CSV ``path``, which must have columns ``need`` and at least one
-    row; ``made_by`` is the command that writes such a file (for the message)."""
+    """The header and rows of CSV ``path`` (or ``path``.gz), which must have columns ``need`` and
+    at least one row; ``made_by`` is the command that writes such a file (for the message)."""
     try:
-        with open(path, newline="") as fh:
+        with open_text(path) as fh:
             reader = csv.DictReader(fh)
             records = list(reader)
             fields = list(reader.fieldnames or [])
-    except UnicodeDecodeError:
+    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError):
         raise InputError(f"{path} is not a text CSV file; write one with: {made_by}") from None
     except csv.Error as exc:
         raise InputError(f"{path} is not a readable CSV ({exc}); write one with: {made_by}") from None
