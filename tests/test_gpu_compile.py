@@ -52,7 +52,11 @@ def test_every_kernel_compiles_without_spills(arch, tmp_path):
         # two (128x64): 80, and a few words of the epilogue's thread coordinates kept across the unit
         # loop, none in the mainloop (cuobjdump); 64 rows (256 threads), one CTA: 255, no spill
         limits = {(128, 1): (168, 0), (128, 2): (80, 128), (64, 1): (255, 0)}
-        assert all(main[n] <= limits[v.tile.bm, v.blocks_per_sm][0] and spills[n] <= limits[v.tile.bm, v.blocks_per_sm][1]
+        # 128x256 with a column-major A keeps the shared-memory base across the unit loop in one
+        # spilled word, read before the mainloop and once a C box, never inside it (cuobjdump; LOG.md v137)
+        wide_acm = {n for n, v in sm90.items() if v.tile.bn == 256 and v.tile.bm == 128 and "acm" in v.layout}
+        assert all(main[n] <= limits[v.tile.bm, v.blocks_per_sm][0] and
+                   spills[n] <= (64 if n in wide_acm else limits[v.tile.bm, v.blocks_per_sm][1])
                    for n, v in sm90.items()), {n: (main[n], spills[n]) for n in sm90}
     assert len(list(tmp_path.glob("*.cubin"))) == len(units_for(arch))
 

@@ -10,15 +10,15 @@
 //   128x64  (two CTAs an SM): 3 x 24 KB + the tile staged (128 x 72 x 4 B = 36 KB)       = 111,664 B
 //   128x128: 5 x 32 KB + two C boxes per ping-pong group (2 x 2 x 16 KB) + a ring word    = 230,488 B
 //   128x192: 3 x 40 KB + a whole tile staged (128 x 200 x 4 B = 100 KB)                  = 226,352 B
-//   128x256: 3 x 48 KB + the tile staged in two column halves (128 x 136 x 4 B = 68 KB)  = 218,160 B
+//   128x256: 4 x 48 KB + two C boxes of 32 columns (2 x 16 KB)                          = 230,464 B
 //   64x128:  7 x 24 KB + a whole tile staged (64 x 136 x 4 B = 34 KB)                   = 207,984 B
 //   64x192:  5 x 32 KB + a whole tile staged transposed (192 x 68 x 4 B = 51 KB)          = 217,168 B
 //   64x256:  4 x 40 KB + the tile staged in two column halves (64 x 136 x 4 B = 34 KB)   = 199,744 B
 // A whole 128x256 FP32 staging (132 KB) would leave room for one 48 KB stage only, and a fourth
-// stage does not fit beside the halves (196,608 + 69,632 > 232,448), so 128x256 runs 3 stages and
-// writes C in two passes of 128 columns (common/epilogue.cuh EPILOGUE_PARTS). Of three 64-deep
-// stages two load while one is computed: ~1.1 us of math ahead at the H100's ~7.5 TFLOP/s per SM
-// (a 128x256x64 stage is 4.2 Mflop). 128x64 keeps two CTAs on an SM (2 x (111,664 + 1 KB static) of
+// stage does not fit beside two column halves (196,608 + 69,632 > 232,448). So 128x256, like the
+// ping-pong 128x128, writes C through TMA in 32-column boxes, two staged at a time (tma_wgmma.cuh
+// write_tile_tma_boxes; the shared epilogue in eight 32-column slices), and runs a ring of four
+// stages: three load while one is computed. 128x64 keeps two CTAs on an SM (2 x (111,664 + 1 KB static) of
 // 228 KB), so one CTA's prologue and epilogue run beside the other's mainloop. 64x128 runs alone on
 // its SM with a ring of 7 (six stages load while one is computed, as cuBLAS's 64-row Hopper tiles run
 // 8): at two CTAs of 3 stages its loads waited, 1.05x auto's time and 1.19x Stream-K's (LOG.md v75). 64x256 stages its tile in halves too, for a fourth stage: staged whole (66 KB) a fourth
@@ -100,9 +100,13 @@ struct TileConfig {
   // two 32-column boxes for TMA stores (2 x 16 KB; the shared epilogue in four column slices), which
   // leaves room for a ring of five stages.
   static constexpr bool PINGPONG = BM == 128 && BN == 128 && BLOCKS == 1;
+  // C leaves through TMA in 32-column boxes, two staged at a time (ping-pong: per group), so a ring
+  // stage more fits: ping-pong 128x128 and 128x256
+  static constexpr bool C_BOXES = PINGPONG || (BM == 128 && BN == 256);
   static constexpr int DEFAULT_STAGES =
-      BM == 64 ? (BN == 128 ? 7 : BN == 192 ? 5 : 4) : PINGPONG ? 5 : BN == 128 ? 4 : 3;
-  static constexpr int EPILOGUE_PARTS = PINGPONG ? 4 : BN == 256 ? 2 : 1;
+      BM == 64 ? (BN == 128 ? 7 : BN == 192 ? 5 : 4) : PINGPONG ? 5 : BN == 128 || BN == 256 ? 4 : 3;
+  // the shared epilogue's column slices: 32 columns where C boxes take the staging, else halves of 256
+  static constexpr int EPILOGUE_PARTS = C_BOXES ? BN / 32 : BN == 256 ? 2 : 1;
   static constexpr int CONSUMER_REGS = consumer_regs(CONSUMERS, BLOCKS);
   static_assert(BM == 128 || BM == 64, "one or two m64 consumer warp groups");
   static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "wgmma n64, n128, n192 or n256");

@@ -4,7 +4,7 @@
 // (common/fixup.cuh; the separate-reduce and atomic passes are common/passes.cuh on this layout).
 //
 // TmaWgmma<BF16, BN, STAGES, A_MN, B_K, BLOCKS, BM> (config.cuh): a BM x BN x 64 tile per MAC
-// iteration: BM 128 with BN 64 (3 stages, two CTAs an SM), 128 (5 stages, ping-pong), 192 or 256 (3 stages);
+// iteration: BM 128 with BN 64 (3 stages, two CTAs an SM), 128 (5 stages, ping-pong), 192 (3) or 256 (4);
 // BM 64 with BN 128 (7 stages), 192 (5) or 256 (4). 128 + BM threads: a producer warp
 // group and BM/64 consumer ones, __launch_bounds__(128 + BM, BLOCKS):
 //   producer  (warp group 0, setmaxnreg down to 40): one thread walks the CTA's unit rows (work.cuh)
@@ -39,9 +39,9 @@
 // wgmma instructions (the split of the 128x256 anchors, github pranjalssh/fast.cu matmul_12.cuh).
 // Shared memory (dynamic, 1024-byte aligned by hand): STAGES x (A BM/8 KB + B BN/8 KB) 128-byte
 // swizzled as TMA writes and wgmma reads them, the epilogue's staging (BM x (BN + 8) x 4 B, its own,
-// so loads go on during epilogues; 128x256 and 64x256 stage and write C in two column halves,
-// epilogue.cuh EPILOGUE_PARTS; ping-pong: two 32-column C boxes per group), 2 x STAGES mbarriers:
-// 230,488 B on 128x128 (five stages, ping-pong), 218,160 B on 128x256,
+// so loads go on during epilogues; 64x256 stages and writes C in two column halves, epilogue.cuh
+// EPILOGUE_PARTS; 128x256 and each ping-pong group: two 32-column C boxes), 2 x STAGES mbarriers:
+// 230,488 B on 128x128 (five stages, ping-pong), 230,464 B on 128x256 (four),
 // 207,984 B on 64x128, 217,168 B on 64x192, 199,744 B on 64x256 (config.cuh has every tile's).
 // Arch: sm_90a.
 // Operands (TMA descriptors built by the host, streamk/gpu/runtime/tma.py): A m x k and B k x n, each
@@ -136,8 +136,9 @@ struct TmaWgmma {
   // one slice, or the transposed tile where that is larger (64x192; epilogue.cuh EPILOGUE_STAGING_BYTES)
   static constexpr int ROW_STAGING_BYTES = BM * (BN / EPILOGUE_PARTS + 8) * 4;
   static constexpr int COLUMN_STAGING_BYTES = STAGE_COLUMNS ? BN * (BM + 4) * 4 : 0;
-  // ping-pong: two C boxes of 32 columns (write_tile_tma_boxes), more than a slice of the shared epilogue
-  static constexpr int BOX_STAGING_BYTES = PINGPONG ? 2 * BM * SWIZZLE_BYTES : 0;
+  // two C boxes of 32 columns (write_tile_tma_boxes), more than a slice of the shared epilogue
+  static constexpr bool C_BOXES = Config::C_BOXES;
+  static constexpr int BOX_STAGING_BYTES = C_BOXES ? 2 * BM * SWIZZLE_BYTES : 0;
   static constexpr int LARGER_STAGING_BYTES =
       COLUMN_STAGING_BYTES > ROW_STAGING_BYTES ? COLUMN_STAGING_BYTES : ROW_STAGING_BYTES;  // checked below
   static constexpr int STAGING_BYTES =  // a group's
@@ -176,15 +177,18 @@ template <int BN, int BLOCKS = 1, int BM = 128>
 constexpr bool staging_matches =
     EPILOGUE_STAGING_BYTES<TmaWgmma<false, BN, 3, false, false, BLOCKS, BM>> ==
     TmaWgmma<false, BN, 3, false, false, BLOCKS, BM>::STAGING_BYTES;
-static_assert(staging_matches<64, 2> && staging_matches<192> && staging_matches<256> &&
-                  staging_matches<128, 1, 64> && staging_matches<192, 1, 64> && staging_matches<256, 1, 64>,
+static_assert(staging_matches<64, 2> && staging_matches<192> && staging_matches<128, 1, 64> &&
+                  staging_matches<192, 1, 64> && staging_matches<256, 1, 64>,
               "the epilogue's staging size");
-static_assert(EPILOGUE_STAGING_BYTES<TmaWgmma<false, 128>> <= TmaWgmma<false, 128>::STAGING_BYTES &&
-                  TmaWgmma<false, 128>::STAGING_BYTES == TmaWgmma<false, 128>::BOX_STAGING_BYTES,
-              "ping-pong: a shared-epilogue slice fits a group's two C boxes");
+template <int BN>
+using Boxed = TmaWgmma<false, BN, TileConfig<BN>::DEFAULT_STAGES>;
+template <int BN>
+constexpr bool boxes_hold_a_slice = EPILOGUE_STAGING_BYTES<Boxed<BN>> <= Boxed<BN>::STAGING_BYTES &&
+                                    Boxed<BN>::STAGING_BYTES == Boxed<BN>::BOX_STAGING_BYTES;
+static_assert(boxes_hold_a_slice<128> && boxes_hold_a_slice<256>, "a shared-epilogue slice fits two C boxes");
 static_assert(TmaWgmma<false, 64, 3, false, false, 2>::SMEM_BYTES == 111664 &&
                   TmaWgmma<false, 128>::SMEM_BYTES == 230488 && TmaWgmma<false, 192>::SMEM_BYTES == 226352 &&
-                  TmaWgmma<false, 256>::SMEM_BYTES == 218160 &&
+                  TmaWgmma<false, 256>::SMEM_BYTES == 230464 &&
                   TmaWgmma<false, 128, 7, false, false, 1, 64>::SMEM_BYTES == 207984 &&
                   TmaWgmma<false, 256, 4, false, false, 1, 64>::SMEM_BYTES == 199744 &&
                   TmaWgmma<false, 192, 5, false, false, 1, 64>::SMEM_BYTES == 217168,
@@ -358,9 +362,10 @@ __device__ __forceinline__ void consume(const Smem<ML>& s, Ring<ML>& ring, int w
 }
 
 // C tile (m0, n0) = alpha * acc through the TMA unit, for every WRITE unit of a CTA but its last, on
-// the tiles whose whole FP32 C tile fits the epilogue's staging (TMA_STORE: all but 128x256 and
-// 64x256, which stage C in column halves; the host sets c_store where C is a row-major FP32 matrix
-// TMA can address, beta is 0 and no unit adds to C atomically: catalogue TMA_STORE_TILES). The tile
+// the tiles whose whole FP32 C tile fits the epilogue's staging (TMA_STORE: all but 64x256, which
+// stages C in column halves, and the tiles of C boxes, below; the host sets c_store where C is a
+// row-major FP32 matrix TMA can address, beta is 0 and no unit adds to C atomically: catalogue
+// TMA_STORE_TILES). The tile
 // goes to the staging as C_BOX_COLS-column boxes of 128-byte rows, 16-byte chunks swizzled by row
 // (the map's 128-byte swizzle: a warp's pair stores take the minimum two wavefronts), then one thread
 // issues the boxes' bulk stores and the consumers go on to their next unit while the copy engine
@@ -374,7 +379,7 @@ __device__ __forceinline__ void consume(const Smem<ML>& s, Ring<ML>& ring, int w
 // (The TMA-store epilogue of NVIDIA CUTLASS include/cutlass/epilogue/collective/
 // sm90_epilogue_tma_warpspecialized.hpp, written here for one staging buffer.)
 template <class ML>
-constexpr bool TMA_STORE = ML::EPILOGUE_PARTS == 1;
+constexpr bool TMA_STORE = ML::EPILOGUE_PARTS == 1 && !ML::C_BOXES;
 // Tiles whose last tile leaves through TMA too: rows the shared epilogue stores in a flattened loop
 // (epilogue.cuh store_rows: 192 columns; 1.12x on one-tile-per-CTA GEMMs, LOG.md v39), and the tiles
 // of one consumer warp group, whose 128 threads take 16 passes over a 64x128 tile (1.01-1.06x on 9 of
@@ -417,17 +422,19 @@ __device__ __forceinline__ void write_tile_tma(const TmaParams& p, unsigned stag
   }
 }
 
-// Ping-pong: C tile (m0, n0) = alpha * acc through the TMA unit in 32-column boxes, two staged at a
-// time (the group's staging: 2 x BM x 128 B), each box's bulk store issued as soon as it is staged and
-// its buffer rewritten once the store two boxes back has read it. A group's whole tile would take 64 KB
-// of staging, a ring stage and a half; the group's waits here run under the other group's mainloop.
-// The staging's addresses and swizzle are write_tile_tma's; the accumulators of box b are acc[32 b ..
-// 32 b + 31] (coord: 8 columns per 8 of them, both m64 halves).
+// C tile (m0, n0) = alpha * acc through the TMA unit in 32-column boxes, two staged at a time (G's
+// staging: 2 x BM x 128 B), each box's bulk store issued as soon as it is staged and its buffer
+// rewritten once the store two boxes back has read it. A whole FP32 tile would take 64 KB of staging
+// on ping-pong 128x128 (a ring stage and a half), 128 KB on 128x256: the boxes leave room for one
+// more stage. Ping-pong: a group's waits here run under the other group's mainloop. The staging's
+// addresses and swizzle are write_tile_tma's; the accumulators of box b are acc[PER_BOX b ..] (coord:
+// 8 columns per 4 of them; on ping-pong per 8, both m64 halves).
 template <class ML, class G>
 __device__ __forceinline__ void write_tile_tma_boxes(const TmaParams& p, unsigned staging, int m0, int n0,
                                                      const float (&acc)[ML::ACC]) {
   constexpr int BOX_BYTES = ML::BM * SWIZZLE_BYTES, BOXES = ML::BN / C_BOX_COLS, PER_BOX = ML::ACC / BOXES;
-  static_assert(ML::PINGPONG && 2 * BOX_BYTES <= ML::STAGING_BYTES && PER_BOX == 32, "two 32-column boxes staged");
+  static_assert(ML::C_BOXES && 2 * BOX_BYTES <= ML::STAGING_BYTES && PER_BOX == (ML::PINGPONG ? 32 : 16),
+                "two 32-column boxes staged");
   const int tid = G::rank();
   int r0, c0;
   ML::coord(0, tid, r0, c0);
@@ -441,8 +448,9 @@ __device__ __forceinline__ void write_tile_tma_boxes(const TmaParams& p, unsigne
     const unsigned buffer = row + (box % 2) * BOX_BYTES;
 #pragma unroll
     for (int i = box * PER_BOX; i < (box + 1) * PER_BOX; i += 2) {
-      // element i: row r0 + 64 ((i / 4) % 2) + 8 ((i / 2) % 2), column c0 + 8 (i / 8) (ML::coord)
-      const int q = i / 8, r = 64 * ((i / 4) % 2) + 8 * ((i / 2) % 2);
+      // element i (ML::coord): row r0 + 8 ((i / 2) % 2), column c0 + 8 (i / 4); on ping-pong row
+      // r0 + 64 ((i / 4) % 2) + 8 ((i / 2) % 2), column c0 + 8 (i / 8)
+      const int q = ML::PINGPONG ? i / 8 : i / 4, r = (ML::PINGPONG ? 64 * ((i / 4) % 2) : 0) + 8 * ((i / 2) % 2);
       const unsigned at = buffer + r * SWIZZLE_BYTES + (((2 * (q % 4) + chunk0) ^ swz) * 16);
       asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(alpha * acc[i]), "f"(alpha * acc[i + 1])
                    : "memory");
@@ -563,7 +571,7 @@ __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
     const int wg = ML::CONSUMERS == 1 ? 0 : G::rank() / WG_THREADS;
     unsigned char* staging = smem_raw + (s.staging() - raw);
     Ring<ML> ring;
-    const bool c_store = TMA_STORE<ML> && p.c_store != 0;
+    const bool c_store = (TMA_STORE<ML> || ML::C_BOXES) && p.c_store != 0;
     BulkStores<G> stores;
     run_units<ML, G>(
         p.gemm, staging,
@@ -571,7 +579,16 @@ __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
           consume<ML>(s, ring, wg, k_begin, k_end, acc, peers, [] {});
         },
         [&](int m0, int n0, const float (&acc)[ML::ACC], bool last) {
-          if constexpr (TMA_STORE<ML>) {
+          // C boxes: every tile, the CTA's last too (128x256's last through the shared epilogue's
+          // 32-column slices ran 0.98x, LOG.md v137)
+          if constexpr (ML::C_BOXES) {
+            if (c_store) {
+              write_tile_tma_boxes<ML, G>(p, s.staging(), m0, n0, acc);
+              stores.issue();
+              return true;
+            }
+            stores.free_staging();
+          } else if constexpr (TMA_STORE<ML>) {
             if (c_store && (!last || LAST_TILE_TMA<ML>)) {
               write_tile_tma<ML, G>(p, s.staging(), m0, n0, acc);
               stores.issue();
