@@ -67,7 +67,7 @@ def test_the_64_row_tiles_read_a_in_boxes_of_64_rows_and_c_in_64_row_boxes(monke
     """64x128x64 and 64x256x64 (one consumer warp group): a row-major A in one 64 k x 64 m box a
     stage, a column-major A in one 64 m x 64 k box (kernels/sm90/config.cuh A_MN_BOXES), B as on the
     128-row tiles, C stored through TMA in 32-column boxes of 64 rows on 64x128 (64x256 stages C in
-    column halves, as 128x256: no TMA store)."""
+    column halves: no TMA store)."""
     shape = GemmShape(300, 77, 130)
     for tile in (TileShape(64, 128, 64), TileShape(64, 256, 64)):
         assert tma.maps_of("float16", shape, 136, 80, tile)[1:] == ((300, 130, 136, 64), (130, 77, 80, 64))
@@ -88,7 +88,8 @@ def test_c_is_stored_through_tma_only_where_the_kernel_and_the_layout_allow():
     wide, square = TileShape(128, 256, 64), TileShape(128, 128, 64)
     assert tma.c_storable(square, 1000, 1, "float32", "owner-waits")
     assert tma.c_storable(TileShape(128, 192, 64), 4, 1, "float32", "separate-reduce")
-    assert not tma.c_storable(wide, 1000, 1, "float32", "owner-waits")  # staged in halves: no TMA store
+    assert tma.c_storable(wide, 1000, 1, "float32", "owner-waits")  # in 32-column boxes (LOG.md v137)
+    assert not tma.c_storable(TileShape(64, 256, 64), 1000, 1, "float32", "owner-waits")  # staged in halves
     assert not tma.c_storable(square, 1001, 1, "float32", "owner-waits")  # rows not 16-byte multiples
     assert not tma.c_storable(square, 1, 1000, "float32", "owner-waits")  # column-major C
     assert not tma.c_storable(square, 1000, 1, "float32", "atomic")  # C added to, not written

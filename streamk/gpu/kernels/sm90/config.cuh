@@ -21,7 +21,7 @@
 // stages: three load while one is computed. 128x64 keeps two CTAs on an SM (2 x (111,664 + 1 KB static) of
 // 228 KB), so one CTA's prologue and epilogue run beside the other's mainloop. 64x128 runs alone on
 // its SM with a ring of 7 (six stages load while one is computed, as cuBLAS's 64-row Hopper tiles run
-// 8): at two CTAs of 3 stages its loads waited, 1.05x auto's time and 1.19x Stream-K's (LOG.md v75). 64x256 stages its tile in halves too, for a fourth stage: staged whole (66 KB) a fourth
+// 8): at two CTAs of 3 stages its loads waited, 1.05x auto's time and 1.19x Stream-K's (LOG.md v75). 64x256 stages its tile in halves, for a fourth stage: staged whole (66 KB) a fourth
 // missed by 64 B (4 x 40 KB + 67,584 + 64 + 1,024 = 232,512), and its C then no longer leaves
 // through TMA (tma_wgmma.cuh TMA_STORE). Its decode launches (x @ W.t(), 8-64 rows: 43-129 CTAs, a
 // 64x256x64 stage 2.1 Mflop against 32 KB of W) are bound by W's stream, not the math: a TMA ring
