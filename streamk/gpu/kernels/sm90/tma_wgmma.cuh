@@ -379,13 +379,14 @@ __device__ __forceinline__ void consume(const Smem<ML>& s, Ring<ML>& ring, int w
 // (The TMA-store epilogue of NVIDIA CUTLASS include/cutlass/epilogue/collective/
 // sm90_epilogue_tma_warpspecialized.hpp, written here for one staging buffer.)
 template <class ML>
-constexpr bool TMA_STORE = ML::EPILOGUE_PARTS == 1 && !ML::C_BOXES;
+constexpr bool TMA_STORE = ML::EPILOGUE_PARTS == 1;
 // Tiles whose last tile leaves through TMA too: rows the shared epilogue stores in a flattened loop
 // (epilogue.cuh store_rows: 192 columns; 1.12x on one-tile-per-CTA GEMMs, LOG.md v39), and the tiles
 // of one consumer warp group, whose 128 threads take 16 passes over a 64x128 tile (1.01-1.06x on 9 of
-// 9 launches of 64x128x64, LOG.md v115).
+// 9 launches of 64x128x64, LOG.md v115), and the tiles of C boxes (128x256's last tile through the
+// shared epilogue's 32-column slices ran 0.98x, LOG.md v137).
 template <class ML>
-constexpr bool LAST_TILE_TMA = ML::THREADS % (ML::BN / 4) != 0 || ML::CONSUMERS == 1;
+constexpr bool LAST_TILE_TMA = ML::C_BOXES || ML::THREADS % (ML::BN / 4) != 0 || ML::CONSUMERS == 1;
 
 template <class ML, class G>
 __device__ __forceinline__ void write_tile_tma(const TmaParams& p, unsigned staging, int m0, int n0,
@@ -579,18 +580,13 @@ __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
           consume<ML>(s, ring, wg, k_begin, k_end, acc, peers, [] {});
         },
         [&](int m0, int n0, const float (&acc)[ML::ACC], bool last) {
-          // C boxes: every tile, the CTA's last too (128x256's last through the shared epilogue's
-          // 32-column slices ran 0.98x, LOG.md v137)
-          if constexpr (ML::C_BOXES) {
-            if (c_store) {
-              write_tile_tma_boxes<ML, G>(p, s.staging(), m0, n0, acc);
-              stores.issue();
-              return true;
-            }
-            stores.free_staging();
-          } else if constexpr (TMA_STORE<ML>) {
+          if constexpr (TMA_STORE<ML> || ML::C_BOXES) {
             if (c_store && (!last || LAST_TILE_TMA<ML>)) {
-              write_tile_tma<ML, G>(p, s.staging(), m0, n0, acc);
+              if constexpr (ML::C_BOXES) {
+                write_tile_tma_boxes<ML, G>(p, s.staging(), m0, n0, acc);
+              } else {
+                write_tile_tma<ML, G>(p, s.staging(), m0, n0, acc);
+              }
               stores.issue();
               return true;
             }
