@@ -2,7 +2,8 @@
 over shapes of base time / new time (above 1: the new tree is faster), its range, and each side's
 run-to-run ratio as the noise floor (issue 42's A/B runs of a kernel change). It reads
 `benchmarks/linear.py --csv` rows too: there the variants are ours_us and cublas_us (cuBLAS, the same
-library on both sides: a control that should read 1.000).
+library on both sides: a control that should read 1.000); and `benchmarks/candidates_probe.py --csv` rows,
+a row per shape and variant (measured_us).
 
     python benchmarks/compare_sides.py BASE_1.csv BASE_2.csv NEW_1.csv NEW_2.csv
 """
@@ -16,9 +17,15 @@ import math
 from streamk.plot.csvfile import open_text
 
 
-def load(path: str) -> dict[tuple[str, str, str], dict[str, str]]:
+def load(path: str) -> dict[tuple[str, ...], dict[str, str]]:
     with open_text(path) as f:
-        return {(r["m"], r["n"], r["k"]): r for r in csv.DictReader(f)}
+        rows = list(csv.DictReader(f))
+    if rows and "variant" in rows[0]:  # candidates_probe.py: one row per (shape, variant)
+        probed: dict[tuple[str, ...], dict[str, str]] = {}
+        for r in rows:
+            probed.setdefault((r["shape"], r["linear"]), {})[r["variant"]] = r["measured_us"]
+        return probed
+    return {(r["m"], r["n"], r["k"]): r for r in rows}
 
 
 def geomean(values: list[float]) -> float:
@@ -32,7 +39,8 @@ def main() -> None:
     base, new = [load(p) for p in args.csvs[:2]], [load(p) for p in args.csvs[2:]]
     first = next(iter(base[0].values()))
     variants = [c[: -len("_p20")] for c in first if c.endswith("_p20") and not c.startswith("cublas")]
-    variants = variants or ["ours_us", "cublas_us"]  # linear.py's rows: medians only
+    if not variants:  # linear.py's rows: medians only; candidates_probe.py's: the variants probed
+        variants = ["ours_us", "cublas_us"] if "ours_us" in first else list(first)
     print(f"{'variant':34s} shapes  base/new   min    max   noise base, new")
     for v in variants:
         ratio, noise_base, noise_new = [], [], []

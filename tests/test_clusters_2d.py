@@ -240,11 +240,13 @@ def test_auto_runs_many_short_wide_tiles_on_persistent_ctas_in_2x2_clusters():
     """From two waves of 128x256 tiles of 9-32 MAC iterations auto runs whole 128x256x64 tiles on one
     persistent CTA an SM in QUAD_ORDER (launches.persistent_quads): every tile once, asking for 2x2
     clusters (bind.py launches pairs where fours do not fit the grid). Not at one wave, nor where the
-    last wave is under 3/4 full, not deeper, not without multicast, not where the caller names the
+    last wave is under 3/4 full, not deeper than PERSISTENT_DP_MAX_ITERS (auto's own data-parallel stands there;
+    at 33-64 iterations its data-parallel launches go persistent too: the next test), not without multicast, not
+    where the caller names the
     tile, not where the calibrated model moves auto to another schedule (2049x4416x1144: DP on
     128x192x64), and not on the H100 preset (unmeasured there). `streamk schedule auto --target`
     prints what gemm() runs."""
-    from streamk.gpu.decide.launches import PERSISTENT_QUAD_ITERS, QUAD_CLUSTER, QUAD_ORDER
+    from streamk.gpu.decide.launches import PERSISTENT_DP_MAX_ITERS, QUAD_CLUSTER, QUAD_ORDER
     from streamk.gpu.decide.schedule import schedule_for
     from streamk.gpu.request import Tuning
     from streamk.target import preset
@@ -260,7 +262,7 @@ def test_auto_runs_many_short_wide_tiles_on_persistent_ctas_in_2x2_clusters():
     assert np.array_equal(cli.units, s.units) and np.array_equal(cli.cta_offsets, s.cta_offsets)
     one_wave = _decision("auto", Tuning(), None, m=1536, n=3072, k=k).schedule  # 144 tiles
     thin_last_wave = _decision("auto", Tuning(), None, m=3072, n=3072, k=640).schedule  # 288 tiles: 73% of 3 waves
-    deep = _decision("auto", Tuning(), None, m=m, n=n, k=64 * PERSISTENT_QUAD_ITERS[1] + 1).schedule
+    deep = _decision("auto", Tuning(), None, m=m, n=n, k=64 * PERSISTENT_DP_MAX_ITERS + 1).schedule
     plain = _decision("auto", Tuning(multicast=False), None, m=m, n=n, k=k)
     named = _decision("auto", Tuning(), "128x256x64", m=m, n=n, k=k)
     model = _decision("auto", Tuning(), None, m=2049, n=4416, k=1144).schedule
@@ -269,6 +271,30 @@ def test_auto_runs_many_short_wide_tiles_on_persistent_ctas_in_2x2_clusters():
         assert not (other.tile.bn == 256 and other.grid == 132 and other.tile_order == QUAD_ORDER)
     h100 = schedule_for("auto", GemmShape(m, n, k), "float16", preset("h100"))
     assert h100.tile_order != QUAD_ORDER
+
+
+def test_auto_runs_its_plain_data_parallel_wide_tiles_on_persistent_ctas():
+    """Where auto's own pick is data-parallel on 128x256x64 over more than a wave of CTAs, at most
+    PERSISTENT_DP_MAX_ITERS MAC iterations a tile, gemm() runs the same whole tiles on one persistent CTA an SM
+    in QUAD_ORDER (launches.persistent_in_place_of_dp; fresh shapes 1.05-1.12x, LOG.md v139); not deeper, not
+    without multicast, not where the caller names the schedule."""
+    from streamk.gpu.catalogue import spec_for_tile
+    from streamk.gpu.decide.launches import PERSISTENT_DP_MAX_ITERS, QUAD_CLUSTER, QUAD_ORDER, persistent_in_place_of_dp
+    from streamk.gpu.request import Tuning
+
+    spec = spec_for_tile("float16", "128x256x64")
+    for m, n, k in ((4307, 1480, 1072), (3792, 5296, 2824), (4096, 4096, 4096)):  # 17, 45 and 64 iterations
+        plain = _decision("auto", Tuning(multicast=False), None, m=m, n=n, k=k).schedule
+        assert persistent_in_place_of_dp(plain, spec, 132)  # auto's own: one whole wide tile a CTA
+        d = _decision("auto", Tuning(), None, m=m, n=n, k=k)
+        s = d.schedule
+        assert d.cluster == QUAD_CLUSTER and s.tile_order == QUAD_ORDER and s.grid == 132 and s.tile == plain.tile
+        assert np.array_equal(np.sort(s.units[:, 0]), np.arange(s.problem.tiles))  # each tile once, whole
+        assert np.all(s.units[:, 1] == 0) and np.all(s.units[:, 2] == s.problem.iters_per_tile)
+        named = _decision("data-parallel", Tuning(), "128x256x64", m=m, n=n, k=k).schedule
+        assert named.grid == named.problem.tiles  # a named schedule runs as named
+    deep = _decision("auto", Tuning(), None, m=1623, n=6872, k=7208).schedule  # 113 iterations
+    assert deep.problem.iters_per_tile > PERSISTENT_DP_MAX_ITERS and deep.grid == deep.problem.tiles
 
 
 class _StandIn:

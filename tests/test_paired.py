@@ -241,12 +241,12 @@ def _auto_on_h200(shape: GemmShape, dtype: str, **kw) -> Schedule:
 def test_auto_pairs_only_where_clusters_share_b_and_then_every_stream_k_cta(m, n, k, dtype):
     """On an H200 auto changes only where launches.pair_stream_k holds (128x256x64 or 128x192x64, B's
     rows straddling L2 lines, 16+ iterations a tile) or its 2x2 clusters run (auto_quads,
-    persistent_quads, by_model.wide_persistent_pick), and where pairs hold the launch pairs every CTA that runs a
+    persistent_quads, persistent_in_place_of_dp, by_model.wide_persistent_pick), and where pairs hold the launch pairs every CTA that runs a
     partial tile of two paired tile rows."""
     from streamk.gpu.catalogue import spec_for_tile
     from streamk.gpu.clusters import launch_pairs
     from streamk.gpu.decide.by_model import WIDE_PERSISTENT_MIN_ITERS
-    from streamk.gpu.decide.launches import QUAD_ORDER, pair_stream_k, persistent_quads_fit
+    from streamk.gpu.decide.launches import QUAD_ORDER, pair_stream_k, persistent_in_place_of_dp, persistent_quads_fit
     from streamk.gpu.decide.operands import contiguous_b_row_bytes
 
     shape = GemmShape(m, n, k)
@@ -256,8 +256,9 @@ def test_auto_pairs_only_where_clusters_share_b_and_then_every_stream_k_cta(m, n
     rows, ipt = contiguous_b_row_bytes(k, n, spec), s.problem.iters_per_tile
     if s == plain or s.tile_order == QUAD_ORDER and s.with_tile_order(plain.tile_order) == plain:
         return  # the same, or short whole tiles read in 2x2 blocks (test_clusters_2d)
-    if s.tile_order == QUAD_ORDER and persistent_quads_fit(shape, spec, 132, low=WIDE_PERSISTENT_MIN_ITERS):
-        return  # short 128x256 tiles on persistent CTAs in 2x2 clusters, by rule or model (test_clusters_2d, test_by_model)
+    if s.tile_order == QUAD_ORDER and (persistent_quads_fit(shape, spec, 132, low=WIDE_PERSISTENT_MIN_ITERS)
+                                       or persistent_in_place_of_dp(plain, spec, 132)):
+        return  # 128x256 tiles on persistent CTAs in 2x2 clusters, by rule or model (test_clusters_2d, test_by_model)
     assert pair_stream_k(True, spec, rows, ipt)
     plan = plan_fixup(s)
     coresident = not waits_only_backward(plan)

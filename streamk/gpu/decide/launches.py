@@ -165,6 +165,25 @@ def persistent_quads(shape: GemmShape, spec: KernelSpec, sms: int, multicast: bo
             and tiles >= PERSISTENT_QUAD_MIN_FILL * waves * sms)
 
 
+# Where auto's own pick is plain data-parallel on 128x256x64 (one whole tile a CTA, more tiles than SMs)
+# and the tiles are at most PERSISTENT_DP_MAX_ITERS MAC iterations deep, the same tiles run on one
+# persistent CTA an SM in QUAD_ORDER: each SM runs the tiles it would have, but a CTA's next tile loads
+# while its C leaves through TMA boxes (v137), where a fresh CTA's fill and its predecessor's epilogue
+# ran exposed. Fresh shapes: 1.12x at <= 32 iterations, 1.05x at 33-64, 1.02x but down to 0.94x deeper
+# (LOG.md v139).
+PERSISTENT_DP_MAX_ITERS = 64
+
+
+def persistent_in_place_of_dp(schedule: Schedule, spec: KernelSpec, sms: int, multicast: bool = True) -> bool:
+    """Whether ``schedule`` is plain data-parallel on ``spec``'s 128x256x64 tile over more than ``sms``
+    CTAs, on tiles of at most PERSISTENT_DP_MAX_ITERS MAC iterations, which auto runs on ``sms`` persistent
+    CTAs instead (the rule above)."""
+    whole_blocks = sms % (QUAD_CLUSTER[0] * QUAD_CLUSTER[1]) == 0
+    return (multicast and spec.tma and spec.tile == SM90_WIDE_TILE and whole_blocks
+            and schedule.grid == schedule.problem.tiles > sms
+            and schedule.problem.iters_per_tile <= PERSISTENT_DP_MAX_ITERS and whole_tiles(schedule))
+
+
 # One wave of 64x128x64 tiles in place of auto's 128x128x64 launch where the 64-row tiles fit one wave
 # and auto's launch runs at most M64_WAVE_MAX_SHARE as many CTAs as they number, or m is 129-192 (the
 # 128-row tiles pad 64-127 rows of their 256, the 64-row ones fewer than 64 of 192): the 7-stage

@@ -16,7 +16,8 @@ from ...target import Target, TargetTile
 from ..catalogue import KernelSpec, SM90_M64_192_TILE, SM90_M64_TILE, SM90_TILE, SM90_WIDE_TILE, spec_for_tile
 from .by_model import WIDE_PERSISTENT_MIN_ITERS, model_pick, wide_persistent_pick
 from .launches import (QUAD_ORDER, auto_quads, one_column_192, one_wave_m64, one_wave_m64_192, pair_stream_k,
-                       persistent_quads, persistent_quads_fit, plain_partial_wave, split_wider)
+                       persistent_in_place_of_dp, persistent_quads, persistent_quads_fit, plain_partial_wave,
+                       split_wider)
 from .operands import contiguous_b_row_bytes, decode_like
 from .tiles import choose_tile, packed_bytes
 
@@ -60,16 +61,18 @@ def auto_options(kernel: TargetTile, shape: GemmShape, machine: Machine, fixup: 
 def wide_persistent_quads(shape: GemmShape, dtype: str, target: Target, multicast: bool, auto: Schedule,
                           b_row_bytes: int | None = None) -> Schedule | None:
     """Whole 128x256x64 tiles on one persistent CTA an SM in QUAD_ORDER where ``target`` runs 2x2
-    clusters and launches.persistent_quads holds (many short tiles), or where they fit and the model
+    clusters and launches.persistent_quads holds (many short tiles), where ``auto`` is plain data-parallel on
+    that tile over more than a wave (launches.persistent_in_place_of_dp), or where they fit and the model
     predicts them faster than ``auto``, auto's own Schedule (by_model.wide_persistent_pick); else None."""
     if not target.quad_clusters or SM90_WIDE_TILE not in target.tiles_for(dtype):
         return None
     machine = target.machine(dtype, SM90_WIDE_TILE)
     spec = spec_for_tile(dtype, SM90_WIDE_TILE)
-    if not persistent_quads_fit(shape, spec, machine.sms, multicast, WIDE_PERSISTENT_MIN_ITERS):
+    in_place_of_dp = persistent_in_place_of_dp(auto, spec, machine.sms, multicast)
+    if not in_place_of_dp and not persistent_quads_fit(shape, spec, machine.sms, multicast, WIDE_PERSISTENT_MIN_ITERS):
         return None
     wide = persistent_tiles("auto", shape, SM90_WIDE_TILE, machine, machine.sms).with_tile_order(QUAD_ORDER)
-    if persistent_quads(shape, spec, machine.sms, multicast) or \
+    if in_place_of_dp or persistent_quads(shape, spec, machine.sms, multicast) or \
             wide_persistent_pick(dtype, target, auto, wide, b_row_bytes):
         return wide
     return None
