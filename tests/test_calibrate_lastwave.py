@@ -5,7 +5,8 @@ of the SMs were over-predicted by ~+11% (median), the one-wave launches by -7%: 
 every wave's MAC iterations at the full wave's busy CTAs (no idle-SM relief ``c_free``, the full
 L2 floor). These tests check on the CPU that a small last wave costs less per MAC iteration than a
 full one, the more so the fewer CTAs it runs, that a full last wave costs what the first does, and
-that CTAs left running inside one wave keep that wave's count (the calibration probes' pricing).
+that CTAs left running inside one wave keep that wave's count (the calibration probes' pricing), and that
+persistent CTAs of whole tiles count in rounds, as those tiles' waves would (LOG.md v142).
 """
 
 import pytest
@@ -92,3 +93,18 @@ def test_ctas_left_running_inside_one_wave_keep_its_count():
         busy, steps = wave_steps(p.schedule, SMS)
         one_wave = len(busy) == 1 and busy[0] == p.schedule.grid
         assert one_wave or set(busy.tolist()) == {SMS}, (p.family, p.label, busy.tolist())
+
+
+def test_persistent_whole_tiles_count_in_rounds_as_the_same_tiles_in_waves():
+    """Persistent CTAs of whole tiles run round r on each CTA's r-th tile: 198 tiles on 132 CTAs are a
+    round of 132 and one of 66, priced as data-parallel's two waves, less a fresh CTA's ``a`` for the
+    ``unit`` of a CTA's second tile (LOG.md v142: priced as one full wave they came out 25% slow)."""
+    from streamk.sched.basic import persistent_tiles
+
+    tiles = SMS + 66
+    shape = GemmShape(TILE.bm * tiles, TILE.bn, TILE.bk * IPT)
+    persistent = persistent_tiles("data-parallel", shape, TILE, Machine(SMS, 1), SMS)
+    busy, steps = wave_steps(persistent, SMS)
+    assert busy.tolist() == [SMS, 66] and steps.tolist() == [IPT, IPT]
+    assert wave_steps(dp(tiles), SMS)[0].tolist() == busy.tolist()
+    assert us(persistent) == pytest.approx(us(dp(tiles)) - TERMS["a"] + TERMS["unit"], rel=1e-9)

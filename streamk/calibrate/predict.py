@@ -45,7 +45,8 @@ machine and which constants it runs with, mirroring how the GPU backend launches
 * waves: wave w holds each slot's w-th CTA (``traffic.wave_steps``); the idle-SM relief and the L2
   floor are taken at each wave's CTAs and the iteration the simulator runs at is their mean over the
   waves' steps (DP's fast path: exactly each wave at its own cost). CTAs left running inside one
-  wave keep its count: the split-long-owner probes reject a relief there (LOG.md v43);
+  wave keep its count: the split-long-owner probes reject a relief there (LOG.md v43); but persistent
+  CTAs of whole tiles count in rounds, each CTA's r-th tile in round r, as DP's waves (LOG.md v142);
 * ``c_row32``: where the rows of A and B that the TMA boxes read start off a 32-byte boundary (k or n
   an odd multiple of 8 two-byte elements), each such row spans one 32-byte sector more and the
   mainloop, fed by its loads at any occupancy, waits that much longer: the MAC iteration (after the
