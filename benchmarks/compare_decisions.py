@@ -214,6 +214,31 @@ def run_side(count: int, seed: int, path: str) -> None:
             f.write(json.dumps({"case": case, "got": dump(case)}, default=str) + "\n")
 
 
+def both_sides(base: str, tree: Path, script: str, args: list[str]) -> tuple[Path, Path] | None:
+    """Run ``script --side FILE args`` on the base commit's streamk (a worktree at ``tree``) and on this
+    checkout's, at once, each in its own process; the two files, base's first (None where a side failed)."""
+    base_worktree(base, tree)
+    tmp = Path(tempfile.mkdtemp(prefix="sides_"))
+    files = (tmp / "base.out", tmp / "head.out")
+    procs = [subprocess.Popen([sys.executable, script, "--side", str(out), *args],
+                              env={**os.environ, "PYTHONPATH": str(src)}, cwd=str(tmp))
+             for out, src in zip(files, (tree, ROOT))]
+    return None if any([p.wait() for p in procs]) else files
+
+
+def base_worktree(base: str, tree: Path) -> Path:
+    """``tree``, a git worktree of this checkout at commit ``base`` (added or checked out as needed)."""
+    # a name such as HEAD or main means this checkout's commit, not the base worktree's
+    base_commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", base], capture_output=True, text=True,
+                                 check=True).stdout.strip()
+    if not (tree / "streamk").is_dir():
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), base_commit], check=True)
+    head = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    if head != base_commit:
+        subprocess.run(["git", "-C", str(tree), "checkout", "-q", "--detach", base_commit], check=True)
+    return tree
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", default="abcd906", help="the commit to compare against (default abcd906)")
@@ -225,26 +250,11 @@ def main() -> int:
     if args.side:
         run_side(args.count, args.seed, args.side)
         return 0
-    tree = Path(args.worktree)
-    # a name such as HEAD or main means this checkout's commit, not the base worktree's
-    base_commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", args.base], capture_output=True, text=True,
-                                 check=True).stdout.strip()
-    if not (tree / "streamk").is_dir():
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), base_commit], check=True)
-    head = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    if head != base_commit:
-        subprocess.run(["git", "-C", str(tree), "checkout", "-q", "--detach", base_commit], check=True)
-    tmp = Path(tempfile.mkdtemp(prefix="compare41_"))
-    procs = []
-    for name, src in (("base", tree), ("head", ROOT)):
-        env = {**os.environ, "PYTHONPATH": str(src)}
-        procs.append(subprocess.Popen([sys.executable, __file__, "--side", str(tmp / f"{name}.jsonl"), "--count",
-                                       str(args.count), "--seed", str(args.seed)], env=env, cwd=str(tmp)))
-    if any(p.wait() for p in procs):
+    sides = both_sides(args.base, Path(args.worktree), __file__, ["--count", str(args.count), "--seed", str(args.seed)])
+    if sides is None:
         print("a side failed", file=sys.stderr)
         return 2
-    base = [json.loads(line) for line in (tmp / "base.jsonl").read_text().splitlines()]
-    head = [json.loads(line) for line in (tmp / "head.jsonl").read_text().splitlines()]
+    base, head = ([json.loads(line) for line in side.read_text().splitlines()] for side in sides)
     assert [r["case"] for r in base] == [r["case"] for r in head], "the two sides drew different cases"
     same = [b["got"] == h["got"] for b, h in zip(base, head)]
     errors = sum("error" in b["got"] for b in base)
