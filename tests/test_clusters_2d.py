@@ -240,10 +240,9 @@ def test_auto_runs_many_short_wide_tiles_on_persistent_ctas_in_2x2_clusters():
     """From two waves of 128x256 tiles of 9-32 MAC iterations auto runs whole 128x256x64 tiles on one
     persistent CTA an SM in QUAD_ORDER (launches.persistent_quads): every tile once, asking for 2x2
     clusters (bind.py launches pairs where fours do not fit the grid). Not at one wave, nor where the
-    last wave is under 3/4 full, not deeper than PERSISTENT_DP_MAX_ITERS (auto's own data-parallel stands there;
-    at 33-64 iterations its data-parallel launches go persistent too: the next test), not without multicast, not
-    where the caller names the
-    tile, not where the calibrated model moves auto to another schedule (2049x4416x1144: DP on
+    last wave is under 3/4 full, not deeper than PERSISTENT_DP_MAX_ITERS (at 33-64 iterations auto's own
+    data-parallel launches go persistent too: the next test), not without multicast, not where the caller
+    names the tile, not where the calibrated model moves auto to another schedule (2049x4416x1144: DP on
     128x192x64), and not on the H100 preset (unmeasured there). `streamk schedule auto --target`
     prints what gemm() runs."""
     from streamk.gpu.decide.launches import PERSISTENT_DP_MAX_ITERS, QUAD_CLUSTER, QUAD_ORDER

@@ -72,8 +72,8 @@ def wave_steps(schedule: Schedule, slots: int) -> tuple[np.ndarray, np.ndarray]:
     lengths = (schedule.units[:, 2] - schedule.units[:, 1]).astype(np.int64)
     ipt = schedule.problem.iters_per_tile
     if schedule.grid <= slots and np.all(lengths == ipt):
-        units = np.bincount(schedule.unit_cta, minlength=schedule.grid)
-        busy = np.array([np.count_nonzero(units > r) for r in range(int(units.max()))], dtype=np.int64)
+        ctas_with = np.bincount(np.bincount(schedule.unit_cta, minlength=schedule.grid))  # CTAs by unit count
+        busy = np.cumsum(ctas_with[::-1])[::-1][1:].astype(np.int64)  # round r: the CTAs of more than r units
         steps = np.full(len(busy), ipt, dtype=np.int64)
     else:
         per_cta = np.bincount(schedule.unit_cta, weights=lengths, minlength=schedule.grid).astype(np.int64)

@@ -150,9 +150,13 @@ def persistent_quads_fit(shape: GemmShape, spec: KernelSpec, sms: int, multicast
     most MAC iterations a tile, a wave of tiles or more on a grid of whole 2x2 blocks (no wave or fill guard)."""
     p = Problem(shape, spec.tile)
     high = PERSISTENT_QUAD_ITERS[1]
-    whole_blocks = sms % (QUAD_CLUSTER[0] * QUAD_CLUSTER[1]) == 0
-    return (multicast and spec.tma and spec.tile == SM90_WIDE_TILE and whole_blocks and p.tiles >= sms
-            and low <= p.iters_per_tile <= high)
+    return wide_quads_launchable(spec, sms, multicast) and p.tiles >= sms and low <= p.iters_per_tile <= high
+
+
+def wide_quads_launchable(spec: KernelSpec, sms: int, multicast: bool) -> bool:
+    """Whether ``spec``'s kernel can run the wide persistent launch on ``sms`` CTAs: the sm90 128x256x64
+    tile with multicast on, on a grid of whole 2x2 blocks."""
+    return multicast and spec.tma and spec.tile == SM90_WIDE_TILE and sms % (QUAD_CLUSTER[0] * QUAD_CLUSTER[1]) == 0
 
 
 def persistent_quads(shape: GemmShape, spec: KernelSpec, sms: int, multicast: bool = True) -> bool:
@@ -178,9 +182,7 @@ def persistent_in_place_of_dp(schedule: Schedule, spec: KernelSpec, sms: int, mu
     """Whether ``schedule`` is plain data-parallel on ``spec``'s 128x256x64 tile over more than ``sms``
     CTAs, on tiles of at most PERSISTENT_DP_MAX_ITERS MAC iterations, which auto runs on ``sms`` persistent
     CTAs instead (the rule above)."""
-    whole_blocks = sms % (QUAD_CLUSTER[0] * QUAD_CLUSTER[1]) == 0
-    return (multicast and spec.tma and spec.tile == SM90_WIDE_TILE and whole_blocks
-            and schedule.grid == schedule.problem.tiles > sms
+    return (wide_quads_launchable(spec, sms, multicast) and schedule.grid == schedule.problem.tiles > sms
             and schedule.problem.iters_per_tile <= PERSISTENT_DP_MAX_ITERS and whole_tiles(schedule))
 
 
