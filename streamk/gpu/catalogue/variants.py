@@ -93,7 +93,7 @@ SM90_M64_192_TILE = TileShape(64, 192, 64)
 SM90_TILES = (SM90_TILE, SM90_WIDE_TILE, SM90_NARROW_TILE, SM90_192_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE,
               SM90_M64_192_TILE)
 # The sm90 tiles whose kernels can write C through a TMA map (sm90/tma_wgmma.cuh: the whole FP32 tile
-# fits the epilogue's staging, or it leaves in 32-column boxes, as on 128x128 and 128x256). 64x256
+# fits the epilogue's staging, or it leaves in 32-column boxes, as on 128x128, 128x192 and 128x256). 64x256
 # stages it in halves to fit a fourth stage of its ring (sm90/config.cuh; LOG.md v64).
 TMA_STORE_TILES = (SM90_TILE, SM90_WIDE_TILE, SM90_NARROW_TILE, SM90_192_TILE, SM90_M64_TILE, SM90_M64_192_TILE)
 DOT_TILE = TileShape(64, 8, 128)
@@ -223,7 +223,7 @@ F64_TILES = ((F64_TILE, F64_STAGES, 2), (F64_LARGE_TILES[0], 3, 1), (F64_LARGE_T
 # The sm90 TMA + wgmma tiles' stages and CTAs an SM (sm90/config.cuh: as many 64-deep stages as fit
 # beside the epilogue's staging; 128x64 at two CTAs an SM, the others one: 64x128 runs 7 stages alone
 # on its SM, 1.05x auto's time at 3 stages two an SM on its shapes, LOG.md v75).
-SM90_STAGES = {SM90_TILE: (5, 1), SM90_WIDE_TILE: (4, 1), SM90_NARROW_TILE: (3, 2), SM90_192_TILE: (3, 1),
+SM90_STAGES = {SM90_TILE: (5, 1), SM90_WIDE_TILE: (4, 1), SM90_NARROW_TILE: (3, 2), SM90_192_TILE: (4, 1),
                SM90_M64_TILE: (7, 1), SM90_M64_WIDE_TILE: (4, 1), SM90_M64_192_TILE: (5, 1)}
 HALF_WIDTHS = (16, 8, 4)
 # The tiles of at most 8 columns or rows (sm80/dot.cuh): one width (they read any row alignment

@@ -9,7 +9,7 @@
 // and 1 KB of alignment slack:
 //   128x64  (two CTAs an SM): 3 x 24 KB + the tile staged (128 x 72 x 4 B = 36 KB)       = 111,664 B
 //   128x128: 5 x 32 KB + two C boxes per ping-pong group (2 x 2 x 16 KB) + a ring word    = 230,488 B
-//   128x192: 3 x 40 KB + a whole tile staged (128 x 200 x 4 B = 100 KB)                  = 226,352 B
+//   128x192: 4 x 40 KB + two C boxes of 32 columns (2 x 16 KB)                          = 197,696 B
 //   128x256: 4 x 48 KB + two C boxes of 32 columns (2 x 16 KB)                          = 230,464 B
 //   64x128:  7 x 24 KB + a whole tile staged (64 x 136 x 4 B = 34 KB)                   = 207,984 B
 //   64x192:  5 x 32 KB + a whole tile staged transposed (192 x 68 x 4 B = 51 KB)          = 217,168 B
@@ -18,7 +18,9 @@
 // stage does not fit beside two column halves (196,608 + 69,632 > 232,448). So 128x256, like the
 // ping-pong 128x128, writes C through TMA in 32-column boxes, two staged at a time (tma_wgmma.cuh
 // write_tile_tma_boxes; the shared epilogue in eight 32-column slices), and runs a ring of four
-// stages: three load while one is computed. 128x64 keeps two CTAs on an SM (2 x (111,664 + 1 KB static) of
+// stages: three load while one is computed. 128x192 does the same, for a fourth stage beside the
+// boxes (its whole tile staged took 100 KB: three stages); a fifth fits only with one box staged at a
+// time, and ran slower (1.007x against the four stages' 1.067x over three, LOG.md v143). 128x64 keeps two CTAs on an SM (2 x (111,664 + 1 KB static) of
 // 228 KB), so one CTA's prologue and epilogue run beside the other's mainloop. 64x128 runs alone on
 // its SM with a ring of 7 (six stages load while one is computed, as cuBLAS's 64-row Hopper tiles run
 // 8): at two CTAs of 3 stages its loads waited, 1.05x auto's time and 1.19x Stream-K's (LOG.md v75). 64x256 stages its tile in halves, for a fourth stage: staged whole (66 KB) a fourth
@@ -82,7 +84,7 @@ static_assert(consumer_regs(2, 1) == 232 && consumer_regs(2, 2) == 96 && consume
 // wgmma.m64nBNk16 per k-step (BN/2 FP32 accumulators per thread), A arrives in one BM x 64 box
 // (K-major) or BM/64 boxes of 64 k x 64 m (M-major), B in BN/64 boxes, the pipeline is as deep as
 // fits beside the epilogue's staging (above; BLOCKS CTAs an SM), and the epilogue stages the tile
-// whole or, on BN 256, in two column halves.
+// whole, in two column halves (64x256) or in 32-column C boxes (C_BOXES).
 template <int BN_, int BLOCKS_ = 1, int BM_ = 128>
 struct TileConfig {
   static constexpr int BM = BM_, BN = BN_;
@@ -101,10 +103,10 @@ struct TileConfig {
   // leaves room for a ring of five stages.
   static constexpr bool PINGPONG = BM == 128 && BN == 128 && BLOCKS == 1;
   // C leaves through TMA in 32-column boxes, two staged at a time (ping-pong: per group), so a ring
-  // stage more fits: ping-pong 128x128 and 128x256
-  static constexpr bool C_BOXES = PINGPONG || (BM == 128 && BN == 256);
+  // stage more fits: ping-pong 128x128, 128x192 and 128x256
+  static constexpr bool C_BOXES = PINGPONG || (BM == 128 && (BN == 192 || BN == 256));
   static constexpr int DEFAULT_STAGES =
-      BM == 64 ? (BN == 128 ? 7 : BN == 192 ? 5 : 4) : PINGPONG ? 5 : BN == 128 || BN == 256 ? 4 : 3;
+      BM == 64 ? (BN == 128 ? 7 : BN == 192 ? 5 : 4) : PINGPONG ? 5 : BN == 64 ? 3 : 4;
   // the shared epilogue's column slices: 32 columns where C boxes take the staging, else halves of 256
   static constexpr int EPILOGUE_PARTS = C_BOXES ? BN / 32 : BN == 256 ? 2 : 1;
   static constexpr int CONSUMER_REGS = consumer_regs(CONSUMERS, BLOCKS);

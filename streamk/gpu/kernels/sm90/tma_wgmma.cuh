@@ -4,7 +4,7 @@
 // (common/fixup.cuh; the separate-reduce and atomic passes are common/passes.cuh on this layout).
 //
 // TmaWgmma<BF16, BN, STAGES, A_MN, B_K, BLOCKS, BM> (config.cuh): a BM x BN x 64 tile per MAC
-// iteration: BM 128 with BN 64 (3 stages, two CTAs an SM), 128 (5 stages, ping-pong), 192 (3) or 256 (4);
+// iteration: BM 128 with BN 64 (3 stages, two CTAs an SM), 128 (5 stages, ping-pong), 192 or 256 (4);
 // BM 64 with BN 128 (7 stages), 192 (5) or 256 (4). 128 + BM threads: a producer warp
 // group and BM/64 consumer ones, __launch_bounds__(128 + BM, BLOCKS):
 //   producer  (warp group 0, setmaxnreg down to 40): one thread walks the CTA's unit rows (work.cuh)
@@ -40,8 +40,8 @@
 // Shared memory (dynamic, 1024-byte aligned by hand): STAGES x (A BM/8 KB + B BN/8 KB) 128-byte
 // swizzled as TMA writes and wgmma reads them, the epilogue's staging (BM x (BN + 8) x 4 B, its own,
 // so loads go on during epilogues; 64x256 stages and writes C in two column halves, epilogue.cuh
-// EPILOGUE_PARTS; 128x256 and each ping-pong group: two 32-column C boxes), 2 x STAGES mbarriers:
-// 230,488 B on 128x128 (five stages, ping-pong), 230,464 B on 128x256 (four),
+// EPILOGUE_PARTS; 128x192, 128x256 and each ping-pong group: two 32-column C boxes), 2 x STAGES mbarriers:
+// 230,488 B on 128x128 (five stages, ping-pong), 197,696 B on 128x192 and 230,464 B on 128x256 (four),
 // 207,984 B on 64x128, 217,168 B on 64x192, 199,744 B on 64x256 (config.cuh has every tile's).
 // Arch: sm_90a.
 // Operands (TMA descriptors built by the host, streamk/gpu/runtime/tma.py): A m x k and B k x n, each
@@ -177,7 +177,7 @@ template <int BN, int BLOCKS = 1, int BM = 128>
 constexpr bool staging_matches =
     EPILOGUE_STAGING_BYTES<TmaWgmma<false, BN, 3, false, false, BLOCKS, BM>> ==
     TmaWgmma<false, BN, 3, false, false, BLOCKS, BM>::STAGING_BYTES;
-static_assert(staging_matches<64, 2> && staging_matches<192> && staging_matches<128, 1, 64> &&
+static_assert(staging_matches<64, 2> && staging_matches<128, 1, 64> &&
                   staging_matches<192, 1, 64> && staging_matches<256, 1, 64>,
               "the epilogue's staging size");
 template <int BN>
@@ -185,9 +185,9 @@ using Boxed = TmaWgmma<false, BN, TileConfig<BN>::DEFAULT_STAGES>;
 template <int BN>
 constexpr bool boxes_hold_a_slice = EPILOGUE_STAGING_BYTES<Boxed<BN>> <= Boxed<BN>::STAGING_BYTES &&
                                     Boxed<BN>::STAGING_BYTES == Boxed<BN>::BOX_STAGING_BYTES;
-static_assert(boxes_hold_a_slice<128> && boxes_hold_a_slice<256>, "a shared-epilogue slice fits two C boxes");
+static_assert(boxes_hold_a_slice<128> && boxes_hold_a_slice<192> && boxes_hold_a_slice<256>, "a shared-epilogue slice fits two C boxes");
 static_assert(TmaWgmma<false, 64, 3, false, false, 2>::SMEM_BYTES == 111664 &&
-                  TmaWgmma<false, 128>::SMEM_BYTES == 230488 && TmaWgmma<false, 192>::SMEM_BYTES == 226352 &&
+                  TmaWgmma<false, 128>::SMEM_BYTES == 230488 && TmaWgmma<false, 192>::SMEM_BYTES == 197696 &&
                   TmaWgmma<false, 256>::SMEM_BYTES == 230464 &&
                   TmaWgmma<false, 128, 7, false, false, 1, 64>::SMEM_BYTES == 207984 &&
                   TmaWgmma<false, 256, 4, false, false, 1, 64>::SMEM_BYTES == 199744 &&
