@@ -70,9 +70,9 @@ def fill(params: TmaParams, maps: tuple, a: int, b: int) -> None:
 
 def c_storable(tile: TileShape, c_rs: int, c_cs: int, out_dtype: str, policy: str) -> bool:
     """Whether the sm90 kernel of ``tile`` may write C through a TMA map (kernels/sm90/tma_wgmma.cuh
-    write_tile_tma, write_tile_tma_boxes) for every launch whose C base is 16-byte aligned and whose beta is 0: a tile of
-    catalogue.TMA_STORE_TILES, an FP32 C of unit column stride and 16-byte rows, under a policy that
-    never adds to C atomically."""
+    write_tile_tma, write_tile_tma_boxes) for every launch whose C base is 16-byte aligned and whose
+    beta is 0: a tile of catalogue.TMA_STORE_TILES, an FP32 C of unit column stride and 16-byte rows,
+    under a policy that never adds to C atomically."""
     return (tile in TMA_STORE_TILES and out_dtype == "float32" and c_cs == 1 and (c_rs * 4) % 16 == 0
             and policy != "atomic")
 

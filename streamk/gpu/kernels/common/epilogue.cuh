@@ -8,9 +8,9 @@
 // thread group (group.cuh) holding the accumulators, ML::THREADS threads that sync on their own
 // barrier; `smem` is that group's staging area.
 // A mainloop whose whole FP32 tile does not fit in shared memory beside its pipeline declares
-// EPILOGUE_PARTS (sm90 64x256: 2; 128x128 and 128x256, whose C boxes take the staging: 32 columns a
-// slice): the tile is then staged and written one column slice at a time (ColumnSlice), which
-// needs fragment elements [p*ACC/PARTS, (p+1)*ACC/PARTS) of every
+// EPILOGUE_PARTS (sm90 64x256: 2; 128x128, 128x192 and 128x256, whose C boxes take the staging: 32
+// columns a slice): the tile is then staged and written one column slice at a time (ColumnSlice),
+// which needs fragment elements [p*ACC/PARTS, (p+1)*ACC/PARTS) of every
 // thread to lie in columns [p*BN/PARTS, (p+1)*BN/PARTS) (the wgmma D layout: column 8*(i/4) + ...).
 // The staging then holds one slice (EPILOGUE_STAGING_BYTES<ML>, after ColumnStage).
 #pragma once

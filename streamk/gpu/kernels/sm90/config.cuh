@@ -22,11 +22,12 @@
 // boxes (its whole tile staged took 100 KB: three stages); a fifth fits only with one box staged at a
 // time, and ran slower (1.007x against the four stages' 1.067x over three, LOG.md v143). 128x64
 // keeps two CTAs on an SM (2 x (111,664 + 1 KB static) of 228 KB), so one CTA's prologue and
-// epilogue run beside the other's mainloop. 64x128 runs alone on
-// its SM with a ring of 7 (six stages load while one is computed, as cuBLAS's 64-row Hopper tiles run
-// 8): at two CTAs of 3 stages its loads waited, 1.05x auto's time and 1.19x Stream-K's (LOG.md v75). 64x256 stages its tile in halves, for a fourth stage: staged whole (66 KB) a fourth
-// missed by 64 B (4 x 40 KB + 67,584 + 64 + 1,024 = 232,512), and its C then no longer leaves
-// through TMA (tma_wgmma.cuh TMA_STORE). Its decode launches (x @ W.t(), 8-64 rows: 43-129 CTAs, a
+// epilogue run beside the other's mainloop. 64x128 runs alone on its SM with a ring of 7 (six
+// stages load while one is computed, as cuBLAS's 64-row Hopper tiles run 8): at two CTAs of 3
+// stages its loads waited, 1.05x auto's time and 1.19x Stream-K's (LOG.md v75). 64x256 stages its
+// tile in halves, for a fourth stage: staged whole (66 KB) a fourth missed by 64 B (4 x 40 KB +
+// 67,584 + 64 + 1,024 = 232,512), and its C then no longer leaves through TMA (tma_wgmma.cuh
+// TMA_STORE). Its decode launches (x @ W.t(), 8-64 rows: 43-129 CTAs, a
 // 64x256x64 stage 2.1 Mflop against 32 KB of W) are bound by W's stream, not the math: a TMA ring
 // alone read W at 3.32 TB/s with 3 stages, 3.48 with 7 (LOG.md v60); a fifth stage does not fit
 // beside the halves (5 x 40 KB + 34,816 + 80 + 1,024 = 240,720), and beside 32-column C boxes

@@ -185,7 +185,8 @@ using Boxed = TmaWgmma<false, BN, TileConfig<BN>::DEFAULT_STAGES>;
 template <int BN>
 constexpr bool boxes_hold_a_slice = EPILOGUE_STAGING_BYTES<Boxed<BN>> <= Boxed<BN>::STAGING_BYTES &&
                                     Boxed<BN>::STAGING_BYTES == Boxed<BN>::BOX_STAGING_BYTES;
-static_assert(boxes_hold_a_slice<128> && boxes_hold_a_slice<192> && boxes_hold_a_slice<256>, "a shared-epilogue slice fits two C boxes");
+static_assert(boxes_hold_a_slice<128> && boxes_hold_a_slice<192> && boxes_hold_a_slice<256>,
+              "a shared-epilogue slice fits two C boxes");
 static_assert(TmaWgmma<false, 64, 3, false, false, 2>::SMEM_BYTES == 111664 &&
                   TmaWgmma<false, 128>::SMEM_BYTES == 230488 && TmaWgmma<false, 192>::SMEM_BYTES == 197696 &&
                   TmaWgmma<false, 256>::SMEM_BYTES == 230464 &&
@@ -426,8 +427,8 @@ __device__ __forceinline__ void write_tile_tma(const TmaParams& p, unsigned stag
 // C tile (m0, n0) = alpha * acc through the TMA unit in 32-column boxes, two staged at a time (G's
 // staging: 2 x BM x 128 B), each box's bulk store issued as soon as it is staged and its buffer
 // rewritten once the store two boxes back has read it. A whole FP32 tile would take 64 KB of staging
-// on ping-pong 128x128 (a ring stage and a half), 128 KB on 128x256: the boxes leave room for one
-// more stage. Ping-pong: a group's waits here run under the other group's mainloop. The staging's
+// on ping-pong 128x128 (a ring stage and a half), 96 KB on 128x192, 128 KB on 128x256: the boxes
+// leave room for one more stage. Ping-pong: a group's waits here run under the other group's mainloop. The staging's
 // addresses and swizzle are write_tile_tma's; the accumulators of box b are acc[PER_BOX b ..] (coord:
 // 8 columns per 4 of them; on ping-pong per 8, both m64 halves).
 template <class ML, class G>
