@@ -100,9 +100,10 @@ def test_only_the_multicast_tiles_launch_clusters():
     assert TileShape(128, 128, 64) in MULTICAST_TILES
 
 
-def test_the_wide_tiles_share_b_where_its_rows_straddle_l2_lines_on_deep_tiles():
-    """128x256x64 and 128x192x64 launch clusters only where B's TMA rows are no multiple of 32 bytes
-    (each box row then touches two L2 lines) and a tile runs at least 16 MAC iterations."""
+def test_the_wide_tiles_share_b_where_its_rows_straddle_l2_lines_or_tiles_split_on_deep_tiles():
+    """128x256x64 and 128x192x64 launch clusters only where a tile runs at least 16 MAC iterations and
+    B's TMA rows are no multiple of 32 bytes (each box row then touches two L2 lines) or the launch
+    splits tiles (paired Stream-K)."""
     from streamk.gpu.catalogue import spec_for_tile
     from streamk.gpu.decide.launches import MULTICAST_MIN_ITERATIONS, use_multicast
 
@@ -113,6 +114,9 @@ def test_the_wide_tiles_share_b_where_its_rows_straddle_l2_lines_on_deep_tiles()
         assert not use_multicast(True, spec, 1448 * 2, deep - 1)  # shallow
         assert not use_multicast(True, spec, 1440 * 2, deep) and not use_multicast(True, spec, 1536 * 2, deep)
         assert not use_multicast(True, spec, None, deep) and not use_multicast(False, spec, 1448 * 2, deep)
+        assert use_multicast(True, spec, 1536 * 2, deep, splits_tiles=True)  # aligned rows, split tiles
+        assert use_multicast(True, spec, None, deep, splits_tiles=True)
+        assert not use_multicast(True, spec, 1536 * 2, deep - 1, splits_tiles=True)  # shallow
     assert use_multicast(True, spec_for_tile("float16", "128x128x64"), 1536 * 2, 1)  # always, as before
     assert not use_multicast(True, spec_for_tile("float16", "128x64x64"), 1448 * 2, 64)
 

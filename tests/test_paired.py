@@ -273,23 +273,22 @@ def test_auto_pairs_only_where_clusters_share_b_and_then_every_stream_k_cta(m, n
     assert flags[on_pairs].all()
 
 
-def test_auto_pairs_the_large_misaligned_stream_k_shapes():
-    """The v41b losses: auto's Stream-K (and the hybrid's SK CTAs) paired, nothing else changed."""
-    for m, n, k in ((2841, 1448, 6280), (3461, 3000, 6304), (1996, 2136, 7688)):
+def test_auto_pairs_the_large_stream_k_shapes():
+    """The v41b losses (B rows straddling L2 lines) and aligned rows alike (v151): auto's Stream-K (and the
+    hybrid's SK CTAs) paired, nothing else changed."""
+    for m, n, k in ((2841, 1448, 6280), (3461, 3000, 6304), (1996, 2136, 7688), (2841, 1536, 6280)):
         s, plain = _auto_on_h200(GemmShape(m, n, k), "float16"), _auto_on_h200(GemmShape(m, n, k), "float16",
                                                                                 multicast=False)
         assert s != plain and (s.tile, s.grid, s.fixup, s.tile_order) == (plain.tile, plain.grid, plain.fixup,
                                                                            plain.tile_order)
         pairs, coresident = _verdict(s)
         assert not coresident and pairs.sum() >= 63
-    aligned = GemmShape(2841, 1536, 6280)  # 3072-byte rows: no straddle, no pairing
-    assert _auto_on_h200(aligned, "float16") == _auto_on_h200(aligned, "float16", multicast=False)
 
 
 def test_gemm_decides_paired_stream_k_by_the_rows_it_reads_b_by():
-    """decide() (what gemm() runs) pairs as ``streamk schedule auto --target`` does for contiguous
-    operands, and not where B's rows are 1536 elements apart (3072 bytes: no straddle) or B is on the host
-    (copied in with padded rows) or the launch runs without clusters."""
+    """decide() (what gemm() runs) pairs as ``streamk schedule auto --target`` does, whatever B's rows
+    (1448 elements apart: 16-byte aligned; 1536: on L2 lines; a host B copied in with padded rows), and
+    not where the launch runs without clusters."""
     from streamk.gpu.decide import decide
     from streamk.gpu.decide.operands import Operand
     from streamk.gpu.request import Tuning, request
@@ -306,5 +305,5 @@ def test_gemm_decides_paired_stream_k_by_the_rows_it_reads_b_by():
     paired, plain = _auto_on_h200(GemmShape(m, n, k), "float16"), _auto_on_h200(GemmShape(m, n, k), "float16",
                                                                                  multicast=False)
     assert run(n) == paired != plain
-    assert run(1536) == plain and run(n, tuning=Tuning(multicast=False)) == plain
-    assert run(n, "numpy") == plain
+    assert run(1536) == paired and run(n, "numpy") == paired
+    assert run(n, tuning=Tuning(multicast=False)) == plain

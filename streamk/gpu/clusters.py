@@ -139,10 +139,11 @@ def launch_pairs(table: Table, spec: KernelSpec, coresident: bool, multicast: bo
                  b_row_bytes: int | None = None, tile_iterations: int = 0) -> np.ndarray | None:
     """The pairing flags of a launch of ``spec``'s main kernel that runs in clusters of two, None where
     it runs without: not a tile that multicasts for this B (decide.launches.use_multicast: B's TMA
-    row stride ``b_row_bytes``, a tile's ``tile_iterations``) or no pair (multicast_pairs). Where
+    row stride ``b_row_bytes``, a tile's ``tile_iterations``, whether the table splits tiles) or no pair (multicast_pairs). Where
     ``coresident`` (a wait points upwards) the pairs hold only if every cluster is resident at once:
     the caller checks it (bind.py), as the device may refuse clusters anyway."""
-    if not use_multicast(multicast, spec, b_row_bytes, tile_iterations):
+    splits = bool(np.any(table.units[:, _ACTION] != int(Action.WRITE)))
+    if not use_multicast(multicast, spec, b_row_bytes, tile_iterations, splits):
         return None
     pairs = multicast_pairs(table, coresident)
     return pairs if pairs.any() else None

@@ -93,8 +93,8 @@ def decide(a: Operand, b: Operand, c: Operand | None, target: Target, req: GemmR
 
 
 def b_row_bytes(a: Operand, b: Operand, tile: TileShape | None, req: GemmRequest) -> int | None:
-    """The bytes between the rows the main kernel on ``tile`` reads B by (auto pairs its Stream-K
-    CTAs where they straddle L2 lines: launches.pair_stream_k); host operands are copied in padded.
+    """The bytes between the rows the main kernel on ``tile`` reads B by (whether they straddle L2 lines
+    decides clusters: launches.use_multicast); host operands are copied in padded.
     None where the tile is not known yet and B is on the device (a named schedule's: not auto's)."""
     if tile is None:
         spec = SPECS[a.dtype]

@@ -66,35 +66,38 @@ def use_pdl(pdl: bool | None, main_grid: int, sms: int, arch: str, *, behind: st
 # 64-row tiles read B twice per flop what 128-row ones do (64x128x64: 16 of a stage's 24 KB), so they
 # share it too (LOG.md v41c).
 MULTICAST_TILES = (SM90_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE)
-# 128x256x64 and 128x192x64 share B too where B's rows are only 16-byte aligned (a row stride that
-# is no multiple of 32 bytes) and each tile runs at least MULTICAST_MIN_ITERATIONS: there every
-# other 128-byte box row starts 16 bytes into a 32-byte L2 sector and spans one sector more, which
-# the L2's request rate pays for (64-byte-aligned rows run as fast as aligned ones; LOG.md v41b,
-# v41d), and multicast halves B's requests. Shallower launches lose what clusters cost (LOG.md v41b;
-# with 32-byte-aligned rows 0.98-1.07x).
+# 128x256x64 and 128x192x64 share B too where each tile runs at least MULTICAST_MIN_ITERATIONS and
+# either B's rows are only 16-byte aligned (a row stride that is no multiple of 32 bytes: every other
+# 128-byte box row starts 16 bytes into a 32-byte L2 sector and spans one sector more, which the L2's
+# request rate pays for, and multicast halves B's requests; LOG.md v41b, v41d) or the launch splits
+# tiles (auto's paired Stream-K: 1.01-1.15x on aligned rows, LOG.md v151). Whole-tile launches on
+# aligned rows ran 0.90-1.10x in pairs, and shallower launches lose what clusters cost (LOG.md v41b).
 STRADDLE_MULTICAST_TILES = (SM90_WIDE_TILE, SM90_192_TILE)
 MULTICAST_MIN_ITERATIONS = 16  # MAC iterations a tile
 STRADDLE_BYTES = 32  # B row strides that are no multiple of this
 
 
-def use_multicast(multicast: bool, spec: KernelSpec, b_row_bytes: int | None = None, tile_iterations: int = 0) -> bool:
+def use_multicast(multicast: bool, spec: KernelSpec, b_row_bytes: int | None = None, tile_iterations: int = 0,
+                  splits_tiles: bool = False) -> bool:
     """Whether launches of ``spec``'s main kernel run in clusters that share B where the table pairs
     CTAs; ``b_row_bytes``: the stride of the rows the kernel's TMA reads B by (None: unknown),
-    ``tile_iterations``: a tile's MAC iterations."""
+    ``tile_iterations``: a tile's MAC iterations, ``splits_tiles``: whether some tile's MAC iterations
+    run in more than one unit."""
     if not (multicast and spec.tma):
         return False
     if spec.tile in MULTICAST_TILES:
         return True
-    return (spec.tile in STRADDLE_MULTICAST_TILES and b_row_bytes is not None and b_row_bytes % STRADDLE_BYTES != 0
-            and tile_iterations >= MULTICAST_MIN_ITERATIONS)
+    straddles = b_row_bytes is not None and b_row_bytes % STRADDLE_BYTES != 0
+    return (spec.tile in STRADDLE_MULTICAST_TILES and tile_iterations >= MULTICAST_MIN_ITERATIONS
+            and (straddles or splits_tiles))
 
 
 def pair_stream_k(multicast: bool, spec: KernelSpec, b_row_bytes: int | None, tile_iterations: int) -> bool:
     """Whether auto's Stream-K on ``spec``'s tile runs paired (streamk.sched.paired: CTAs 2i and
     2i + 1 on two tile rows of one column over the same k ranges) so that its clusters share B: on
-    the tiles that multicast where B's rows straddle L2 lines, where they do (use_multicast). Basic
-    Stream-K's partial tiles never pair, so they keep paying for straddling rows (H200, LOG.md v41b)."""
-    return spec.tile in STRADDLE_MULTICAST_TILES and use_multicast(multicast, spec, b_row_bytes, tile_iterations)
+    the tiles that multicast split tiles (use_multicast). Basic Stream-K's partial tiles never pair,
+    so they keep paying for straddling rows (H200, LOG.md v41b)."""
+    return spec.tile in STRADDLE_MULTICAST_TILES and use_multicast(multicast, spec, b_row_bytes, tile_iterations, True)
 
 
 # Clusters of 2x2 CTAs on 2x2 blocks of whole tiles (issue 42): each CTA shares A with the CTA of its

@@ -51,7 +51,7 @@ def auto_options(kernel: TargetTile, shape: GemmShape, machine: Machine, fixup: 
         # a wave or more of tiles at one CTA per SM (the 128x256 tile): the SK CTAs of the two-tile
         # hybrid walk backwards under turnstile (streamk.sched.auto), unless a policy is given
         "sk_backward": fixup is None,
-        # clusters of two share B where its rows straddle L2 lines: Stream-K's CTAs in twin pairs
+        # clusters of two share B (launches.pair_stream_k): Stream-K's CTAs in twin pairs
         "pair_rows": paired,
     }
     options.update({name: True for name, on in switches.items() if on and name not in given})
