@@ -89,7 +89,7 @@ def test_the_sm90_family_is_generated_like_the_others_and_built_for_sm90a_only()
     with pytest.raises(ValueError, match="sm90_tma_128x128_w16 is not built for sm_80 .*sm_90a"):
         compile_source("sm90_tma_128x128_w16", "sm_80")
     # kernels/sm90/tma_wgmma.cuh TmaParams: the GemmParams, then three 128-byte maps on 64-byte boundaries
-    assert (TmaParams.a.offset, TmaParams.b.offset, TmaParams.c.offset, ctypes.sizeof(TmaParams)) == (192, 320, 448, 576)
+    assert (TmaParams.a.offset, TmaParams.b.offset, TmaParams.c.offset, ctypes.sizeof(TmaParams)) == (256, 384, 512, 640)
 
 
 def test_the_wide_sm90_tile_is_a_second_tile_of_the_family_with_four_stages_and_c_in_tma_boxes():

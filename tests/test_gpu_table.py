@@ -79,9 +79,10 @@ def test_params_struct_matches_header_field_order():
         body = re.search(r"struct %s \{(.*?)\};" % cls.__name__, HEADER, re.S).group(1)
         names = re.findall(r"(\w+);", re.sub(r"//.*", "", body))
         assert names == [f[0] for f in cls._fields_]
-    # the operands, then the table: 20 eight-byte fields, then m, n, k, table_version
-    assert ctypes.sizeof(GemmParams) == 176 and GemmParams.table.offset == 88
-    assert GemmParams.table.offset + TableParams.table_version.offset == 8 * 20 + 12
+    # the operands (eleven eight-byte fields, then c_type and its pad), then the table: nine eight-byte
+    # fields, then m, n, k, table_version
+    assert ctypes.sizeof(GemmParams) == 184 and GemmParams.table.offset == 96
+    assert GemmParams.table.offset + TableParams.table_version.offset == 8 * 21 + 12
     p = gemm_params(a=0x10, c_cs=1, beta=2.0, units=0x20, m=7, table_version=1)
     assert (p.ops.a, p.ops.c_cs, p.ops.beta, p.table.units, p.table.m, p.table.k) == (0x10, 1, 2.0, 0x20, 7, 0)
     assert (p.ops.a_cs, p.ops.b_cs) == (1, 1)  # unit column strides unless a plan says otherwise
@@ -139,8 +140,14 @@ def test_operand_checks_name_what_is_wrong():
         check_operands(_host((4, 8)), _host((9, 4)), None)
     with pytest.raises(ScheduleError, match="dtype must be one of"):
         check_operands(_host((4, 8), "float32"), _host((8, 4), "float32"), None)
-    with pytest.raises(ScheduleError, match="C must be float32"):
-        check_operands(_host((4, 8)), _host((8, 4)), _host((4, 4), "float16"))
+    with pytest.raises(ScheduleError, match="C must be float32 or float16 for float16 inputs"):
+        check_operands(_host((4, 8)), _host((8, 4)), _host((4, 4), "bfloat16"))
+    with pytest.raises(ScheduleError, match="C must be float64 for float64 inputs"):
+        check_operands(_host((4, 8), "float64"), _host((8, 4), "float64"), None, "float16")
+    with pytest.raises(ScheduleError, match="out_dtype is float32 but C is float16"):
+        check_operands(_host((4, 8)), _host((8, 4)), _host((4, 4), "float16"), "float32")
+    assert check_operands(_host((4, 8)), _host((8, 4)), _host((4, 4), "float16")) is SPECS["float16"]
+    assert check_operands(_host((4, 8), "bfloat16"), _host((8, 4), "bfloat16"), None, "bfloat16") is SPECS["bfloat16"]
     with pytest.raises(ScheduleError, match="C must be 4x4"):
         check_operands(_host((4, 8)), _host((8, 4)), _host((4, 5), "float32"))
     with pytest.raises(ScheduleError, match="rank 2"):

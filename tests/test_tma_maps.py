@@ -81,7 +81,8 @@ def test_the_64_row_tiles_read_a_in_boxes_of_64_rows_and_c_in_64_row_boxes(monke
 
     monkeypatch.setattr(driver, "cuTensorMapEncodeTiled", encode)
     tma.fill_c(TmaParams(), 1 << 20, 300, 77, 80, 64)
-    assert calls == [[32, 64]]
+    tma.fill_c(TmaParams(), 1 << 20, 300, 77, 80, 128, "bfloat16")  # a 16-bit C: 64 columns a box
+    assert calls == [[32, 64], [64, 128]]
 
 
 def test_c_is_stored_through_tma_only_where_the_kernel_and_the_layout_allow():
@@ -93,6 +94,9 @@ def test_c_is_stored_through_tma_only_where_the_kernel_and_the_layout_allow():
     assert not tma.c_storable(square, 1001, 1, "float32", "owner-waits")  # rows not 16-byte multiples
     assert not tma.c_storable(square, 1, 1000, "float32", "owner-waits")  # column-major C
     assert not tma.c_storable(square, 1000, 1, "float32", "atomic")  # C added to, not written
+    assert tma.c_storable(square, 1000, 1, "float16", "owner-waits") and tma.c_storable(wide, 8, 1, "bfloat16", "turnstile")
+    assert not tma.c_storable(square, 1004, 1, "float16", "owner-waits")  # 2008-byte rows
+    assert not tma.c_storable(square, 1000, 1, "float64", "owner-waits")
 
 
 def test_c_map_is_fp32_in_32_column_boxes_of_the_tile_rows(monkeypatch):

@@ -67,6 +67,7 @@ class GemmRequest:
     machine: Machine | None = None
     options: tuple[tuple[str, Any], ...] = ()
     tuning: Tuning = DEFAULT_TUNING
+    out_dtype: str | None = None  # C's dtype where the call allocates C (None: the inputs' default)
 
     @property
     def scheduler_options(self) -> dict[str, Any]:
@@ -76,8 +77,11 @@ class GemmRequest:
     @property
     def key(self) -> tuple | None:
         """The request's part of a plan-cache key; None where an option is unhashable (such a call
-        is planned afresh)."""
-        return key_of(self.schedule, self.fixup, self.tile, self.machine, self.options, self.tuning)
+        is planned afresh); out_dtype rides with the options, as gemm() keys it."""
+        options = self.options
+        if self.out_dtype is not None:
+            options = tuple(sorted(options + ((OUT_DTYPE, self.out_dtype),)))
+        return key_of(self.schedule, self.fixup, self.tile, self.machine, options, self.tuning)
 
 
 def key_of(schedule: Any, fixup: Any, tile: Any, machine: Any, options: tuple | dict, tuning: Tuning) -> tuple | None:
@@ -112,4 +116,29 @@ def request(schedule: str | Schedule = "auto", fixup: str | None = None, tile: T
         raise ScheduleError(f"tile must be a TileShape, an edge such as 64 or 'BMxBN' (got {type(tile).__name__})")
     if not isinstance(tuning, Tuning):
         raise ScheduleError(f"_tuning must be a streamk.gpu.request.Tuning (got {type(tuning).__name__})")
-    return GemmRequest(schedule, fixup, tile, machine, tuple(sorted((options or {}).items())), tuning)
+    options = dict(options or {})
+    out = dtype_name(options.pop(OUT_DTYPE, None))
+    return GemmRequest(schedule, fixup, tile, machine, tuple(sorted(options.items())), tuning, out)
+
+
+# gemm()'s out_dtype travels with the scheduler options (so it is part of their plan-cache key) under
+# this name, and request() takes it out
+OUT_DTYPE = "out_dtype"
+OUT_DTYPES = ("float32", "float16", "bfloat16", "float64")
+
+
+def dtype_name(dtype: Any) -> str | None:
+    """``out_dtype`` as a name ("float16", ...) from a name, a NumPy dtype or a torch dtype (None stays None)."""
+    if dtype is None:
+        return None
+    name = str(dtype).removeprefix("torch.")
+    if name not in OUT_DTYPES:
+        try:
+            import numpy as np
+
+            name = np.dtype(dtype).name
+        except TypeError:
+            pass
+    if name not in OUT_DTYPES:
+        raise ScheduleError(f"out_dtype must be one of {', '.join(OUT_DTYPES)} (got {dtype!r})")
+    return name

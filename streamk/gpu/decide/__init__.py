@@ -34,7 +34,8 @@ class Decision:
     B are read with in place (0: packed first, then read 16 bytes wide); ``layout``: the main
     kernel's operand layout (catalogue.LAYOUTS); ``main``: its entry point; ``cluster``: the
     clusters its launch asks for, (tile rows, tile columns) a cluster spans (launches.cluster_shape:
-    (1, 1) none, (2, 1) pairs sharing B where the table has them, (2, 2) blocks sharing A and B)."""
+    (1, 1) none, (2, 1) pairs sharing B where the table has them, (2, 2) blocks sharing A and B);
+    ``c_dtype``: C's dtype (the accumulator's, or FP16 / BF16 inputs' own)."""
 
     shape: GemmShape
     transposed: bool
@@ -48,6 +49,7 @@ class Decision:
     layout: str
     main: str
     cluster: tuple[int, int]
+    c_dtype: str
 
     @property
     def problem(self) -> GemmShape:
@@ -89,7 +91,12 @@ def decide(a: Operand, b: Operand, c: Operand | None, target: Target, req: GemmR
     widths = copy_widths(a, b, spec, req.tuning.narrow)
     layout = layout_of(a, b, spec)  # column-major operands the sm90 kernels read in place
     main = spec.entry(min(w or 16 for w in widths), layout)
-    return Decision(shape, transposed, a, b, c, spec, sched, plan_fixup(sched), widths, layout, main, cluster)
+    plan = plan_fixup(sched)
+    c_dtype = c.dtype if c is not None else req.out_dtype or spec.out_dtype
+    if plan.policy == "atomic" and c_dtype != spec.out_dtype:
+        raise ScheduleError(f"the atomic fixup adds partial tiles into C, which needs a {spec.out_dtype} C (C is "
+                            f"{c_dtype}): pick another fixup or C dtype")
+    return Decision(shape, transposed, a, b, c, spec, sched, plan, widths, layout, main, cluster, c_dtype)
 
 
 def b_row_bytes(a: Operand, b: Operand, tile: TileShape | None, req: GemmRequest) -> int | None:

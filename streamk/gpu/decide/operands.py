@@ -80,8 +80,9 @@ def _checked(op: Operand, name: str) -> Operand:
     return op
 
 
-def check_operands(a: Operand, b: Operand, c: Operand | None) -> KernelSpec:
-    """The kernel for these operands; ScheduleError naming what is wrong otherwise."""
+def check_operands(a: Operand, b: Operand, c: Operand | None, out_dtype: str | None = None) -> KernelSpec:
+    """The kernel for these operands (and ``out_dtype``, C's dtype where the call allocates C);
+    ScheduleError naming what is wrong otherwise."""
     if a.dtype != b.dtype:
         raise ScheduleError(f"A and B must have the same dtype (got {a.dtype} and {b.dtype})")
     if a.dtype not in SPECS:
@@ -92,17 +93,33 @@ def check_operands(a: Operand, b: Operand, c: Operand | None) -> KernelSpec:
     if a.on_host != b.on_host:
         raise ScheduleError("A and B must both be on the GPU or both be NumPy arrays")
     spec = SPECS[a.dtype]
+    if out_dtype is not None:
+        check_out_dtype(a.dtype, out_dtype, spec)
+        if c is not None and c.dtype != out_dtype:
+            raise ScheduleError(f"out_dtype is {out_dtype} but C is {c.dtype}: pass one of them")
     if c is not None:
         want = (a.shape[0], b.shape[1])
         if c.shape != want:
             raise ScheduleError(f"C must be {want[0]}x{want[1]} (got {c.shape[0]}x{c.shape[1]})")
-        if c.dtype != spec.out_dtype:
-            raise ScheduleError(f"C must be {spec.out_dtype} for {a.dtype} inputs (got {c.dtype})")
+        check_out_dtype(a.dtype, c.dtype, spec)
         if c.on_host != a.on_host:
             raise ScheduleError("C must live where A and B live (GPU tensors or NumPy arrays)")
-        if c.ptr % ITEMSIZE[spec.out_dtype]:
+        if c.ptr % ITEMSIZE[c.dtype]:
             raise ScheduleError(f"C must be aligned to its element size (address {c.ptr:#x})")
     return spec
+
+
+def out_dtypes(dtype: str, spec: KernelSpec) -> tuple[str, ...]:
+    """The dtypes C may have for ``dtype`` inputs: the accumulator's, and FP16 / BF16 inputs' own
+    (the kernels convert once, as they write C: kernels/common/c_elem.cuh)."""
+    return (spec.out_dtype, dtype) if dtype in ("float16", "bfloat16") else (spec.out_dtype,)
+
+
+def check_out_dtype(dtype: str, out: str, spec: KernelSpec) -> None:
+    """ScheduleError unless C may be ``out`` for ``dtype`` inputs."""
+    allowed = out_dtypes(dtype, spec)
+    if out not in allowed:
+        raise ScheduleError(f"C must be {' or '.join(allowed)} for {dtype} inputs (got {out})")
 
 
 def needs_pack(op: Operand, spec: KernelSpec) -> bool:

@@ -17,7 +17,7 @@ from ...schedule import Schedule
 from ...shapes import Machine, TileShape
 from .plan import GemmPlan
 from .prepared import operands_of, plan_of, prepare, record_stream, refuse_overlap, tensor_key
-from ..request import DEFAULT_TUNING, key_of, request
+from ..request import DEFAULT_TUNING, OUT_DTYPE, dtype_name, key_of, request
 from .device_runtime import DeviceRuntime, EmptyPlan, runtime
 
 # ---- operands
@@ -30,7 +30,7 @@ def _torch():
     global _TORCH
     if _TORCH is None and "torch" in sys.modules:
         torch = sys.modules["torch"]
-        _TORCH_OUT.update(float32=torch.float32, float64=torch.float64)
+        _TORCH_OUT.update(float32=torch.float32, float64=torch.float64, float16=torch.float16, bfloat16=torch.bfloat16)
         c = torch._C
         _TORCH_CALLS.update(
             device=getattr(c, "_cuda_getDevice", torch.cuda.current_device),
@@ -51,10 +51,12 @@ def _compiling() -> bool:
 
 def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
          schedule: str | Schedule = "auto", fixup: str | None = None, tile: TileShape | int | str | None = None,
-         machine: Machine | None = None, stream: int | None = None, **options: Any) -> Any:
+         machine: Machine | None = None, stream: int | None = None, out_dtype: Any = None, **options: Any) -> Any:
     """C = alpha * A @ B + beta * C on the GPU, executing ``schedule`` (a name or a Schedule).
 
-    A (m x k) and B (k x n): float16, bfloat16 (float32 C) or float64 (float64 C). PyTorch and
+    A (m x k) and B (k x n): float16 or bfloat16 (float32 C, or C in the inputs' dtype: a C given
+    so, or ``out_dtype``), or float64 (float64 C). Accumulation is FP32 either way; a 16-bit C is
+    rounded once, as it is written (the atomic fixup needs a float32 C). PyTorch and
     CuPy CUDA arrays (anything with ``__cuda_array_interface__``) are used in place, any strides
     (operands no copy width can read in place are packed on the device, inside the launch);
     NumPy arrays are copied in and out. C (m x n) is updated in place when given, else allocated
@@ -71,6 +73,8 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0
     any streams, threads and devices, inside CUDA graphs and under ``torch.compile``; a schedule
     that could never finish is refused (DeadlockError).
     """
+    if out_dtype is not None:  # keyed and checked with the options (request.OUT_DTYPE)
+        options[OUT_DTYPE] = dtype_name(out_dtype)
     if _compiling():
         from .torch_op import traced_gemm
 
@@ -98,7 +102,7 @@ def _gemm_torch(A, B, C, alpha: float, beta: float, stream: int | None, ordinal:
     if isinstance(plan, EmptyPlan):
         return plan.apply(C, beta, lambda: A.new_empty((plan.m, plan.n), dtype=_TORCH_OUT[plan.out_dtype]))
     if C is None:
-        C = A.new_empty((plan.shape.m, plan.shape.n), dtype=_TORCH_OUT[plan.spec.out_dtype])
+        C = A.new_empty((plan.shape.m, plan.shape.n), dtype=_TORCH_OUT[plan.out_dtype])
         pc, beta = C.data_ptr(), 0.0
     else:
         refuse_overlap(plan, pa, pb, pc)

@@ -21,7 +21,7 @@ from ..decide.launches import QUAD_CLUSTER, longest_cta_macs, reduce_slices, use
 from ..decide.operands import Operand, leading_dim, padded
 from .device import Buffer, Device
 from .lanes import Needs
-from .launch import GemmParams, PackPair, PackParams, Step
+from .launch import GemmParams, PackPair, PackParams, Step, c_type
 from ..request import Tuning
 from ..table import STATE_WORDS, TABLE_VERSION, Table, build_table
 
@@ -105,9 +105,10 @@ def bind(dev: Device, d: Decision, tuning: Tuning) -> Bound:
     table_buf, table_ptrs = _upload_table(dev, table_arrays(table, main_grid, shares))
     epoch = needs_epoch(plan)
     assert STATE_WORDS == 2
-    shape, acc_bytes, host = d.problem, ITEMSIZE[spec.out_dtype], d.a.on_host
+    shape, acc_bytes, c_bytes, host = d.problem, ITEMSIZE[spec.out_dtype], ITEMSIZE[d.c_dtype], d.a.on_host
     template = GemmParams(
         lda=ops.lda, ldb=ops.ldb, c_rs=ops.c_strides[0], c_cs=ops.c_strides[1], a_cs=ops.a_cs, b_cs=ops.b_cs,
+        c_type=c_type(d.c_dtype, spec.out_dtype),
         cta_offsets=table_ptrs[0], units=table_ptrs[1],
         reads=table_ptrs[2], waits=table_ptrs[3], items=table_ptrs[4], state=1 if epoch else 0,
         m=shape.m, n=shape.n, k=shape.k, table_version=TABLE_VERSION)
@@ -116,14 +117,14 @@ def bind(dev: Device, d: Decision, tuning: Tuning) -> Bound:
                   flags=len(table.units) if epoch else 0, counters=table.tiles if plan.policy == "last-arrival" else 0,
                   pack_a=0 if host else sizes.get("A", 0), pack_b=0 if host else sizes.get("B", 0),
                   host_a=sizes.get("A", 0) if host else 0, host_b=sizes.get("B", 0) if host else 0,
-                  host_c=shape.m * shape.n * acc_bytes if host else 0)
+                  host_c=shape.m * shape.n * c_bytes if host else 0)
     main = Step(d.main, dev.function(d.main, launch_smem), main_grid, threads, launch_smem, tma=spec.tma,
                 cluster=cluster)
     steps = launch_steps(dev, d, ops.pack, main, len(table.items), tuning.pdl)
     # the caller's A and B (the kernels' B and A where transposed; an operand's extent is its transpose's)
     a, b = (d.b, d.a) if d.transposed else (d.a, d.b)
     extents = (extent_bytes(a, spec.itemsize), extent_bytes(b, spec.itemsize),
-               extent_bytes(d.c, acc_bytes) if d.c is not None else 0)
+               extent_bytes(d.c, c_bytes) if d.c is not None else 0)
     maps = tma.maps_of(d.a.dtype, shape, ops.lda, ops.ldb, spec.tile, d.layout) if spec.tma else None
     return Bound(residency, steps, (table_buf,), needs, template, ops.pack, extents, coresident, maps,
                  table_ptrs[5] if cluster > 1 else 0)

@@ -22,10 +22,21 @@ class OperandParams(ctypes.Structure):
     other value any kernel reads is the dot tiles' elementwise operand's)."""
 
     _fields_ = [("a", _P), ("b", _P), ("c", _P), ("lda", _LL), ("ldb", _LL), ("c_rs", _LL), ("c_cs", _LL),
-                ("alpha", ctypes.c_double), ("beta", ctypes.c_double), ("a_cs", _LL), ("b_cs", _LL)]
+                ("alpha", ctypes.c_double), ("beta", ctypes.c_double), ("a_cs", _LL), ("b_cs", _LL),
+                ("c_type", ctypes.c_int), ("c_pad", ctypes.c_int)]
 
     def __init__(self, **fields) -> None:
         super().__init__(**{"a_cs": 1, "b_cs": 1, **fields})
+
+
+# OperandParams.c_type: C's element type (kernels/common/c_elem.cuh CType)
+C_ACC, C_F16, C_BF16 = 0, 1, 2
+
+
+def c_type(c_dtype: str, acc_dtype: str) -> int:
+    """The c_type of a C of ``c_dtype`` written by kernels accumulating in ``acc_dtype`` (C holds
+    that dtype, or FP16 / BF16)."""
+    return C_ACC if c_dtype == acc_dtype else {"float16": C_F16, "bfloat16": C_BF16}[c_dtype]
 
 
 class TableParams(ctypes.Structure):
@@ -35,7 +46,7 @@ class TableParams(ctypes.Structure):
 
 
 class GemmParams(ctypes.Structure):
-    """The operands' description, then the table's (176 bytes, kernels/common/schedule_table.cuh).
+    """The operands' description, then the table's (184 bytes, kernels/common/schedule_table.cuh).
     Built from the flat field names: ``GemmParams(a=..., m=..., ...)`` or
     ``gemm_params(...)``; ``ops=`` and ``table=`` take the two halves whole."""
 
@@ -63,12 +74,12 @@ class TmaParams(ctypes.Structure):
     written through its TMA map, then A's, B's and C's TMA maps at 64-byte offsets (tma.encode
     writes them)."""
 
-    _fields_ = [("gemm", GemmParams), ("shares", _P), ("c_store", ctypes.c_int), ("_pad", ctypes.c_ubyte * 4),
+    _fields_ = [("gemm", GemmParams), ("shares", _P), ("c_store", ctypes.c_int), ("_pad", ctypes.c_ubyte * 60),
                 ("a", ctypes.c_ubyte * 128), ("b", ctypes.c_ubyte * 128), ("c", ctypes.c_ubyte * 128)]
 
 
-assert TmaParams.shares.offset == 176 and TmaParams.c_store.offset == 184 and TmaParams.a.offset == 192
-assert TmaParams.b.offset == 320 and TmaParams.c.offset == 448 and ctypes.sizeof(TmaParams) == 576
+assert TmaParams.shares.offset == 184 and TmaParams.c_store.offset == 192 and TmaParams.a.offset == 256
+assert TmaParams.b.offset == 384 and TmaParams.c.offset == 512 and ctypes.sizeof(TmaParams) == 640
 
 
 class PackParams(ctypes.Structure):

@@ -48,7 +48,12 @@ class GemmPlan:
         # sm90: C written through a TMA map where a launch's C base is 16-byte aligned and beta is 0
         t = self.template
         self.c_storable = self.maps is not None and tma.c_storable(self.spec.tile, t.ops.c_rs, t.ops.c_cs,
-                                                                   self.spec.out_dtype, self.plan.policy)
+                                                                   decision.c_dtype, self.plan.policy)
+
+    @property
+    def out_dtype(self) -> str:
+        """C's dtype."""
+        return self.decision.c_dtype
 
     @property
     def names(self) -> list[str]:
@@ -124,7 +129,7 @@ class GemmPlan:
             tma.fill(outer, self.maps, a, b)
         if c:
             t = self.template
-            tma.fill_c(outer, c, t.table.m, t.table.n, t.ops.c_rs, self.spec.tile.bm)
+            tma.fill_c(outer, c, t.table.m, t.table.n, t.ops.c_rs, self.spec.tile.bm, self.out_dtype)
         outer.c_store = 1 if c else 0
         last[0] = (a, b, c)
 

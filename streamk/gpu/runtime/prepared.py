@@ -27,10 +27,10 @@ from .device_runtime import DeviceRuntime, EmptyPlan, runtime
 
 def plan_of(rt: DeviceRuntime, a: Operand, b: Operand, c: Operand | None, req: GemmRequest) -> GemmPlan | EmptyPlan:
     """Check and build the plan of these operands and this request on ``rt``'s device."""
-    spec = check_operands(a, b, c)
+    spec = check_operands(a, b, c, req.out_dtype)
     m, k, n = a.shape[0], a.shape[1], b.shape[1]
     if 0 in (m, n, k):
-        return EmptyPlan(m, n, k, spec.out_dtype)
+        return EmptyPlan(m, n, k, c.dtype if c is not None else req.out_dtype or spec.out_dtype)
     return build_plan(rt.dev, rt.lanes, a, b, c, req)
 
 
@@ -234,8 +234,8 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
     Prepared runs it, or enqueues it for timing and CUDA graphs. Raises what ``gemm`` would."""
     a, b = describe(A, "A"), describe(B, "B")
     c = describe(C, "C") if C is not None else None
-    check_operands(a, b, c)  # every operand error before any CUDA call
     req = request(schedule, fixup, tile, machine, options, _tuning)
+    check_operands(a, b, c, req.out_dtype)  # every operand error before any CUDA call
     rt = runtime(None if a.on_host else device_of(A))
     if not a.on_host:
         refuse_other_devices(B, C, rt.dev.ordinal)
@@ -250,7 +250,7 @@ def prepare(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 
         return Prepared(rt, plan, (A, B, output), (0, 0, 0), alpha, beta, C)
     if C is None:
         beta = 0.0
-    output = C if C is not None else _new_output(A, plan.shape.m, plan.shape.n, plan.spec.out_dtype, rt.dev.ordinal)
+    output = C if C is not None else _new_output(A, plan.shape.m, plan.shape.n, plan.out_dtype, rt.dev.ordinal)
     pc = c.ptr if c is not None else describe(output, "C").ptr
     if C is not None and not a.on_host:
         refuse_overlap(plan, a.ptr, b.ptr, pc)

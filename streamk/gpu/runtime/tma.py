@@ -68,16 +68,16 @@ def fill(params: TmaParams, maps: tuple, a: int, b: int) -> None:
         encode(ctypes.addressof(params) + offset, dtype, ptr, rows, cols, ld, box_rows)
 
 
-def c_storable(tile: TileShape, c_rs: int, c_cs: int, out_dtype: str, policy: str) -> bool:
+def c_storable(tile: TileShape, c_rs: int, c_cs: int, c_dtype: str, policy: str) -> bool:
     """Whether the sm90 kernel of ``tile`` may write C through a TMA map (kernels/sm90/tma_wgmma.cuh
     write_tile_tma, write_tile_tma_boxes) for every launch whose C base is 16-byte aligned and whose
-    beta is 0: a tile of catalogue.TMA_STORE_TILES, an FP32 C of unit column stride and 16-byte rows,
-    under a policy that never adds to C atomically."""
-    return (tile in TMA_STORE_TILES and out_dtype == "float32" and c_cs == 1 and (c_rs * 4) % 16 == 0
+    beta is 0: a tile of catalogue.TMA_STORE_TILES, an FP32, FP16 or BF16 C of unit column stride and
+    16-byte rows, under a policy that never adds to C atomically."""
+    return (tile in TMA_STORE_TILES and c_dtype in _ITEMSIZE and c_cs == 1 and (c_rs * _ITEMSIZE[c_dtype]) % 16 == 0
             and policy != "atomic")
 
 
-def fill_c(params: TmaParams, c: int, m: int, n: int, c_rs: int, bm: int) -> None:
-    """C's map (FP32, ``m x n``, row stride ``c_rs``; boxes of 32 columns x ``bm`` rows) for the C at
-    ``c``, written into ``params``."""
-    encode(ctypes.addressof(params) + TmaParams.c.offset, "float32", c, m, n, c_rs, bm)
+def fill_c(params: TmaParams, c: int, m: int, n: int, c_rs: int, bm: int, dtype: str = "float32") -> None:
+    """C's map (``dtype``, ``m x n``, row stride ``c_rs``; boxes of 128 bytes, 32 FP32 or 64 16-bit
+    columns, x ``bm`` rows) for the C at ``c``, written into ``params``."""
+    encode(ctypes.addressof(params) + TmaParams.c.offset, dtype, c, m, n, c_rs, bm)

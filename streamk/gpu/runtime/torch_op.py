@@ -17,7 +17,7 @@ import torch
 from ...errors import ScheduleError
 from ...shapes import TileShape
 
-TRACED_OPTIONS = ("grid", "splits", "walk", "tile_order")  # what a traced gemm passes on
+TRACED_OPTIONS = ("grid", "splits", "walk", "tile_order", "out_dtype")  # what a traced gemm passes on
 _EAGER: list[Callable[..., Any]] = []  # streamk.gpu.gemm, once registered
 
 
@@ -29,17 +29,22 @@ def register(gemm: Callable[..., Any]) -> None:
 @torch.library.custom_op("streamk::gemm", mutates_args=())
 def gemm_op(a: torch.Tensor, b: torch.Tensor, c: Optional[torch.Tensor], alpha: float, beta: float,
             schedule: str, fixup: Optional[str], tile: Optional[str], grid: Optional[int], splits: Optional[int],
-            walk: Optional[str], tile_order: Optional[str]) -> torch.Tensor:
+            walk: Optional[str], tile_order: Optional[str], out_dtype: Optional[str]) -> torch.Tensor:
     out = c.clone() if c is not None else None
-    options = {k: v for k, v in (("grid", grid), ("splits", splits), ("walk", walk), ("tile_order", tile_order))
-               if v is not None}
+    options = {k: v for k, v in (("grid", grid), ("splits", splits), ("walk", walk), ("tile_order", tile_order),
+                                 ("out_dtype", out_dtype)) if v is not None}
     edge = int(tile) if tile is not None and tile.isdigit() else tile
     return _EAGER[0](a, b, out, alpha=alpha, beta=beta, schedule=schedule, fixup=fixup, tile=edge, **options)
 
 
 @gemm_op.register_fake
-def _(a, b, c, alpha, beta, schedule, fixup, tile, grid, splits, walk, tile_order):
-    out = torch.float64 if a.dtype == torch.float64 else torch.float32
+def _(a, b, c, alpha, beta, schedule, fixup, tile, grid, splits, walk, tile_order, out_dtype):
+    if c is not None:
+        out = c.dtype
+    elif out_dtype is not None:
+        out = getattr(torch, out_dtype)
+    else:
+        out = torch.float64 if a.dtype == torch.float64 else torch.float32
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out)
 
 
@@ -54,7 +59,7 @@ def traced_gemm(A: Any, B: Any, C: Any, alpha: float, beta: float, schedule: Any
         tile = f"{tile.bm}x{tile.bn}x{tile.bk}"  # all three sides: "128x128" names the sm80 kernel
     out = torch.ops.streamk.gemm(A, B, C, float(alpha), float(beta), schedule, fixup,
                                  None if tile is None else str(tile), options.get("grid"), options.get("splits"),
-                                 options.get("walk"), options.get("tile_order"))
+                                 options.get("walk"), options.get("tile_order"), options.get("out_dtype"))
     if C is None:
         return out
     C.copy_(out)

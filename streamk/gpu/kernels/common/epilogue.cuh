@@ -13,8 +13,11 @@
 // which needs fragment elements [p*ACC/PARTS, (p+1)*ACC/PARTS) of every
 // thread to lie in columns [p*BN/PARTS, (p+1)*BN/PARTS) (the wgmma D layout: column 8*(i/4) + ...).
 // The staging then holds one slice (EPILOGUE_STAGING_BYTES<ML>, after ColumnStage).
+// C is FP32 / FP64 or the inputs' FP16 / BF16 (c_elem.cuh, p.c_type): the staging holds the
+// accumulator's type either way, and the stores convert (CT: the CType they write).
 #pragma once
 
+#include "c_elem.cuh"
 #include "group.cuh"
 #include "schedule_table.cuh"
 
@@ -101,49 +104,60 @@ struct ColumnSlice {
 };
 
 
+// V elements of type T, aligned as one access of up to 16 bytes (8 FP32 staged values: two)
 template <class T, int V>
-struct alignas(V * sizeof(T)) Vec {
+struct alignas(V * sizeof(T) < 16 ? V * sizeof(T) : 16) Vec {
   T v[V];
 };
 
-// One V-element access of a unit-column-stride C at tile row r, column c (of `whole` elements inside n),
-// for store_rows' flattened loop. The same body stays written out in store_rows' per-column loop:
-// calling this there changed the SASS of every kernel (93 entries, sass_diff), unmeasured on a GPU.
-template <class ML, int V>
-__device__ __forceinline__ void store_access(const OperandParams& p, const unsigned char* smem, int m0, int n0, int r,
-                                             int c, int whole) {
-  using Acc = typename ML::Acc;
-  const Acc alpha = static_cast<Acc>(p.alpha), beta = static_cast<Acc>(p.beta);
-  const Vec<Acc, V> in = *reinterpret_cast<const Vec<Acc, V>*>(reinterpret_cast<const Acc*>(smem) + r * TileStage<ML>::LD + c);
-  Acc* d = static_cast<Acc*>(p.c) + static_cast<long long>(m0 + r) * p.c_rs + n0 + c;
+// C's V elements at d (of type CT) = alpha * in + beta * d (beta == 0: not read): one V-element access
+// where all V lie inside n (whole == V), else the first `whole` one at a time.
+template <class Acc, int CT, int V>
+__device__ __forceinline__ void update_vec(typename CElem<Acc, CT>::T* d, const Vec<Acc, V>& in, Acc alpha,
+                                           Acc beta, int whole) {
+  using E = CElem<Acc, CT>;
+  using T = typename E::T;
   if (whole == V) {
-    Vec<Acc, V> out;
+    Vec<T, V> out;
     if (beta != Acc(0)) {
-      out = *reinterpret_cast<const Vec<Acc, V>*>(d);
+      const Vec<T, V> old = *reinterpret_cast<const Vec<T, V>*>(d);
 #pragma unroll
-      for (int j = 0; j < V; ++j) out.v[j] = alpha * in.v[j] + beta * out.v[j];
+      for (int j = 0; j < V; ++j) out.v[j] = E::of(alpha * in.v[j] + beta * E::to_acc(old.v[j]));
     } else {
 #pragma unroll
-      for (int j = 0; j < V; ++j) out.v[j] = alpha * in.v[j];
+      for (int j = 0; j < V; ++j) out.v[j] = E::of(alpha * in.v[j]);
     }
-    *reinterpret_cast<Vec<Acc, V>*>(d) = out;
+    *reinterpret_cast<Vec<T, V>*>(d) = out;
   } else {
-    for (int j = 0; j < whole; ++j) d[j] = beta != Acc(0) ? alpha * in.v[j] + beta * d[j] : alpha * in.v[j];
+    for (int j = 0; j < whole; ++j) c_update<Acc, CT>(d + j, alpha * in.v[j], beta);
   }
 }
 
+// One V-element access of a unit-column-stride C at tile row r, column c (of `whole` elements inside
+// n), for store_rows' flattened loop.
+template <class ML, int V, int CT>
+__device__ __forceinline__ void store_access(const OperandParams& p, const unsigned char* smem, int m0, int n0, int r,
+                                             int c, int whole) {
+  using Acc = typename ML::Acc;
+  using T = typename CElem<Acc, CT>::T;
+  const Vec<Acc, V> in = *reinterpret_cast<const Vec<Acc, V>*>(reinterpret_cast<const Acc*>(smem) + r * TileStage<ML>::LD + c);
+  T* d = static_cast<T*>(p.c) + static_cast<long long>(m0 + r) * p.c_rs + n0 + c;
+  update_vec<Acc, CT, V>(d, in, static_cast<Acc>(p.alpha), static_cast<Acc>(p.beta), whole);
+}
+
 // Rows of a unit-column-stride C, V elements per access (base and row stride V-aligned).
-template <class ML, int V>
+template <class ML, int V, int CT>
 __device__ __forceinline__ void store_rows(const OperandParams& p, const Problem& mnk, const unsigned char* smem, int m0,
                                            int n0, int tid) {
   using Acc = typename ML::Acc;
+  using T = typename CElem<Acc, CT>::T;
   using S = TileStage<ML>;
   constexpr int PER_ROW = ML::BN / V;  // accesses per tile row
   const int rows = min(ML::BM, mnk.m - m0), cols = min(ML::BN, mnk.n - n0);
   if constexpr (ML::THREADS % PER_ROW != 0) {  // rows of 192 columns: the tile's accesses in order
     for (int e = tid; e < rows * PER_ROW; e += ML::THREADS) {
       const int r = e / PER_ROW, c = (e % PER_ROW) * V;
-      if (c < cols) store_access<ML, V>(p, smem, m0, n0, r, c, cols - c >= V ? V : cols - c);
+      if (c < cols) store_access<ML, V, CT>(p, smem, m0, n0, r, c, cols - c >= V ? V : cols - c);
     }
     return;
   }
@@ -152,48 +166,37 @@ __device__ __forceinline__ void store_rows(const OperandParams& p, const Problem
   if (c >= cols) return;
   const Acc alpha = static_cast<Acc>(p.alpha), beta = static_cast<Acc>(p.beta);
   const Acc* s = reinterpret_cast<const Acc*>(smem) + c;
-  Acc* dst = static_cast<Acc*>(p.c) + static_cast<long long>(m0) * p.c_rs + n0 + c;
+  T* dst = static_cast<T*>(p.c) + static_cast<long long>(m0) * p.c_rs + n0 + c;
   const int whole = cols - c >= V ? V : cols - c;  // elements of this thread's access inside n
   for (int r = tid / PER_ROW; r < rows; r += ROWS_PER_PASS) {
     const Vec<Acc, V> in = *reinterpret_cast<const Vec<Acc, V>*>(s + r * S::LD);
-    Acc* d = dst + static_cast<long long>(r) * p.c_rs;
-    if (whole == V) {
-      Vec<Acc, V> out;
-      if (beta != Acc(0)) {
-        out = *reinterpret_cast<const Vec<Acc, V>*>(d);
-#pragma unroll
-        for (int j = 0; j < V; ++j) out.v[j] = alpha * in.v[j] + beta * out.v[j];
-      } else {
-#pragma unroll
-        for (int j = 0; j < V; ++j) out.v[j] = alpha * in.v[j];
-      }
-      *reinterpret_cast<Vec<Acc, V>*>(d) = out;
-    } else {
-      for (int j = 0; j < whole; ++j) d[j] = beta != Acc(0) ? alpha * in.v[j] + beta * d[j] : alpha * in.v[j];
-    }
+    update_vec<Acc, CT, V>(dst + static_cast<long long>(r) * p.c_rs, in, alpha, beta, whole);
   }
 }
 
-// Any strides (column-major C walks down columns so warps stay coalesced); ATOMIC adds alpha*acc.
-template <class ML, bool ATOMIC>
+// Any strides (column-major C walks down columns so warps stay coalesced); ATOMIC adds alpha*acc (to
+// a C of the accumulator's type: the host refuses the atomic policy on a 16-bit C).
+template <class ML, bool ATOMIC, int CT>
 __device__ __forceinline__ void store_any(const OperandParams& p, const Problem& mnk, const unsigned char* smem, int m0,
                                           int n0, int tid) {
   using Acc = typename ML::Acc;
+  using T = typename CElem<Acc, CT>::T;
   using S = TileStage<ML>;
+  static_assert(!ATOMIC || CT == C_ACC, "atomic adds to a C of the accumulator's type");
   const int rows = min(ML::BM, mnk.m - m0), cols = min(ML::BN, mnk.n - n0);
   const bool down = p.c_rs == 1 && p.c_cs != 1;
   const Acc alpha = static_cast<Acc>(p.alpha), beta = static_cast<Acc>(p.beta);
   const Acc* s = reinterpret_cast<const Acc*>(smem);
-  Acc* C = static_cast<Acc*>(p.c) + static_cast<long long>(m0) * p.c_rs + static_cast<long long>(n0) * p.c_cs;
+  T* C = static_cast<T*>(p.c) + static_cast<long long>(m0) * p.c_rs + static_cast<long long>(n0) * p.c_cs;
   for (int e = tid; e < ML::BM * ML::BN; e += ML::THREADS) {
     const int r = down ? e % ML::BM : e / ML::BN, c = down ? e / ML::BM : e % ML::BN;
     if (r >= rows || c >= cols) continue;
-    Acc* d = C + static_cast<long long>(r) * p.c_rs + static_cast<long long>(c) * p.c_cs;
+    T* d = C + static_cast<long long>(r) * p.c_rs + static_cast<long long>(c) * p.c_cs;
     const Acc v = alpha * s[r * S::LD + c];
-    if (ATOMIC) {
+    if constexpr (ATOMIC) {
       atomicAdd(d, v);
     } else {
-      *d = beta != Acc(0) ? v + beta * *d : v;
+      c_update<Acc, CT>(d, v, beta);
     }
   }
 }
@@ -237,10 +240,11 @@ constexpr int EPILOGUE_STAGING_BYTES =
         : TileStage<ColumnSlice<ML, 0>>::BYTES;
 
 // Columns of a unit-row-stride C, V elements per access (base and column stride V-aligned).
-template <class ML, int V>
+template <class ML, int V, int CT>
 __device__ __forceinline__ void store_cols(const OperandParams& p, const Problem& mnk, const unsigned char* smem, int m0,
                                            int n0, int tid) {
   using Acc = typename ML::Acc;
+  using T = typename CElem<Acc, CT>::T;
   constexpr int PER_COL = ML::BM / V;  // accesses per tile column
   const int rows = min(ML::BM, mnk.m - m0), cols = min(ML::BN, mnk.n - n0);
   const Acc alpha = static_cast<Acc>(p.alpha), beta = static_cast<Acc>(p.beta);
@@ -249,63 +253,94 @@ __device__ __forceinline__ void store_cols(const OperandParams& p, const Problem
     if (r >= rows) continue;
     const Vec<Acc, V> in =
         *reinterpret_cast<const Vec<Acc, V>*>(reinterpret_cast<const Acc*>(smem) + c * ColumnStage<ML>::LD + r);
-    Acc* d = static_cast<Acc*>(p.c) + static_cast<long long>(n0 + c) * p.c_cs + m0 + r;
-    if (rows - r >= V) {
-      Vec<Acc, V> out;
-      if (beta != Acc(0)) {
-        out = *reinterpret_cast<const Vec<Acc, V>*>(d);
-#pragma unroll
-        for (int j = 0; j < V; ++j) out.v[j] = alpha * in.v[j] + beta * out.v[j];
-      } else {
-#pragma unroll
-        for (int j = 0; j < V; ++j) out.v[j] = alpha * in.v[j];
-      }
-      *reinterpret_cast<Vec<Acc, V>*>(d) = out;
-    } else {
-      for (int j = 0; j < rows - r; ++j) d[j] = beta != Acc(0) ? alpha * in.v[j] + beta * d[j] : alpha * in.v[j];
-    }
+    T* d = static_cast<T*>(p.c) + static_cast<long long>(n0 + c) * p.c_cs + m0 + r;
+    update_vec<Acc, CT, V>(d, in, alpha, beta, rows - r >= V ? V : rows - r);
   }
 }
 
-// C tile (m0, n0) = alpha*acc + beta*C (beta == 0: C is never read), staged whole. `smem` holds
-// at least TileStage<ML>::BYTES and no copy or read of it may be in flight; it is free again on return.
+// The stores of a staged tile to a C of type CT (by columns where `columns`: ColumnStage): 16-byte
+// accesses where C's base and stride allow, else pairs (FP32 / 16-bit), else elements.
+template <class ML, int CT>
+__device__ __forceinline__ void store_staged(const OperandParams& p, const Problem& mnk, const unsigned char* smem,
+                                             int m0, int n0, int tid, bool columns) {
+  using T = typename CElem<typename ML::Acc, CT>::T;
+  constexpr int WIDE = 16 / sizeof(T);  // elements of a 16-byte access
+  constexpr bool PAIRS = sizeof(T) < 8;  // a two-element access narrower than 16 bytes
+  const unsigned long long base = reinterpret_cast<unsigned long long>(p.c);
+  if constexpr (StageColumns<ML>::value) {
+    if (columns) {
+      const auto aligned = [&](unsigned bytes) {
+        return base % bytes == 0 && (static_cast<unsigned long long>(p.c_cs) * sizeof(T)) % bytes == 0;
+      };
+      if (aligned(16)) {
+        store_cols<ML, WIDE, CT>(p, mnk, smem, m0, n0, tid);
+      } else if (PAIRS && aligned(2 * sizeof(T))) {
+        store_cols<ML, 2, CT>(p, mnk, smem, m0, n0, tid);
+      } else {
+        store_cols<ML, 1, CT>(p, mnk, smem, m0, n0, tid);
+      }
+      return;
+    }
+  }
+  const auto aligned = [&](unsigned bytes) {
+    return base % bytes == 0 && (static_cast<unsigned long long>(p.c_rs) * sizeof(T)) % bytes == 0;
+  };
+  if (p.c_cs == 1 && aligned(16)) {
+    store_rows<ML, WIDE, CT>(p, mnk, smem, m0, n0, tid);
+  } else if (PAIRS && p.c_cs == 1 && aligned(2 * sizeof(T))) {
+    store_rows<ML, 2, CT>(p, mnk, smem, m0, n0, tid);
+  } else if (p.c_cs == 1) {
+    store_rows<ML, 1, CT>(p, mnk, smem, m0, n0, tid);
+  } else {
+    store_any<ML, false, CT>(p, mnk, smem, m0, n0, tid);
+  }
+}
+
+// A 16-bit C's stores, out of line: inlined beside the accumulator type's, the three C types doubled
+// every kernel's code and cost the shortest GEMMs ~0.15 us with an FP32 C (LOG.md v152). Its
+// arguments are scalars: a reference into the kernel's parameters would make every kernel copy them
+// all to the stack.
+template <class ML, int CT>
+__device__ __noinline__ void store_staged_16(void* c, long long c_rs, long long c_cs, double alpha, double beta,
+                                             const int m, const int n, const unsigned char* smem, int m0, int n0,
+                                             int tid, bool columns) {
+  OperandParams p{};
+  p.c = c, p.c_rs = c_rs, p.c_cs = c_cs, p.alpha = alpha, p.beta = beta;
+  const int k = 0;  // (not read by the stores)
+  store_staged<ML, CT>(p, Problem{m, n, k}, smem, m0, n0, tid, columns);
+}
+
+// C tile (m0, n0) = alpha*acc + beta*C (beta == 0: C is never read), staged whole (transposed for a
+// column-major C on the mainloops that declare STAGE_COLUMNS), in C's type (p.c_type; FP64
+// accumulators write FP64 C only). `smem` holds at least EPILOGUE_STAGING_BYTES<ML> and no copy or
+// read of it may be in flight; it is free again on return.
 template <class ML, class G>
 __device__ __forceinline__ void write_tile(const OperandParams& p, const Problem& mnk, int m0, int n0,
                                            const typename ML::Acc (&acc)[ML::ACC], unsigned char* smem) {
-  using Acc = typename ML::Acc;
   const int tid = G::rank();
+  bool columns = false;
+  if constexpr (StageColumns<ML>::value) columns = p.c_rs == 1 && p.c_cs != 1;
   if constexpr (StageColumns<ML>::value) {
-    if (p.c_rs == 1 && p.c_cs != 1) {
+    if (columns) {
       ColumnStage<ML>::template store<G>(smem, acc, tid);
-      const auto aligned = [&](unsigned bytes) {
-        return reinterpret_cast<unsigned long long>(p.c) % bytes == 0 &&
-               (static_cast<unsigned long long>(p.c_cs) * sizeof(Acc)) % bytes == 0;
-      };
-      if (aligned(16)) {
-        store_cols<ML, 16 / sizeof(Acc)>(p, mnk, smem, m0, n0, tid);
-      } else if (sizeof(Acc) == 4 && aligned(8)) {
-        store_cols<ML, 2>(p, mnk, smem, m0, n0, tid);
+    } else {
+      TileStage<ML>::template store<G>(smem, acc, tid);
+    }
+  } else {
+    TileStage<ML>::template store<G>(smem, acc, tid);
+  }
+  if constexpr (sizeof(typename ML::Acc) == 4) {
+    if (p.c_type != C_ACC) {
+      if (p.c_type == C_F16) {
+        store_staged_16<ML, C_F16>(p.c, p.c_rs, p.c_cs, p.alpha, p.beta, mnk.m, mnk.n, smem, m0, n0, tid, columns);
       } else {
-        store_cols<ML, 1>(p, mnk, smem, m0, n0, tid);
+        store_staged_16<ML, C_BF16>(p.c, p.c_rs, p.c_cs, p.alpha, p.beta, mnk.m, mnk.n, smem, m0, n0, tid, columns);
       }
       G::sync();
       return;
     }
   }
-  TileStage<ML>::template store<G>(smem, acc, tid);
-  const unsigned long long base = reinterpret_cast<unsigned long long>(p.c);
-  const auto aligned = [&](unsigned bytes) {
-    return base % bytes == 0 && (static_cast<unsigned long long>(p.c_rs) * sizeof(Acc)) % bytes == 0;
-  };
-  if (p.c_cs == 1 && aligned(16)) {
-    store_rows<ML, 16 / sizeof(Acc)>(p, mnk, smem, m0, n0, tid);
-  } else if (sizeof(Acc) == 4 && p.c_cs == 1 && aligned(8)) {
-    store_rows<ML, 2>(p, mnk, smem, m0, n0, tid);
-  } else if (p.c_cs == 1) {
-    store_rows<ML, 1>(p, mnk, smem, m0, n0, tid);
-  } else {
-    store_any<ML, false>(p, mnk, smem, m0, n0, tid);
-  }
+  store_staged<ML, C_ACC>(p, mnk, smem, m0, n0, tid, columns);
   G::sync();
 }
 
@@ -315,7 +350,7 @@ __device__ __forceinline__ void atomic_tile(const OperandParams& p, const Proble
                                             const typename ML::Acc (&acc)[ML::ACC], unsigned char* smem) {
   const int tid = G::rank();
   TileStage<ML>::template store<G>(smem, acc, tid);
-  store_any<ML, true>(p, mnk, smem, m0, n0, tid);
+  store_any<ML, true, C_ACC>(p, mnk, smem, m0, n0, tid);
   G::sync();
 }
 

@@ -2,11 +2,13 @@
 // BM, BN, THREADS, ACC, Acc and coord: the workspace slot layout of fixup.cuh):
 //   reduce_kernel    the separate-reduce policy's pass: sums the DEFER units' slots of each split
 //                    tile in k order and writes C; grid (split tiles, slices), no shared memory
-//   prescale_kernel  the atomic policy's prologue: C = beta*C on the split tiles
+//   prescale_kernel  the atomic policy's prologue: C = beta*C on the split tiles (a C of the
+//                    accumulator's type: the host refuses the atomic policy on a 16-bit C)
 // Both read the table's items (split tiles); launched with programmatic dependent launch behind or
 // ahead of the main kernel (ptx.cuh pdl_wait, pdl_trigger).
 #pragma once
 
+#include "c_elem.cuh"
 #include "fixup.cuh"
 #include "ptx.cuh"
 #include "schedule_table.cuh"
@@ -64,7 +66,7 @@ __device__ __forceinline__ void reduce_slice(const GemmParams& p) {
   }
   const OperandParams& o = p.ops;
   const Acc alpha = static_cast<Acc>(o.alpha), beta = static_cast<Acc>(o.beta);
-  Acc* C = static_cast<Acc*>(o.c) + static_cast<long long>(m0) * o.c_rs + static_cast<long long>(n0) * o.c_cs;
+  const long long corner = static_cast<long long>(m0) * o.c_rs + static_cast<long long>(n0) * o.c_cs;
 #pragma unroll
   for (int i = 0; i < MAXV; ++i) {
     if (i >= per) break;
@@ -72,11 +74,9 @@ __device__ __forceinline__ void reduce_slice(const GemmParams& p) {
     for (int e = 0; e < V; ++e) {
       int r, c;
       ML::coord((j0 + i) * V + e, tid, r, c);
-      if (r < rows && c < cols) {
-        Acc* d = C + static_cast<long long>(r) * o.c_rs + static_cast<long long>(c) * o.c_cs;
-        const Acc v = alpha * sum[i][e];
-        *d = beta != Acc(0) ? v + beta * *d : v;
-      }
+      if (r < rows && c < cols)
+        c_update_any<Acc>(o.c, corner + static_cast<long long>(r) * o.c_rs + static_cast<long long>(c) * o.c_cs,
+                          o.c_type, alpha * sum[i][e], beta);
     }
   }
 }

@@ -85,6 +85,8 @@ struct OperandParams {
   // at a time (sm80/dot.cuh V), which may have any strides
   long long a_cs;
   long long b_cs;
+  int c_type;  // C's element type (c_elem.cuh CType): the accumulator's, or FP16 / BF16
+  int c_pad;
 };
 
 // The Schedule table, the fixup's device memory and the problem: what every outer loop reads.
@@ -105,7 +107,7 @@ struct TableParams {
 };
 
 // Kernel parameter block of the GEMM kernels and their passes: the operands first, so the bytes
-// are those of the flat block of table version 1 (176 B).
+// are those of the flat block of table version 1 (184 B).
 struct GemmParams {
   OperandParams ops;
   TableParams table;

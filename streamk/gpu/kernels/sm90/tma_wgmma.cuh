@@ -103,11 +103,11 @@ struct TmaParams {
   int c_store;  // 1: this launch writes C through `c` (write_tile_tma); 0: the shared epilogue
   TensorMap a;  // A: dims (k, m), box (BK, BM)
   TensorMap b;  // B: dims (n, k), box (64, BK)
-  TensorMap c;  // C (FP32, row-major): dims (n, m), box (C_BOX_COLS, BM), 128-byte swizzle
+  TensorMap c;  // C (FP32, or FP16 / BF16: ops.c_type; row-major): dims (n, m), box (128 B, BM), 128-byte swizzle
 };
-// (176 B, shares at 176, c_store at 184, then maps on 64-byte boundaries: a at 192, b at 320, c at 448;
+// (184 B, shares at 184, c_store at 192, then maps on 64-byte boundaries: a at 256, b at 384, c at 512;
 // NVRTC 13.0 has no offsetof)
-static_assert(sizeof(GemmParams) == 176 && alignof(TensorMap) == 64 && sizeof(TmaParams) == 576,
+static_assert(sizeof(GemmParams) == 184 && alignof(TensorMap) == 64 && sizeof(TmaParams) == 640,
               "launch.py TmaParams mirrors this layout");
 
 template <bool BF16, int BN_ = 128, int STAGES_ = TileConfig<BN_>::DEFAULT_STAGES, bool A_MN_ = false,
@@ -389,11 +389,50 @@ constexpr bool TMA_STORE = ML::EPILOGUE_PARTS == 1;
 template <class ML>
 constexpr bool LAST_TILE_TMA = ML::C_BOXES || ML::THREADS % (ML::BN / 4) != 0 || ML::CONSUMERS == 1;
 
-template <class ML, class G>
+// The two values of C columns c, c + 1 as one 32-bit word of FP16 or BF16 (cvt.rn: round to nearest
+// even, as epilogue.cuh's stores), for the staging of a 16-bit C.
+__device__ __forceinline__ unsigned pack_c16(float lo, float hi, bool bf16) {
+  unsigned w;
+  if (bf16) {
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(w) : "f"(hi), "f"(lo));
+  } else {
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(w) : "f"(hi), "f"(lo));
+  }
+  return w;
+}
+
+// Columns c, c + 1 of C staged at shared address `at`: two FP32 values, or (C16) one word of two
+// 16-bit ones.
+template <bool C16>
+__device__ __forceinline__ void stage_pair(unsigned at, float lo, float hi, bool bf16) {
+  if constexpr (C16) {
+    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(pack_c16(lo, hi, bf16)) : "memory");
+  } else {
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(lo), "f"(hi) : "memory");
+  }
+}
+
+// The staging address of accumulator pair i of a thread whose first pair is at (r0, c0) (ML::coord),
+// in a box of 128-byte swizzled rows (BM x 128 B): FP32 boxes hold 32 columns, 16-bit (C16) ones 64.
+// Element i sits at row r0 + 8 ((i / 2) % 2), column c0 + 8q with q = i / 4; on ping-pong at row
+// r0 + 64 ((i / 4) % 2) + 8 ((i / 2) % 2), q = i / 8. Returns the offset inside box q / (4 or 8).
+template <class ML, bool C16>
+__device__ __forceinline__ unsigned staged_pair(int i, int r0, int c0) {
+  const int q = ML::PINGPONG ? i / 8 : i / 4, r = (ML::PINGPONG ? 64 * ((i / 4) % 2) : 0) + 8 * ((i / 2) % 2);
+  const int swz = r0 % 8;  // (r0 + r) % 8: r is a multiple of 8
+  if constexpr (C16) {
+    return (r0 + r) * SWIZZLE_BYTES + (((q % 8) ^ swz) * 16) + c0 * 2;
+  } else {
+    return (r0 + r) * SWIZZLE_BYTES + (((2 * (q % 4) + c0 / 4) ^ swz) * 16) + (c0 % 4) * 4;
+  }
+}
+
+template <class ML, class G, bool C16 = false>
 __device__ __forceinline__ void write_tile_tma(const TmaParams& p, unsigned staging, int m0, int n0,
                                                const float (&acc)[ML::ACC]) {
-  constexpr int BOX_BYTES = ML::BM * SWIZZLE_BYTES, BOXES = ML::BN / C_BOX_COLS;
-  static_assert(TMA_STORE<ML> && BOXES * BOX_BYTES <= ML::STAGING_BYTES, "the whole tile in the staging");
+  constexpr int BOX_COLS = C16 ? 2 * C_BOX_COLS : C_BOX_COLS, PER_Q = ML::PINGPONG ? 8 : 4;
+  constexpr int BOX_BYTES = ML::BM * SWIZZLE_BYTES, BOXES = ML::BN / BOX_COLS;
+  static_assert(TMA_STORE<ML> && !ML::PINGPONG && BOXES * BOX_BYTES <= ML::STAGING_BYTES, "the whole tile staged");
   static_assert(C_BOX_COLS == 32 && ML::ACC == WG_M * ML::BN / WG_THREADS, "the wgmma D layout, 32-column boxes");
   // the thread's first pair (row r0, columns c0, c0 + 1; ML::coord of element 0), from a fresh read
   // of %tid: kept across the unit loop, these addresses spilled beside 128 accumulators
@@ -402,24 +441,20 @@ __device__ __forceinline__ void write_tile_tma(const TmaParams& p, unsigned stag
   tid -= WG_THREADS;  // the consumers' rank (the producer is warp group 0)
   int r0, c0;
   ML::coord(0, static_cast<int>(tid), r0, c0);
-  const unsigned row = staging + r0 * SWIZZLE_BYTES + (c0 % 4) * 4;
-  const int swz = r0 % 8, chunk0 = c0 / 4;
   const float alpha = static_cast<float>(p.gemm.ops.alpha);
+  const bool bf16 = p.gemm.ops.c_type == C_BF16;
   if (G::leader()) bulk_wait_read();
   G::sync();
 #pragma unroll
   for (int i = 0; i < ML::ACC; i += 2) {
-    // element i of the wgmma D fragment: row r0 + 8 ((i / 2) % 2), column c0 + 8 (i / 4) (ML::coord)
-    const int q = i / 4;
-    const unsigned at = row + (q / 4) * BOX_BYTES + ((i / 2) % 2) * 8 * SWIZZLE_BYTES + (((2 * (q % 4) + chunk0) ^ swz) * 16);
-    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(alpha * acc[i]), "f"(alpha * acc[i + 1])
-                 : "memory");
+    const unsigned at = staging + (i / PER_Q / (BOX_COLS / 8)) * BOX_BYTES + staged_pair<ML, C16>(i, r0, c0);
+    stage_pair<C16>(at, alpha * acc[i], alpha * acc[i + 1], bf16);
   }
   fence_proxy_async_shared();
   G::sync();
   if (G::leader()) {
 #pragma unroll
-    for (int box = 0; box < BOXES; ++box) tma_store_2d(&p.c, staging + box * BOX_BYTES, n0 + box * C_BOX_COLS, m0);
+    for (int box = 0; box < BOXES; ++box) tma_store_2d(&p.c, staging + box * BOX_BYTES, n0 + box * BOX_COLS, m0);
     bulk_commit();
   }
 }
@@ -431,36 +466,34 @@ __device__ __forceinline__ void write_tile_tma(const TmaParams& p, unsigned stag
 // leave room for one more stage. Ping-pong: a group's waits here run under the other group's mainloop. The staging's
 // addresses and swizzle are write_tile_tma's; the accumulators of box b are acc[PER_BOX b ..] (coord:
 // 8 columns per 4 of them; on ping-pong per 8, both m64 halves).
-template <class ML, class G>
+// A 16-bit C (C16) leaves in boxes of 64 columns, the same 128-byte rows.
+template <class ML, class G, bool C16 = false>
 __device__ __forceinline__ void write_tile_tma_boxes(const TmaParams& p, unsigned staging, int m0, int n0,
                                                      const float (&acc)[ML::ACC]) {
-  constexpr int BOX_BYTES = ML::BM * SWIZZLE_BYTES, BOXES = ML::BN / C_BOX_COLS, PER_BOX = ML::ACC / BOXES;
-  static_assert(ML::C_BOXES && 2 * BOX_BYTES <= ML::STAGING_BYTES && PER_BOX == (ML::PINGPONG ? 32 : 16),
-                "two 32-column boxes staged");
+  constexpr int BOX_COLS = C16 ? 2 * C_BOX_COLS : C_BOX_COLS;
+  constexpr int BOX_BYTES = ML::BM * SWIZZLE_BYTES, BOXES = ML::BN / BOX_COLS, PER_BOX = ML::ACC / BOXES;
+  static_assert(ML::C_BOXES && 2 * BOX_BYTES <= ML::STAGING_BYTES && ML::BN % BOX_COLS == 0 &&
+                    PER_BOX == (ML::PINGPONG ? 32 : 16) * BOX_COLS / C_BOX_COLS,
+                "two boxes of 128-byte rows staged");
   const int tid = G::rank();
   int r0, c0;
   ML::coord(0, tid, r0, c0);
-  const unsigned row = staging + r0 * SWIZZLE_BYTES + (c0 % 4) * 4;
-  const int swz = r0 % 8, chunk0 = c0 / 4;
   const float alpha = static_cast<float>(p.gemm.ops.alpha);
+  const bool bf16 = p.gemm.ops.c_type == C_BF16;
 #pragma unroll
   for (int box = 0; box < BOXES; ++box) {
     if (G::leader()) bulk_wait_read_all_but_one();  // this buffer's last store (two boxes back) has read it
     G::sync();
-    const unsigned buffer = row + (box % 2) * BOX_BYTES;
+    const unsigned buffer = staging + (box % 2) * BOX_BYTES;
 #pragma unroll
     for (int i = box * PER_BOX; i < (box + 1) * PER_BOX; i += 2) {
-      // element i (ML::coord): row r0 + 8 ((i / 2) % 2), column c0 + 8 (i / 4); on ping-pong row
-      // r0 + 64 ((i / 4) % 2) + 8 ((i / 2) % 2), column c0 + 8 (i / 8)
-      const int q = ML::PINGPONG ? i / 8 : i / 4, r = (ML::PINGPONG ? 64 * ((i / 4) % 2) : 0) + 8 * ((i / 2) % 2);
-      const unsigned at = buffer + r * SWIZZLE_BYTES + (((2 * (q % 4) + chunk0) ^ swz) * 16);
-      asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(alpha * acc[i]), "f"(alpha * acc[i + 1])
-                   : "memory");
+      const unsigned at = buffer + staged_pair<ML, C16>(i, r0, c0);
+      stage_pair<C16>(at, alpha * acc[i], alpha * acc[i + 1], bf16);
     }
     fence_proxy_async_shared();
     G::sync();
     if (G::leader()) {
-      tma_store_2d(&p.c, staging + (box % 2) * BOX_BYTES, n0 + box * C_BOX_COLS, m0);
+      tma_store_2d(&p.c, staging + (box % 2) * BOX_BYTES, n0 + box * BOX_COLS, m0);
       bulk_commit();
     }
   }
@@ -535,7 +568,7 @@ __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
     const int units = t.cta_offsets[blockIdx.x + 1] - t.cta_offsets[blockIdx.x];
     int position = group;  // the CTA's unit this group runs next
     Ring<ML> ring;
-    const bool c_store = p.c_store != 0;
+    const bool c_store = p.c_store != 0, c16 = p.gemm.ops.c_type != C_ACC;
     BulkStores<G> stores;
     run_units<ML, G>(
         p.gemm, staging,
@@ -558,7 +591,11 @@ __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
         },
         [&](int m0, int n0, const float (&acc)[ML::ACC], bool) {
           if (c_store) {
-            write_tile_tma_boxes<ML, G>(p, s.staging(group), m0, n0, acc);
+            if (c16) {
+              write_tile_tma_boxes<ML, G, true>(p, s.staging(group), m0, n0, acc);
+            } else {
+              write_tile_tma_boxes<ML, G>(p, s.staging(group), m0, n0, acc);
+            }
             stores.issue();
             return true;
           }
@@ -573,7 +610,7 @@ __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
     const int wg = ML::CONSUMERS == 1 ? 0 : G::rank() / WG_THREADS;
     unsigned char* staging = smem_raw + (s.staging() - raw);
     Ring<ML> ring;
-    const bool c_store = (TMA_STORE<ML> || ML::C_BOXES) && p.c_store != 0;
+    const bool c_store = (TMA_STORE<ML> || ML::C_BOXES) && p.c_store != 0, c16 = p.gemm.ops.c_type != C_ACC;
     BulkStores<G> stores;
     run_units<ML, G>(
         p.gemm, staging,
@@ -584,7 +621,13 @@ __device__ __forceinline__ void tma_wgmma_kernel(const TmaParams& p) {
           if constexpr (TMA_STORE<ML> || ML::C_BOXES) {
             if (c_store && (!last || LAST_TILE_TMA<ML>)) {
               if constexpr (ML::C_BOXES) {
-                write_tile_tma_boxes<ML, G>(p, s.staging(), m0, n0, acc);
+                if (c16) {
+                  write_tile_tma_boxes<ML, G, true>(p, s.staging(), m0, n0, acc);
+                } else {
+                  write_tile_tma_boxes<ML, G>(p, s.staging(), m0, n0, acc);
+                }
+              } else if (c16) {
+                write_tile_tma<ML, G, true>(p, s.staging(), m0, n0, acc);
               } else {
                 write_tile_tma<ML, G>(p, s.staging(), m0, n0, acc);
               }

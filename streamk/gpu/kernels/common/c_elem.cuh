@@ -1,0 +1,69 @@
+// c_elem.cuh: C's element type. C holds the accumulator's type (FP32 or FP64), or, for FP16 / BF16
+// inputs, the inputs' 16-bit type (OperandParams c_type): torch's matmul returns C so, and at short k
+// C's bytes are most of a GEMM's traffic. Accumulators, partials and the epilogue's staging stay in
+// the accumulator's type; only the values written to (and, for beta, read from) C are converted, with
+// round-to-nearest-even (cvt.rn, as torch's FP32 -> FP16 / BF16 casts).
+#pragma once
+
+namespace streamk {
+
+// OperandParams::c_type (mirror of streamk/gpu/runtime/launch.py C_TYPES)
+enum CType : int { C_ACC = 0, C_F16 = 1, C_BF16 = 2 };
+
+// CElem<Acc, CT>: C's stored element T, to_acc (T -> Acc) and of (Acc -> T); for CT = C_ACC, T = Acc.
+template <class Acc, int CT>
+struct CElem {
+  using T = Acc;
+  static __device__ __forceinline__ Acc to_acc(T v) { return v; }
+  static __device__ __forceinline__ T of(Acc v) { return v; }
+};
+
+template <>
+struct CElem<float, C_F16> {
+  using T = unsigned short;
+  static __device__ __forceinline__ float to_acc(T v) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v));
+    return f;
+  }
+  static __device__ __forceinline__ T of(float v) {
+    T h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    return h;
+  }
+};
+
+template <>
+struct CElem<float, C_BF16> {
+  using T = unsigned short;
+  static __device__ __forceinline__ float to_acc(T v) {  // BF16 is FP32's upper half
+    float f;
+    asm("mov.b32 %0, %1;" : "=f"(f) : "r"(static_cast<unsigned>(v) << 16));
+    return f;
+  }
+  static __device__ __forceinline__ T of(float v) {
+    T h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    return h;
+  }
+};
+
+// C[i] = v + beta * C[i] (beta == 0: C is not read), v already alpha * acc, for a C of type CT.
+template <class Acc, int CT>
+__device__ __forceinline__ void c_update(typename CElem<Acc, CT>::T* d, Acc v, Acc beta) {
+  using E = CElem<Acc, CT>;
+  *d = E::of(beta != Acc(0) ? v + beta * E::to_acc(*d) : v);
+}
+
+// The same for a C whose type the launch gives (c_type): one uniform branch, for the passes' and
+// the fixup's element-wise writes.
+template <class Acc>
+__device__ __forceinline__ void c_update_any(void* c, long long offset, int c_type, Acc v, Acc beta) {
+  if constexpr (sizeof(Acc) == 4) {
+    if (c_type == C_F16) return c_update<Acc, C_F16>(static_cast<unsigned short*>(c) + offset, v, beta);
+    if (c_type == C_BF16) return c_update<Acc, C_BF16>(static_cast<unsigned short*>(c) + offset, v, beta);
+  }
+  c_update<Acc, C_ACC>(static_cast<Acc*>(c) + offset, v, beta);
+}
+
+}  // namespace streamk
