@@ -29,7 +29,7 @@ def register(gemm: Callable[..., Any]) -> None:
 @torch.library.custom_op("streamk::gemm", mutates_args=())
 def gemm_op(a: torch.Tensor, b: torch.Tensor, c: Optional[torch.Tensor], alpha: float, beta: float,
             schedule: str, fixup: Optional[str], tile: Optional[str], grid: Optional[int], splits: Optional[int],
-            walk: Optional[str], tile_order: Optional[str], out_dtype: Optional[str]) -> torch.Tensor:
+            walk: Optional[str], tile_order: Optional[str], out_dtype: Optional[str] = None) -> torch.Tensor:
     out = c.clone() if c is not None else None
     options = {k: v for k, v in (("grid", grid), ("splits", splits), ("walk", walk), ("tile_order", tile_order),
                                  ("out_dtype", out_dtype)) if v is not None}
@@ -38,7 +38,7 @@ def gemm_op(a: torch.Tensor, b: torch.Tensor, c: Optional[torch.Tensor], alpha: 
 
 
 @gemm_op.register_fake
-def _(a, b, c, alpha, beta, schedule, fixup, tile, grid, splits, walk, tile_order, out_dtype):
+def _(a, b, c, alpha, beta, schedule, fixup, tile, grid, splits, walk, tile_order, out_dtype=None):
     if c is not None:
         out = c.dtype
     elif out_dtype is not None:
