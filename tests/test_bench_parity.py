@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from streamk.bench.parity import Row, best_cublas, corpus_row, table, unaligned_rows
+from streamk.bench.parity import Row, best_cublas, best_ours, corpus_row, table, unaligned_rows
 
 
 def bench_row(raw, ours, half=None, padded=None):
@@ -28,6 +28,13 @@ def test_cublas_is_its_faster_output_dtype_where_it_has_two():
     assert best_cublas(bench_row(10.0, 5.0)) == 10.0  # FP64: its raw run only
     row = corpus_row([bench_row(10.0, 5.0, half=8.0), bench_row(4.0, 8.0, half=6.0)], "aligned", 0.8)
     assert row.ratios == (1.6, 0.5) and not row.met
+
+
+def test_each_sides_faster_output_takes_ours_with_a_16_bit_c_where_it_was_timed():
+    rows = [{**bench_row(10.0, 5.0, half=8.0), "auto_half": 4.0}, bench_row(4.0, 8.0, half=6.0)]
+    assert best_ours(rows[0]) == 4.0 and best_ours(rows[1]) == 8.0  # no auto_half: its FP32 C
+    assert corpus_row(rows, "aligned", 0.8, best_ours).ratios == (2.0, 0.5)
+    assert corpus_row(rows, "aligned", 0.8).ratios == (1.6, 0.5)  # ours with its FP32 C
 
 
 def test_the_unaligned_corpus_is_judged_against_padded_and_raw_cublas():

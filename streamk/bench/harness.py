@@ -173,7 +173,11 @@ def cublas(A, B, out_dtype):
         return lambda: torch.mm(A, B).to(out_dtype)
 
 
-def bench_shape(shape, dtype, stream, rows, decomps, alone: bool = False, flush: L2Flush | None = None):
+def bench_shape(shape, dtype, stream, rows, decomps, alone: bool = False, flush: L2Flush | None = None,
+                half_out: bool = False):
+    """Time ``decomps`` (bench variants, each writing one FP32 / FP64 C) beside cuBLAS on ``shape``,
+    append the row to ``rows`` and return it; ``half_out``: auto writing a C in the FP16 / BF16 inputs'
+    dtype too ("auto_half", for the parity table's each-side's-faster-output rows)."""
     import torch
 
     m, n, k = shape
@@ -204,6 +208,12 @@ def bench_shape(shape, dtype, stream, rows, decomps, alone: bool = False, flush:
                                                              dtype, dev.target))
         except StreamkError as exc:  # this variant cannot run this shape (a grid above its MAC iterations, ...)
             skipped[decomp] = str(exc)
+    half = None  # auto writing a C in the inputs' dtype: its own C, checked like the others below
+    if half_out and dtype != "float64" and "auto" in prepared:
+        out_half = torch.full((m, n), float("nan"), device="cuda", dtype=tdt)
+        half = prepare(A, B, out_half, **tile_for(variant("auto", lambda: dev.sms), GemmShape(m, n, k), dtype,
+                                                  dev.target))
+        fns["auto_half"] = lambda: half.launch.enqueue(stream.cuda_stream)
     first, same_as = {}, {}  # a variant whose launch is another's (auto running DP's schedule) is
     for decomp, p in prepared.items():  # timed once: the same kernels twice only measure noise
         key = launch_key(p)
@@ -238,6 +248,11 @@ def bench_shape(shape, dtype, stream, rows, decomps, alone: bool = False, flush:
         result[decomp + "_steps"] = "+".join(p.launch.names)
         result[decomp + "_cluster"] = max(st.cluster for st in p.launch.steps)
         result[decomp + "_tile"] = str(p.schedule.tile)
+    if half is not None:
+        out_half.fill_(float("nan"))
+        half.launch.enqueue(stream.cuda_stream)
+        stream.synchronize()
+        result["auto_half_relerr"] = float((out_half.double() - ref.double()).norm()) / max(ref_norm, 1e-300)
     rows.append(result)
     return result
 

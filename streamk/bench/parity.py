@@ -2,7 +2,8 @@
 run, each row with its goal and whether the run met it.
 
 Rows (ratios are cuBLAS's time over ours, so above 1 is faster than cuBLAS; "cuBLAS" is the faster
-of its FP32-out and FP16/BF16-out runs where both exist, ours always writes FP32):
+of its FP32-out and FP16/BF16-out runs where both exist; ours writes FP32, and the aligned and Linear
+rows come twice more with ours at its faster output too, FP32 or the inputs' dtype):
 * the aligned corpus (n and k multiples of 8), FP16 and BF16: geomean >= 1.0, no shape below 0.8;
 * torch's Linear, x @ W.t() on the Llama-2/3 layers, 1-8192 tokens: geomean >= 1.0, none below 0.9;
 * 8192^3 and 4096^3, FP16 and BF16, each alone after a pause: >= 1.0;
@@ -70,9 +71,15 @@ def best_cublas(r: dict) -> float:
     return min(r["cublas_raw"], r.get("cublas_half", math.inf))
 
 
-def corpus_row(rows: list[dict], label: str, worst_goal: float | None) -> Row:
-    """A corpus part's row (bench.harness rows): auto against cuBLAS at its best."""
-    return Row(label, tuple(best_cublas(r) / r["auto"] for r in rows), 1.0, worst_goal)
+def best_ours(r: dict) -> float:
+    """auto's faster output dtype for a row that timed it with a 16-bit C too (``auto_half``)."""
+    return min(r["auto"], r.get("auto_half", math.inf))
+
+
+def corpus_row(rows: list[dict], label: str, worst_goal: float | None, ours: Callable[[dict], float] = lambda r: r["auto"]
+               ) -> Row:
+    """A corpus part's row (bench.harness rows): auto (``ours``: its FP32 C, or best_ours) against cuBLAS at its best."""
+    return Row(label, tuple(best_cublas(r) / ours(r) for r in rows), 1.0, worst_goal)
 
 
 def unaligned_rows(rows: list[dict]) -> list[Row]:
@@ -96,18 +103,21 @@ def time_linear(m: int, n: int, k: int, stream) -> dict:
     gen = torch.Generator(device="cuda").manual_seed(m * 1_000_003 + n * 1009 + k)
     x = torch.randn(m, k, generator=gen, device="cuda").half()
     W = torch.randn(n, k, generator=gen, device="cuda").half()
-    out = torch.empty(m, n, device="cuda")
-    p = prepare(x, W.t(), out)
-    p.run(stream.cuda_stream)
-    stream.synchronize()
     ref = x.double() @ W.double().t()
-    err = float((out.double() - ref).norm() / ref.norm())
-    if not err <= LINEAR_MAX_RELERR:
-        raise StreamkError(f"x @ W.t() {m}x{n}x{k}: relative error {err:.1e}; run the GPU tests")
+    launches, errs = {}, {}
+    for name, out in (("auto", torch.empty(m, n, device="cuda")), ("auto_half", torch.empty(m, n, device="cuda").half())):
+        p = launches[name] = prepare(x, W.t(), out)
+        p.run(stream.cuda_stream)
+        stream.synchronize()
+        errs[name] = float((out.double() - ref).norm() / ref.norm())
+        if not errs[name] <= LINEAR_MAX_RELERR:
+            raise StreamkError(f"x @ W.t() {m}x{n}x{k} ({out.dtype} C): relative error {errs[name]:.1e}; run the GPU tests")
     t = time_interleaved({"cublas_raw": cublas(x, W.t(), torch.float32), "cublas_half": lambda: torch.mm(x, W.t()),
-                          "auto": lambda: p.launch.enqueue(stream.cuda_stream)}, stream)
-    return dict(m=m, n=n, k=k, relerr=err, tile=str(p.schedule.tile), transposed=p.transposed,
-                **{name: med for name, (med, _, _) in t.items()})
+                          **{name: (lambda p=p: p.launch.enqueue(stream.cuda_stream)) for name, p in launches.items()}},
+                         stream)
+    p = launches["auto"]
+    return dict(m=m, n=n, k=k, relerr=errs["auto"], auto_half_relerr=errs["auto_half"], tile=str(p.schedule.tile),
+                transposed=p.transposed, **{name: med for name, (med, _, _) in t.items()})
 
 
 def run(count: int, seed: int, out: str, log: Callable[[str], None] = print) -> list[Row]:
@@ -122,10 +132,10 @@ def run(count: int, seed: int, out: str, log: Callable[[str], None] = print) -> 
     os.makedirs(out, exist_ok=True)
     rows: list[Row] = []
 
-    def part(name: str, shapes, dtype: str, alone: bool = False) -> list[dict]:
+    def part(name: str, shapes, dtype: str, alone: bool = False, half_out: bool = False) -> list[dict]:
         got: list[dict] = []
         for shape in shapes:
-            bench_shape(shape, dtype, stream, got, ["auto"], alone)
+            bench_shape(shape, dtype, stream, got, ["auto"], alone, half_out=half_out)
             torch.cuda.synchronize()
             clear_cache()
         write_rows(os.path.join(out, f"parity_{name}.csv"), got)
@@ -133,17 +143,22 @@ def run(count: int, seed: int, out: str, log: Callable[[str], None] = print) -> 
         return got
 
     aligned = corpus(count, seed, "aligned")
+    faster = []  # the same parts with ours at its faster output (FP32 or the inputs' dtype)
     for dtype, label in (("float16", "FP16"), ("bfloat16", "BF16")):
-        got = part(f"aligned_{dtype}", aligned, dtype)
+        got = part(f"aligned_{dtype}", aligned, dtype, half_out=True)
         rows.append(corpus_row(got, f"aligned corpus {label}, {len(got)} shapes", 0.8))
+        faster.append(corpus_row(got, f"aligned corpus {label}, each side's faster C, {len(got)} shapes", 0.8,
+                                 best_ours))
     linear = []
     for m in LINEAR_TOKENS:
         for n, k in LLAMA_LAYERS:
             linear.append(time_linear(m, n, k, stream))
             clear_cache()
     write_rows(os.path.join(out, "parity_linear.csv"), linear)
-    rows.append(Row(f"x @ W.t(), {len(LLAMA_LAYERS)} Llama layers x {LINEAR_TOKENS[0]}-{LINEAR_TOKENS[-1]} tokens",
-                    tuple(best_cublas(r) / r["auto"] for r in linear), 1.0, 0.9))
+    layers = f"x @ W.t(), {len(LLAMA_LAYERS)} Llama layers x {LINEAR_TOKENS[0]}-{LINEAR_TOKENS[-1]} tokens"
+    rows.append(Row(layers, tuple(best_cublas(r) / r["auto"] for r in linear), 1.0, 0.9))
+    rows += faster + [Row(f"{layers}, each side's faster C", tuple(best_cublas(r) / best_ours(r) for r in linear), 1.0,
+                          0.9)]
     log(f"linear: {len(linear)} shapes timed")
     for dtype, label in (("float16", "FP16"), ("bfloat16", "BF16")):
         got = part(f"squares_{dtype}", [(s, s, s) for s in SQUARES], dtype, alone=True)
