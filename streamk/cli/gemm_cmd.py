@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from ..errors import StreamkError
+from ..errors import ScheduleError, StreamkError
 from ..limits import check_memory
 from ..sched import get
 from ..sched.registry import check_options
@@ -28,7 +28,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--shape", required=True, type=_typed(GemmShape.parse), metavar="MxNxK",
                    help="GEMM problem size: A is MxK, B is KxN, C is MxN (e.g. 4096x4096x4096)")
     p.add_argument("--dtype", choices=["float16", "float64"], default="float16",
-                   help="inputs (float16 -> float32 C, float64 -> float64 C; bfloat16 via the Python API)")
+                   help="inputs (float16 -> float32 or, with --out-dtype, float16 C; float64 -> float64 C; bfloat16 "
+                        "via the Python API)")
+    p.add_argument("--out-dtype", choices=["float32", "float16", "float64"], default=None,
+                   help="C's dtype: float32 for float16 inputs (default) or float16 (FP32 accumulation, one rounding "
+                        "as C is written); float64 for float64 inputs")
     p.add_argument("--fixup", choices=FIXUP_POLICIES, default=None, help="fixup policy (default the schedule's)")
     p.add_argument("--grid", type=positive_int, help="stream-k grid")
     p.add_argument("--splits", type=positive_int, help="fixed-split factor")
@@ -64,6 +68,9 @@ def check_arguments(args: argparse.Namespace) -> None:
     from ..gpu.catalogue import spec_for_tile
 
     get(args.decomposition)  # unknown decomposition: named as such
+    allowed = ("float32", "float16") if args.dtype == "float16" else ("float64",)
+    if args.out_dtype is not None and args.out_dtype not in allowed:
+        raise ScheduleError(f"--out-dtype must be {' or '.join(allowed)} for {args.dtype} inputs (got {args.out_dtype})")
     flags = {"grid": args.grid, "splits": args.splits}
     check_options(args.decomposition, flags, flags)
     tile = int(args.tile) if args.tile and args.tile.isdigit() else args.tile
@@ -91,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         A = np.asfortranarray(A)
     if args.layout[1] == "C":
         B = np.asfortranarray(B)
-    out_dt = np.float32 if dt == np.float16 else np.float64
+    out_dt = np.dtype(args.out_dtype or ("float32" if dt == np.float16 else "float64"))
     C0 = rng.standard_normal((m, n)).astype(out_dt)
     C = C0.copy() if args.beta != 0.0 else np.full((m, n), np.nan, dtype=out_dt)
     prepared = prepare(A, B, C, alpha=args.alpha, beta=args.beta, schedule=args.decomposition,
@@ -101,7 +108,8 @@ def run(args: argparse.Namespace) -> int:
     ratio = _error_ratio(C, A, B, C0, args.alpha, args.beta, out_dt)
     med, p20, p80 = time_launch(prepared.launch.enqueue, reps=args.reps)
     s = prepared.schedule
-    result = {"decomposition": s.decomposition, "shape": [m, n, k], "dtype": args.dtype, "tile": str(s.tile),
+    result = {"decomposition": s.decomposition, "shape": [m, n, k], "dtype": args.dtype, "out_dtype": out_dt.name,
+              "tile": str(s.tile),
               "fixup": prepared.plan.policy,
               "grid": s.grid, "units": int(len(s.units)), "split_tiles": int(len(prepared.plan.split_tiles)),
               "device": current().name, "kernels": prepared.launch.names, "ms": med, "ms_p20": p20, "ms_p80": p80,
