@@ -10,49 +10,44 @@ namespace streamk {
 // OperandParams::c_type (mirror of streamk/gpu/runtime/launch.py C_TYPES)
 enum CType : int { C_ACC = 0, C_F16 = 1, C_BF16 = 2 };
 
-// CElem<Acc, CT>: C's stored element T, to_acc (T -> Acc) and of (Acc -> T); for CT = C_ACC, T = Acc.
-template <class Acc, int CT>
+// CElem<Acc, C16>: C's stored element T (Acc, or with C16 the raw bits of FP16 / BF16: which one,
+// `bf16`, the launch says), to_acc (T -> Acc) and of (Acc -> T). One 16-bit instantiation for both
+// formats keeps the kernels' code (and NVRTC's time) from a third copy of every store.
+template <class Acc, bool C16>
 struct CElem {
   using T = Acc;
-  static __device__ __forceinline__ Acc to_acc(T v) { return v; }
-  static __device__ __forceinline__ T of(Acc v) { return v; }
+  static __device__ __forceinline__ Acc to_acc(T v, bool) { return v; }
+  static __device__ __forceinline__ T of(Acc v, bool) { return v; }
 };
 
 template <>
-struct CElem<float, C_F16> {
+struct CElem<float, true> {
   using T = unsigned short;
-  static __device__ __forceinline__ float to_acc(T v) {
+  static __device__ __forceinline__ float to_acc(T v, bool bf16) {
     float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v));
+    if (bf16) {  // BF16 is FP32's upper half
+      asm("mov.b32 %0, %1;" : "=f"(f) : "r"(static_cast<unsigned>(v) << 16));
+    } else {
+      asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v));
+    }
     return f;
   }
-  static __device__ __forceinline__ T of(float v) {
+  static __device__ __forceinline__ T of(float v, bool bf16) {
     T h;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    if (bf16) {
+      asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    } else {
+      asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    }
     return h;
   }
 };
 
-template <>
-struct CElem<float, C_BF16> {
-  using T = unsigned short;
-  static __device__ __forceinline__ float to_acc(T v) {  // BF16 is FP32's upper half
-    float f;
-    asm("mov.b32 %0, %1;" : "=f"(f) : "r"(static_cast<unsigned>(v) << 16));
-    return f;
-  }
-  static __device__ __forceinline__ T of(float v) {
-    T h;
-    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(v));
-    return h;
-  }
-};
-
-// C[i] = v + beta * C[i] (beta == 0: C is not read), v already alpha * acc, for a C of type CT.
-template <class Acc, int CT>
-__device__ __forceinline__ void c_update(typename CElem<Acc, CT>::T* d, Acc v, Acc beta) {
-  using E = CElem<Acc, CT>;
-  *d = E::of(beta != Acc(0) ? v + beta * E::to_acc(*d) : v);
+// C[i] = v + beta * C[i] (beta == 0: C is not read), v already alpha * acc.
+template <class Acc, bool C16>
+__device__ __forceinline__ void c_update(typename CElem<Acc, C16>::T* d, Acc v, Acc beta, bool bf16) {
+  using E = CElem<Acc, C16>;
+  *d = E::of(beta != Acc(0) ? v + beta * E::to_acc(*d, bf16) : v, bf16);
 }
 
 // The same for a C whose type the launch gives (c_type): one uniform branch, for the passes' and
@@ -60,10 +55,10 @@ __device__ __forceinline__ void c_update(typename CElem<Acc, CT>::T* d, Acc v, A
 template <class Acc>
 __device__ __forceinline__ void c_update_any(void* c, long long offset, int c_type, Acc v, Acc beta) {
   if constexpr (sizeof(Acc) == 4) {
-    if (c_type == C_F16) return c_update<Acc, C_F16>(static_cast<unsigned short*>(c) + offset, v, beta);
-    if (c_type == C_BF16) return c_update<Acc, C_BF16>(static_cast<unsigned short*>(c) + offset, v, beta);
+    if (c_type != C_ACC)
+      return c_update<Acc, true>(static_cast<unsigned short*>(c) + offset, v, beta, c_type == C_BF16);
   }
-  c_update<Acc, C_ACC>(static_cast<Acc*>(c) + offset, v, beta);
+  c_update<Acc, false>(static_cast<Acc*>(c) + offset, v, beta, false);
 }
 
 }  // namespace streamk

@@ -14,7 +14,7 @@
 // thread to lie in columns [p*BN/PARTS, (p+1)*BN/PARTS) (the wgmma D layout: column 8*(i/4) + ...).
 // The staging then holds one slice (EPILOGUE_STAGING_BYTES<ML>, after ColumnStage).
 // C is FP32 / FP64 or the inputs' FP16 / BF16 (c_elem.cuh, p.c_type): the staging holds the
-// accumulator's type either way, and the stores convert (CT: the CType they write).
+// accumulator's type either way, and the stores convert (C16: a 16-bit C, c_elem.cuh CElem).
 #pragma once
 
 #include "c_elem.cuh"
@@ -110,54 +110,54 @@ struct alignas(V * sizeof(T) < 16 ? V * sizeof(T) : 16) Vec {
   T v[V];
 };
 
-// C's V elements at d (of type CT) = alpha * in + beta * d (beta == 0: not read): one V-element access
-// where all V lie inside n (whole == V), else the first `whole` one at a time.
-template <class Acc, int CT, int V>
-__device__ __forceinline__ void update_vec(typename CElem<Acc, CT>::T* d, const Vec<Acc, V>& in, Acc alpha,
-                                           Acc beta, int whole) {
-  using E = CElem<Acc, CT>;
+// C's V elements at d (C16: 16-bit, BF16 where `bf16`) = alpha * in + beta * d (beta == 0: not read):
+// one V-element access where all V lie inside n (whole == V), else the first `whole` one at a time.
+template <class Acc, bool C16, int V>
+__device__ __forceinline__ void update_vec(typename CElem<Acc, C16>::T* d, const Vec<Acc, V>& in, Acc alpha,
+                                           Acc beta, int whole, bool bf16) {
+  using E = CElem<Acc, C16>;
   using T = typename E::T;
   if (whole == V) {
     Vec<T, V> out;
     if (beta != Acc(0)) {
       const Vec<T, V> old = *reinterpret_cast<const Vec<T, V>*>(d);
 #pragma unroll
-      for (int j = 0; j < V; ++j) out.v[j] = E::of(alpha * in.v[j] + beta * E::to_acc(old.v[j]));
+      for (int j = 0; j < V; ++j) out.v[j] = E::of(alpha * in.v[j] + beta * E::to_acc(old.v[j], bf16), bf16);
     } else {
 #pragma unroll
-      for (int j = 0; j < V; ++j) out.v[j] = E::of(alpha * in.v[j]);
+      for (int j = 0; j < V; ++j) out.v[j] = E::of(alpha * in.v[j], bf16);
     }
     *reinterpret_cast<Vec<T, V>*>(d) = out;
   } else {
-    for (int j = 0; j < whole; ++j) c_update<Acc, CT>(d + j, alpha * in.v[j], beta);
+    for (int j = 0; j < whole; ++j) c_update<Acc, C16>(d + j, alpha * in.v[j], beta, bf16);
   }
 }
 
 // One V-element access of a unit-column-stride C at tile row r, column c (of `whole` elements inside
 // n), for store_rows' flattened loop.
-template <class ML, int V, int CT>
+template <class ML, int V, bool C16>
 __device__ __forceinline__ void store_access(const OperandParams& p, const unsigned char* smem, int m0, int n0, int r,
                                              int c, int whole) {
   using Acc = typename ML::Acc;
-  using T = typename CElem<Acc, CT>::T;
+  using T = typename CElem<Acc, C16>::T;
   const Vec<Acc, V> in = *reinterpret_cast<const Vec<Acc, V>*>(reinterpret_cast<const Acc*>(smem) + r * TileStage<ML>::LD + c);
   T* d = static_cast<T*>(p.c) + static_cast<long long>(m0 + r) * p.c_rs + n0 + c;
-  update_vec<Acc, CT, V>(d, in, static_cast<Acc>(p.alpha), static_cast<Acc>(p.beta), whole);
+  update_vec<Acc, C16, V>(d, in, static_cast<Acc>(p.alpha), static_cast<Acc>(p.beta), whole, p.c_type == C_BF16);
 }
 
 // Rows of a unit-column-stride C, V elements per access (base and row stride V-aligned).
-template <class ML, int V, int CT>
+template <class ML, int V, bool C16>
 __device__ __forceinline__ void store_rows(const OperandParams& p, const Problem& mnk, const unsigned char* smem, int m0,
                                            int n0, int tid) {
   using Acc = typename ML::Acc;
-  using T = typename CElem<Acc, CT>::T;
+  using T = typename CElem<Acc, C16>::T;
   using S = TileStage<ML>;
   constexpr int PER_ROW = ML::BN / V;  // accesses per tile row
   const int rows = min(ML::BM, mnk.m - m0), cols = min(ML::BN, mnk.n - n0);
   if constexpr (ML::THREADS % PER_ROW != 0) {  // rows of 192 columns: the tile's accesses in order
     for (int e = tid; e < rows * PER_ROW; e += ML::THREADS) {
       const int r = e / PER_ROW, c = (e % PER_ROW) * V;
-      if (c < cols) store_access<ML, V, CT>(p, smem, m0, n0, r, c, cols - c >= V ? V : cols - c);
+      if (c < cols) store_access<ML, V, C16>(p, smem, m0, n0, r, c, cols - c >= V ? V : cols - c);
     }
     return;
   }
@@ -166,23 +166,25 @@ __device__ __forceinline__ void store_rows(const OperandParams& p, const Problem
   if (c >= cols) return;
   const Acc alpha = static_cast<Acc>(p.alpha), beta = static_cast<Acc>(p.beta);
   const Acc* s = reinterpret_cast<const Acc*>(smem) + c;
+  const bool bf16 = p.c_type == C_BF16;
   T* dst = static_cast<T*>(p.c) + static_cast<long long>(m0) * p.c_rs + n0 + c;
   const int whole = cols - c >= V ? V : cols - c;  // elements of this thread's access inside n
   for (int r = tid / PER_ROW; r < rows; r += ROWS_PER_PASS) {
     const Vec<Acc, V> in = *reinterpret_cast<const Vec<Acc, V>*>(s + r * S::LD);
-    update_vec<Acc, CT, V>(dst + static_cast<long long>(r) * p.c_rs, in, alpha, beta, whole);
+    update_vec<Acc, C16, V>(dst + static_cast<long long>(r) * p.c_rs, in, alpha, beta, whole, bf16);
   }
 }
 
 // Any strides (column-major C walks down columns so warps stay coalesced); ATOMIC adds alpha*acc (to
 // a C of the accumulator's type: the host refuses the atomic policy on a 16-bit C).
-template <class ML, bool ATOMIC, int CT>
+template <class ML, bool ATOMIC, bool C16>
 __device__ __forceinline__ void store_any(const OperandParams& p, const Problem& mnk, const unsigned char* smem, int m0,
                                           int n0, int tid) {
   using Acc = typename ML::Acc;
-  using T = typename CElem<Acc, CT>::T;
+  using T = typename CElem<Acc, C16>::T;
   using S = TileStage<ML>;
-  static_assert(!ATOMIC || CT == C_ACC, "atomic adds to a C of the accumulator's type");
+  static_assert(!ATOMIC || !C16, "atomic adds to a C of the accumulator's type");
+  const bool bf16 = p.c_type == C_BF16;
   const int rows = min(ML::BM, mnk.m - m0), cols = min(ML::BN, mnk.n - n0);
   const bool down = p.c_rs == 1 && p.c_cs != 1;
   const Acc alpha = static_cast<Acc>(p.alpha), beta = static_cast<Acc>(p.beta);
@@ -196,7 +198,7 @@ __device__ __forceinline__ void store_any(const OperandParams& p, const Problem&
     if constexpr (ATOMIC) {
       atomicAdd(d, v);
     } else {
-      c_update<Acc, CT>(d, v, beta);
+      c_update<Acc, C16>(d, v, beta, bf16);
     }
   }
 }
@@ -240,11 +242,11 @@ constexpr int EPILOGUE_STAGING_BYTES =
         : TileStage<ColumnSlice<ML, 0>>::BYTES;
 
 // Columns of a unit-row-stride C, V elements per access (base and column stride V-aligned).
-template <class ML, int V, int CT>
+template <class ML, int V, bool C16>
 __device__ __forceinline__ void store_cols(const OperandParams& p, const Problem& mnk, const unsigned char* smem, int m0,
                                            int n0, int tid) {
   using Acc = typename ML::Acc;
-  using T = typename CElem<Acc, CT>::T;
+  using T = typename CElem<Acc, C16>::T;
   constexpr int PER_COL = ML::BM / V;  // accesses per tile column
   const int rows = min(ML::BM, mnk.m - m0), cols = min(ML::BN, mnk.n - n0);
   const Acc alpha = static_cast<Acc>(p.alpha), beta = static_cast<Acc>(p.beta);
@@ -254,18 +256,18 @@ __device__ __forceinline__ void store_cols(const OperandParams& p, const Problem
     const Vec<Acc, V> in =
         *reinterpret_cast<const Vec<Acc, V>*>(reinterpret_cast<const Acc*>(smem) + c * ColumnStage<ML>::LD + r);
     T* d = static_cast<T*>(p.c) + static_cast<long long>(n0 + c) * p.c_cs + m0 + r;
-    update_vec<Acc, CT, V>(d, in, alpha, beta, rows - r >= V ? V : rows - r);
+    update_vec<Acc, C16, V>(d, in, alpha, beta, rows - r >= V ? V : rows - r, p.c_type == C_BF16);
   }
 }
 
-// The stores of a staged tile to a C of type CT (by columns where `columns`: ColumnStage): 16-byte
-// accesses where C's base and stride allow, else pairs (FP32 / 16-bit), else elements.
-template <class ML, int CT>
+// The stores of a staged tile to C (C16: a 16-bit C; by columns where `columns`: ColumnStage): 16-byte
+// accesses where C's base and stride allow, else FP32 pairs, else elements.
+template <class ML, bool C16>
 __device__ __forceinline__ void store_staged(const OperandParams& p, const Problem& mnk, const unsigned char* smem,
                                              int m0, int n0, int tid, bool columns) {
-  using T = typename CElem<typename ML::Acc, CT>::T;
+  using T = typename CElem<typename ML::Acc, C16>::T;
   constexpr int WIDE = 16 / sizeof(T);  // elements of a 16-byte access
-  constexpr bool PAIRS = sizeof(T) < 8;  // a two-element access narrower than 16 bytes
+  constexpr bool PAIRS = sizeof(T) == 4;  // FP32 pairs (8-byte accesses); 16-bit C: 16 bytes or elements
   const unsigned long long base = reinterpret_cast<unsigned long long>(p.c);
   if constexpr (StageColumns<ML>::value) {
     if (columns) {
@@ -273,11 +275,11 @@ __device__ __forceinline__ void store_staged(const OperandParams& p, const Probl
         return base % bytes == 0 && (static_cast<unsigned long long>(p.c_cs) * sizeof(T)) % bytes == 0;
       };
       if (aligned(16)) {
-        store_cols<ML, WIDE, CT>(p, mnk, smem, m0, n0, tid);
+        store_cols<ML, WIDE, C16>(p, mnk, smem, m0, n0, tid);
       } else if (PAIRS && aligned(2 * sizeof(T))) {
-        store_cols<ML, 2, CT>(p, mnk, smem, m0, n0, tid);
+        store_cols<ML, 2, C16>(p, mnk, smem, m0, n0, tid);
       } else {
-        store_cols<ML, 1, CT>(p, mnk, smem, m0, n0, tid);
+        store_cols<ML, 1, C16>(p, mnk, smem, m0, n0, tid);
       }
       return;
     }
@@ -286,13 +288,13 @@ __device__ __forceinline__ void store_staged(const OperandParams& p, const Probl
     return base % bytes == 0 && (static_cast<unsigned long long>(p.c_rs) * sizeof(T)) % bytes == 0;
   };
   if (p.c_cs == 1 && aligned(16)) {
-    store_rows<ML, WIDE, CT>(p, mnk, smem, m0, n0, tid);
+    store_rows<ML, WIDE, C16>(p, mnk, smem, m0, n0, tid);
   } else if (PAIRS && p.c_cs == 1 && aligned(2 * sizeof(T))) {
-    store_rows<ML, 2, CT>(p, mnk, smem, m0, n0, tid);
+    store_rows<ML, 2, C16>(p, mnk, smem, m0, n0, tid);
   } else if (p.c_cs == 1) {
-    store_rows<ML, 1, CT>(p, mnk, smem, m0, n0, tid);
+    store_rows<ML, 1, C16>(p, mnk, smem, m0, n0, tid);
   } else {
-    store_any<ML, false, CT>(p, mnk, smem, m0, n0, tid);
+    store_any<ML, false, C16>(p, mnk, smem, m0, n0, tid);
   }
 }
 
@@ -300,14 +302,14 @@ __device__ __forceinline__ void store_staged(const OperandParams& p, const Probl
 // every kernel's code and cost the shortest GEMMs ~0.15 us with an FP32 C (LOG.md v152). Its
 // arguments are scalars: a reference into the kernel's parameters would make every kernel copy them
 // all to the stack.
-template <class ML, int CT>
+template <class ML>
 __device__ __noinline__ void store_staged_16(void* c, long long c_rs, long long c_cs, double alpha, double beta,
-                                             const int m, const int n, const unsigned char* smem, int m0, int n0,
-                                             int tid, bool columns) {
+                                             int c_type, const int m, const int n, const unsigned char* smem, int m0,
+                                             int n0, int tid, bool columns) {
   OperandParams p{};
-  p.c = c, p.c_rs = c_rs, p.c_cs = c_cs, p.alpha = alpha, p.beta = beta;
+  p.c = c, p.c_rs = c_rs, p.c_cs = c_cs, p.alpha = alpha, p.beta = beta, p.c_type = c_type;
   const int k = 0;  // (not read by the stores)
-  store_staged<ML, CT>(p, Problem{m, n, k}, smem, m0, n0, tid, columns);
+  store_staged<ML, true>(p, Problem{m, n, k}, smem, m0, n0, tid, columns);
 }
 
 // C tile (m0, n0) = alpha*acc + beta*C (beta == 0: C is never read), staged whole (transposed for a
@@ -331,16 +333,12 @@ __device__ __forceinline__ void write_tile(const OperandParams& p, const Problem
   }
   if constexpr (sizeof(typename ML::Acc) == 4) {
     if (p.c_type != C_ACC) {
-      if (p.c_type == C_F16) {
-        store_staged_16<ML, C_F16>(p.c, p.c_rs, p.c_cs, p.alpha, p.beta, mnk.m, mnk.n, smem, m0, n0, tid, columns);
-      } else {
-        store_staged_16<ML, C_BF16>(p.c, p.c_rs, p.c_cs, p.alpha, p.beta, mnk.m, mnk.n, smem, m0, n0, tid, columns);
-      }
+      store_staged_16<ML>(p.c, p.c_rs, p.c_cs, p.alpha, p.beta, p.c_type, mnk.m, mnk.n, smem, m0, n0, tid, columns);
       G::sync();
       return;
     }
   }
-  store_staged<ML, C_ACC>(p, mnk, smem, m0, n0, tid, columns);
+  store_staged<ML, false>(p, mnk, smem, m0, n0, tid, columns);
   G::sync();
 }
 
@@ -350,7 +348,7 @@ __device__ __forceinline__ void atomic_tile(const OperandParams& p, const Proble
                                             const typename ML::Acc (&acc)[ML::ACC], unsigned char* smem) {
   const int tid = G::rank();
   TileStage<ML>::template store<G>(smem, acc, tid);
-  store_any<ML, true, C_ACC>(p, mnk, smem, m0, n0, tid);
+  store_any<ML, true, false>(p, mnk, smem, m0, n0, tid);
   G::sync();
 }
 
