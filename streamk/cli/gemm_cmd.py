@@ -65,10 +65,11 @@ def finite_float(text: str) -> float:
 def check_arguments(args: argparse.Namespace) -> None:
     """Every argument error, the decomposition's name and options included, before the GPU is
     looked for: a typo is reported as a typo on a machine without one too."""
-    from ..gpu.catalogue import spec_for_tile
+    from ..gpu.catalogue import SPECS, spec_for_tile
+    from ..gpu.decide.operands import out_dtypes
 
     get(args.decomposition)  # unknown decomposition: named as such
-    allowed = ("float32", "float16") if args.dtype == "float16" else ("float64",)
+    allowed = out_dtypes(args.dtype, SPECS[args.dtype])
     if args.out_dtype is not None and args.out_dtype not in allowed:
         raise ScheduleError(f"--out-dtype must be {' or '.join(allowed)} for {args.dtype} inputs (got {args.out_dtype})")
     flags = {"grid": args.grid, "splits": args.splits}

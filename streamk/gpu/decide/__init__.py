@@ -21,7 +21,7 @@ from ...target import Target
 from ..catalogue import SPECS, KernelSpec, spec_for_tile
 from ..request import GemmRequest
 from .launches import QUAD_CLUSTER, QUAD_ORDER, cluster_shape
-from .operands import Operand, copy_widths, layout_of, leading_dim, pack_bytes, padded
+from .operands import Operand, c_dtype_of, copy_widths, layout_of, leading_dim, pack_bytes, padded
 from .schedule import schedule_for
 from .orient import orient, row_major_view
 
@@ -92,7 +92,7 @@ def decide(a: Operand, b: Operand, c: Operand | None, target: Target, req: GemmR
     layout = layout_of(a, b, spec)  # column-major operands the sm90 kernels read in place
     main = spec.entry(min(w or 16 for w in widths), layout)
     plan = plan_fixup(sched)
-    c_dtype = c.dtype if c is not None else req.out_dtype or spec.out_dtype
+    c_dtype = c_dtype_of(c, req.out_dtype, spec)
     if plan.policy == "atomic" and c_dtype != spec.out_dtype:
         raise ScheduleError(f"the atomic fixup adds partial tiles into C, which needs a {spec.out_dtype} C (C is "
                             f"{c_dtype}): pick another fixup or C dtype")

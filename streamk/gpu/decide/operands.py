@@ -115,6 +115,11 @@ def out_dtypes(dtype: str, spec: KernelSpec) -> tuple[str, ...]:
     return (spec.out_dtype, dtype) if dtype in ("float16", "bfloat16") else (spec.out_dtype,)
 
 
+def c_dtype_of(c: Operand | None, out_dtype: str | None, spec: KernelSpec) -> str:
+    """C's dtype: a given C's, else the asked ``out_dtype``, else the accumulator's."""
+    return c.dtype if c is not None else out_dtype or spec.out_dtype
+
+
 def check_out_dtype(dtype: str, out: str, spec: KernelSpec) -> None:
     """ScheduleError unless C may be ``out`` for ``dtype`` inputs."""
     allowed = out_dtypes(dtype, spec)

@@ -19,7 +19,7 @@ from ...schedule import Schedule
 from ...shapes import Machine, TileShape
 from .device import Buffer, device, driver
 from ..errors import check
-from ..decide.operands import Operand, check_operands, describe, padded
+from ..decide.operands import Operand, c_dtype_of, check_operands, describe, padded
 from .plan import GemmPlan, build_plan
 from ..request import DEFAULT_TUNING, GemmRequest, Tuning, request
 from .device_runtime import DeviceRuntime, EmptyPlan, runtime
@@ -30,7 +30,7 @@ def plan_of(rt: DeviceRuntime, a: Operand, b: Operand, c: Operand | None, req: G
     spec = check_operands(a, b, c, req.out_dtype)
     m, k, n = a.shape[0], a.shape[1], b.shape[1]
     if 0 in (m, n, k):
-        return EmptyPlan(m, n, k, c.dtype if c is not None else req.out_dtype or spec.out_dtype)
+        return EmptyPlan(m, n, k, c_dtype_of(c, req.out_dtype, spec))
     return build_plan(rt.dev, rt.lanes, a, b, c, req)
 
 

@@ -7,7 +7,7 @@
 
 namespace streamk {
 
-// OperandParams::c_type (mirror of streamk/gpu/runtime/launch.py C_TYPES)
+// OperandParams::c_type (mirror of streamk/gpu/runtime/launch.py C_ACC, C_F16, C_BF16)
 enum CType : int { C_ACC = 0, C_F16 = 1, C_BF16 = 2 };
 
 // CElem<Acc, C16>: C's stored element T (Acc, or with C16 the raw bits of FP16 / BF16: which one,
@@ -50,8 +50,8 @@ __device__ __forceinline__ void c_update(typename CElem<Acc, C16>::T* d, Acc v, 
   *d = E::of(beta != Acc(0) ? v + beta * E::to_acc(*d, bf16) : v, bf16);
 }
 
-// The same for a C whose type the launch gives (c_type): one uniform branch, for the passes' and
-// the fixup's element-wise writes.
+// The same for a C whose type the launch gives (c_type): one uniform branch, for the separate-reduce
+// pass's element-wise writes (passes.cuh).
 template <class Acc>
 __device__ __forceinline__ void c_update_any(void* c, long long offset, int c_type, Acc v, Acc beta) {
   if constexpr (sizeof(Acc) == 4) {
