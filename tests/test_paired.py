@@ -307,3 +307,54 @@ def test_gemm_decides_paired_stream_k_by_the_rows_it_reads_b_by():
     assert run(n) == paired != plain
     assert run(1536) == paired and run(n, "numpy") == paired
     assert run(n, tuning=Tuning(multicast=False)) == plain
+
+
+@given(problems(max_tiles=40, max_iters=30), machines(), st.sampled_from(ORDERS), st.integers(2, 4))
+def test_paired_splits_run_each_tiles_splits_on_twins_of_two_tile_rows(problem, machine, order, splits):
+    """sched.paired_splits of a fixed-split: the same grid, policy and order, and CTAs 2i, 2i + 1 of
+    the pairs (all but those of an odd last tile row, after them) run unit j on tile rows 2r, 2r + 1
+    of one column over one k range; None where no pair fits (one tile row)."""
+    from streamk.sched.paired import paired_splits
+
+    shape, tile = problem
+    p = Problem(shape, tile)
+    s = make_schedule("fixed-split", shape, tile, machine, splits=min(splits, p.iters_per_tile), tile_order=order)
+    twins = paired_splits(s)
+    if p.tiles_m < 2 or s.grid == p.tiles:
+        assert twins is None
+        return
+    assert twins is not None
+    describe(twins)
+    assert (twins.grid, twins.fixup, twins.tile_order) == (s.grid, s.fixup, s.tile_order)
+    tm, tn = tile_coordinates(order, p.tiles_m, p.tiles_n, twins.units[:, 0])
+    single = tm == p.tiles_m - 1 if p.tiles_m % 2 else np.zeros(len(tm), bool)
+    lone = np.bincount(twins.unit_cta, weights=single, minlength=twins.grid) > 0
+    pairs = int(np.argmax(np.append(lone, True)))  # the CTAs before the odd row's
+    assert pairs >= 2 and pairs % 2 == 0 and lone[pairs:].all()
+    for c in range(0, pairs, 2):
+        up = slice(int(twins.cta_offsets[c]), int(twins.cta_offsets[c + 1]))
+        down = slice(int(twins.cta_offsets[c + 1]), int(twins.cta_offsets[c + 2]))
+        assert (tm[up] % 2 == 0).all() and np.array_equal(tm[down], tm[up] + 1) and np.array_equal(tn[up], tn[down])
+        assert np.array_equal(twins.units[up, 1:], twins.units[down, 1:])
+
+
+def test_aligned_splits_pair_where_b_rows_straddle_and_splits_are_long():
+    """launches.pair_splits on an H200: fixed-split on 128x192x64 of 6531x152x3296 (B rows 304 bytes
+    apart, 26 iterations a CTA) runs in twin pairs, nothing else changed; not on 4763x192x4120 (rows of
+    384 bytes: whole sectors), nor where splits are shorter than PAIRED_SPLIT_MIN_ITERS."""
+    from streamk.gpu.catalogue import spec_for_tile
+    from streamk.gpu.decide.launches import PAIRED_SPLIT_MIN_ITERS, pair_splits
+
+    shape = GemmShape(6531, 152, 3296)
+    s, plain = (_auto_on_h200(shape, "float16", multicast=m) for m in (True, False))
+    assert s != plain and (s.tile, s.grid, s.fixup, s.tile_order) == (plain.tile, plain.grid, plain.fixup,
+                                                                       plain.tile_order)
+    pairs, _ = _verdict(s)
+    assert pairs.all()
+    spec = spec_for_tile("float16", s.tile)
+    short = make_schedule("fixed-split", shape, s.tile, Machine(132, 1), splits=3)
+    assert short.problem.iters_per_tile // 3 < PAIRED_SPLIT_MIN_ITERS
+    assert pair_splits(True, spec, 304, plain) and not pair_splits(True, spec, 384, plain)
+    assert not pair_splits(True, spec, 304, short) and not pair_splits(False, spec, 304, plain)
+    s, plain = (_auto_on_h200(GemmShape(4763, 192, 4120), "float16", multicast=m) for m in (True, False))
+    assert s == plain and s.grid > s.problem.tiles

@@ -105,3 +105,16 @@ def paired_of_ranges(ranges: Ranges, name: str, tile: TileShape, machine: Machin
         return None
     s = s.with_fixup(FIXUP_POLICIES[ranges.fixup[0]])
     return s.walked_backward() if ranges.backward[0] else s
+
+
+def paired_splits(s: Schedule) -> Schedule | None:
+    """``s``'s aligned splits (every tile in the same number of k ranges, a CTA each, as fixed-split's)
+    paired: Stream-K over every cluster tile on as many CTAs splits each tile the same way (evenly
+    where the splits divide its iterations), now with CTAs 2i and 2i + 1 on the two tiles of one
+    cluster tile over one k range; None where ``s`` is no such split or no pair fits."""
+    tiles = s.problem.tiles
+    if s.grid % tiles or s.grid == tiles or len(s.units) != s.grid or \
+            np.any(np.bincount(s.units[:, 0], minlength=tiles) != s.grid // tiles):
+        return None
+    paired = paired_schedule(s.decomposition, s.shape, s.tile, s.machine, s.tile_order, s.grid, tiles)
+    return None if paired is None else paired.with_fixup(s.fixup)

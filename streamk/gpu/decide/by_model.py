@@ -21,6 +21,7 @@ it). Where the model is measured to be blind, auto's rules stand (benchmarks/LOG
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from ...schedule import Schedule
 from ...shapes import GemmShape, Problem, TileShape
@@ -154,3 +155,24 @@ def wide_persistent_pick(dtype: str, target: Target, auto: Schedule, wide: Sched
     auto_us = predicted(auto, dtype, target, b_row_bytes=b_row_bytes)
     wide_us = predicted(wide, dtype, target, b_row_bytes=b_row_bytes)
     return auto_us is not None and wide_us is not None and wide_us * (1 + MODEL_MARGIN) < auto_us
+
+
+def paired_pick(dtype: str, target: Target, auto: Schedule, paired: Sequence[Schedule],
+                b_row_bytes: int | None = None) -> Schedule:
+    """``auto`` (auto's final Schedule, where its own tile was a model tile), or the fastest predicted
+    of ``paired`` (auto's aligned splits on other tiles in twin pairs that share B, schedule.paired_auto)
+    where the model predicts it MODEL_SPLIT_MARGIN faster (LOG.md v154)."""
+    from ...calibrate.candidates import predicted
+
+    if (not paired or not target.model_picks or is_persistent(auto) or auto.fixup == "separate-reduce"
+            or auto.problem.total_iters > MODEL_MAX_ITERS):
+        return auto
+    auto_us = predicted(auto, dtype, target, b_row_bytes=b_row_bytes)
+    if auto_us is None:
+        return auto
+    best, best_us = auto, auto_us / (1 + MODEL_SPLIT_MARGIN)
+    for cand in paired:
+        us = predicted(cand, dtype, target, b_row_bytes=b_row_bytes)
+        if us is not None and us < best_us:
+            best, best_us = cand, us
+    return best

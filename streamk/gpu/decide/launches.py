@@ -100,6 +100,25 @@ def pair_stream_k(multicast: bool, spec: KernelSpec, b_row_bytes: int | None, ti
     return spec.tile in STRADDLE_MULTICAST_TILES and use_multicast(multicast, spec, b_row_bytes, tile_iterations, True)
 
 
+# auto's and the model's aligned splits (auto's even splits, fixed-split) on STRADDLE_MULTICAST_TILES
+# run in twin pairs that share B (sched.paired_splits) where B's rows straddle sectors and each CTA's
+# split is at least PAIRED_SPLIT_MIN_ITERS MAC iterations. Held out on 60 shapes that auto moves (H200):
+# on straddling rows 1.14x (30 shapes, 0.97-1.44x), on aligned rows 1.01x (0.85-1.20x); shorter splits
+# gained 1.05x with losses to 0.85x (LOG.md v154). The model prices pairs as halving B's straddle cost
+# only, so it is blind to most of this gain: a rule.
+PAIRED_SPLIT_MIN_ITERS = 26
+
+
+def pair_splits(multicast: bool, spec: KernelSpec, b_row_bytes: int, schedule: Schedule) -> bool:
+    """Whether ``schedule``'s aligned splits (a split a CTA) on ``spec``'s tile run in twin pairs
+    (above): B's rows ``b_row_bytes`` apart straddle sectors (use_multicast) and each CTA runs
+    PAIRED_SPLIT_MIN_ITERS MAC iterations or more."""
+    p = schedule.problem
+    return (spec.tile in STRADDLE_MULTICAST_TILES and schedule.grid > p.tiles
+            and p.iters_per_tile * p.tiles // schedule.grid >= PAIRED_SPLIT_MIN_ITERS
+            and use_multicast(multicast, spec, b_row_bytes, p.iters_per_tile))
+
+
 # Clusters of 2x2 CTAs on 2x2 blocks of whole tiles (issue 42): each CTA shares A with the CTA of its
 # tile row and B with the CTA of its tile column (gpu/clusters.py share_words), so a 128x128x64 CTA
 # reads 16 KB of L2 per MAC iteration (A 8 + B 8) against 24 with pairs and 32 alone. The CTAs 4q ..

@@ -10,14 +10,15 @@ from typing import Any
 from ...errors import ScheduleError
 from ...sched import make_schedule
 from ...sched.basic import persistent_tiles
+from ...sched.paired import paired_splits
 from ...schedule import Schedule
 from ...shapes import GemmShape, Machine, Problem, TileShape
 from ...target import Target, TargetTile
 from ..catalogue import KernelSpec, SM90_M64_192_TILE, SM90_M64_TILE, SM90_TILE, SM90_WIDE_TILE, spec_for_tile
-from .by_model import WIDE_PERSISTENT_MIN_ITERS, model_pick, wide_persistent_pick
-from .launches import (QUAD_ORDER, auto_quads, one_column_192, one_wave_m64, one_wave_m64_192, pair_stream_k,
+from .by_model import WIDE_PERSISTENT_MIN_ITERS, model_pick, model_tiles, paired_pick, wide_persistent_pick
+from .launches import (QUAD_ORDER, STRADDLE_MULTICAST_TILES, auto_quads, one_column_192, one_wave_m64, one_wave_m64_192, pair_stream_k,
                        persistent_in_place_of_dp, persistent_quads, persistent_quads_fit, plain_partial_wave,
-                       split_wider)
+                       pair_splits, split_wider)
 from .operands import contiguous_b_row_bytes, decode_like
 from .tiles import choose_tile, packed_bytes
 
@@ -83,6 +84,60 @@ def b_rows(shape: GemmShape, spec: KernelSpec, b_row_bytes: int | None) -> int:
     return contiguous_b_row_bytes(shape.k, shape.n, spec) if b_row_bytes is None else b_row_bytes
 
 
+def paired_twins(s: Schedule, dtype: str, target: Target, multicast: bool, b_row_bytes: int | None
+                 ) -> Schedule | None:
+    """``s``'s aligned splits in twin pairs that share B (sched.paired_splits) where launches.pair_splits
+    holds for them (B's rows ``b_row_bytes`` apart as schedule_for's), else None."""
+    if s.tile not in target.tiles_for(dtype):
+        return None
+    spec = spec_for_tile(dtype, s.tile)
+    return paired_splits(s) if pair_splits(multicast, spec, b_rows(s.shape, spec, b_row_bytes), s) else None
+
+
+def paired_auto(shape: GemmShape, dtype: str, target: Target, tile: TileShape, multicast: bool,
+                b_row_bytes: int | None) -> Schedule | None:
+    """auto's aligned splits of ``shape`` on ``tile`` in twin pairs (paired_twins), else None: a
+    candidate the calibrated model prices against auto's final pick (by_model.paired_pick)."""
+    if tile not in target.tiles_for(dtype):
+        return None
+    kernel, machine = target.kernel(dtype, tile), target.machine(dtype, tile)
+    auto = make_schedule("auto", shape, tile, machine, **auto_options(kernel, shape, machine, None, {}))
+    return paired_twins(auto, dtype, target, multicast, b_row_bytes)
+
+
+def auto_rules(chosen: Schedule, dtype: str, target: Target, sms: int, plain: bool, multicast: bool,
+               b_row_bytes: int | None, row_major: bool, given_order: str | None) -> Schedule:
+    """auto's ``chosen`` Schedule after the rules that may replace it or its tile order: where auto
+    is ``plain`` (no option given), the calibrated model's pick (by_model.model_pick), the wide
+    persistent launch and the narrow one-wave tiles; then aligned splits in twin pairs (paired_twins)
+    or the clusters' tile orders on ``sms`` SMs."""
+    shape, tile = chosen.shape, chosen.tile
+    if plain:
+        picked = model_pick(shape, dtype, target, chosen, row_major, b_row_bytes)
+        if picked is chosen and tile in (SM90_TILE, SM90_WIDE_TILE):
+            wide = wide_persistent_quads(shape, dtype, target, multicast, chosen, b_row_bytes)
+            if wide is not None:
+                return wide
+        chosen = picked
+        narrow = narrow_one_wave(shape, dtype, target, chosen, b_row_bytes, multicast)
+        if narrow is not None:
+            return narrow
+    twins = paired_twins(chosen, dtype, target, multicast, b_row_bytes)
+    if twins is not None:
+        return twins
+    chosen_spec = spec_for_tile(dtype, chosen.tile)
+    if target.plain_partial_waves and given_order is None and not packed_bytes(shape, dtype, chosen.tile) \
+            and plain_partial_wave(multicast, chosen_spec, chosen, sms,
+                                   contiguous_b_row_bytes(shape.m, shape.k, chosen_spec),  # a contiguous A's rows
+                                   b_rows(shape, chosen_spec, b_row_bytes)):
+        # no clusters where they share nothing on a short wave (launches.plain_partial_wave; measured
+        # on operands read in place only, as launches.one_wave_m64)
+        return chosen.with_tile_order("row-major")
+    if target.quad_clusters and given_order is None and auto_quads(multicast, chosen_spec, chosen):
+        chosen = chosen.with_tile_order(QUAD_ORDER)  # 2x2 clusters share A and B (launches.auto_quads)
+    return chosen
+
+
 def narrow_one_wave(shape: GemmShape, dtype: str, target: Target, chosen: Schedule, b_row_bytes: int | None,
                     multicast: bool) -> Schedule | None:
     """auto's own launch on 64x128x64 or 64x192x64 tiles in place of ``chosen`` where ``target`` takes one
@@ -139,25 +194,10 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
         given_order = options.get("tile_order")
         options = auto_options(kernel, shape, machine, fixup, options, paired)
         chosen = make_schedule(schedule, shape, tile, machine, fixup=fixup, **options)
-        if plain:
-            picked = model_pick(shape, dtype, target, chosen, row_major, b_row_bytes)
-            if picked is chosen and tile in (SM90_TILE, SM90_WIDE_TILE):
-                wide = wide_persistent_quads(shape, dtype, target, multicast, chosen, b_row_bytes)
-                if wide is not None:
-                    return wide
-            chosen = picked
-            narrow = narrow_one_wave(shape, dtype, target, chosen, b_row_bytes, multicast)
-            if narrow is not None:
-                return narrow
-        chosen_spec = spec_for_tile(dtype, chosen.tile)
-        if target.plain_partial_waves and given_order is None and not packed_bytes(shape, dtype, chosen.tile) \
-                and plain_partial_wave(multicast, chosen_spec, chosen, machine.sms,
-                                       contiguous_b_row_bytes(shape.m, shape.k, chosen_spec),  # a contiguous A's rows
-                                       b_rows(shape, chosen_spec, b_row_bytes)):
-            # no clusters where they share nothing on a short wave (launches.plain_partial_wave; measured
-            # on operands read in place only, as launches.one_wave_m64)
-            return chosen.with_tile_order("row-major")
-        if target.quad_clusters and given_order is None and auto_quads(multicast, chosen_spec, chosen):
-            chosen = chosen.with_tile_order(QUAD_ORDER)  # 2x2 clusters share A and B (launches.auto_quads)
-        return chosen
+        ruled = auto_rules(chosen, dtype, target, machine.sms, plain, multicast, b_row_bytes, row_major, given_order)
+        if not plain or tile not in model_tiles() or decode_like(shape.m, shape.n):
+            return ruled
+        paired = [c for t in STRADDLE_MULTICAST_TILES
+                  if (c := paired_auto(shape, dtype, target, t, multicast, b_row_bytes)) is not None]
+        return paired_pick(dtype, target, ruled, paired, b_row_bytes)
     return make_schedule(schedule, shape, tile, machine, fixup=fixup, **options)
