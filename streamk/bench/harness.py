@@ -241,6 +241,7 @@ def bench_shape(shape, dtype, stream, rows, decomps, alone: bool = False, flush:
             result[name + "_p20"], result[name + "_p80"] = p20, p80
     for decomp, p in prepared.items():  # each variant's result, checked on its own
         out.fill_(float("nan"))
+        stream.wait_stream(torch.cuda.current_stream())  # after the fill, on the current stream
         p.launch.enqueue(stream.cuda_stream)
         stream.synchronize()
         result[decomp + "_grid"] = p.schedule.grid
@@ -250,6 +251,7 @@ def bench_shape(shape, dtype, stream, rows, decomps, alone: bool = False, flush:
         result[decomp + "_tile"] = str(p.schedule.tile)
     if half is not None:
         out_half.fill_(float("nan"))
+        stream.wait_stream(torch.cuda.current_stream())
         half.launch.enqueue(stream.cuda_stream)
         stream.synchronize()
         result["auto_half_relerr"] = float((out_half.double() - ref.double()).norm()) / max(ref_norm, 1e-300)

@@ -104,6 +104,7 @@ def time_linear(m: int, n: int, k: int, stream) -> dict:
     x = torch.randn(m, k, generator=gen, device="cuda").half()
     W = torch.randn(n, k, generator=gen, device="cuda").half()
     ref = x.double() @ W.double().t()
+    stream.wait_stream(torch.cuda.current_stream())  # x, W and the outputs are made on the current stream
     launches, errs = {}, {}
     for name, out in (("auto", torch.empty(m, n, device="cuda")), ("auto_half", torch.empty(m, n, device="cuda").half())):
         p = launches[name] = prepare(x, W.t(), out)
