@@ -207,10 +207,19 @@ def test_calibrate_all_writes_one_file_that_loads_against_a_stand_in_gpu(tmp_pat
     monkeypatch.setattr(device, "require_gpu", lambda: None)
     monkeypatch.setattr(gpu_device, "current", lambda: dev)
     monkeypatch.setattr(device, "time_schedules", simulated_device(TRUE, NOISE, seed=3))
+    # NVRTC up front where units are missing: recorded here, not run (test_gpu_compile builds every unit;
+    # running it here doubled make test's cold compile on two cores)
+    import streamk.cli.calibrate_cmd as calibrate_cmd
+    import streamk.cli.kernels_cmd as kernels_cmd
+
+    compiled = []
+    monkeypatch.setattr(calibrate_cmd, "missing_units", lambda arch: 3)
+    monkeypatch.setattr(kernels_cmd, "compile_all", compiled.append)
     out = tmp_path / "mine.json"
     write(out, shipped(), family="h100")  # a kernel fitted earlier is kept (a file of another family is refused)
     assert main(["calibrate", "--all", "--quick", "--out", str(out), "--json"]) == 0
     printed, err = capsys.readouterr()
+    assert compiled == ["sm_90a"] and "compiled 3 kernel units" in err
     assert "calibrating 2 kernels" in err and err.count("wrote") == 2
     assert json.loads(printed) == json.loads(out.read_text())
     cals = files.read_kernels(out)
