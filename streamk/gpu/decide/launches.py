@@ -102,10 +102,11 @@ def pair_stream_k(multicast: bool, spec: KernelSpec, b_row_bytes: int | None, ti
 
 # auto's and the model's aligned splits (auto's even splits, fixed-split) on STRADDLE_MULTICAST_TILES
 # run in twin pairs that share B (sched.paired_splits) where B's rows straddle sectors and each CTA's
-# split is at least PAIRED_SPLIT_MIN_ITERS MAC iterations. Held out on 60 shapes that auto moves (H200):
-# on straddling rows 1.14x (30 shapes, 0.97-1.44x), on aligned rows 1.01x (0.85-1.20x); shorter splits
-# gained 1.05x with losses to 0.85x (LOG.md v154). The model prices pairs as halving B's straddle cost
-# only, so it is blind to most of this gain: a rule.
+# split is at least PAIRED_SPLIT_MIN_ITERS MAC iterations (H200, LOG.md v154): shorter splits gained 1.05x
+# with losses to 0.85x; of 60 moved shapes of fresh seeds, those with straddling rows 1.14x (0.97-1.44x),
+# aligned rows 1.01x (0.85-1.20x); the rule held out on seeds drawn after it at 1.154x FP16 (23 shapes,
+# 1.00-1.34x) and 1.130x BF16 (15). The model prices pairs as halving B's straddle cost only and misses
+# most of this gain (LOG.md v155): a rule.
 PAIRED_SPLIT_MIN_ITERS = 26
 
 

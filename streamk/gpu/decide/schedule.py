@@ -16,9 +16,9 @@ from ...shapes import GemmShape, Machine, Problem, TileShape
 from ...target import Target, TargetTile
 from ..catalogue import KernelSpec, SM90_M64_192_TILE, SM90_M64_TILE, SM90_TILE, SM90_WIDE_TILE, spec_for_tile
 from .by_model import WIDE_PERSISTENT_MIN_ITERS, model_pick, model_tiles, paired_pick, wide_persistent_pick
-from .launches import (QUAD_ORDER, STRADDLE_MULTICAST_TILES, auto_quads, one_column_192, one_wave_m64, one_wave_m64_192, pair_stream_k,
-                       persistent_in_place_of_dp, persistent_quads, persistent_quads_fit, plain_partial_wave,
-                       pair_splits, split_wider)
+from .launches import (QUAD_ORDER, STRADDLE_MULTICAST_TILES, auto_quads, one_column_192, one_wave_m64, one_wave_m64_192,
+                       pair_splits, pair_stream_k, persistent_in_place_of_dp, persistent_quads, persistent_quads_fit,
+                       plain_partial_wave, split_wider)
 from .operands import contiguous_b_row_bytes, decode_like
 from .tiles import choose_tile, packed_bytes
 
