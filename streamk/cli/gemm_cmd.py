@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from ..errors import ScheduleError, StreamkError
+from ..errors import StreamkError
 from ..limits import check_memory
 from ..sched import get
 from ..sched.registry import check_options
@@ -66,12 +66,11 @@ def check_arguments(args: argparse.Namespace) -> None:
     """Every argument error, the decomposition's name and options included, before the GPU is
     looked for: a typo is reported as a typo on a machine without one too."""
     from ..gpu.catalogue import SPECS, spec_for_tile
-    from ..gpu.decide.operands import out_dtypes
+    from ..gpu.decide.operands import check_out_dtype
 
     get(args.decomposition)  # unknown decomposition: named as such
-    allowed = out_dtypes(args.dtype, SPECS[args.dtype])
-    if args.out_dtype is not None and args.out_dtype not in allowed:
-        raise ScheduleError(f"--out-dtype must be {' or '.join(allowed)} for {args.dtype} inputs (got {args.out_dtype})")
+    if args.out_dtype is not None:
+        check_out_dtype(args.dtype, args.out_dtype, SPECS[args.dtype], "--out-dtype")
     flags = {"grid": args.grid, "splits": args.splits}
     check_options(args.decomposition, flags, flags)
     tile = int(args.tile) if args.tile and args.tile.isdigit() else args.tile

@@ -120,11 +120,12 @@ def c_dtype_of(c: Operand | None, out_dtype: str | None, spec: KernelSpec) -> st
     return c.dtype if c is not None else out_dtype or spec.out_dtype
 
 
-def check_out_dtype(dtype: str, out: str, spec: KernelSpec) -> None:
-    """ScheduleError unless C may be ``out`` for ``dtype`` inputs."""
+def check_out_dtype(dtype: str, out: str, spec: KernelSpec, name: str = "C") -> None:
+    """ScheduleError unless C may be ``out`` for ``dtype`` inputs (``name``: what the message calls C's
+    dtype, e.g. a CLI flag)."""
     allowed = out_dtypes(dtype, spec)
     if out not in allowed:
-        raise ScheduleError(f"C must be {' or '.join(allowed)} for {dtype} inputs (got {out})")
+        raise ScheduleError(f"{name} must be {' or '.join(allowed)} for {dtype} inputs (got {out})")
 
 
 def needs_pack(op: Operand, spec: KernelSpec) -> bool:

@@ -197,7 +197,7 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
         ruled = auto_rules(chosen, dtype, target, machine.sms, plain, multicast, b_row_bytes, row_major, given_order)
         if not plain or tile not in model_tiles() or decode_like(shape.m, shape.n):
             return ruled
-        paired = [c for t in STRADDLE_MULTICAST_TILES
-                  if (c := paired_auto(shape, dtype, target, t, multicast, b_row_bytes)) is not None]
+        paired = [c for t in STRADDLE_MULTICAST_TILES  # not auto's own twins again
+                  if (c := paired_auto(shape, dtype, target, t, multicast, b_row_bytes)) is not None and c != ruled]
         return paired_pick(dtype, target, ruled, paired, b_row_bytes)
     return make_schedule(schedule, shape, tile, machine, fixup=fixup, **options)
