@@ -226,7 +226,7 @@ def test_auto_runs_short_whole_tiles_in_2x2_clusters():
     assert short.cluster == QUAD_CLUSTER and short.schedule.tile_order == QUAD_ORDER
     cli = schedule_for("auto", GemmShape(4979, 360, short_k), "float16", preset("h200"))
     assert cli.tile_order == QUAD_ORDER and np.array_equal(cli.units, short.schedule.units)
-    deep = _decision("auto", Tuning(), None, m=4979, n=360, k=short_k + 1)
+    deep = _decision("auto", Tuning(), None, m=4979, n=384, k=short_k + 64)  # rows of whole sectors: the next test
     assert deep.cluster != QUAD_CLUSTER and deep.schedule.tile_order != QUAD_ORDER
     plain = _decision("auto", Tuning(multicast=False), None, m=4979, n=360, k=short_k)
     assert plain.schedule.tile_order != QUAD_ORDER
@@ -234,6 +234,38 @@ def test_auto_runs_short_whole_tiles_in_2x2_clusters():
     assert given.schedule.tile_order == "row-major" and given.cluster != QUAD_CLUSTER
     rows64 = _decision("auto", Tuning(), None, m=249, n=2576, k=short_k)  # 64-row tiles keep their pairs
     assert rows64.schedule.tile.bm == 64 and rows64.cluster != QUAD_CLUSTER
+
+
+@pytest.mark.parametrize("m, n, k, quads", [
+    (3824, 408, 7096, True),    # A's and B's rows straddle 32-byte sectors; 120 tiles of 111 iterations
+    (5092, 280, 1312, True),    # B's straddle and no pairs share B (row-major): the clusters share it
+    (3728, 400, 1064, True),    # A's straddle; B's rows (800 bytes) are no whole 128-byte lines
+    (6154, 256, 1256, False),   # A's straddle but B's rows are whole lines: sharing that B cost more
+    (511, 2776, 3056, False),   # B's straddle, and pairs of tile rows share B already
+    (2791, 512, 4864, False),   # rows of whole sectors: nothing to save
+    (406, 2552, 888, False),    # 80 tiles: under QUAD_DEEP_MIN_FILL of the SMs
+])
+def test_auto_runs_one_deep_wave_in_2x2_clusters_where_shared_rows_straddle(m, n, k, quads):
+    """Deeper than QUAD_MAX_ITERATIONS, auto's one wave of whole 128x128x64 tiles on at least
+    QUAD_DEEP_MIN_FILL of the SMs runs in 2x2 clusters where an operand the clusters newly share
+    straddles L2 sectors (launches.auto_quads, LOG.md v158); the same units either way; not on the
+    H100 preset (unmeasured there) nor without multicast."""
+    from streamk.gpu.decide.launches import QUAD_CLUSTER, QUAD_DEEP_MIN_FILL, QUAD_MAX_ITERATIONS, QUAD_ORDER
+    from streamk.gpu.decide.schedule import schedule_for
+    from streamk.gpu.request import Tuning
+    from streamk.target import preset
+
+    d = _decision("auto", Tuning(), None, m=m, n=n, k=k)
+    s = d.schedule
+    assert (s.tile.bm, s.tile.bn) == (128, 128) and s.grid == s.problem.tiles <= 132
+    assert s.problem.iters_per_tile > QUAD_MAX_ITERATIONS
+    assert (d.cluster == QUAD_CLUSTER) == quads and (s.tile_order == QUAD_ORDER) == quads
+    if quads:
+        assert s.grid >= QUAD_DEEP_MIN_FILL * 132
+        plain = _decision("auto", Tuning(multicast=False), None, m=m, n=n, k=k).schedule
+        assert plain.tile_order != QUAD_ORDER and np.array_equal(np.sort(plain.units[:, 0]), np.sort(s.units[:, 0]))
+        assert schedule_for("auto", GemmShape(m, n, k), "float16", preset("h100")).tile_order != QUAD_ORDER
+    assert schedule_for("auto", GemmShape(m, n, k), "float16", preset("h200")).tile_order == s.tile_order
 
 
 def test_auto_runs_many_short_wide_tiles_on_persistent_ctas_in_2x2_clusters():

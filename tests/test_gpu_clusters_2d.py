@@ -141,3 +141,28 @@ def test_auto_on_persistent_ctas_in_2x2_clusters(dtype):
     torch.cuda.synchronize()
     assert error_ratio(first, A, B) <= 1
     assert torch.equal(first, last) and torch.equal(first, D)
+
+
+@pytest.mark.parametrize("layout", ["RR", "RC", "CR", "CC"])
+def test_auto_runs_a_deep_wave_in_2x2_clusters_in_every_layout(layout):
+    """auto's one wave of deep 128x128x64 tiles whose rows straddle L2 sectors runs in clusters of four
+    (launches.auto_quads, LOG.md v158) with A and B row- or column-major (x @ W.t() included): within
+    the float64 bound and bitwise equal to the same schedule launched without clusters."""
+    import torch
+
+    from streamk.gpu import prepare
+
+    _skip_unless_sm90()
+    m, n, k = 2823, 408, 2920  # 23 x 4 = 92 tiles of 46 MAC iterations; rows of 5,840 and 816 bytes
+    gen = torch.Generator(device="cuda").manual_seed(29)
+    A, B = inputs(m, n, k, "float16", gen, layout)
+    C, D = (torch.full((m, n), math.nan, device="cuda") for _ in range(2))
+    p = prepare(A, B, C)
+    plain = prepare(A, B, D, _tuning=NO_CLUSTERS)
+    assert p.schedule.tile_order == QUAD_ORDER and _cluster(p) == QUAD, (layout, p.schedule)
+    assert _cluster(plain) == 1
+    first, last = relaunched(p, C, 5)
+    plain.run()
+    torch.cuda.synchronize()
+    assert error_ratio(first, A, B) <= 1 and torch.equal(first, last)
+    assert torch.equal(first, D), float((first - D).abs().max())

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...schedule import Schedule
+from ...schedule import Schedule, tile_coordinates
 from ...shapes import ITEMSIZE, GemmShape, Problem
 from ..catalogue import (SM90_192_TILE, SM90_M64_192_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE, SM90_TILE, SM90_WIDE_TILE,
                          KernelSpec)
@@ -125,11 +125,19 @@ def pair_splits(multicast: bool, spec: KernelSpec, b_row_bytes: int, schedule: S
 # reads 16 KB of L2 per MAC iteration (A 8 + B 8) against 24 with pairs and 32 alone. The CTAs 4q ..
 # 4q + 3 run one 2x2 block (QUAD_ORDER); a schedule in that order runs in them. auto takes the order
 # on the 128-row tiles where they run at most QUAD_MAX_ITERATIONS each: there the clusters fill the
-# pipeline with half the loads a CTA. The 64-row tiles and deeper shapes did not gain (LOG.md v46).
+# pipeline with half the loads a CTA. The 64-row tiles and deeper shapes did not gain (LOG.md v46)...
 QUAD_TILES = MULTICAST_TILES + STRADDLE_MULTICAST_TILES
 AUTO_QUAD_TILES = tuple(t for t in QUAD_TILES if t.bm == 128)
 QUAD_ORDER = "quads-8"  # streamk.schedule TILE_ORDERS: blocks of 2x2 tiles in grouped order
 QUAD_MAX_ITERATIONS = 11  # MAC iterations a tile (k <= 704 on the 64-deep tiles)
+# ... but deeper 128x128x64 tiles gain where they run one wave of at least QUAD_DEEP_MIN_FILL of the SMs
+# and an operand the clusters newly share straddles 32-byte L2 sectors: each CTA then reads at the L2's
+# limit, and the clusters halve what it reads. Newly shared: A, and B where no pairs share it already.
+# Not where that B's rows are whole 128-byte lines and A alone straddles: sharing such a B cost more than
+# A's saved (LOG.md v158: on seeds 4801-4806 straddling rows ran 0.84-1.66x, aligned ones lost on 4800).
+QUAD_DEEP_TILES = (SM90_TILE,)
+QUAD_DEEP_MIN_FILL = 0.66  # share of the SMs
+LINE_BYTES = 128  # an L2 line
 NO_CLUSTER, PAIR_CLUSTER, QUAD_CLUSTER = (1, 1), (2, 1), (2, 2)  # tile rows x tile columns a cluster spans
 
 
@@ -145,10 +153,29 @@ def quads_fit(multicast: bool, spec: KernelSpec, schedule: Schedule) -> bool:
     return multicast and spec.tma and spec.tile in QUAD_TILES and whole_tiles(schedule)
 
 
-def auto_quads(multicast: bool, spec: KernelSpec, schedule: Schedule) -> bool:
-    """Whether auto runs ``schedule`` in QUAD_ORDER (so in 2x2 clusters): short 128-row tiles that fit."""
-    return (spec.tile in AUTO_QUAD_TILES and schedule.problem.iters_per_tile <= QUAD_MAX_ITERATIONS
-            and quads_fit(multicast, spec, schedule))
+def auto_quads(multicast: bool, spec: KernelSpec, schedule: Schedule, sms: int, a_row_bytes: int,
+               b_row_bytes: int) -> bool:
+    """Whether auto runs ``schedule`` in QUAD_ORDER (so in 2x2 clusters) by the rules above: short
+    128-row tiles that fit, or one wave of deeper ones on ``sms`` SMs where the operands the clusters
+    newly share straddle sectors (A and B's rows: the bytes between the rows the kernel reads them by)."""
+    p = schedule.problem
+    if spec.tile in AUTO_QUAD_TILES and p.iters_per_tile <= QUAD_MAX_ITERATIONS:
+        return quads_fit(multicast, spec, schedule)
+    if not (spec.tile in QUAD_DEEP_TILES and schedule.grid == p.tiles and QUAD_DEEP_MIN_FILL * sms <= p.tiles <= sms):
+        return False
+    a_straddles, b_straddles = a_row_bytes % STRADDLE_BYTES != 0, b_row_bytes % STRADDLE_BYTES != 0
+    b_new = not pairs_share_b(schedule)
+    gains = a_straddles and not (b_new and not b_straddles and b_row_bytes % LINE_BYTES == 0) or b_new and b_straddles
+    return gains and quads_fit(multicast, spec, schedule)
+
+
+def pairs_share_b(schedule: Schedule) -> bool:
+    """Whether some CTAs 2i and 2i + 1 of ``schedule`` (one whole tile each) run adjacent tile rows of
+    one tile column, the pairs whose clusters share B (gpu/clusters.py)."""
+    p = schedule.problem
+    tm, tn = tile_coordinates(schedule.tile_order, p.tiles_m, p.tiles_n, schedule.units[:, 0])
+    even = len(tm) // 2 * 2
+    return bool(np.any((tn[0:even:2] == tn[1:even:2]) & (tm[1:even:2] == tm[0:even:2] + 1)))
 
 
 # Short GEMMs of many tiles run whole 128x256x64 tiles on one persistent CTA an SM, in QUAD_ORDER,

@@ -126,14 +126,15 @@ def auto_rules(chosen: Schedule, dtype: str, target: Target, sms: int, plain: bo
     if twins is not None:
         return twins
     chosen_spec = spec_for_tile(dtype, chosen.tile)
+    a_rows = contiguous_b_row_bytes(shape.m, shape.k, chosen_spec)  # a contiguous A's rows
+    chosen_b_rows = b_rows(shape, chosen_spec, b_row_bytes)
     if target.plain_partial_waves and given_order is None and not packed_bytes(shape, dtype, chosen.tile) \
-            and plain_partial_wave(multicast, chosen_spec, chosen, sms,
-                                   contiguous_b_row_bytes(shape.m, shape.k, chosen_spec),  # a contiguous A's rows
-                                   b_rows(shape, chosen_spec, b_row_bytes)):
+            and plain_partial_wave(multicast, chosen_spec, chosen, sms, a_rows, chosen_b_rows):
         # no clusters where they share nothing on a short wave (launches.plain_partial_wave; measured
         # on operands read in place only, as launches.one_wave_m64)
         return chosen.with_tile_order("row-major")
-    if target.quad_clusters and given_order is None and auto_quads(multicast, chosen_spec, chosen):
+    if target.quad_clusters and given_order is None and \
+            auto_quads(multicast, chosen_spec, chosen, sms, a_rows, chosen_b_rows):
         chosen = chosen.with_tile_order(QUAD_ORDER)  # 2x2 clusters share A and B (launches.auto_quads)
     return chosen
 
