@@ -134,7 +134,7 @@ QUAD_MAX_ITERATIONS = 11  # MAC iterations a tile (k <= 704 on the 64-deep tiles
 # and an operand the clusters newly share straddles 32-byte L2 sectors: each CTA then reads at the L2's
 # limit, and the clusters halve what it reads. Newly shared: A, and B where no pairs share it already.
 # Not where that B's rows are whole 128-byte lines and A alone straddles: sharing such a B cost more than
-# A's saved (LOG.md v158: on seeds 4801-4806 straddling rows ran 0.84-1.66x, aligned ones lost on 4800).
+# A's saved. Held out, the shapes this takes ran 1.15x (0.94-1.55x), those it leaves 0.98x (LOG.md v158).
 QUAD_DEEP_TILES = (SM90_TILE,)
 QUAD_DEEP_MIN_FILL = 0.66  # share of the SMs
 LINE_BYTES = 128  # an L2 line
