@@ -115,9 +115,10 @@ def test_a_pair_multicasting_b_requests_half_of_bs_off_sector_rows():
     assert row32_share(both, TILE, 2, b_requests=0.5) == pytest.approx(0.25 + 0.125)
     s = dp(GemmShape(1024, 5624, 2488))
     alone = predict_from(s, TERMS, SMS, 1, l2_bytes=L2)
-    paired = predict_from(s, TERMS, SMS, 1, l2_bytes=L2, b_shared=1.0)
-    half = predict_from(s, TERMS, SMS, 1, l2_bytes=L2, b_shared=0.5)
-    assert paired < half < alone
+    paired = predict_from(s, TERMS, SMS, 1, l2_bytes=L2, requests=(1.0, 0.5))
+    half = predict_from(s, TERMS, SMS, 1, l2_bytes=L2, requests=(1.0, 0.75))
+    quads = predict_from(s, TERMS, SMS, 1, l2_bytes=L2, requests=(0.5, 0.5))  # 2x2 clusters share A too
+    assert quads < paired < half < alone
     aligned = dp(GemmShape(1024, 5632, 2496))  # no row off a sector: pairing changes nothing the model prices
-    assert predict_from(aligned, TERMS, SMS, 1, l2_bytes=L2, b_shared=1.0) == predict_from(aligned, TERMS, SMS, 1,
-                                                                                            l2_bytes=L2)
+    assert predict_from(aligned, TERMS, SMS, 1, l2_bytes=L2, requests=(0.5, 0.5)) == predict_from(aligned, TERMS, SMS,
+                                                                                                   1, l2_bytes=L2)

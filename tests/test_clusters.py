@@ -121,21 +121,31 @@ def test_the_wide_tiles_share_b_where_its_rows_straddle_l2_lines_or_tiles_split_
     assert not use_multicast(True, spec_for_tile("float16", "128x64x64"), 1448 * 2, 64)
 
 
-def test_the_model_sees_the_share_of_iterations_a_launch_runs_in_b_sharing_pairs():
-    """clusters.shared_b (the model's row32 term, calibrate/predict.py): the iterations of paired
-    CTAs as the launch pairs them; a row-major order, B rows on 32-byte lines or shallow tiles pair none."""
+def test_the_model_sees_the_rows_a_launchs_ctas_request_themselves():
+    """clusters.requested (the model's row32 term, calibrate/predict.py): B-sharing pairs request half
+    of B as the launch pairs them (a row-major order, B rows on 32-byte lines or shallow tiles pair
+    none); 2x2 clusters of deep tiles half of A and of B, their odd edges' pairs and corner less; of
+    short tiles none (QUAD_MAX_ITERATIONS)."""
     from streamk.gpu.catalogue import spec_for_tile
-    from streamk.gpu.clusters import shared_b
+    from streamk.gpu.clusters import requested
 
     wide = spec_for_tile("float16", "128x256x64")
     shape = GemmShape(4096, 1448, 2048)  # 2896-byte B rows, 32 MAC iterations a tile
     grouped = make_schedule("data-parallel", shape, wide.tile, H100, tile_order="grouped-8")
-    assert shared_b(plan_fixup(grouped), wide, 1448 * 2, 132) == 1.0
-    assert shared_b(plan_fixup(make_schedule("data-parallel", shape, wide.tile, H100)), wide, 1448 * 2, 132) == 0.0
-    assert shared_b(plan_fixup(grouped), wide, 1536 * 2, 132) == 0.0  # rows on lines: the wide tile launches alone
+    assert requested(plan_fixup(grouped), wide, 1448 * 2, 132) == (1.0, 0.5)
+    row_major = make_schedule("data-parallel", shape, wide.tile, H100)
+    assert requested(plan_fixup(row_major), wide, 1448 * 2, 132) == (1.0, 1.0)
+    assert requested(plan_fixup(grouped), wide, 1536 * 2, 132) == (1.0, 1.0)  # rows on lines: it launches alone
     odd = make_schedule("data-parallel", GemmShape(5 * 128, 128, 512), TILE, H100, tile_order="grouped-8")
     square = spec_for_tile("float16", "128x128x64")
-    assert shared_b(plan_fixup(odd), square, 256, 132) == pytest.approx(4 / 5)  # the fifth CTA alone
+    assert requested(plan_fixup(odd), square, 256, 132) == pytest.approx((1.0, 1 - 0.5 * 4 / 5))  # the fifth alone
+    quads = make_schedule("data-parallel", GemmShape(4 * 128, 4 * 128, 1024), TILE, H100, tile_order="quads-8")
+    assert requested(plan_fixup(quads), square, 1024, 132) == (0.5, 0.5)
+    short = make_schedule("data-parallel", GemmShape(4 * 128, 4 * 128, 512), TILE, H100, tile_order="quads-8")
+    assert requested(plan_fixup(short), square, 1024, 132) == (1.0, 1.0)  # 8 iterations: priced as none
+    edges = make_schedule("data-parallel", GemmShape(3 * 128, 3 * 128, 1024), TILE, H100, tile_order="quads-8")
+    a, b = requested(plan_fixup(edges), square, 768, 132)  # a block, a column pair, a row pair, a corner
+    assert a == pytest.approx((4 * 0.5 + 2 * 0.5 + 2 + 1) / 9) and b == pytest.approx((4 * 0.5 + 2 * 0.5 + 2 + 1) / 9)
 
 
 def test_a_clustered_launch_asks_for_clusters_of_two_beside_pdl():

@@ -57,23 +57,25 @@ def candidate_tiles(target: Target, dtype: str, auto_tile: TileShape | None = No
     return tuple(dict.fromkeys(t for t in tiles if t is not None))
 
 
-def launch_b_shared(schedule: Schedule, dtype: str, target: Target, b_row_bytes: int | None = None) -> float:
-    """The share of ``schedule``'s MAC iterations that its launch on ``target`` runs in cluster pairs
-    multicasting B (gpu/clusters.py shared_b), B's rows ``b_row_bytes`` apart (default: a contiguous
-    row-major B, read in place where its rows are 16-byte multiples, else its packed copy's)."""
+def launch_requests(schedule: Schedule, dtype: str, target: Target, b_row_bytes: int | None = None
+                    ) -> tuple[float, float]:
+    """The shares of A's and B's rows that the CTAs of ``schedule``'s launch on ``target`` request
+    themselves, the rest multicast by their clusters (gpu/clusters.py requested), B's rows ``b_row_bytes``
+    apart (default: a contiguous row-major B, read in place where its rows are 16-byte multiples, else
+    its packed copy's)."""
     from ..gpu.catalogue import spec_for_tile
-    from ..gpu.clusters import shared_b
+    from ..gpu.clusters import requested
     from ..gpu.decide.operands import contiguous_b_row_bytes
     from .predict import residency
 
     spec = spec_for_tile(dtype, schedule.tile)
     if not spec.tma:
-        return 0.0
+        return 1.0, 1.0
     if b_row_bytes is None:
         b_row_bytes = contiguous_b_row_bytes(schedule.shape.k, schedule.shape.n, spec)
     ctas_per_sm = target.kernel(dtype, schedule.tile).ctas_per_sm
     slots = residency(schedule.grid, target.sms, ctas_per_sm) * target.sms
-    return shared_b(plan_fixup(schedule), spec, b_row_bytes, slots)
+    return requested(plan_fixup(schedule), spec, b_row_bytes, slots)
 
 
 def predicted(schedule: Schedule, dtype: str, target: Target, packed: int | None = None,
@@ -90,7 +92,7 @@ def predicted(schedule: Schedule, dtype: str, target: Target, packed: int | None
     if packed is None:
         packed = packed_bytes(schedule.shape, dtype, schedule.tile)
     us = predict_us(schedule, cal, target.sms, packed_mb=packed / 1e6,
-                    b_shared=launch_b_shared(schedule, dtype, target, b_row_bytes))
+                    requests=launch_requests(schedule, dtype, target, b_row_bytes))
     return us if math.isfinite(us) else None
 
 

@@ -98,7 +98,7 @@ def predict_rows(rows: Sequence[dict[str, Any]], target: Target, dtype: str, wor
 
 def _predict_chunk(rows: Sequence[dict[str, Any]], target: Target, dtype: str) -> list[dict[str, Any]]:
     from ..gpu.decide.tiles import packed_bytes
-    from .candidates import launch_b_shared
+    from .candidates import launch_requests
 
     out = []
     for row in rows:
@@ -118,7 +118,7 @@ def _predict_chunk(rows: Sequence[dict[str, Any]], target: Target, dtype: str) -
                 else:
                     packed_mb = packed_bytes(shape, dtype, schedule.tile) / 1e6  # the runs' operands are contiguous
                     row["predicted_us"] = predict_us(schedule, cal, target.sms, packed_mb=packed_mb,
-                                                     b_shared=launch_b_shared(schedule, dtype, target))
+                                                     requests=launch_requests(schedule, dtype, target))
         out.append(row)
     return out
 

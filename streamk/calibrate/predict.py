@@ -52,10 +52,12 @@ machine and which constants it runs with, mirroring how the GPU backend launches
   mainloop, fed by its loads at any occupancy, waits that much longer: the MAC iteration (after the
   idle-SM, L2 and L2-floor terms) is stretched by 1 + share x c_row32 / c1, share =
   ``traffic.row32_share`` (0 to 0.5); c_row32 is what it adds to a lone CTA's iteration with every
-  row off (LOG.md v41d). Where a launch runs a share ``b_shared`` of its MAC iterations in cluster
-  pairs that multicast B (gpu/clusters.py ``shared_b``), each such CTA requests half of B's rows, so
-  B's part of the share counts at 1 - b_shared / 2 (auto's paired launches ran 8-10% faster than
-  the same tiles unpaired where B's rows straddle, and were predicted alike; LOG.md v104);
+  row off (LOG.md v41d). Where a launch's clusters multicast an operand, each CTA requests only its
+  share of those rows: ``requests``, the shares of A's and B's rows its CTAs request themselves
+  (gpu/clusters.py ``requested``: 1/2 of B in B-sharing pairs, 1/2 of A and of B in 2x2 clusters), weigh
+  each operand's part of the share (auto's paired launches ran 8-10% faster than the same tiles unpaired
+  where B's rows straddle, and were predicted alike, LOG.md v104; 2x2 clusters were priced as none,
+  LOG.md v159);
 * ``c_scatter``: each MAC iteration stretched by 1 + share x c_scatter / c1, share =
   ``traffic.scattered_share`` (0 to 1): the A and B slice reads that no CTA made in the steps just before,
   beyond data-parallel's. Stream-K walked forwards starts each CTA at its own k offset; walked backwards
@@ -114,7 +116,7 @@ def floor_ctas(busy: int, sms: int) -> int:
 
 def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_per_sm: int,
                    fixup: str | None = None, *, l2_bytes: float = 0.0, element_bytes: int = 2,
-                   b_shared: float = 0.0) -> tuple[Schedule, Costs, str]:
+                   requests: tuple[float, float] = (1.0, 1.0)) -> tuple[Schedule, Costs, str]:
     """What the simulator runs ``schedule`` as under term ``values`` (module doc): the schedule
     placed on the GPU's residency for its grid, the appendix constants in microseconds (c with its
     co-residency, idle-SM, L2 and DRAM terms) and the fixup policy."""
@@ -130,7 +132,7 @@ def calibrated_run(schedule: Schedule, values: dict[str, float], sms: int, ctas_
     floor_us = (t.bm + t.bn) * t.bk * element_bytes / 1e6 * values.get("l2_us_per_mb", 0.0)
     stretch = 1.0
     if values.get("c_row32", 0.0) > 0:
-        share = row32_share(schedule.shape, schedule.tile, element_bytes, 1.0 - b_shared / 2)
+        share = row32_share(schedule.shape, schedule.tile, element_bytes, *requests)
         stretch += share * values["c_row32"] / max(values["c1"], MIN_C_US)
 
     def at(busy: int) -> float:
@@ -230,13 +232,13 @@ def _extra_costs(values: dict[str, float]) -> tuple[float, float, float]:
 
 def predict_from(schedule: Schedule, values: dict[str, float], sms: int, ctas_per_sm: int,
                  fixup: str | None = None, *, l2_bytes: float = 0.0, element_bytes: int = 2,
-                 packed_mb: float = 0.0, b_shared: float = 0.0) -> float:
+                 packed_mb: float = 0.0, requests: tuple[float, float] = (1.0, 1.0)) -> float:
     """Predicted microseconds of ``schedule`` under term ``values`` (a fit's current guess or a
     Calibration's) on ``element_bytes`` operands and an L2 of ``l2_bytes`` (0: no traffic model),
-    the pack pass first where it copies ``packed_mb`` MB of A and B, a share ``b_shared`` of its
-    MAC iterations in pairs that multicast B; inf where the schedule cannot finish on that machine."""
+    the pack pass first where it copies ``packed_mb`` MB of A and B, its CTAs requesting ``requests``
+    of A's and B's rows themselves (module doc); inf where the schedule cannot finish on that machine."""
     placed, costs, policy = calibrated_run(schedule, values, sms, ctas_per_sm, fixup, l2_bytes=l2_bytes,
-                                           element_bytes=element_bytes, b_shared=b_shared)
+                                           element_bytes=element_bytes, requests=requests)
     pack = values.get("pack", 0.0) + packed_mb * values.get("pack_us_per_mb", 0.0) if packed_mb > 0 else 0.0
     ipt = schedule.problem.iters_per_tile
     units = schedule.units
@@ -255,13 +257,13 @@ def predict_from(schedule: Schedule, values: dict[str, float], sms: int, ctas_pe
 
 
 def predict_us(schedule: Schedule, calibration: Calibration, sms: int, fixup: str | None = None, *,
-               packed_mb: float = 0.0, b_shared: float = 0.0) -> float:
+               packed_mb: float = 0.0, requests: tuple[float, float] = (1.0, 1.0)) -> float:
     """Predicted microseconds of ``schedule`` on ``sms`` SMs of the calibrated device family, with a
     pack pass of ``packed_mb`` MB first (``gpu.decide.tiles.packed_bytes`` says how much the GPU packs)
-    and a share ``b_shared`` of its MAC iterations in pairs multicasting B (``candidates.launch_b_shared``)."""
+    and its CTAs requesting ``requests`` of A's and B's rows themselves (``candidates.launch_requests``)."""
     values = {t.name: t.us for t in calibration.terms}
     return predict_from(schedule, values, sms, calibration.ctas_per_sm, fixup, l2_bytes=calibration.l2_bytes,
-                        element_bytes=ITEMSIZE[calibration.dtype], packed_mb=packed_mb, b_shared=b_shared)
+                        element_bytes=ITEMSIZE[calibration.dtype], packed_mb=packed_mb, requests=requests)
 
 
 def calibrated_timeline(schedule: Schedule, calibration: Calibration, sms: int) -> tuple[Timeline, float]:

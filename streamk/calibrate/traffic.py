@@ -41,21 +41,24 @@ IN_PLACE_BYTES = 16  # rows of a multiple of this are read in place; others are 
 BOX_ROW_BYTES = 128  # a TMA box row (the 128-byte swizzle's width, gpu/runtime/tma.py)
 
 
-def row32_share(shape: GemmShape, tile: TileShape, element_bytes: int, b_requests: float = 1.0) -> float:
+def row32_share(shape: GemmShape, tile: TileShape, element_bytes: int, a_requests: float = 1.0,
+                b_requests: float = 1.0) -> float:
     """The share of the rows of a MAC iteration's A and B boxes that start off a 32-byte boundary,
     for contiguous row-major operands of ``shape`` read in place (A m x k: BM rows a step; B k x n:
     BK rows per 128 bytes of BN), as ``target.streams_unaligned`` assumes. Row r starts r x the
     row's bytes past an aligned base, so where those bytes are an odd multiple of 16 (k or n an odd
     multiple of 8 two-byte elements) every other row is off: 0.5 of that operand's rows. Rows that
     are not a multiple of 16 bytes are not read in place (packed first, or the dot tiles' shifted
-    path): 0 here. ``b_requests``: the share of its B rows a CTA requests itself (0.5 where a
-    cluster pair multicasts B, each CTA loading half of every stage's B boxes)."""
+    path): 0 here. ``a_requests``, ``b_requests``: the shares of its A and B rows a CTA requests itself
+    (0.5 where a cluster pair multicasts B, each CTA loading half of every stage's B boxes; gpu/clusters.py
+    requested)."""
     def off(row_bytes: int) -> float:
         return 0.5 if row_bytes % SECTOR_BYTES == IN_PLACE_BYTES else 0.0
 
     rows_a = tile.bm
     rows_b = tile.bk * max(1, tile.bn * element_bytes // BOX_ROW_BYTES)
-    return (rows_a * off(shape.k * element_bytes) + b_requests * rows_b * off(shape.n * element_bytes)) / (rows_a + rows_b)
+    return (a_requests * rows_a * off(shape.k * element_bytes) + b_requests * rows_b * off(shape.n * element_bytes)) \
+        / (rows_a + rows_b)
 
 
 def wave_steps(schedule: Schedule, slots: int) -> tuple[np.ndarray, np.ndarray]:

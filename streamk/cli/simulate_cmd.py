@@ -61,13 +61,13 @@ def prediction(args: argparse.Namespace, schedule) -> dict:
         return {"predicted_us": None, "calibration": None,
                 "calibration_note": f"no prediction: {args.target.name} has no calibration of the {args.dtype} "
                                     f"{schedule.tile} kernel (streamk calibrate on that GPU writes one)"}
-    from ..calibrate.candidates import launch_b_shared
+    from ..calibrate.candidates import launch_requests
     from ..calibrate.predict import predict_us
     from ..gpu.decide.tiles import packed_bytes
 
     packed_mb = packed_bytes(schedule.shape, args.dtype, schedule.tile) / 1e6  # contiguous operands, as auto assumes
     us = predict_us(schedule, cal, args.target.sms, packed_mb=packed_mb,
-                    b_shared=launch_b_shared(schedule, args.dtype, args.target))
+                    requests=launch_requests(schedule, args.dtype, args.target))
     return {"predicted_us": us if math.isfinite(us) else None, "packed_mb": packed_mb, "calibration": cal.to_json_dict()}
 
 

@@ -52,12 +52,16 @@ import numpy as np
 from ..dispatch import waits_only_backward
 from ..fixup import Action, FixupPlan, unordered
 from .catalogue import KernelSpec
-from .decide.launches import PAIR_CLUSTER, cluster_shape, use_multicast
+from .decide.launches import PAIR_CLUSTER, QUAD_CLUSTER, QUAD_MAX_ITERATIONS, cluster_shape, use_multicast
 from .table import UNIT_FIELDS, Table, build_table
 
 CLUSTER = 2  # kernels/sm90/config.cuh CLUSTER
 QUAD = 4  # CTAs in a cluster of 2x2 tiles (decide.launches QUAD_CLUSTER)
 SHARE_BITS = 8  # kernels/sm90/config.cuh SHARE_BITS: a share word's B mask starts at this bit
+SHARE_MASK = (1 << SHARE_BITS) - 1  # kernels/sm90/config.cuh SHARE_MASK: a share word's A mask
+# clusters of four fill at most this share of a wave's slots: 132-CTA launches of one CTA an SM fell back
+# to pairs on the H100 and H200 (a cluster's CTAs share a GPC of 16-18 SMs; LOG.md v46, v74)
+QUAD_SLOTS_SHARE = 128 / 132
 
 _FIELDS = [UNIT_FIELDS.index(f) for f in ("action", "tile_n", "k_begin", "k_end")]
 _A_FIELDS = [UNIT_FIELDS.index(f) for f in ("action", "tile_m", "k_begin", "k_end")]
@@ -161,18 +165,39 @@ def held_pairs(plan: FixupPlan, spec: KernelSpec, b_row_bytes: int | None, slots
     return None if pairs is None or (coresident and schedule.grid + schedule.grid % 2 > slots) else pairs
 
 
-def shared_b(plan: FixupPlan, spec: KernelSpec, b_row_bytes: int | None, slots: int) -> float:
-    """The share of ``plan``'s MAC iterations run by CTAs of pairs that multicast B (held_pairs), for
-    the model's row32 term (calibrate/predict.py). 0 for launches in clusters of four, which the model
-    does not price."""
+def requested(plan: FixupPlan, spec: KernelSpec, b_row_bytes: int | None, slots: int) -> tuple[float, float]:
+    """The shares of A's and of B's rows that ``plan``'s CTAs request themselves, weighted by their MAC
+    iterations, for the model's row32 term (calibrate/predict.py): 1/n for a CTA whose A (or B) group
+    holds n CTAs (its share word), 1 alone. Pairs as held_pairs launches them; 2x2 launches in
+    clusters of four where their grid fits QUAD_SLOTS_SHARE of ``slots`` (as bind.py takes fours only
+    where they add no wave), else in the blocks' pairs; but 2x2 launches of tiles of at most
+    QUAD_MAX_ITERATIONS as none: those gained 1.03x where deep ones gained 1.15x, and pricing them
+    shared put seed 4630's oracle off (LOG.md v46, v158, v159)."""
     schedule = plan.schedule
-    pairs = held_pairs(plan, spec, b_row_bytes, slots)
-    if pairs is None:
-        return 0.0
+    words = None
+    if cluster_shape(True, False, spec, schedule) == QUAD_CLUSTER:
+        if schedule.problem.iters_per_tile <= QUAD_MAX_ITERATIONS:
+            return 1.0, 1.0  # short tiles: their pipeline's fill bounds them, not the L2's reads
+        table = build_table(plan)
+        fours = -(-schedule.grid // QUAD) * QUAD <= QUAD_SLOTS_SHARE * slots
+        words = share_words(table, QUAD) if fours else None
+        if words is None:
+            words = share_words(table, CLUSTER)
+    else:
+        pairs = held_pairs(plan, spec, b_row_bytes, slots)
+        words = None if pairs is None else pair_words(pairs)
+    if words is None:
+        return 1.0, 1.0
+    words = np.asarray(words, dtype=np.int64)[:schedule.grid]
     lengths = (schedule.units[:, 2] - schedule.units[:, 1]).astype(np.int64)
     per_cta = np.bincount(schedule.unit_cta, weights=lengths, minlength=schedule.grid)
-    paired = np.repeat(pairs != 0, CLUSTER)[:schedule.grid]
-    return float(per_cta[paired].sum() / max(per_cta.sum(), 1))
+    total = max(per_cta.sum(), 1)
+
+    def share(masks: np.ndarray) -> float:
+        members = np.array([max(1, bin(int(w)).count("1")) for w in masks])
+        return float((per_cta / np.where(words != 0, members, 1)).sum() / total)
+
+    return share(words & SHARE_MASK), share(words >> SHARE_BITS)
 
 
 def pair_words(pairs: np.ndarray) -> np.ndarray:
