@@ -89,7 +89,7 @@ def main() -> int:
             print(f"  {name:38} {tile:>10} {s.grid:5d} {pred or float('nan'):7.1f} {us:7.1f} "
                   f"{us / pred if pred else float('nan'):9.2f} {cub / us:8.2f}")
             rows.append({"shape": f"{m}x{n}x{k}", "dtype": args.dtype, "linear": args.linear, "variant": name,
-                         "tile": tile, "grid": s.grid,
+                         "tile": tile, "grid": s.grid, "tile_order": s.tile_order, "cluster": str(d.cluster),
                          "predicted_us": pred, "measured_us": us, "cublas_us": cub})
     if args.csv:
         write_rows(args.csv, rows)
