@@ -164,9 +164,11 @@ def auto_quads(multicast: bool, spec: KernelSpec, schedule: Schedule, sms: int, 
     if not (spec.tile in QUAD_DEEP_TILES and schedule.grid == p.tiles and QUAD_DEEP_MIN_FILL * sms <= p.tiles <= sms):
         return False
     a_straddles, b_straddles = a_row_bytes % STRADDLE_BYTES != 0, b_row_bytes % STRADDLE_BYTES != 0
-    b_new = not pairs_share_b(schedule)
-    gains = a_straddles and not (b_new and not b_straddles and b_row_bytes % LINE_BYTES == 0) or b_new and b_straddles
-    return gains and quads_fit(multicast, spec, schedule)
+    b_newly_shared = not pairs_share_b(schedule)
+    if b_newly_shared and b_straddles:
+        return quads_fit(multicast, spec, schedule)
+    b_on_lines = b_newly_shared and b_row_bytes % LINE_BYTES == 0  # sharing such a B costs (rule above)
+    return a_straddles and not b_on_lines and quads_fit(multicast, spec, schedule)
 
 
 def pairs_share_b(schedule: Schedule) -> bool:
