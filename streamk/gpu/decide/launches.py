@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...schedule import Schedule, tile_coordinates
+from ...schedule import Schedule
 from ...shapes import ITEMSIZE, GemmShape, Problem
 from ..catalogue import (SM90_192_TILE, SM90_M64_192_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE, SM90_TILE, SM90_WIDE_TILE,
                          KernelSpec)
@@ -164,20 +164,22 @@ def auto_quads(multicast: bool, spec: KernelSpec, schedule: Schedule, sms: int, 
     if not (spec.tile in QUAD_DEEP_TILES and schedule.grid == p.tiles and QUAD_DEEP_MIN_FILL * sms <= p.tiles <= sms):
         return False
     a_straddles, b_straddles = a_row_bytes % STRADDLE_BYTES != 0, b_row_bytes % STRADDLE_BYTES != 0
-    b_newly_shared = not pairs_share_b(schedule)
+    b_newly_shared = not pairs_share_b(multicast, spec, schedule, b_row_bytes)
     if b_newly_shared and b_straddles:
         return quads_fit(multicast, spec, schedule)
     b_on_lines = b_newly_shared and b_row_bytes % LINE_BYTES == 0  # sharing such a B costs (rule above)
     return a_straddles and not b_on_lines and quads_fit(multicast, spec, schedule)
 
 
-def pairs_share_b(schedule: Schedule) -> bool:
-    """Whether some CTAs 2i and 2i + 1 of ``schedule`` (one whole tile each) run adjacent tile rows of
-    one tile column, the pairs whose clusters share B (gpu/clusters.py)."""
-    p = schedule.problem
-    tm, tn = tile_coordinates(schedule.tile_order, p.tiles_m, p.tiles_n, schedule.units[:, 0])
-    even = len(tm) // 2 * 2
-    return bool(np.any((tn[0:even:2] == tn[1:even:2]) & (tm[1:even:2] == tm[0:even:2] + 1)))
+def pairs_share_b(multicast: bool, spec: KernelSpec, schedule: Schedule, b_row_bytes: int) -> bool:
+    """Whether ``schedule`` (whole tiles, no waits) launches in pairs that share B as it stands
+    (gpu/clusters.py launch_pairs, B's rows ``b_row_bytes`` apart)."""
+    from ...fixup import plan_fixup
+    from ..clusters import launch_pairs
+    from ..table import build_table
+
+    table = build_table(plan_fixup(schedule))
+    return launch_pairs(table, spec, False, multicast, b_row_bytes, schedule.problem.iters_per_tile) is not None
 
 
 # Short GEMMs of many tiles run whole 128x256x64 tiles on one persistent CTA an SM, in QUAD_ORDER,
