@@ -76,9 +76,10 @@ def best_ours(r: dict) -> float:
     return min(r["auto"], r.get("auto_half", math.inf))
 
 
-def corpus_row(rows: list[dict], label: str, worst_goal: float | None, ours: Callable[[dict], float] = lambda r: r["auto"]
-               ) -> Row:
-    """A corpus part's row (bench.harness rows): auto (``ours``: its FP32 C, or best_ours) against cuBLAS at its best."""
+def corpus_row(rows: list[dict], label: str, worst_goal: float | None,
+               ours: Callable[[dict], float] = lambda r: r["auto"]) -> Row:
+    """A part's row (bench.harness or time_linear rows): auto (``ours``: its FP32 C, or best_ours)
+    against cuBLAS at its best."""
     return Row(label, tuple(best_cublas(r) / ours(r) for r in rows), 1.0, worst_goal)
 
 
@@ -157,9 +158,8 @@ def run(count: int, seed: int, out: str, log: Callable[[str], None] = print) -> 
             clear_cache()
     write_rows(os.path.join(out, "parity_linear.csv"), linear)
     layers = f"x @ W.t(), {len(LLAMA_LAYERS)} Llama layers x {LINEAR_TOKENS[0]}-{LINEAR_TOKENS[-1]} tokens"
-    rows.append(Row(layers, tuple(best_cublas(r) / r["auto"] for r in linear), 1.0, 0.9))
-    rows += faster + [Row(f"{layers}, each side's faster C", tuple(best_cublas(r) / best_ours(r) for r in linear), 1.0,
-                          0.9)]
+    rows.append(corpus_row(linear, layers, 0.9))
+    rows += faster + [corpus_row(linear, f"{layers}, each side's faster C", 0.9, best_ours)]
     log(f"linear: {len(linear)} shapes timed")
     for dtype, label in (("float16", "FP16"), ("bfloat16", "BF16")):
         got = part(f"squares_{dtype}", [(s, s, s) for s in SQUARES], dtype, alone=True)
