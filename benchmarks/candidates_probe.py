@@ -78,7 +78,7 @@ def main() -> int:
         times = time_interleaved(fns, stream)
         cub = min(times["cublas32"][0], times["cublas16"][0]) * 1e3
         print(f"\n{m}x{n}x{k}: cuBLAS {cub:.1f} us (FP32 out {times['cublas32'][0] * 1e3:.1f})")
-        print(f"  {'variant':38} {'tile':>10} {'grid':>5} {'pred':>7} {'meas':>7} {'meas/pred':>9} {'cub/meas':>8}")
+        print(f"  {'variant':38} {'tile':>10} {'grid':>5} {'cl':>2} {'pred':>7} {'meas':>7} {'meas/pred':>9} {'cub/meas':>8}")
         for name, p in sorted(keep.items(), key=lambda kv: times[kv[0]][0]):
             s = p.schedule
             d = p._plan.decision
@@ -86,10 +86,12 @@ def main() -> int:
             pred = predicted(s, args.dtype, target, d.packed, ldb * d.spec.itemsize)
             us = times[name][0] * 1e3
             tile = f"{s.tile.bm}x{s.tile.bn}x{s.tile.bk}"
-            print(f"  {name:38} {tile:>10} {s.grid:5d} {pred or float('nan'):7.1f} {us:7.1f} "
+            cluster = max(st.cluster for st in p.launch.steps)  # the CTAs a cluster the launch bound
+            print(f"  {name:38} {tile:>10} {s.grid:5d} {cluster:2d} {pred or float('nan'):7.1f} {us:7.1f} "
                   f"{us / pred if pred else float('nan'):9.2f} {cub / us:8.2f}")
             rows.append({"shape": f"{m}x{n}x{k}", "dtype": args.dtype, "linear": args.linear, "variant": name,
                          "tile": tile, "grid": s.grid, "tile_order": s.tile_order, "cluster": str(d.cluster),
+                         "launched_cluster": cluster,
                          "predicted_us": pred, "measured_us": us, "cublas_us": cub})
     if args.csv:
         write_rows(args.csv, rows)

@@ -13,7 +13,8 @@ from streamk.gpu.decide.by_model import (DECODE_MARGIN, DECODE_REDUCE_MARGIN, FA
                                          MODEL_MAX_WAVES, MODEL_SPLIT_MARGIN, is_persistent, model_pick, model_tiles)
 from streamk.gpu.catalogue import DOT_T_TILE, SM90_M64_TILE
 from streamk.gpu.decide.operands import decode_like
-from streamk.gpu.decide.schedule import schedule_for
+from streamk.gpu.decide.launches import QUAD_ORDER
+from streamk.gpu.decide.schedule import clusters_order, schedule_for
 from streamk.gpu.decide.tiles import choose_tile, packed_bytes
 from streamk.sched import make_schedule
 from streamk.shapes import GemmShape
@@ -242,3 +243,22 @@ def test_the_wide_persistent_launch_stays_out_where_predicted_slower_or_too_shor
     WIDE_PERSISTENT_MIN_ITERS MAC iterations, auto keeps its 128x128x64 launch (LOG.md v74, v126)."""
     s = schedule_for("auto", GemmShape(*mnk), "float16", H200)
     assert (s.tile.bm, s.tile.bn) == (128, 128)
+
+
+@pytest.mark.parametrize("mnk", [(7363, 168, 3016), (4678, 360, 5608)])
+def test_auto_is_priced_in_the_clusters_it_launches_in(mnk):
+    # one deep wave of 128x128x64 in 2x2 clusters (launches.auto_quads): priced unclustered, the model put a
+    # 128x192x64 launch in its place that ran 1.26x / 1.38x slower (H200, LOG.md v160)
+    shape = GemmShape(*mnk)
+    tile = choose_tile(shape, "float16", H200)
+    machine = H200.machine("float16", tile)
+    ordered = schedule_for("auto", shape, "float16", H200, tile=tile)  # a tile given: no model, the clusters' order
+    assert ordered.tile_order == QUAD_ORDER, f"{mnk}: auto_quads no longer takes it"
+    auto = ordered.with_tile_order(H200.kernel("float16", tile).order_for(ordered.problem, machine.slots))
+    launched = clusters_order(auto, "float16", H200, machine.sms, True, None, None)
+    assert launched.tile_order == QUAD_ORDER
+    assert predicted(launched, "float16", H200) < predicted(auto, "float16", H200)
+    assert model_pick(shape, "float16", H200, auto) is not auto  # priced as if unclustered: overruled
+    assert model_pick(shape, "float16", H200, auto, launched=launched) is auto
+    s = schedule_for("auto", shape, "float16", H200)
+    assert (s.decomposition, s.tile, s.tile_order) == ("auto", auto.tile, QUAD_ORDER), f"{mnk}: {s}"

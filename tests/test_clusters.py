@@ -146,6 +146,11 @@ def test_the_model_sees_the_rows_a_launchs_ctas_request_themselves():
     edges = make_schedule("data-parallel", GemmShape(3 * 128, 3 * 128, 1024), TILE, H100, tile_order="quads-8")
     a, b = requested(plan_fixup(edges), square, 768, 132)  # a block, a column pair, a row pair, a corner
     assert a == pytest.approx((4 * 0.5 + 2 * 0.5 + 2 + 1) / 9) and b == pytest.approx((4 * 0.5 + 2 * 0.5 + 2 + 1) / 9)
+    # fours fill 120 of an H200's 132 slots (30 clusters; LOG.md v160): 124 CTAs launch in the blocks' pairs
+    wave = make_schedule("data-parallel", GemmShape(4 * 128, 31 * 128, 1024), TILE, H100, tile_order="quads-8")
+    assert requested(plan_fixup(wave), square, 31 * 256, 132) == (1.0, 0.5)
+    fits = make_schedule("data-parallel", GemmShape(4 * 128, 30 * 128, 1024), TILE, H100, tile_order="quads-8")
+    assert requested(plan_fixup(fits), square, 30 * 256, 132) == (0.5, 0.5)
 
 
 def test_a_clustered_launch_asks_for_clusters_of_two_beside_pdl():

@@ -103,11 +103,13 @@ def pick_margin(name: str, auto: Schedule, decode: bool) -> float:
 
 
 def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule, row_major: bool = False,
-               b_row_bytes: int | None = None) -> Schedule:
+               b_row_bytes: int | None = None, launched: Schedule | None = None) -> Schedule:
     """``auto`` (auto's Schedule of ``shape`` on its own tile), or the fastest predicted of its
     ``model_candidates`` that the calibrated model predicts faster by their margin (rules above;
     ``row_major``: the kernels read A and B row-major, as the decode oracles ran; ``b_row_bytes``:
-    the bytes between B's rows as the kernels read them, None: a contiguous row-major B)."""
+    the bytes between B's rows as the kernels read them, None: a contiguous row-major B). ``auto`` is
+    priced as ``launched`` where given: the same units in the tile order its launch runs them in (its
+    2x2 clusters share A and B, which the model prices; schedule.clusters_order)."""
     from ...calibrate.candidates import predicted
     from ...sched import make_schedule
 
@@ -117,7 +119,7 @@ def model_pick(shape: GemmShape, dtype: str, target: Target, auto: Schedule, row
             or auto.problem.tiles > MODEL_MAX_WAVES * target.sms or auto.problem.total_iters > MODEL_MAX_ITERS
             or not all(t in target.tiles_for(dtype) for t, _ in candidates)):
         return auto
-    auto_us = predicted(auto, dtype, target, b_row_bytes=b_row_bytes)
+    auto_us = predicted(launched or auto, dtype, target, b_row_bytes=b_row_bytes)
     if auto_us is None:
         return auto
     best, best_us = auto, math.inf

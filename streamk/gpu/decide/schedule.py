@@ -113,7 +113,8 @@ def auto_rules(chosen: Schedule, dtype: str, target: Target, sms: int, plain: bo
     or the clusters' tile orders on ``sms`` SMs."""
     shape, tile = chosen.shape, chosen.tile
     if plain:
-        picked = model_pick(shape, dtype, target, chosen, row_major, b_row_bytes)
+        launched = clusters_order(chosen, dtype, target, sms, multicast, b_row_bytes, given_order)
+        picked = model_pick(shape, dtype, target, chosen, row_major, b_row_bytes, launched)
         if picked is chosen and tile in (SM90_TILE, SM90_WIDE_TILE):
             wide = wide_persistent_quads(shape, dtype, target, multicast, chosen, b_row_bytes)
             if wide is not None:
@@ -125,17 +126,25 @@ def auto_rules(chosen: Schedule, dtype: str, target: Target, sms: int, plain: bo
     twins = paired_twins(chosen, dtype, target, multicast, b_row_bytes)
     if twins is not None:
         return twins
-    chosen_spec = spec_for_tile(dtype, chosen.tile)
-    a_rows = contiguous_b_row_bytes(shape.m, shape.k, chosen_spec)  # a contiguous A's rows
-    chosen_b_rows = b_rows(shape, chosen_spec, b_row_bytes)
+    return clusters_order(chosen, dtype, target, sms, multicast, b_row_bytes, given_order)
+
+
+def clusters_order(chosen: Schedule, dtype: str, target: Target, sms: int, multicast: bool, b_row_bytes: int | None,
+                   given_order: str | None) -> Schedule:
+    """``chosen`` in the tile order its launch runs on ``sms`` SMs where no order was given: row-major
+    without clusters on a short wave of aligned rows (launches.plain_partial_wave), 2x2 clusters where
+    launches.auto_quads takes them, else its own."""
+    shape = chosen.shape
+    spec = spec_for_tile(dtype, chosen.tile)
+    a_rows = contiguous_b_row_bytes(shape.m, shape.k, spec)  # a contiguous A's rows
+    chosen_b_rows = b_rows(shape, spec, b_row_bytes)
     if target.plain_partial_waves and given_order is None and not packed_bytes(shape, dtype, chosen.tile) \
-            and plain_partial_wave(multicast, chosen_spec, chosen, sms, a_rows, chosen_b_rows):
+            and plain_partial_wave(multicast, spec, chosen, sms, a_rows, chosen_b_rows):
         # no clusters where they share nothing on a short wave (launches.plain_partial_wave; measured
         # on operands read in place only, as launches.one_wave_m64)
         return chosen.with_tile_order("row-major")
-    if target.quad_clusters and given_order is None and \
-            auto_quads(multicast, chosen_spec, chosen, sms, a_rows, chosen_b_rows):
-        chosen = chosen.with_tile_order(QUAD_ORDER)  # 2x2 clusters share A and B (launches.auto_quads)
+    if target.quad_clusters and given_order is None and auto_quads(multicast, spec, chosen, sms, a_rows, chosen_b_rows):
+        return chosen.with_tile_order(QUAD_ORDER)  # 2x2 clusters share A and B (launches.auto_quads)
     return chosen
 
 
