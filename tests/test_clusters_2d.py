@@ -394,3 +394,26 @@ def test_the_bench_variant_asks_for_2x2_clusters():
     assert variant("data-parallel#128x256x64+mc2d+nopdl", lambda: 132)["_tuning"] == Tuning(pdl=False, cluster_2d=True)
     with pytest.raises(ScheduleError, match="mc2d"):
         variant("auto+nomc+mc2d", lambda: 132)
+
+
+@pytest.mark.parametrize("m, n, k, tile, quads", [
+    (2928, 880, 7192, "128x192", True),   # A's rows straddle, B's (1,760 bytes) are no whole lines
+    (6259, 312, 1000, "128x192", True),   # both straddle; pairs share B already, the clusters add A
+    (1884, 1344, 3752, "128x192", False),  # A's straddle, B's are whole 128-byte lines and not yet shared
+    (497, 4704, 2880, "128x192", False),  # rows of whole sectors
+    (3442, 176, 1656, "64x128", True),    # A's straddle (pairs of 64-row tiles always share B)
+    (1672, 408, 200, "64x128", True),     # ... at any depth on the 64-row tile
+    (224, 3104, 2896, "64x128", False),   # rows of whole sectors
+])
+def test_one_wave_of_128x192_or_64x128_tiles_runs_in_2x2_clusters_by_the_same_rule(m, n, k, tile, quads):
+    """The deep-wave rule of 128x128x64 (launches.auto_quads) on one wave of 128x192x64 tiles deeper than
+    QUAD_MAX_ITERATIONS and of 64x128x64 tiles (LOG.md v161): the same units, in QUAD_ORDER or not."""
+    from streamk.gpu.decide.launches import QUAD_CLUSTER, QUAD_DEEP_MIN_FILL, QUAD_ORDER
+    from streamk.gpu.request import Tuning
+
+    d = _decision("auto", Tuning(), None, m=m, n=n, k=k)
+    s = d.schedule
+    assert f"{s.tile.bm}x{s.tile.bn}" == tile and QUAD_DEEP_MIN_FILL * 132 <= s.grid == s.problem.tiles <= 132
+    assert (d.cluster == QUAD_CLUSTER) == quads and (s.tile_order == QUAD_ORDER) == quads
+    plain = _decision("auto", Tuning(multicast=False), None, m=m, n=n, k=k).schedule
+    assert np.array_equal(np.sort(plain.units[:, 0]), np.sort(s.units[:, 0]))

@@ -144,16 +144,20 @@ def test_auto_on_persistent_ctas_in_2x2_clusters(dtype):
 
 
 @pytest.mark.parametrize("layout", ["RR", "RC", "CR", "CC"])
-def test_auto_runs_a_deep_wave_in_2x2_clusters_in_every_layout(layout):
-    """auto's one wave of deep 128x128x64 tiles whose rows straddle L2 sectors runs in clusters of four
-    (launches.auto_quads, LOG.md v158) with A and B row- or column-major (x @ W.t() included): within
-    the float64 bound and bitwise equal to the same schedule launched without clusters."""
+@pytest.mark.parametrize("m, n, k", [
+    (2823, 408, 2920),  # 23 x 4 = 92 tiles of 128x128x64, 46 MAC iterations; rows of 5,840 and 816 bytes
+    (1114, 2128, 1016),  # 9 x 12 = 108 tiles of 128x192x64, 16 iterations (LOG.md v161)
+    (319, 2272, 952),  # 5 x 18 = 90 tiles of 64x128x64, 15 iterations (LOG.md v161)
+])
+def test_auto_runs_a_deep_wave_in_2x2_clusters_in_every_layout(m, n, k, layout):
+    """auto's one wave of deep tiles whose rows straddle L2 sectors runs in clusters of four
+    (launches.auto_quads, LOG.md v158, v161) with A and B row- or column-major (x @ W.t() included):
+    within the float64 bound and bitwise equal to the same schedule launched without clusters."""
     import torch
 
     from streamk.gpu import prepare
 
     _skip_unless_sm90()
-    m, n, k = 2823, 408, 2920  # 23 x 4 = 92 tiles of 46 MAC iterations; rows of 5,840 and 816 bytes
     gen = torch.Generator(device="cuda").manual_seed(29)
     A, B = inputs(m, n, k, "float16", gen, layout)
     C, D = (torch.full((m, n), math.nan, device="cuda") for _ in range(2))

@@ -135,7 +135,9 @@ QUAD_MAX_ITERATIONS = 11  # MAC iterations a tile (k <= 704 on the 64-deep tiles
 # limit, and the clusters halve what it reads. Newly shared: A, and B where no pairs share it already.
 # Not where that B's rows are whole 128-byte lines and A alone straddles: sharing such a B cost more than
 # A's saved. Held out, the shapes this takes ran 1.15x (0.94-1.55x), those it leaves 0.98x (LOG.md v158).
-QUAD_DEEP_TILES = (SM90_TILE,)
+# The same rule held on one wave of 128x192x64 tiles deeper than QUAD_MAX_ITERATIONS and of 64x128x64
+# tiles of any depth (whose pairs always share B, so A's rows decide; LOG.md v161).
+QUAD_DEEP_TILES = (SM90_TILE, SM90_192_TILE, SM90_M64_TILE)
 QUAD_DEEP_MIN_FILL = 0.66  # share of the SMs
 LINE_BYTES = 128  # an L2 line
 NO_CLUSTER, PAIR_CLUSTER, QUAD_CLUSTER = (1, 1), (2, 1), (2, 2)  # tile rows x tile columns a cluster spans
