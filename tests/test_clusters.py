@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from streamk.dispatch import waits_only_backward
 from streamk.fixup import Action, plan_fixup
-from streamk.gpu.clusters import CLUSTER, multicast_pairs, twin_pairs
+from streamk.gpu.clusters import CLUSTER, launch_pairs, multicast_pairs, twin_pairs
 from streamk.gpu.table import build_table
 from streamk.sched import make_schedule
 from streamk.schedule import Schedule
@@ -98,6 +98,22 @@ def test_only_the_multicast_tiles_launch_clusters():
             assert use_multicast(True, spec) == (spec.tile in MULTICAST_TILES), (dtype, tile)
             assert not use_multicast(False, spec)
     assert TileShape(128, 128, 64) in MULTICAST_TILES
+
+
+def test_64x192_shares_b_only_where_its_rows_straddle_sectors():
+    """64x192x64 launches pairs that share B where B's rows are no multiple of 32 bytes, at any depth,
+    and none on rows of whole sectors (LOG.md v162)."""
+    from streamk.gpu.catalogue import spec_for_tile
+    from streamk.gpu.decide.launches import use_multicast
+
+    spec = spec_for_tile("float16", "64x192x64")
+    assert use_multicast(True, spec, 2000, 1) and use_multicast(True, spec, 2000, 100)  # 2,000-byte rows
+    assert not use_multicast(True, spec, 2048, 100) and not use_multicast(True, spec, 2016, 100)
+    assert not use_multicast(True, spec, None, 100) and not use_multicast(False, spec, 2000, 100)
+    wide = make_schedule("data-parallel", GemmShape(150, 1000, 1000), spec.tile, H100, tile_order="grouped-8")
+    table = build_table(plan_fixup(wide))
+    assert launch_pairs(table, spec, False, True, 2000, wide.problem.iters_per_tile) is not None
+    assert launch_pairs(table, spec, False, True, 2048, wide.problem.iters_per_tile) is None
 
 
 def test_the_wide_tiles_share_b_where_its_rows_straddle_l2_lines_or_tiles_split_on_deep_tiles():

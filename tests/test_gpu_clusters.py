@@ -191,3 +191,29 @@ def test_auto_pairs_its_stream_k_where_b_rows_straddle_l2_lines(dtype):
     plain.run()
     torch.cuda.synchronize()
     assert error_ratio(first, A, B) <= 1 and torch.equal(first, last) and error_ratio(D, A, B) <= 1
+
+
+@pytest.mark.parametrize("layout", ["RR", "RC"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_64x192_pairs_share_straddling_b_rows_bitwise(dtype, layout):
+    """64x192x64 launches pairs that share B where B's rows straddle 32-byte sectors (launches.
+    STRADDLE_ONLY_TILES, LOG.md v162), row-major B and x @ W.t() alike: within the float64 bound and
+    bitwise equal to the launch without clusters; rows of whole sectors launch none."""
+    import torch
+
+    from streamk.gpu import prepare
+
+    _skip_unless_sm90()
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    for m, n, k, pairs in ((150, 1000, 1000, True), (157, 1192, 328, True), (150, 1024, 1024, False)):
+        A, B = inputs(m, n, k, dtype, gen, layout)
+        C, D = (torch.full((m, n), math.nan, device="cuda") for _ in range(2))
+        p = prepare(A, B, C, schedule="data-parallel", tile="64x192x64", tile_order="grouped-8")
+        plain = prepare(A, B, D, schedule="data-parallel", tile="64x192x64", tile_order="grouped-8",
+                        _tuning=NO_CLUSTERS)
+        assert _cluster(p) == (2 if pairs else 1) and _cluster(plain) == 1, (m, n, k, layout)
+        first, last = relaunched(p, C, 5)
+        plain.run()
+        torch.cuda.synchronize()
+        assert error_ratio(first, A, B) <= 1 and torch.equal(first, last), (m, n, k, layout)
+        assert torch.equal(first, D), (m, n, k, layout, float((first - D).abs().max()))

@@ -75,6 +75,10 @@ MULTICAST_TILES = (SM90_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE)
 STRADDLE_MULTICAST_TILES = (SM90_WIDE_TILE, SM90_192_TILE)
 MULTICAST_MIN_ITERATIONS = 16  # MAC iterations a tile
 STRADDLE_BYTES = 32  # B row strides that are no multiple of this
+# 64x192x64 (m 129-192 over wide n: its three tile rows read each B column three times) shares B at any
+# depth, but only where B's rows straddle sectors: pairs ran 1.02-1.18x there, 0.80-0.92x on rows of
+# whole 128-byte lines and 0.95-1.06x on 32-byte ones (LOG.md v162).
+STRADDLE_ONLY_TILES = (SM90_M64_192_TILE,)
 
 
 def use_multicast(multicast: bool, spec: KernelSpec, b_row_bytes: int | None = None, tile_iterations: int = 0,
@@ -88,6 +92,8 @@ def use_multicast(multicast: bool, spec: KernelSpec, b_row_bytes: int | None = N
     if spec.tile in MULTICAST_TILES:
         return True
     straddles = b_row_bytes is not None and b_row_bytes % STRADDLE_BYTES != 0
+    if spec.tile in STRADDLE_ONLY_TILES:
+        return straddles
     return (spec.tile in STRADDLE_MULTICAST_TILES and tile_iterations >= MULTICAST_MIN_ITERATIONS
             and (straddles or splits_tiles))
 
