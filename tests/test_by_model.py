@@ -28,8 +28,26 @@ H200 = preset("h200")
     ((1448, 480, 4256), "fixed-split", "128x128x64"),  # predicted 16% faster; auto's DP measured 1.16x
 ])
 def test_model_overrules_auto_where_it_predicts_a_gain(mnk, decomposition, tile):
-    s = schedule_for("auto", GemmShape(*mnk), "float16", H200)
+    shape = GemmShape(*mnk)
+    auto = schedule_for("auto", shape, "float16", H200, tile=choose_tile(shape, "float16", H200))
+    s = model_pick(shape, "float16", H200, auto)
     assert (s.decomposition, str(s.tile)) == (decomposition, tile), f"{mnk}: {s.decomposition} on {s.tile}"
+    final = schedule_for("auto", shape, "float16", H200)  # the pick, or auto's 64x128x64 launch priced faster still
+    assert final == s or (str(final.tile) == "64x128x64" and predicted(final, "float16", H200) < predicted(s, "float16", H200))
+
+
+@pytest.mark.parametrize("mnk", [(1576, 488, 2520), (392, 784, 4176)])
+def test_auto_runs_its_64x128_launch_where_the_model_prices_it_faster(mnk):
+    # auto's 128x128x64 launches priced as launched, against its own 64x128x64 launch (in 2x2 clusters where
+    # launches.auto_quads takes them): held out, the shapes this moves ran 1.065x (FP16; LOG.md v163)
+    from streamk.gpu.decide.by_model import narrow_pick
+
+    shape = GemmShape(*mnk)
+    s = schedule_for("auto", shape, "float16", H200)
+    assert str(s.tile) == "64x128x64", f"{mnk}: {s.tile}"
+    assert s == schedule_for("auto", shape, "float16", H200, tile=SM90_M64_TILE)
+    wide = schedule_for("auto", shape, "float16", H200, tile=choose_tile(shape, "float16", H200))
+    assert narrow_pick("float16", H200, wide, s) and not narrow_pick("float16", preset("h100"), wide, s)
 
 
 @pytest.mark.parametrize("mnk", [(2790, 936, 7760), (7613, 1072, 2080), (796, 2320, 4376), (1089, 2088, 5392)])

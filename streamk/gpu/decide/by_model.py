@@ -159,6 +159,21 @@ def wide_persistent_pick(dtype: str, target: Target, auto: Schedule, wide: Sched
     return auto_us is not None and wide_us is not None and wide_us * (1 + MODEL_MARGIN) < auto_us
 
 
+def narrow_pick(dtype: str, target: Target, auto: Schedule, narrow: Schedule, b_row_bytes: int | None = None) -> bool:
+    """Whether auto runs ``narrow`` (its own launch on the 64x128x64 tile, in the clusters it launches in)
+    in place of ``auto`` (its launch on a model tile, likewise): where the model predicts it MODEL_MARGIN
+    faster. On seed 4870's worst 128x128x64 shapes, 64x128x64 in 2x2 clusters (launches.auto_quads) ran
+    1.09x auto's time, and the model's argmin was within 2% of the best (LOG.md v163)."""
+    from ...calibrate.candidates import predicted
+
+    if (not target.model_picks or auto.problem.total_iters > MODEL_MAX_ITERS or is_persistent(auto)
+            or auto.fixup == "separate-reduce"):
+        return False  # where model_pick is blind too (above)
+    auto_us = predicted(auto, dtype, target, b_row_bytes=b_row_bytes)
+    narrow_us = predicted(narrow, dtype, target, b_row_bytes=b_row_bytes)
+    return auto_us is not None and narrow_us is not None and narrow_us * (1 + MODEL_MARGIN) < auto_us
+
+
 def paired_pick(dtype: str, target: Target, auto: Schedule, paired: Sequence[Schedule],
                 b_row_bytes: int | None = None) -> Schedule:
     """``auto`` (auto's final Schedule, where its own tile was a model tile), or the fastest predicted

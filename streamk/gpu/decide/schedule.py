@@ -15,7 +15,8 @@ from ...schedule import Schedule
 from ...shapes import GemmShape, Machine, Problem, TileShape
 from ...target import Target, TargetTile
 from ..catalogue import KernelSpec, SM90_M64_192_TILE, SM90_M64_TILE, SM90_TILE, SM90_WIDE_TILE, spec_for_tile
-from .by_model import WIDE_PERSISTENT_MIN_ITERS, model_pick, model_tiles, paired_pick, wide_persistent_pick
+from .by_model import (WIDE_PERSISTENT_MIN_ITERS, model_pick, model_tiles, narrow_pick, paired_pick,
+                       wide_persistent_pick)
 from .launches import (QUAD_ORDER, STRADDLE_MULTICAST_TILES, auto_quads, one_column_192, one_wave_m64, one_wave_m64_192,
                        pair_splits, pair_stream_k, persistent_in_place_of_dp, persistent_quads, persistent_quads_fit,
                        plain_partial_wave, split_wider)
@@ -123,6 +124,9 @@ def auto_rules(chosen: Schedule, dtype: str, target: Target, sms: int, plain: bo
         narrow = narrow_one_wave(shape, dtype, target, chosen, b_row_bytes, multicast)
         if narrow is not None:
             return narrow
+        narrow = narrow_by_model(chosen, dtype, target, sms, multicast, b_row_bytes)
+        if narrow is not None:
+            return narrow
     twins = paired_twins(chosen, dtype, target, multicast, b_row_bytes)
     if twins is not None:
         return twins
@@ -146,6 +150,20 @@ def clusters_order(chosen: Schedule, dtype: str, target: Target, sms: int, multi
     if target.quad_clusters and given_order is None and auto_quads(multicast, spec, chosen, sms, a_rows, chosen_b_rows):
         return chosen.with_tile_order(QUAD_ORDER)  # 2x2 clusters share A and B (launches.auto_quads)
     return chosen
+
+
+def narrow_by_model(chosen: Schedule, dtype: str, target: Target, sms: int, multicast: bool,
+                    b_row_bytes: int | None) -> Schedule | None:
+    """auto's own launch on 64x128x64 in place of ``chosen`` (a launch on a model tile, on ``sms`` SMs) where
+    the model predicts it faster, each priced in the clusters it launches in (by_model.narrow_pick), and
+    that kernel reads the operands in place; else None."""
+    shape = chosen.shape
+    if not target.one_wave_m64 or chosen.tile not in model_tiles() or SM90_M64_TILE not in target.tiles_for(dtype) \
+            or packed_bytes(shape, dtype, SM90_M64_TILE) or decode_like(shape.m, shape.n):
+        return None
+    narrow = schedule_for("auto", shape, dtype, target, tile=SM90_M64_TILE, b_row_bytes=b_row_bytes, multicast=multicast)
+    launched = clusters_order(chosen, dtype, target, sms, multicast, b_row_bytes, None)
+    return narrow if narrow_pick(dtype, target, launched, narrow, b_row_bytes) else None
 
 
 def narrow_one_wave(shape: GemmShape, dtype: str, target: Target, chosen: Schedule, b_row_bytes: int | None,
