@@ -243,14 +243,14 @@ def test_auto_runs_short_whole_tiles_in_2x2_clusters():
     (6154, 256, 1256, False),   # A's straddle but B's rows are whole lines: sharing that B cost more
     (511, 2776, 3056, False),   # B's straddle, and pairs of tile rows share B already
     (2791, 512, 4864, False),   # rows of whole sectors: nothing to save
-    (406, 2552, 888, False),    # 80 tiles: under QUAD_DEEP_MIN_FILL of the SMs
+    (406, 2552, 888, False),    # 80 tiles: under QUAD_WAVE_MIN_FILL of the SMs
 ])
 def test_auto_runs_one_deep_wave_in_2x2_clusters_where_shared_rows_straddle(m, n, k, quads):
     """Deeper than QUAD_MAX_ITERATIONS, auto's one wave of whole 128x128x64 tiles on at least
-    QUAD_DEEP_MIN_FILL of the SMs runs in 2x2 clusters where an operand the clusters newly share
+    QUAD_WAVE_MIN_FILL of the SMs runs in 2x2 clusters where an operand the clusters newly share
     straddles L2 sectors (launches.auto_quads, LOG.md v158); the same units either way; not on the
     H100 preset (unmeasured there) nor without multicast."""
-    from streamk.gpu.decide.launches import QUAD_CLUSTER, QUAD_DEEP_MIN_FILL, QUAD_MAX_ITERATIONS, QUAD_ORDER
+    from streamk.gpu.decide.launches import QUAD_CLUSTER, QUAD_WAVE_MIN_FILL, QUAD_MAX_ITERATIONS, QUAD_ORDER
     from streamk.gpu.decide.schedule import schedule_for
     from streamk.gpu.request import Tuning
     from streamk.target import preset
@@ -261,7 +261,7 @@ def test_auto_runs_one_deep_wave_in_2x2_clusters_where_shared_rows_straddle(m, n
     assert s.problem.iters_per_tile > QUAD_MAX_ITERATIONS
     assert (d.cluster == QUAD_CLUSTER) == quads and (s.tile_order == QUAD_ORDER) == quads
     if quads:
-        assert s.grid >= QUAD_DEEP_MIN_FILL * 132
+        assert s.grid >= QUAD_WAVE_MIN_FILL * 132
         plain = _decision("auto", Tuning(multicast=False), None, m=m, n=n, k=k).schedule
         assert plain.tile_order != QUAD_ORDER and np.array_equal(np.sort(plain.units[:, 0]), np.sort(s.units[:, 0]))
         assert schedule_for("auto", GemmShape(m, n, k), "float16", preset("h100")).tile_order != QUAD_ORDER
@@ -408,12 +408,12 @@ def test_the_bench_variant_asks_for_2x2_clusters():
 def test_one_wave_of_128x192_or_64x128_tiles_runs_in_2x2_clusters_by_the_same_rule(m, n, k, tile, quads):
     """The deep-wave rule of 128x128x64 (launches.auto_quads) on one wave of 128x192x64 tiles deeper than
     QUAD_MAX_ITERATIONS and of 64x128x64 tiles (LOG.md v161): the same units, in QUAD_ORDER or not."""
-    from streamk.gpu.decide.launches import QUAD_CLUSTER, QUAD_DEEP_MIN_FILL, QUAD_ORDER
+    from streamk.gpu.decide.launches import QUAD_CLUSTER, QUAD_WAVE_MIN_FILL, QUAD_ORDER
     from streamk.gpu.request import Tuning
 
     d = _decision("auto", Tuning(), None, m=m, n=n, k=k)
     s = d.schedule
-    assert f"{s.tile.bm}x{s.tile.bn}" == tile and QUAD_DEEP_MIN_FILL * 132 <= s.grid == s.problem.tiles <= 132
+    assert f"{s.tile.bm}x{s.tile.bn}" == tile and QUAD_WAVE_MIN_FILL * 132 <= s.grid == s.problem.tiles <= 132
     assert (d.cluster == QUAD_CLUSTER) == quads and (s.tile_order == QUAD_ORDER) == quads
     plain = _decision("auto", Tuning(multicast=False), None, m=m, n=n, k=k).schedule
     assert np.array_equal(np.sort(plain.units[:, 0]), np.sort(s.units[:, 0]))

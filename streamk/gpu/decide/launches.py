@@ -136,15 +136,15 @@ QUAD_TILES = MULTICAST_TILES + STRADDLE_MULTICAST_TILES
 AUTO_QUAD_TILES = tuple(t for t in QUAD_TILES if t.bm == 128)
 QUAD_ORDER = "quads-8"  # streamk.schedule TILE_ORDERS: blocks of 2x2 tiles in grouped order
 QUAD_MAX_ITERATIONS = 11  # MAC iterations a tile (k <= 704 on the 64-deep tiles)
-# ... but deeper 128x128x64 tiles gain where they run one wave of at least QUAD_DEEP_MIN_FILL of the SMs
+# ... but deeper 128x128x64 tiles gain where they run one wave of at least QUAD_WAVE_MIN_FILL of the SMs
 # and an operand the clusters newly share straddles 32-byte L2 sectors: each CTA then reads at the L2's
 # limit, and the clusters halve what it reads. Newly shared: A, and B where no pairs share it already.
 # Not where that B's rows are whole 128-byte lines and A alone straddles: sharing such a B cost more than
 # A's saved. Held out, the shapes this takes ran 1.15x (0.94-1.55x), those it leaves 0.98x (LOG.md v158).
 # The same rule held on one wave of 128x192x64 tiles deeper than QUAD_MAX_ITERATIONS and of 64x128x64
 # tiles of any depth (whose pairs always share B, so A's rows decide; LOG.md v161).
-QUAD_DEEP_TILES = (SM90_TILE, SM90_192_TILE, SM90_M64_TILE)
-QUAD_DEEP_MIN_FILL = 0.66  # share of the SMs
+QUAD_WAVE_TILES = (SM90_TILE, SM90_192_TILE, SM90_M64_TILE)
+QUAD_WAVE_MIN_FILL = 0.66  # share of the SMs
 LINE_BYTES = 128  # an L2 line
 NO_CLUSTER, PAIR_CLUSTER, QUAD_CLUSTER = (1, 1), (2, 1), (2, 2)  # tile rows x tile columns a cluster spans
 
@@ -169,7 +169,7 @@ def auto_quads(multicast: bool, spec: KernelSpec, schedule: Schedule, sms: int, 
     p = schedule.problem
     if spec.tile in AUTO_QUAD_TILES and p.iters_per_tile <= QUAD_MAX_ITERATIONS:
         return quads_fit(multicast, spec, schedule)
-    if not (spec.tile in QUAD_DEEP_TILES and schedule.grid == p.tiles and QUAD_DEEP_MIN_FILL * sms <= p.tiles <= sms):
+    if not (spec.tile in QUAD_WAVE_TILES and schedule.grid == p.tiles and QUAD_WAVE_MIN_FILL * sms <= p.tiles <= sms):
         return False
     a_straddles, b_straddles = a_row_bytes % STRADDLE_BYTES != 0, b_row_bytes % STRADDLE_BYTES != 0
     b_newly_shared = not pairs_share_b(multicast, spec, schedule, b_row_bytes)
