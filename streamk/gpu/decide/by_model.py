@@ -150,13 +150,9 @@ def wide_persistent_pick(dtype: str, target: Target, auto: Schedule, wide: Sched
     quantization, which the model prices; where auto's own 128x128x64 grid runs a longer tail it won (41 fresh
     shapes of 6-32 MAC iterations a tile: 40 faster, 1.13x geomean; LOG.md v126). A smaller margin won against
     the cooperative 128x128x64 kernel (v129), not against its ping-pong successor (v130)."""
-    from ...calibrate.candidates import predicted
-
     if not target.model_picks or auto.problem.total_iters > MODEL_MAX_ITERS:
         return False
-    auto_us = predicted(auto, dtype, target, b_row_bytes=b_row_bytes)
-    wide_us = predicted(wide, dtype, target, b_row_bytes=b_row_bytes)
-    return auto_us is not None and wide_us is not None and wide_us * (1 + MODEL_MARGIN) < auto_us
+    return predicted_faster(dtype, target, auto, wide, b_row_bytes)
 
 
 def narrow_pick(dtype: str, target: Target, auto: Schedule, narrow: Schedule, b_row_bytes: int | None = None) -> bool:
@@ -164,14 +160,19 @@ def narrow_pick(dtype: str, target: Target, auto: Schedule, narrow: Schedule, b_
     in place of ``auto`` (its launch on a model tile, likewise): where the model predicts it MODEL_MARGIN
     faster. On seed 4870's worst 128x128x64 shapes, 64x128x64 in 2x2 clusters (launches.auto_quads) ran
     1.09x auto's time, and the model's argmin was within 2% of the best (LOG.md v163)."""
-    from ...calibrate.candidates import predicted
-
     if (not target.model_picks or auto.problem.total_iters > MODEL_MAX_ITERS or is_persistent(auto)
             or auto.fixup == "separate-reduce"):
         return False  # where model_pick is blind too (above)
+    return predicted_faster(dtype, target, auto, narrow, b_row_bytes)
+
+
+def predicted_faster(dtype: str, target: Target, auto: Schedule, other: Schedule, b_row_bytes: int | None) -> bool:
+    """Whether the calibrated model predicts ``other`` MODEL_MARGIN faster than ``auto`` (both priced)."""
+    from ...calibrate.candidates import predicted
+
     auto_us = predicted(auto, dtype, target, b_row_bytes=b_row_bytes)
-    narrow_us = predicted(narrow, dtype, target, b_row_bytes=b_row_bytes)
-    return auto_us is not None and narrow_us is not None and narrow_us * (1 + MODEL_MARGIN) < auto_us
+    other_us = predicted(other, dtype, target, b_row_bytes=b_row_bytes)
+    return auto_us is not None and other_us is not None and other_us * (1 + MODEL_MARGIN) < auto_us
 
 
 def paired_pick(dtype: str, target: Target, auto: Schedule, paired: Sequence[Schedule],

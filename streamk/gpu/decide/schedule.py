@@ -120,11 +120,12 @@ def auto_rules(chosen: Schedule, dtype: str, target: Target, sms: int, plain: bo
             wide = wide_persistent_quads(shape, dtype, target, multicast, chosen, b_row_bytes)
             if wide is not None:
                 return wide
-        chosen = picked
+        if picked is not chosen:
+            chosen, launched = picked, clusters_order(picked, dtype, target, sms, multicast, b_row_bytes, given_order)
         narrow = narrow_one_wave(shape, dtype, target, chosen, b_row_bytes, multicast)
         if narrow is not None:
             return narrow
-        narrow = narrow_by_model(chosen, dtype, target, sms, multicast, b_row_bytes)
+        narrow = narrow_by_model(launched, dtype, target, multicast, b_row_bytes)
         if narrow is not None:
             return narrow
     twins = paired_twins(chosen, dtype, target, multicast, b_row_bytes)
@@ -152,17 +153,16 @@ def clusters_order(chosen: Schedule, dtype: str, target: Target, sms: int, multi
     return chosen
 
 
-def narrow_by_model(chosen: Schedule, dtype: str, target: Target, sms: int, multicast: bool,
+def narrow_by_model(launched: Schedule, dtype: str, target: Target, multicast: bool,
                     b_row_bytes: int | None) -> Schedule | None:
-    """auto's own launch on 64x128x64 in place of ``chosen`` (a launch on a model tile, on ``sms`` SMs) where
-    the model predicts it faster, each priced in the clusters it launches in (by_model.narrow_pick), and
-    that kernel reads the operands in place; else None."""
-    shape = chosen.shape
-    if not target.one_wave_m64 or chosen.tile not in model_tiles() or SM90_M64_TILE not in target.tiles_for(dtype) \
+    """auto's own launch on 64x128x64 in place of ``launched`` (auto's pick on a model tile, in the tile
+    order it launches in) where the model predicts it faster, each priced in the clusters it launches in
+    (by_model.narrow_pick), and that kernel reads the operands in place; else None."""
+    shape = launched.shape
+    if not target.one_wave_m64 or launched.tile not in model_tiles() or SM90_M64_TILE not in target.tiles_for(dtype) \
             or packed_bytes(shape, dtype, SM90_M64_TILE) or decode_like(shape.m, shape.n):
         return None
     narrow = schedule_for("auto", shape, dtype, target, tile=SM90_M64_TILE, b_row_bytes=b_row_bytes, multicast=multicast)
-    launched = clusters_order(chosen, dtype, target, sms, multicast, b_row_bytes, None)
     return narrow if narrow_pick(dtype, target, launched, narrow, b_row_bytes) else None
 
 
