@@ -217,3 +217,43 @@ def test_64x192_pairs_share_straddling_b_rows_bitwise(dtype, layout):
         torch.cuda.synchronize()
         assert error_ratio(first, A, B) <= 1 and torch.equal(first, last), (m, n, k, layout)
         assert torch.equal(first, D), (m, n, k, layout, float((first - D).abs().max()))
+
+
+@pytest.mark.parametrize("fixup", ["owner-waits", "turnstile"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_column_clusters_of_three_and_four_match_unclustered_launches_bitwise(dtype, fixup):
+    """Aligned splits on 64x128x64 grouped by whole tile columns (sched.paired_splits by 3 and 4 rows) run in
+    clusters of that many CTAs that all share B (decide.launches.column_rows): within the float64 bound,
+    bitwise equal to the same launch without clusters and over relaunches, and a CUDA graph's replay equal
+    to the eager run; auto takes them on 189x1512x6736."""
+    import torch
+
+    from streamk.gpu import prepare
+    from streamk.sched import make_schedule
+    from streamk.sched.paired import paired_splits
+    from streamk.shapes import Machine
+
+    _skip_unless_sm90()
+    gen = torch.Generator(device="cuda").manual_seed(17)
+    tile = TileShape(64, 128, 64)
+    for m, n, k, splits, rows in ((150, 1000, 3000, 3, 3), (250, 700, 2500, 3, 4), (140, 1264, 4784, 3, 3)):
+        A, B = inputs(m, n, k, dtype, gen)
+        s = make_schedule("fixed-split", GemmShape(m, n, k), tile, Machine(132, 1), splits=splits,
+                          tile_order="grouped-8").with_fixup(fixup)
+        grouped = paired_splits(s, rows)
+        C, D = (torch.full((m, n), math.nan, device="cuda") for _ in range(2))
+        p, plain = prepare(A, B, C, schedule=grouped), prepare(A, B, D, schedule=grouped, _tuning=NO_CLUSTERS)
+        assert _cluster(p) == rows and _cluster(plain) == 1, (m, n, k, fixup)
+        first, last = relaunched(p, C, 5)
+        plain.run()
+        torch.cuda.synchronize()
+        assert error_ratio(first, A, B) <= 1 and torch.equal(first, last), (m, n, k, fixup)
+        assert torch.equal(first, D), (m, n, k, fixup, float((first - D).abs().max()))
+        G = graph_replayed(A, B, schedule=grouped)
+        assert torch.equal(G, first), (m, n, k, fixup)
+    A, B = inputs(189, 1512, 6736, dtype, gen)
+    C = torch.full((189, 1512), math.nan, device="cuda")
+    p = prepare(A, B, C)
+    assert _cluster(p) == 3 and p.schedule.tile == tile
+    first, _ = relaunched(p, C, 2)
+    assert error_ratio(first, A, B) <= 1

@@ -42,19 +42,22 @@ def describe(s: Schedule) -> None:
     note(f"{s!r} order={s.tile_order} machine={s.machine} units={s.units.tolist()} offsets={s.cta_offsets.tolist()}")
 
 
-def lockstep_finishes(s: Schedule, pairs: np.ndarray, clusters_resident: int | None = None, slack: int = 1) -> bool:
+def lockstep_finishes(s: Schedule, pairs: np.ndarray, clusters_resident: int | None = None, slack: int = 1,
+                      size: int = CLUSTER) -> bool:
     """Replay ``s`` as the sm90 kernel runs it with the clusters flagged in ``pairs`` in lockstep: a
     paired CTA consumes its i-th MAC iteration only once its twin consumed i + 1 - ``slack`` (a stage
     is refilled once both CTAs freed it; slack 1 is the tightest ring). A PARTIAL unit's signal
     waits for the end of its CTA's next mainloop (outer_loop.cuh), HANDOFF's and a last PARTIAL's
     go out at once, REDUCE / HANDOFF / FINISH wait for theirs. Clusters are dispatched in order,
-    ``clusters_resident`` at a time (None: all), and leave when both CTAs are done."""
+    ``clusters_resident`` at a time (None: all), and leave when all their CTAs are done; ``size``: CTAs a
+    cluster (a paired CTA waits on every other one of its cluster)."""
     plan = plan_fixup(s)
     offsets = s.cta_offsets.tolist()
-    grid = s.grid + s.grid % CLUSTER
+    grid = -(-s.grid // size) * size
     offsets += [offsets[-1]] * (grid - s.grid)
     lengths = (s.units[:, 2] - s.units[:, 1]).tolist()
-    paired = [bool(pairs[c // CLUSTER]) for c in range(grid)]
+    paired = [bool(pairs[c // size]) for c in range(grid)]
+    peers = [[p for p in range(c - c % size, c - c % size + size) if p != c] for c in range(grid)]
     unit = offsets[:-1]  # each CTA's current unit row
     done_iters = [0] * grid  # MAC iterations consumed, over all its units
     in_unit = [0] * grid
@@ -62,20 +65,20 @@ def lockstep_finishes(s: Schedule, pairs: np.ndarray, clusters_resident: int | N
     pending = [-1] * grid
     signalled = [False] * len(s.units)
     waits = [plan.waits(u).tolist() for u in range(len(s.units))]
-    resident = grid // CLUSTER if clusters_resident is None else clusters_resident
+    resident = grid // size if clusters_resident is None else clusters_resident
     dispatched = 0
     finished = lambda c: unit[c] == offsets[c + 1]  # noqa: E731
     while True:
-        active = sum(1 for g in range(dispatched) if not (finished(2 * g) and finished(2 * g + 1)))
-        while dispatched < grid // CLUSTER and active < resident:
+        active = sum(1 for g in range(dispatched) if not all(finished(c) for c in range(size * g, size * g + size)))
+        while dispatched < grid // size and active < resident:
             dispatched, active = dispatched + 1, active + 1
         moved = False
-        for c in range(2 * dispatched):
+        for c in range(size * dispatched):
             while not finished(c):
                 u = unit[c]
                 if not in_fixup[c]:
                     if in_unit[c] < lengths[u]:
-                        if paired[c] and done_iters[c ^ 1] < done_iters[c] + 1 - slack:
+                        if paired[c] and any(done_iters[p] < done_iters[c] + 1 - slack for p in peers[c]):
                             break
                         in_unit[c] += 1
                         done_iters[c] += 1

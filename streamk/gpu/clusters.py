@@ -39,7 +39,10 @@ one tile row over one k range, all written alone (WRITE); B likewise on one tile
 relation is an equivalence, so the masks are groups: on a 2x2 block in the quads order (rank r + 2c
 on tile (2i + r, 2j + c)) ranks {0, 2} and {1, 3} share A, {0, 1} and {2, 3} B; an odd edge's pair
 shares one operand; a lone CTA (the corner, a pad) shares nothing but still joins its cluster's
-barrier. The kernel (sm90/tma_wgmma.cuh) then loads every (kt % |A group|)-th stage's A and its
+barrier. Clusters of one tile column (decide.launches column_rows: aligned splits grouped by 3 or 4
+tile rows, sched.paired) are twin groups of that size, held as pairs are (``twin_pairs``,
+``lockstep_finishes`` and ``multicast_pairs`` take the cluster's size): every CTA of a kept group
+shares B with all the others (B mask of the whole cluster), and their pairs are the fallback. The kernel (sm90/tma_wgmma.cuh) then loads every (kt % |A group|)-th stage's A and its
 share of the stage's B boxes, multicast to its groups, and counts CONSUMERS x |A group | B group|
 releases per stage (``stage_sources``, a model of it, is what the tests check). Only WRITE units
 share in clusters of four, so the lockstep adds no wait.
@@ -68,54 +71,55 @@ _A_FIELDS = [UNIT_FIELDS.index(f) for f in ("action", "tile_m", "k_begin", "k_en
 _ACTION, _WAITS_OFFSET, _WAITS_COUNT = (UNIT_FIELDS.index(f) for f in ("action", "waits_offset", "waits_count"))
 
 
-def twin_pairs(table: Table) -> tuple[np.ndarray, np.ndarray]:
-    """Per cluster of two CTAs (the last one padded with an empty CTA where the grid is odd), 1
-    where its CTAs are twins (module doc), and 1 where moreover every unit is WRITE; int32 each,
-    ``ceil(grid / 2)`` entries."""
+def twin_pairs(table: Table, size: int = CLUSTER) -> tuple[np.ndarray, np.ndarray]:
+    """Per cluster of ``size`` CTAs (the last one padded with empty CTAs where the grid is no multiple
+    of it), 1 where its CTAs are twins (module doc), and 1 where moreover every unit is WRITE; int32
+    each, ``ceil(grid / size)`` entries."""
     offsets = table.cta_offsets.astype(np.int64)
-    if table.grid % CLUSTER:
-        offsets = np.append(offsets, offsets[-1])  # the pad CTA runs no unit
-    counts = np.diff(offsets)
-    first, second = counts[0::2], counts[1::2]
-    candidate = (first == second) & (first > 0)
+    grid = -(-table.grid // size) * size
+    offsets = np.concatenate([offsets, np.full(grid - table.grid, offsets[-1])])  # pad CTAs run no unit
+    counts = np.diff(offsets).reshape(-1, size)
+    first = counts[:, 0]
+    candidate = np.all(counts == first[:, None], axis=1) & (first > 0)
     keys = table.units[:, _FIELDS]
-    # rows of a candidate's first CTA, each against the row `count` further on (the second CTA's unit j)
-    starts = offsets[:-1:2][candidate]
+    # rows of a candidate's first CTA, each against the rows i counts further on (member i's unit j)
+    starts = offsets[:-1:size][candidate]
     lengths = first[candidate]
     rows = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
-    partner = rows + np.repeat(lengths, lengths)
     owner = np.repeat(np.arange(len(starts)), lengths)
+    alike, written = np.ones(len(rows), bool), keys[rows, 0] == int(Action.WRITE)
+    for i in range(1, size):
+        alike &= np.all(keys[rows] == keys[rows + i * np.repeat(lengths, lengths)], axis=1)
     twins, plain = np.zeros(len(first), np.int32), np.zeros(len(first), np.int32)
-    for out, ok in ((twins, np.all(keys[rows] == keys[partner], axis=1)),
-                    (plain, np.all(keys[rows] == keys[partner], axis=1) & (keys[rows, 0] == int(Action.WRITE)))):
+    for out, ok in ((twins, alike), (plain, alike & written)):
         bad = np.zeros(len(starts), np.int64)
         np.add.at(bad, owner, ~ok)
         out[np.flatnonzero(candidate)] = bad == 0
     return twins, plain
 
 
-def multicast_pairs(table: Table, coresident: bool = False) -> np.ndarray:
-    """Per cluster of two CTAs, 1 where its CTAs share B (module doc: twins whose lockstep cannot
+def multicast_pairs(table: Table, coresident: bool = False, size: int = CLUSTER) -> np.ndarray:
+    """Per cluster of ``size`` CTAs, 1 where its CTAs share B (module doc: twins whose lockstep cannot
     join a wait chain; where ``coresident``, only if every cluster is resident at once, which the
-    caller checks), else 0; int32, ``ceil(grid / 2)`` entries."""
-    twins, plain = twin_pairs(table)
-    if not twins.any() or lockstep_finishes(table, twins, coresident):
+    caller checks), else 0; int32, ``ceil(grid / size)`` entries."""
+    twins, plain = twin_pairs(table, size)
+    if not twins.any() or lockstep_finishes(table, twins, coresident, size):
         return twins
     return np.zeros_like(twins) if coresident else plain
 
 
-def lockstep_finishes(table: Table, pairs: np.ndarray, coresident: bool) -> bool:
-    """Whether the table finishes with the CTAs of every cluster flagged in ``pairs`` in lockstep
-    (module doc): in its cluster programs every wait points back, or, where ``coresident``, no wait
-    closes a cycle. A program's unit j is two steps, its mainloops (node 2j) and its fixups (2j + 1),
-    each after the one before; a unit waits in its fixup step on a signal raised in the awaited
-    unit's fixup step, or, deferred, in the mainloop step after it."""
+def lockstep_finishes(table: Table, pairs: np.ndarray, coresident: bool, size: int = CLUSTER) -> bool:
+    """Whether the table finishes with the CTAs of every cluster of ``size`` flagged in ``pairs`` in
+    lockstep (module doc): in its cluster programs every wait points back, or, where ``coresident``, no
+    wait closes a cycle. A program's unit j is its CTAs' steps, their mainloops (node 2j) and their
+    fixups (2j + 1), each after the one before; a unit waits in its fixup step on a signal raised in the
+    awaited unit's fixup step, or, deferred, in the mainloop step after it."""
     offsets = table.cta_offsets.astype(np.int64)
     grid = table.grid
     cta = np.repeat(np.arange(grid), np.diff(offsets))
     step = np.arange(len(cta)) - offsets[cta]  # a unit's index in its CTA
-    flagged = np.repeat(pairs.astype(bool), CLUSTER)[:grid]
-    leader = np.where(flagged, np.arange(grid) & ~1, np.arange(grid))  # a program's lower CTA
+    flagged = np.repeat(pairs.astype(bool), size)[:grid]
+    leader = np.where(flagged, np.arange(grid) - np.arange(grid) % size, np.arange(grid))  # a program's first CTA
     waiter = np.repeat(np.arange(len(cta)), table.units[:, _WAITS_COUNT])
     awaited = table.waits.astype(np.int64)
     # a PARTIAL unit that is not its CTA's last signals after its CTA's next mainloop
@@ -140,16 +144,16 @@ def _has_cycle(size: int, sources: np.ndarray, targets: np.ndarray, cta: np.ndar
 
 
 def launch_pairs(table: Table, spec: KernelSpec, coresident: bool, multicast: bool = True,
-                 b_row_bytes: int | None = None, tile_iterations: int = 0) -> np.ndarray | None:
-    """The pairing flags of a launch of ``spec``'s main kernel that runs in clusters of two, None where
-    it runs without: not a tile that multicasts for this B (decide.launches.use_multicast: B's TMA
+                 b_row_bytes: int | None = None, tile_iterations: int = 0, size: int = CLUSTER) -> np.ndarray | None:
+    """The pairing flags of a launch of ``spec``'s main kernel that runs in clusters of two (``size``: of
+    a tile column's 3 or 4 rows), None where it runs without: not a tile that multicasts for this B (decide.launches.use_multicast: B's TMA
     row stride ``b_row_bytes``, a tile's ``tile_iterations``, whether the table splits tiles) or no pair (multicast_pairs). Where
     ``coresident`` (a wait points upwards) the pairs hold only if every cluster is resident at once:
     the caller checks it (bind.py), as the device may refuse clusters anyway."""
     splits = bool(np.any(table.units[:, _ACTION] != int(Action.WRITE)))
     if not use_multicast(multicast, spec, b_row_bytes, tile_iterations, splits):
         return None
-    pairs = multicast_pairs(table, coresident)
+    pairs = multicast_pairs(table, coresident, size)
     return pairs if pairs.any() else None
 
 
@@ -200,12 +204,12 @@ def requested(plan: FixupPlan, spec: KernelSpec, b_row_bytes: int | None, slots:
     return share(words & SHARE_MASK), share(words >> SHARE_BITS)
 
 
-def pair_words(pairs: np.ndarray) -> np.ndarray:
-    """Per CTA (two a cluster), the share word (module doc) of launch_pairs' flags: both CTAs of a
-    paired cluster share B, the others share nothing."""
-    rank = np.tile(np.arange(CLUSTER), len(pairs))
-    words = (1 << rank) | (((1 << CLUSTER) - 1) << SHARE_BITS)
-    return np.where(np.repeat(pairs != 0, CLUSTER), words, 0).astype(np.int32)
+def pair_words(pairs: np.ndarray, size: int = CLUSTER) -> np.ndarray:
+    """Per CTA (``size`` a cluster), the share word (module doc) of launch_pairs' flags: every CTA of
+    a flagged cluster shares B with the others, the other clusters share nothing."""
+    rank = np.tile(np.arange(size), len(pairs))
+    words = (1 << rank) | (((1 << size) - 1) << SHARE_BITS)
+    return np.where(np.repeat(pairs != 0, size), words, 0).astype(np.int32)
 
 
 def _alike(table: Table, offsets: np.ndarray, x: np.ndarray, y: np.ndarray, fields: list[int]) -> np.ndarray:
@@ -286,10 +290,18 @@ def launch_clusters(table: Table, spec: KernelSpec, cluster: tuple[int, int], co
     """The clustered launches of ``spec``'s main kernel worth trying, best first, as (CTAs a
     cluster, share words): where the decision asks for 2x2 clusters (decide.launches.cluster_shape)
     clusters of four, then of two (the pairs of a 2x2 block, where fours would not be resident);
-    else today's pairs (launch_pairs). Empty where nothing is shared."""
+    where it asks for a tile column's (rows, 1), clusters of that many, then its pairs; else today's
+    pairs (launch_pairs). Empty where nothing is shared."""
     if cluster == (1, 1):
         return []
     if cluster == (2, 1):
         pairs = launch_pairs(table, spec, coresident, True, b_row_bytes, tile_iterations)
         return [] if pairs is None else [(CLUSTER, pair_words(pairs))]
+    if cluster[1] == 1:  # a column of tiles a cluster (decide.launches COLUMN_CLUSTERS), else its pairs
+        launches = []
+        for size in (cluster[0], CLUSTER):
+            groups = launch_pairs(table, spec, coresident, True, b_row_bytes, tile_iterations, size)
+            if groups is not None:
+                launches.append((size, pair_words(groups, size)))
+        return launches
     return [(size, words) for size in (QUAD, CLUSTER) if (words := share_words(table, size)) is not None]

@@ -14,6 +14,11 @@ region (the two-tile hybrid's) takes whole cluster tiles, the upper tile's CTA t
 Either way every MAC iteration is covered once (the Schedule checks it), and each pair's units
 are on one tile column over one k range, so under turnstile every wait still points at a lower
 CTA, and under owner-waits at a higher one, as in basic Stream-K.
+
+``rows`` generalizes the pair: cluster tiles of 3 or 4 tile rows, each super CTA that many CTAs (CTA
+rows s + i on tile row i of its cluster tiles), the last tile rows (fewer than ``rows``) ungrouped
+after them. The GPU backend groups a whole tile column of 64-row splits so (gpu/decide/launches.py
+column_splits): its clusters of three or four CTAs then all share B.
 """
 
 from __future__ import annotations
@@ -26,62 +31,64 @@ from .ranges import Ranges, split_within_one, units_of_ranges
 
 
 def paired_schedule(name: str, shape: GemmShape, tile: TileShape, machine: Machine, tile_order: str,
-                    sk_ctas: int, sk_tiles: int) -> Schedule | None:
-    """Stream-K over ``sk_tiles`` tiles' worth of cluster tiles (and the last tile row's unpaired
-    tiles, where the tile rows are odd) on at most ``sk_ctas`` CTAs, paired (module doc), then the
-    other cluster tiles data-parallel; None where no pair fits (one tile row, or too few CTAs)."""
+                    sk_ctas: int, sk_tiles: int, rows: int = 2) -> Schedule | None:
+    """Stream-K over ``sk_tiles`` tiles' worth of cluster tiles of ``rows`` tile rows (and the last
+    tile rows' ungrouped tiles, where the tile rows are no multiple of ``rows``) on at most ``sk_ctas``
+    CTAs, each super CTA ``rows`` CTAs (module doc), then the other cluster tiles data-parallel; None
+    where no group fits (fewer tile rows, or too few CTAs)."""
     p = Problem(shape, tile)
     ipt = p.iters_per_tile
     tm, tn = tile_coordinates(tile_order, p.tiles_m, p.tiles_n, np.arange(p.tiles))
     at = np.empty((p.tiles_m, p.tiles_n), np.int64)
     at[tm, tn] = np.arange(p.tiles)
-    upper = np.flatnonzero((tm % 2 == 0) & (tm + 1 < p.tiles_m))  # cluster tiles, in index order
-    lower = at[tm[upper] + 1, tn[upper]]
-    single = np.flatnonzero(tm == p.tiles_m - 1) if p.tiles_m % 2 else np.zeros(0, np.int64)
-    dp = min((p.tiles - sk_tiles) // 2, len(upper))  # whole cluster tiles, the last ones
-    pairs_sk = len(upper) - dp
-    supers, alone = _split(pairs_sk * ipt, len(single) * ipt, sk_ctas)
+    top = np.flatnonzero((tm % rows == 0) & (tm + rows <= p.tiles_m))  # cluster tiles, in index order
+    members = [at[tm[top] + i, tn[top]] for i in range(rows)]  # each cluster tile's tiles, top down
+    single = np.flatnonzero(tm >= p.tiles_m - p.tiles_m % rows)
+    dp = min((p.tiles - sk_tiles) // rows, len(top))  # whole cluster tiles, the last ones
+    grouped_sk = len(top) - dp
+    supers, alone = _split(grouped_sk * ipt, len(single) * ipt, sk_ctas, rows)
     if supers == 0:
         return None
-    # the pairs: super CTA s's units on cluster tiles, upper tiles for CTA 2s, lower for 2s + 1
-    starts, ends = split_within_one(pairs_sk * ipt, supers, np.arange(supers))
+    # the groups: super CTA s's units on cluster tiles, its tile row i's for CTA rows s + i
+    starts, ends = split_within_one(grouped_sk * ipt, supers, np.arange(supers))
     cluster_units, cluster_offsets = units_of_ranges(ipt, starts, ends)
     counts = np.diff(cluster_offsets)
-    # super CTA s's unit w (row i = offset + w) goes to row 2 offset + w (CTA 2s), its twin count rows on
-    at_upper = np.arange(len(cluster_units)) + np.repeat(cluster_offsets[:-1], counts)
-    paired = np.empty((2 * len(cluster_units), 3), np.int64)
-    for rows, tiles_of in ((at_upper, upper), (at_upper + np.repeat(counts, counts), lower)):
-        paired[rows] = cluster_units
-        paired[rows, 0] = tiles_of[cluster_units[:, 0]]
-    units = [paired]
-    sizes = [np.stack([counts, counts], axis=1).reshape(-1)]
-    if alone:  # the odd last row: ordinary Stream-K after the pairs
+    # super CTA s's unit w (row offset + w) goes to row rows offset + w (CTA rows s), CTA rows s + i's count i rows on
+    first = np.arange(len(cluster_units)) + (rows - 1) * np.repeat(cluster_offsets[:-1], counts)
+    grouped = np.empty((rows * len(cluster_units), 3), np.int64)
+    for i, tiles_of in enumerate(members):
+        at_member = first + i * np.repeat(counts, counts)
+        grouped[at_member] = cluster_units
+        grouped[at_member, 0] = tiles_of[cluster_units[:, 0]]
+    units = [grouped]
+    sizes = [np.repeat(counts, rows)]
+    if alone:  # the last, ungrouped rows: ordinary Stream-K after the groups
         starts, ends = split_within_one(len(single) * ipt, alone, np.arange(alone))
         single_units, single_offsets = units_of_ranges(ipt, starts, ends)
         single_units[:, 0] = single[single_units[:, 0]]
         units.append(single_units)
         sizes.append(np.diff(single_offsets))
-    if dp:  # whole cluster tiles: the upper tile's CTA, then the lower's
-        whole = np.stack([upper[pairs_sk:], lower[pairs_sk:]], axis=1).reshape(-1)
+    if dp:  # whole cluster tiles: the top tile's CTA, then the next row's
+        whole = np.stack([m[grouped_sk:] for m in members], axis=1).reshape(-1)
         units.append(np.stack([whole, 0 * whole, 0 * whole + ipt], axis=1))
         sizes.append(np.ones(len(whole), np.int64))
     offsets = np.concatenate([[0], np.cumsum(np.concatenate(sizes))])
     return Schedule(name, shape, tile, np.concatenate(units), offsets, machine=machine, tile_order=tile_order)
 
 
-def _split(paired_iters: int, single_iters: int, ctas: int) -> tuple[int, int]:
-    """(super CTAs, unpaired CTAs) sharing ``paired_iters`` cluster-tile iterations and the unpaired
-    row's ``single_iters`` on at most ``ctas`` CTAs (a super CTA is two), the busiest CTA as light as
-    can be (ties: more pairs); (0, 0) where no pair fits."""
-    low = 1 if paired_iters else 0
-    high = min(paired_iters, (ctas - (single_iters > 0)) // 2)
-    if high < low or paired_iters == 0:
+def _split(grouped_iters: int, single_iters: int, ctas: int, rows: int) -> tuple[int, int]:
+    """(super CTAs, ungrouped CTAs) sharing ``grouped_iters`` cluster-tile iterations and the ungrouped
+    rows' ``single_iters`` on at most ``ctas`` CTAs (a super CTA is ``rows``), the busiest CTA as light as
+    can be (ties: more groups); (0, 0) where no group fits."""
+    low = 1 if grouped_iters else 0
+    high = min(grouped_iters, (ctas - (single_iters > 0)) // rows)
+    if high < low or grouped_iters == 0:
         return 0, 0
     supers = np.arange(low, high + 1)
     if single_iters == 0:
         return int(high), 0
-    alone = np.minimum(ctas - 2 * supers, single_iters)
-    busiest = np.maximum(-(-paired_iters // supers), -(-single_iters // alone))
+    alone = np.minimum(ctas - rows * supers, single_iters)
+    busiest = np.maximum(-(-grouped_iters // supers), -(-single_iters // alone))
     best = int(np.flatnonzero(busiest == busiest.min())[-1])
     return int(supers[best]), int(alone[best])
 
@@ -107,14 +114,14 @@ def paired_of_ranges(ranges: Ranges, name: str, tile: TileShape, machine: Machin
     return s.walked_backward() if ranges.backward[0] else s
 
 
-def paired_splits(s: Schedule) -> Schedule | None:
+def paired_splits(s: Schedule, rows: int = 2) -> Schedule | None:
     """``s``'s aligned splits (every tile in the same number of k ranges, a CTA each, as fixed-split's)
-    paired: Stream-K over every cluster tile on as many CTAs splits each tile the same way (evenly
-    where the splits divide its iterations), now with CTAs 2i and 2i + 1 on the two tiles of one
-    cluster tile over one k range; None where ``s`` is no such split or no pair fits."""
+    grouped: Stream-K over every cluster tile of ``rows`` tile rows on as many CTAs splits each tile the
+    same way (evenly where the splits divide its iterations), now with CTAs rows i .. rows i + rows - 1
+    on the tiles of one cluster tile over one k range; None where ``s`` is no such split or no group fits."""
     tiles = s.problem.tiles
     if s.grid % tiles or s.grid == tiles or len(s.units) != s.grid or \
             np.any(np.bincount(s.units[:, 0], minlength=tiles) != s.grid // tiles):
         return None
-    paired = paired_schedule(s.decomposition, s.shape, s.tile, s.machine, s.tile_order, s.grid, tiles)
+    paired = paired_schedule(s.decomposition, s.shape, s.tile, s.machine, s.tile_order, s.grid, tiles, rows)
     return None if paired is None else paired.with_fixup(s.fixup)

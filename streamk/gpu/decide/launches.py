@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...schedule import Schedule
+from ...schedule import Schedule, tile_coordinates
 from ...shapes import ITEMSIZE, GemmShape, Problem
 from ..catalogue import (SM90_192_TILE, SM90_M64_192_TILE, SM90_M64_TILE, SM90_M64_WIDE_TILE, SM90_TILE, SM90_WIDE_TILE,
                          KernelSpec)
@@ -124,6 +124,28 @@ def pair_splits(multicast: bool, spec: KernelSpec, b_row_bytes: int, schedule: S
     return (spec.tile in STRADDLE_MULTICAST_TILES and schedule.grid > p.tiles
             and p.iters_per_tile * p.tiles // schedule.grid >= PAIRED_SPLIT_MIN_ITERS
             and use_multicast(multicast, spec, b_row_bytes, p.iters_per_tile))
+
+
+# auto's aligned splits on 64x128x64 over COLUMN_ROWS tile rows (m 129-256) run grouped by the whole tile
+# column (sched.paired_splits by rows: its rows CTAs on one column's tiles over one k range), in clusters
+# of that many CTAs that all share B (column_rows), where each CTA's split is PAIRED_SPLIT_MIN_ITERS deep or
+# more, as the pairs' rule, and the grid fits COLUMN_SLOTS_SHARE of the SMs in such clusters (owner-waits
+# point upwards: every cluster must be resident). Against the same splits unclustered: 1.19x and 1.20x on
+# auto's own such launches, 1.02-1.10x on deeper splits of sm80 shapes; splits of 6-21 iterations lost to
+# 0.81x (H200, LOG.md v164).
+COLUMN_SPLIT_TILES = (SM90_M64_TILE,)
+COLUMN_SLOTS_SHARE = {4: 120 / 132, 3: 117 / 132}  # the H200's resident CTAs in clusters of 4 and of 3 (v164)
+
+
+def column_splits(multicast: bool, spec: KernelSpec, schedule: Schedule, sms: int) -> int:
+    """The tile rows (COLUMN_ROWS) by which auto groups ``schedule``'s aligned splits on ``spec``'s tile into
+    column clusters on ``sms`` SMs by the rule above; 0 where it does not."""
+    p = schedule.problem
+    if not (multicast and spec.tma and spec.tile in COLUMN_SPLIT_TILES and p.tiles_m in COLUMN_ROWS):
+        return 0
+    deep = p.iters_per_tile * p.tiles // schedule.grid >= PAIRED_SPLIT_MIN_ITERS
+    fits = p.tiles < schedule.grid <= COLUMN_SLOTS_SHARE[p.tiles_m] * sms
+    return p.tiles_m if deep and fits else 0
 
 
 # Clusters of 2x2 CTAs on 2x2 blocks of whole tiles (issue 42): each CTA shares A with the CTA of its
@@ -328,16 +350,42 @@ def plain_partial_wave(multicast: bool, spec: KernelSpec, schedule: Schedule, sm
             and a_row_bytes % STRADDLE_BYTES == 0 and b_row_bytes % STRADDLE_BYTES == 0 and whole_tiles(schedule))
 
 
+# Clusters of one column of COLUMN_ROWS tiles: a schedule that splits tiles and whose first CTAs run the
+# same units on that many consecutive tile rows of one column (sched.paired grouped by rows) launches in
+# clusters of that many CTAs, each sharing B with all the others (gpu/clusters.py launch_pairs).
+COLUMN_ROWS = (4, 3)
+
+
+def column_rows(schedule: Schedule) -> int:
+    """The tile rows a cluster of ``schedule``'s launch spans (COLUMN_ROWS) where it splits tiles and its
+    first CTAs are twins on that many consecutive tile rows of one column; 0 otherwise."""
+    if whole_tiles(schedule):
+        return 0
+    offsets, units = schedule.cta_offsets, schedule.units
+    p = schedule.problem
+    for rows in COLUMN_ROWS:
+        if schedule.grid < rows or np.any(np.diff(offsets[:rows + 1]) != offsets[1] - offsets[0]):
+            continue
+        first = [units[offsets[i]:offsets[i + 1]] for i in range(rows)]
+        tm, tn = tile_coordinates(schedule.tile_order, p.tiles_m, p.tiles_n, np.stack([u[:, 0] for u in first]))
+        if all(np.array_equal(u[:, 1:], first[0][:, 1:]) for u in first) and np.all(tn == tn[0]) and \
+                np.all(tm == tm[0] + np.arange(rows)[:, None]) and np.all(tm[-1] < p.tiles_m):
+            return rows
+    return 0
+
+
 def cluster_shape(multicast: bool, cluster_2d: bool, spec: KernelSpec, schedule: Schedule) -> tuple[int, int]:
     """The clusters a launch of ``spec``'s main kernel asks for, as (tile rows, tile columns):
     NO_CLUSTER where multicast is off or the kernel has no TMA; QUAD_CLUSTER where the schedule runs
-    in QUAD_ORDER or ``cluster_2d`` (bench +mc2d) asks for it, and quads_fit; else PAIR_CLUSTER
-    (pairs along m where the table has them and use_multicast holds: clusters.launch_pairs)."""
+    in QUAD_ORDER or ``cluster_2d`` (bench +mc2d) asks for it, and quads_fit; (rows, 1) where its CTAs
+    run in groups of a column's tile rows (column_rows); else PAIR_CLUSTER (pairs along m where the
+    table has them and use_multicast holds: clusters.launch_pairs)."""
     if not (multicast and spec.tma):
         return NO_CLUSTER
     if (cluster_2d or schedule.tile_order == QUAD_ORDER) and quads_fit(multicast, spec, schedule):
         return QUAD_CLUSTER
-    return PAIR_CLUSTER
+    rows = column_rows(schedule)
+    return (rows, 1) if rows else PAIR_CLUSTER
 
 
 REDUCE_MAX_VECS = 4  # fixup.cuh: accumulator vectors per thread of one reduce block

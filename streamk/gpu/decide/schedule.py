@@ -17,7 +17,7 @@ from ...target import Target, TargetTile
 from ..catalogue import KernelSpec, SM90_M64_192_TILE, SM90_M64_TILE, SM90_TILE, SM90_WIDE_TILE, spec_for_tile
 from .by_model import (WIDE_PERSISTENT_MIN_ITERS, model_pick, model_tiles, narrow_pick, paired_pick,
                        wide_persistent_pick)
-from .launches import (QUAD_ORDER, STRADDLE_MULTICAST_TILES, auto_quads, one_column_192, one_wave_m64, one_wave_m64_192,
+from .launches import (QUAD_ORDER, STRADDLE_MULTICAST_TILES, auto_quads, column_rows, column_splits, one_column_192, one_wave_m64, one_wave_m64_192,
                        pair_splits, pair_stream_k, persistent_in_place_of_dp, persistent_quads, persistent_quads_fit,
                        plain_partial_wave, split_wider)
 from .operands import contiguous_b_row_bytes, decode_like
@@ -85,13 +85,17 @@ def b_rows(shape: GemmShape, spec: KernelSpec, b_row_bytes: int | None) -> int:
     return contiguous_b_row_bytes(shape.k, shape.n, spec) if b_row_bytes is None else b_row_bytes
 
 
-def paired_twins(s: Schedule, dtype: str, target: Target, multicast: bool, b_row_bytes: int | None
-                 ) -> Schedule | None:
+def paired_twins(s: Schedule, dtype: str, target: Target, multicast: bool, b_row_bytes: int | None,
+                 columns: bool = True) -> Schedule | None:
     """``s``'s aligned splits in twin pairs that share B (sched.paired_splits) where launches.pair_splits
-    holds for them (B's rows ``b_row_bytes`` apart as schedule_for's), else None."""
+    holds for them (B's rows ``b_row_bytes`` apart as schedule_for's), or grouped by whole tile columns where
+    ``columns``, ``target`` runs such clusters and launches.column_splits holds; else None."""
     if s.tile not in target.tiles_for(dtype):
         return None
     spec = spec_for_tile(dtype, s.tile)
+    rows = column_splits(multicast, spec, s, target.machine(dtype, s.tile).sms) if columns and target.quad_clusters else 0
+    if rows and (grouped := paired_splits(s, rows)) is not None:
+        return grouped
     return paired_splits(s) if pair_splits(multicast, spec, b_rows(s.shape, spec, b_row_bytes), s) else None
 
 
@@ -107,11 +111,11 @@ def paired_auto(shape: GemmShape, dtype: str, target: Target, tile: TileShape, m
 
 
 def auto_rules(chosen: Schedule, dtype: str, target: Target, sms: int, plain: bool, multicast: bool,
-               b_row_bytes: int | None, row_major: bool, given_order: str | None) -> Schedule:
+               b_row_bytes: int | None, row_major: bool, given_order: str | None, columns: bool = True) -> Schedule:
     """auto's ``chosen`` Schedule after the rules that may replace it or its tile order: where auto
     is ``plain`` (no option given), the calibrated model's pick (by_model.model_pick), the wide
-    persistent launch and the narrow one-wave tiles; then aligned splits in twin pairs (paired_twins)
-    or the clusters' tile orders on ``sms`` SMs."""
+    persistent launch and the narrow one-wave tiles; then aligned splits in twin pairs or column groups
+    (paired_twins; the latter only where ``columns``) or the clusters' tile orders on ``sms`` SMs."""
     shape, tile = chosen.shape, chosen.tile
     if plain:
         launched = clusters_order(chosen, dtype, target, sms, multicast, b_row_bytes, given_order)
@@ -128,7 +132,7 @@ def auto_rules(chosen: Schedule, dtype: str, target: Target, sms: int, plain: bo
         narrow = narrow_by_model(launched, dtype, target, multicast, b_row_bytes)
         if narrow is not None:
             return narrow
-    twins = paired_twins(chosen, dtype, target, multicast, b_row_bytes)
+    twins = paired_twins(chosen, dtype, target, multicast, b_row_bytes, columns)
     if twins is not None:
         return twins
     return clusters_order(chosen, dtype, target, sms, multicast, b_row_bytes, given_order)
@@ -163,7 +167,11 @@ def narrow_by_model(launched: Schedule, dtype: str, target: Target, multicast: b
             or packed_bytes(shape, dtype, SM90_M64_TILE) or decode_like(shape.m, shape.n):
         return None
     narrow = schedule_for("auto", shape, dtype, target, tile=SM90_M64_TILE, b_row_bytes=b_row_bytes, multicast=multicast)
-    return narrow if narrow_pick(dtype, target, launched, narrow, b_row_bytes) else None
+    priced = narrow
+    if column_rows(narrow):  # priced as the splits ungrouped: the model misses what column clusters share (v164)
+        priced = schedule_for("auto", shape, dtype, target, tile=SM90_M64_TILE, b_row_bytes=b_row_bytes,
+                              multicast=multicast, column_clusters=False)
+    return narrow if narrow_pick(dtype, target, launched, priced, b_row_bytes) else None
 
 
 def narrow_one_wave(shape: GemmShape, dtype: str, target: Target, chosen: Schedule, b_row_bytes: int | None,
@@ -192,13 +200,14 @@ def narrow_one_wave(shape: GemmShape, dtype: str, target: Target, chosen: Schedu
 def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target: Target, *,
                  tile: TileShape | None = None, fixup: str | None = None, machine: Machine | None = None,
                  b_row_bytes: int | None = None, multicast: bool = True, row_major: bool = True,
-                 **options: Any) -> Schedule:
+                 column_clusters: bool = True, **options: Any) -> Schedule:
     """What ``streamk.gpu.gemm`` runs on ``target``: a named decomposition on ``tile`` (default:
     auto's choice for ``auto``, else the paper's tile) and that kernel's Machine, ``auto`` with the
     target's measured constants and the kernel's tile order where the caller gives none; or a given
     Schedule, checked against the shape and tile. auto's Stream-K runs paired where the launch's
     clusters share B (launches.pair_stream_k: ``multicast``, and the bytes between the rows the
-    kernel reads B by, ``b_row_bytes``; None: a contiguous row-major B, as the CLI assumes)."""
+    kernel reads B by, ``b_row_bytes``; None: a contiguous row-major B, as the CLI assumes); its aligned
+    splits run grouped by tile columns where launches.column_splits holds, unless ``column_clusters`` is False."""
     if isinstance(schedule, Schedule):
         if schedule.shape != shape:
             raise ScheduleError(f"the schedule is for {schedule.shape}, the operands are {shape}")
@@ -222,7 +231,8 @@ def schedule_for(schedule: str | Schedule, shape: GemmShape, dtype: str, target:
         given_order = options.get("tile_order")
         options = auto_options(kernel, shape, machine, fixup, options, paired)
         chosen = make_schedule(schedule, shape, tile, machine, fixup=fixup, **options)
-        ruled = auto_rules(chosen, dtype, target, machine.sms, plain, multicast, b_row_bytes, row_major, given_order)
+        ruled = auto_rules(chosen, dtype, target, machine.sms, plain, multicast, b_row_bytes, row_major, given_order,
+                           column_clusters)
         if not plain or tile not in model_tiles() or decode_like(shape.m, shape.n):
             return ruled
         paired = [c for t in STRADDLE_MULTICAST_TILES  # not auto's own twins again

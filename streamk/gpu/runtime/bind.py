@@ -15,9 +15,9 @@ from ...errors import CudaError, DeadlockError
 from ...fixup import FixupPlan, needs_epoch
 from ...shapes import ITEMSIZE
 from . import tma
-from ..clusters import launch_clusters
+from ..clusters import CLUSTER, launch_clusters
 from ..decide import Decision
-from ..decide.launches import QUAD_CLUSTER, longest_cta_macs, reduce_slices, use_pdl
+from ..decide.launches import longest_cta_macs, reduce_slices, use_pdl
 from ..decide.operands import Operand, leading_dim, padded
 from .device import Buffer, Device
 from .lanes import Needs
@@ -89,17 +89,17 @@ def bind(dev: Device, d: Decision, tuning: Tuning) -> Bound:
     table = build_table(plan)
     ops = operand_params(d)
     # sm90 clusters (clusters.py): pairs sharing B where the table pairs them, or, asked for, 2x2
-    # blocks sharing A and B; B's TMA map strides by its leading dimension (a column-major B's column
+    # blocks sharing A and B, or a tile column's 3 or 4 CTAs sharing B; B's TMA map strides by its leading dimension (a column-major B's column
     # stride)
     cluster, shares, main_grid = 1, None, sched.grid
     for size, words in launch_clusters(table, spec, d.cluster, coresident, ops.ldb * spec.itemsize,
                                        sched.problem.iters_per_tile):
         grid = -(-sched.grid // size) * size  # the last cluster padded with empty CTAs
         clustered = dev.cluster_residency(d.main, threads, launch_smem, size)
-        # waits pointing upwards finish in lockstep pairs only with every cluster resident; a 2x2
-        # launch must not take more waves than the plain one (clusters of four fill fewer SMs)
+        # waits pointing upwards finish in lockstep pairs only with every cluster resident; a launch in
+        # clusters of more than two must not take more waves than the plain one (they fill fewer SMs)
         if clustered and (not coresident or clustered >= grid) and \
-                (d.cluster != QUAD_CLUSTER or -(-grid // clustered) <= -(-sched.grid // residency)):
+                (size <= CLUSTER or -(-grid // clustered) <= -(-sched.grid // residency)):
             cluster, shares, main_grid, residency = size, words, grid, clustered
             break
     table_buf, table_ptrs = _upload_table(dev, table_arrays(table, main_grid, shares))

@@ -96,7 +96,7 @@ class Step:
     shared memory; ``pdl``: launched with programmatic stream serialization, so it may start
     while the step before it finishes (the kernel waits for it: ptx.cuh pdl_wait); ``packs``: its
     parameter block is the PackPair, not the GemmParams; ``tma``: the TmaParams; ``cluster``: CTAs
-    per cluster (blockIdx.x ci .. ci + c - 1 together: 2 or 4, clusters.py)."""
+    per cluster (blockIdx.x ci .. ci + c - 1 together: 2, 3 or 4, clusters.py)."""
 
     name: str
     function: object

@@ -60,7 +60,7 @@
 // CUTLASS include/cute/atom/mma_traits_sm90_gmma.hpp (make_gmma_desc) and the PTX ISA's matrix
 // descriptor section.
 // Clusters (launched with two CTAs a cluster where the host found pairs, four where it was asked
-// for 2x2 blocks; streamk/gpu/clusters.py): each CTA's share word names the ranks of its cluster
+// for 2x2 blocks, three or four on one tile column's splits; streamk/gpu/clusters.py): each CTA's share word names the ranks of its cluster
 // whose A is its A (one tile row, same k ranges) and whose B is its B (one tile column). The CTAs
 // of a B group each load their share of every stage's B boxes (the first the larger share of an odd
 // count) and multicast them to the group (the 2x1 clusters of the anchors, github pranjalssh/fast.cu
