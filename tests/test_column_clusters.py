@@ -131,3 +131,22 @@ def test_auto_groups_its_deep_64x128_splits_by_tile_columns_where_the_clusters_f
     assert column_splits(True, SPEC, plain, 132) == 3
     assert column_splits(True, SPEC, wide, 132) == 0 and column_splits(True, SPEC, short, 132) == 0
     assert column_splits(False, SPEC, plain, 132) == 0
+
+
+def test_auto_runs_few_row_deep_shapes_as_grouped_64x128_splits_where_they_fill_half_the_sms():
+    """launches.column_split_count: 182x1264x6456 (3 tile rows of 64, 101 iterations a tile) runs 3 splits
+    of 33 iterations on 90 CTAs in clusters of three, in place of auto's sm80 64x64x32 pick; 140x1264x4784
+    would run 2 splits on 60 CTAs, under half the SMs, and keeps auto's pick; so do launches without
+    multicast and the H100 preset."""
+    from streamk.gpu.decide.launches import COLUMN_MIN_FILL, column_split_count
+    from streamk.target import preset
+
+    s = _auto_on_h200(GemmShape(182, 1264, 6456))
+    assert (s.decomposition, s.tile, s.grid, s.fixup) == ("fixed-split", SM90_M64_TILE, 90, "owner-waits")
+    assert column_rows(s) == 3 and cluster_shape(True, False, SPEC, s) == (3, 1)
+    assert column_split_count(GemmShape(140, 1264, 4784), 132) == 0 and 60 < COLUMN_MIN_FILL * 132
+    assert _auto_on_h200(GemmShape(140, 1264, 4784)).tile != SM90_M64_TILE
+    assert column_rows(_auto_on_h200(GemmShape(182, 1264, 6456), multicast=False)) == 0
+    from streamk.gpu.decide.schedule import schedule_for
+
+    assert column_rows(schedule_for("auto", GemmShape(182, 1264, 6456), "float16", preset("h100"))) == 0

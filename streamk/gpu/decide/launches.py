@@ -148,6 +148,23 @@ def column_splits(multicast: bool, spec: KernelSpec, schedule: Schedule, sms: in
     return p.tiles_m if deep and fits else 0
 
 
+# Shapes of COLUMN_ROWS 64-row tile rows (m 129-256) whose aligned 64x128x64 splits under the rule above fill
+# at least COLUMN_MIN_FILL of the SMs run them, grouped by tile column, in place of auto's pick (mostly the
+# sm80 64x64x32 tile's Stream-K, or 128x128x64): the most splits of PAIRED_SPLIT_MIN_ITERS iterations or more
+# whose grid fits the clusters. On selection seeds 4900-4903, 8 of 9 such shapes ran faster (1.02-1.39x, one
+# 0.89x); fewer CTAs lost to auto's 128-odd (0.6-0.98x; LOG.md v165).
+COLUMN_MIN_FILL = 0.5  # share of the SMs
+
+
+def column_split_count(shape: GemmShape, sms: int) -> int:
+    """The splits a tile of ``shape``'s 64x128x64 launch by the rule above runs on ``sms`` SMs; 0 where it does not."""
+    p = Problem(shape, SM90_M64_TILE)
+    if p.tiles_m not in COLUMN_ROWS:
+        return 0
+    most = min(p.iters_per_tile // PAIRED_SPLIT_MIN_ITERS, int(COLUMN_SLOTS_SHARE[p.tiles_m] * sms + 1e-9) // p.tiles)
+    return most if most >= 2 and p.tiles * most >= COLUMN_MIN_FILL * sms else 0
+
+
 # Clusters of 2x2 CTAs on 2x2 blocks of whole tiles (issue 42): each CTA shares A with the CTA of its
 # tile row and B with the CTA of its tile column (gpu/clusters.py share_words), so a 128x128x64 CTA
 # reads 16 KB of L2 per MAC iteration (A 8 + B 8) against 24 with pairs and 32 alone. The CTAs 4q ..

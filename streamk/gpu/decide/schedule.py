@@ -17,7 +17,8 @@ from ...target import Target, TargetTile
 from ..catalogue import KernelSpec, SM90_M64_192_TILE, SM90_M64_TILE, SM90_TILE, SM90_WIDE_TILE, spec_for_tile
 from .by_model import (WIDE_PERSISTENT_MIN_ITERS, model_pick, model_tiles, narrow_pick, paired_pick,
                        wide_persistent_pick)
-from .launches import (QUAD_ORDER, STRADDLE_MULTICAST_TILES, auto_quads, column_rows, column_splits, one_column_192, one_wave_m64, one_wave_m64_192,
+from .launches import (QUAD_ORDER, STRADDLE_MULTICAST_TILES, auto_quads, column_rows, column_split_count, column_splits,
+                       one_column_192, one_wave_m64, one_wave_m64_192,
                        pair_splits, pair_stream_k, persistent_in_place_of_dp, persistent_quads, persistent_quads_fit,
                        plain_partial_wave, split_wider)
 from .operands import contiguous_b_row_bytes, decode_like
@@ -115,7 +116,19 @@ def auto_rules(chosen: Schedule, dtype: str, target: Target, sms: int, plain: bo
     """auto's ``chosen`` Schedule after the rules that may replace it or its tile order: where auto
     is ``plain`` (no option given), the calibrated model's pick (by_model.model_pick), the wide
     persistent launch and the narrow one-wave tiles; then aligned splits in twin pairs or column groups
-    (paired_twins; the latter only where ``columns``) or the clusters' tile orders on ``sms`` SMs."""
+    (paired_twins; the latter only where ``columns``) or the clusters' tile orders on ``sms`` SMs; last,
+    where auto is plain and its launch runs no column clusters, the column launch (column_launch)."""
+    ruled = _auto_rules(chosen, dtype, target, sms, plain, multicast, b_row_bytes, row_major, given_order, columns)
+    if plain and columns and not column_rows(ruled):
+        column = column_launch(chosen.shape, dtype, target, multicast)
+        if column is not None:
+            return column
+    return ruled
+
+
+def _auto_rules(chosen: Schedule, dtype: str, target: Target, sms: int, plain: bool, multicast: bool,
+               b_row_bytes: int | None, row_major: bool, given_order: str | None, columns: bool = True) -> Schedule:
+    """auto_rules but the column launch."""
     shape, tile = chosen.shape, chosen.tile
     if plain:
         launched = clusters_order(chosen, dtype, target, sms, multicast, b_row_bytes, given_order)
@@ -155,6 +168,21 @@ def clusters_order(chosen: Schedule, dtype: str, target: Target, sms: int, multi
     if target.quad_clusters and given_order is None and auto_quads(multicast, spec, chosen, sms, a_rows, chosen_b_rows):
         return chosen.with_tile_order(QUAD_ORDER)  # 2x2 clusters share A and B (launches.auto_quads)
     return chosen
+
+
+def column_launch(shape: GemmShape, dtype: str, target: Target, multicast: bool) -> Schedule | None:
+    """Fixed-split on 64x128x64 grouped by tile columns where ``target`` runs column clusters and
+    launches.column_split_count takes it, and that kernel reads the operands in place; else None."""
+    if not (target.quad_clusters and multicast) or SM90_M64_TILE not in target.tiles_for(dtype) \
+            or packed_bytes(shape, dtype, SM90_M64_TILE) or decode_like(shape.m, shape.n):
+        return None
+    machine = target.machine(dtype, SM90_M64_TILE)
+    splits = column_split_count(shape, machine.sms)
+    if not splits:
+        return None
+    order = target.kernel(dtype, SM90_M64_TILE).order_for(Problem(shape, SM90_M64_TILE), machine.slots)
+    s = make_schedule("fixed-split", shape, SM90_M64_TILE, machine, splits=splits, tile_order=order)
+    return paired_splits(s, s.problem.tiles_m)
 
 
 def narrow_by_model(launched: Schedule, dtype: str, target: Target, multicast: bool,
