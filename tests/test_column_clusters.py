@@ -150,3 +150,12 @@ def test_auto_runs_few_row_deep_shapes_as_grouped_64x128_splits_where_they_fill_
     from streamk.gpu.decide.schedule import schedule_for
 
     assert column_rows(schedule_for("auto", GemmShape(182, 1264, 6456), "float16", preset("h100"))) == 0
+
+
+def test_schedule_target_says_where_a_tile_columns_clusters_share_b(capsys):
+    """`streamk schedule auto --target h200` names the clusters of three of 182x1264x6456's column launch."""
+    from streamk.cli import main
+
+    assert main(["schedule", "auto", "--shape", "182x1264x6456", "--target", "h200"]) == 0
+    out = capsys.readouterr().out
+    assert "clusters of 3 CTAs on one tile column's 3 tile rows share each stage's B" in out

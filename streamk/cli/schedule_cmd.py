@@ -55,9 +55,14 @@ def _print_clusters(schedule, plan, dtype: str) -> None:
     from ..gpu.decide.launches import QUAD_CLUSTER, cluster_shape
 
     spec = spec_for_tile(dtype, schedule.tile)  # B contiguous and row-major, n columns
-    if cluster_shape(True, False, spec, schedule) == QUAD_CLUSTER:
+    shape = cluster_shape(True, False, spec, schedule)
+    if shape == QUAD_CLUSTER:
         print("clusters of 4 CTAs on 2x2 blocks of tiles share A and B by TMA multicast, where the GPU "
               "holds them in as many waves (else the blocks' column pairs share B)")
+        return
+    if shape[0] > 2:  # a tile column's rows (decide.launches.column_rows)
+        print(f"clusters of {shape[0]} CTAs on one tile column's {shape[0]} tile rows share each stage's B by TMA "
+              "multicast, where the GPU holds every cluster at once (else its pairs do)")
         return
     slots = schedule.machine.slots if schedule.machine is not None else 0
     pairs = held_pairs(plan, spec, schedule.shape.n * spec.itemsize, slots)
