@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from streamk.dispatch import waits_only_backward
 from streamk.fixup import Action, plan_fixup
-from streamk.gpu.clusters import CLUSTER, launch_pairs, multicast_pairs, twin_pairs
+from streamk.gpu.clusters import CLUSTER, launch_groups, multicast_groups, twin_groups
 from streamk.gpu.table import build_table
 from streamk.sched import make_schedule
 from streamk.schedule import Schedule
@@ -21,7 +21,7 @@ H100 = Machine(132, 1)
 
 def _pairs(schedule: Schedule) -> np.ndarray:
     plan = plan_fixup(schedule)
-    return multicast_pairs(build_table(plan), not waits_only_backward(plan))
+    return multicast_groups(build_table(plan), not waits_only_backward(plan))
 
 
 def _pairs_by_loop(schedule: Schedule, alone: bool = True) -> list[int]:
@@ -79,7 +79,7 @@ def test_persistent_ctas_pair_where_they_hold_as_many_tiles():
 @given(schedules(), st.sampled_from(["row-major", "grouped-2", "grouped-8", "column-major"]))
 def test_pairs_are_the_unit_by_unit_rule(schedule, order):
     s = Schedule.from_ctas(schedule.decomposition, schedule.shape, schedule.tile, schedule.ctas, tile_order=order)
-    twins, plain = twin_pairs(build_table(plan_fixup(s)))
+    twins, plain = twin_groups(build_table(plan_fixup(s)))
     assert twins.tolist() == _pairs_by_loop(s, alone=False), (s.shape, s.tile, s.grid, order)
     assert plain.tolist() == _pairs_by_loop(s), (s.shape, s.tile, s.grid, order)
     # the rule keeps every twin pair, or, where the waits point back, the whole tiles written alone
@@ -112,8 +112,8 @@ def test_64x192_shares_b_only_where_its_rows_straddle_sectors():
     assert not use_multicast(True, spec, None, 100) and not use_multicast(False, spec, 2000, 100)
     wide = make_schedule("data-parallel", GemmShape(150, 1000, 1000), spec.tile, H100, tile_order="grouped-8")
     table = build_table(plan_fixup(wide))
-    assert launch_pairs(table, spec, False, True, 2000, wide.problem.iters_per_tile) is not None
-    assert launch_pairs(table, spec, False, True, 2048, wide.problem.iters_per_tile) is None
+    assert launch_groups(table, spec, False, True, 2000, wide.problem.iters_per_tile) is not None
+    assert launch_groups(table, spec, False, True, 2048, wide.problem.iters_per_tile) is None
 
 
 def test_the_wide_tiles_share_b_where_its_rows_straddle_l2_lines_or_tiles_split_on_deep_tiles():

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from streamk import FIXUP_POLICIES, Problem, plan_fixup
 from streamk.dispatch import waits_only_backward
 from streamk.gpu.catalogue import SM90_M64_TILE, spec_for_tile
-from streamk.gpu.clusters import SHARE_BITS, launch_clusters, multicast_pairs
+from streamk.gpu.clusters import SHARE_BITS, launch_clusters, multicast_groups
 from streamk.gpu.decide.launches import (COLUMN_ROWS, COLUMN_SLOTS_SHARE, PAIR_CLUSTER, PAIRED_SPLIT_MIN_ITERS,
                                          cluster_shape, column_rows, column_splits)
 from streamk.gpu.table import build_table
@@ -75,7 +75,7 @@ def test_the_rules_column_clusters_finish_in_lockstep(problem, machine, order, s
         return
     plan = plan_fixup(s)
     coresident = not waits_only_backward(plan)
-    groups = multicast_pairs(build_table(plan), coresident, rows)
+    groups = multicast_groups(build_table(plan), coresident, rows)
     clusters = -(-s.grid // rows)
     resident = None if coresident else data.draw(st.integers(1, clusters), label="resident clusters")
     assert lockstep_finishes(s, groups, resident, size=rows)

@@ -13,7 +13,7 @@ import pytest
 from gpu_support import GPU, error_ratio, graph_replayed, inputs, relaunched
 from streamk.gpu.request import Tuning
 from streamk.fixup import plan_fixup
-from streamk.gpu.clusters import twin_pairs
+from streamk.gpu.clusters import twin_groups
 from streamk.gpu.decide.launches import MULTICAST_TILES, STRADDLE_MULTICAST_TILES
 from streamk.gpu.table import build_table
 from streamk.schedule import FIXUP_POLICIES, Schedule
@@ -141,7 +141,7 @@ PAIRED_SHAPE = (1400, 1448, 2048)
 
 
 def _twins(prepared) -> int:
-    return int(twin_pairs(build_table(plan_fixup(prepared.schedule)))[0].sum())
+    return int(twin_groups(build_table(plan_fixup(prepared.schedule)))[0].sum())
 
 
 @pytest.mark.parametrize("fixup", FIXUP_POLICIES)

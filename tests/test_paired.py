@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from streamk import FIXUP_POLICIES, Action, Problem, plan_fixup
 from streamk.dispatch import waits_only_backward
-from streamk.gpu.clusters import CLUSTER, multicast_pairs, twin_pairs
+from streamk.gpu.clusters import CLUSTER, multicast_groups, twin_groups
 from streamk.gpu.table import UNIT_FIELDS, build_table
 from streamk.sched import make_schedule
 from streamk.schedule import Schedule, tile_coordinates
@@ -105,7 +105,7 @@ def _verdict(s: Schedule) -> tuple[np.ndarray, bool]:
     """The rule's pairs for ``s`` and whether its waits point upwards."""
     plan = plan_fixup(s)
     coresident = not waits_only_backward(plan)
-    return multicast_pairs(build_table(plan), coresident), coresident
+    return multicast_groups(build_table(plan), coresident), coresident
 
 
 @given(paired_schedules())
@@ -173,7 +173,7 @@ def test_paired_stream_k_pairs_under_every_policy_and_walk(s):
     programs, owner-waits' form no cycle (one resident wave), the other policies do not wait."""
     describe(s)
     pairs, coresident = _verdict(s)
-    twins, _ = twin_pairs(build_table(plan_fixup(s)))
+    twins, _ = twin_groups(build_table(plan_fixup(s)))
     assert pairs.tolist() == twins.tolist()
     assert coresident == (s.fixup == "owner-waits" and len(plan_fixup(s).wait_units) > 0)
 
@@ -206,7 +206,7 @@ def _partner_waits_through_others() -> Schedule:
 
 def test_a_cta_never_pairs_with_one_it_transitively_waits_on():
     s = _partner_waits_through_others()
-    twins, _ = twin_pairs(build_table(plan_fixup(s)))
+    twins, _ = twin_groups(build_table(plan_fixup(s)))
     assert twins.tolist() == [1, 0, 0]
     assert lockstep_finishes(s, np.zeros(3, np.int32)) and not lockstep_finishes(s, twins)  # the replay agrees
     assert lockstep_finishes(s, twins, slack=12)  # only a ring of 12 stages would hide it
@@ -247,7 +247,7 @@ def test_auto_pairs_only_where_clusters_share_b_and_then_every_stream_k_cta(m, n
     persistent_quads, persistent_in_place_of_dp, by_model.wide_persistent_pick), and where pairs hold the launch pairs every CTA that runs a
     partial tile of two paired tile rows."""
     from streamk.gpu.catalogue import spec_for_tile
-    from streamk.gpu.clusters import launch_pairs
+    from streamk.gpu.clusters import launch_groups
     from streamk.gpu.decide.by_model import WIDE_PERSISTENT_MIN_ITERS
     from streamk.gpu.decide.launches import QUAD_ORDER, pair_stream_k, persistent_in_place_of_dp, persistent_quads_fit
     from streamk.gpu.decide.operands import contiguous_b_row_bytes
@@ -265,7 +265,7 @@ def test_auto_pairs_only_where_clusters_share_b_and_then_every_stream_k_cta(m, n
     assert pair_stream_k(True, spec, rows, ipt)
     plan = plan_fixup(s)
     coresident = not waits_only_backward(plan)
-    pairs = launch_pairs(build_table(plan), spec, coresident, True, rows, ipt)
+    pairs = launch_groups(build_table(plan), spec, coresident, True, rows, ipt)
     assert pairs is not None
     p = s.problem
     tm, _ = tile_coordinates(s.tile_order, p.tiles_m, p.tiles_n, s.units[:, 0])

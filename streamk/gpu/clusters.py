@@ -40,8 +40,8 @@ relation is an equivalence, so the masks are groups: on a 2x2 block in the quads
 on tile (2i + r, 2j + c)) ranks {0, 2} and {1, 3} share A, {0, 1} and {2, 3} B; an odd edge's pair
 shares one operand; a lone CTA (the corner, a pad) shares nothing but still joins its cluster's
 barrier. Clusters of one tile column (decide.launches column_rows: aligned splits grouped by 3 or 4
-tile rows, sched.paired) are twin groups of that size, held as pairs are (``twin_pairs``,
-``lockstep_finishes`` and ``multicast_pairs`` take the cluster's size): every CTA of a kept group
+tile rows, sched.paired) are twin groups of that size, held as pairs are (``twin_groups``,
+``lockstep_finishes`` and ``multicast_groups`` take the cluster's size): every CTA of a kept group
 shares B with all the others (B mask of the whole cluster), and their pairs are the fallback. The kernel (sm90/tma_wgmma.cuh) then loads every (kt % |A group|)-th stage's A and its
 share of the stage's B boxes, multicast to its groups, and counts CONSUMERS x |A group | B group|
 releases per stage (``stage_sources``, a model of it, is what the tests check). Only WRITE units
@@ -71,7 +71,7 @@ _A_FIELDS = [UNIT_FIELDS.index(f) for f in ("action", "tile_m", "k_begin", "k_en
 _ACTION, _WAITS_OFFSET, _WAITS_COUNT = (UNIT_FIELDS.index(f) for f in ("action", "waits_offset", "waits_count"))
 
 
-def twin_pairs(table: Table, size: int = CLUSTER) -> tuple[np.ndarray, np.ndarray]:
+def twin_groups(table: Table, size: int = CLUSTER) -> tuple[np.ndarray, np.ndarray]:
     """Per cluster of ``size`` CTAs (the last one padded with empty CTAs where the grid is no multiple
     of it), 1 where its CTAs are twins (module doc), and 1 where moreover every unit is WRITE; int32
     each, ``ceil(grid / size)`` entries."""
@@ -98,11 +98,11 @@ def twin_pairs(table: Table, size: int = CLUSTER) -> tuple[np.ndarray, np.ndarra
     return twins, plain
 
 
-def multicast_pairs(table: Table, coresident: bool = False, size: int = CLUSTER) -> np.ndarray:
+def multicast_groups(table: Table, coresident: bool = False, size: int = CLUSTER) -> np.ndarray:
     """Per cluster of ``size`` CTAs, 1 where its CTAs share B (module doc: twins whose lockstep cannot
     join a wait chain; where ``coresident``, only if every cluster is resident at once, which the
     caller checks), else 0; int32, ``ceil(grid / size)`` entries."""
-    twins, plain = twin_pairs(table, size)
+    twins, plain = twin_groups(table, size)
     if not twins.any() or lockstep_finishes(table, twins, coresident, size):
         return twins
     return np.zeros_like(twins) if coresident else plain
@@ -143,29 +143,30 @@ def _has_cycle(size: int, sources: np.ndarray, targets: np.ndarray, cta: np.ndar
     return len(unordered(size, np.unique(np.concatenate(order), axis=0))) > 0
 
 
-def launch_pairs(table: Table, spec: KernelSpec, coresident: bool, multicast: bool = True,
-                 b_row_bytes: int | None = None, tile_iterations: int = 0, size: int = CLUSTER) -> np.ndarray | None:
-    """The pairing flags of a launch of ``spec``'s main kernel that runs in clusters of two (``size``: of
-    a tile column's 3 or 4 rows), None where it runs without: not a tile that multicasts for this B (decide.launches.use_multicast: B's TMA
-    row stride ``b_row_bytes``, a tile's ``tile_iterations``, whether the table splits tiles) or no pair (multicast_pairs). Where
-    ``coresident`` (a wait points upwards) the pairs hold only if every cluster is resident at once:
-    the caller checks it (bind.py), as the device may refuse clusters anyway."""
+def launch_groups(table: Table, spec: KernelSpec, coresident: bool, multicast: bool = True,
+                  b_row_bytes: int | None = None, tile_iterations: int = 0, size: int = CLUSTER) -> np.ndarray | None:
+    """The flags of a launch of ``spec``'s main kernel that runs in clusters of two (``size``: of a tile
+    column's 3 or 4 rows), None where it runs without: not a tile that multicasts for this B
+    (decide.launches.use_multicast: B's TMA row stride ``b_row_bytes``, a tile's ``tile_iterations``,
+    whether the table splits tiles) or no twin group (multicast_groups). Where ``coresident`` (a wait
+    points upwards) the groups hold only if every cluster is resident at once: the caller checks it
+    (bind.py), as the device may refuse clusters anyway."""
     splits = bool(np.any(table.units[:, _ACTION] != int(Action.WRITE)))
     if not use_multicast(multicast, spec, b_row_bytes, tile_iterations, splits):
         return None
-    pairs = multicast_pairs(table, coresident, size)
+    pairs = multicast_groups(table, coresident, size)
     return pairs if pairs.any() else None
 
 
 def held_pairs(plan: FixupPlan, spec: KernelSpec, b_row_bytes: int | None, slots: int) -> np.ndarray | None:
-    """launch_pairs' flags for ``plan`` as bind.py launches it in clusters of two with ``slots`` CTAs
+    """launch_groups' flags for ``plan`` as bind.py launches it in clusters of two with ``slots`` CTAs
     resident at once (waits that point upwards keep the pairs only where every cluster is resident);
     None where it launches without them or asks for clusters of four."""
     schedule = plan.schedule
     if cluster_shape(True, False, spec, schedule) != PAIR_CLUSTER:
         return None
     coresident = not waits_only_backward(plan)
-    pairs = launch_pairs(build_table(plan), spec, coresident, True, b_row_bytes, schedule.problem.iters_per_tile)
+    pairs = launch_groups(build_table(plan), spec, coresident, True, b_row_bytes, schedule.problem.iters_per_tile)
     return None if pairs is None or (coresident and schedule.grid + schedule.grid % 2 > slots) else pairs
 
 
@@ -189,7 +190,7 @@ def requested(plan: FixupPlan, spec: KernelSpec, b_row_bytes: int | None, slots:
             words = share_words(table, CLUSTER)
     else:
         pairs = held_pairs(plan, spec, b_row_bytes, slots)
-        words = None if pairs is None else pair_words(pairs)
+        words = None if pairs is None else group_words(pairs)
     if words is None:
         return 1.0, 1.0
     words = np.asarray(words, dtype=np.int64)[:schedule.grid]
@@ -204,8 +205,8 @@ def requested(plan: FixupPlan, spec: KernelSpec, b_row_bytes: int | None, slots:
     return share(words & SHARE_MASK), share(words >> SHARE_BITS)
 
 
-def pair_words(pairs: np.ndarray, size: int = CLUSTER) -> np.ndarray:
-    """Per CTA (``size`` a cluster), the share word (module doc) of launch_pairs' flags: every CTA of
+def group_words(pairs: np.ndarray, size: int = CLUSTER) -> np.ndarray:
+    """Per CTA (``size`` a cluster), the share word (module doc) of launch_groups' flags: every CTA of
     a flagged cluster shares B with the others, the other clusters share nothing."""
     rank = np.tile(np.arange(size), len(pairs))
     words = (1 << rank) | (((1 << size) - 1) << SHARE_BITS)
@@ -291,17 +292,17 @@ def launch_clusters(table: Table, spec: KernelSpec, cluster: tuple[int, int], co
     cluster, share words): where the decision asks for 2x2 clusters (decide.launches.cluster_shape)
     clusters of four, then of two (the pairs of a 2x2 block, where fours would not be resident);
     where it asks for a tile column's (rows, 1), clusters of that many, then its pairs; else today's
-    pairs (launch_pairs). Empty where nothing is shared."""
+    pairs (launch_groups). Empty where nothing is shared."""
     if cluster == (1, 1):
         return []
     if cluster == (2, 1):
-        pairs = launch_pairs(table, spec, coresident, True, b_row_bytes, tile_iterations)
-        return [] if pairs is None else [(CLUSTER, pair_words(pairs))]
+        pairs = launch_groups(table, spec, coresident, True, b_row_bytes, tile_iterations)
+        return [] if pairs is None else [(CLUSTER, group_words(pairs))]
     if cluster[1] == 1:  # a column of tiles a cluster (decide.launches COLUMN_CLUSTERS), else its pairs
         launches = []
         for size in (cluster[0], CLUSTER):
-            groups = launch_pairs(table, spec, coresident, True, b_row_bytes, tile_iterations, size)
+            groups = launch_groups(table, spec, coresident, True, b_row_bytes, tile_iterations, size)
             if groups is not None:
-                launches.append((size, pair_words(groups, size)))
+                launches.append((size, group_words(groups, size)))
         return launches
     return [(size, words) for size in (QUAD, CLUSTER) if (words := share_words(table, size)) is not None]

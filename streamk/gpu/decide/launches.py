@@ -220,13 +220,13 @@ def auto_quads(multicast: bool, spec: KernelSpec, schedule: Schedule, sms: int, 
 
 def pairs_share_b(multicast: bool, spec: KernelSpec, schedule: Schedule, b_row_bytes: int) -> bool:
     """Whether ``schedule`` (whole tiles, no waits) launches in pairs that share B as it stands
-    (gpu/clusters.py launch_pairs, B's rows ``b_row_bytes`` apart)."""
+    (gpu/clusters.py launch_groups, B's rows ``b_row_bytes`` apart)."""
     from ...fixup import plan_fixup
-    from ..clusters import launch_pairs
+    from ..clusters import launch_groups
     from ..table import build_table
 
     table = build_table(plan_fixup(schedule))
-    return launch_pairs(table, spec, False, multicast, b_row_bytes, schedule.problem.iters_per_tile) is not None
+    return launch_groups(table, spec, False, multicast, b_row_bytes, schedule.problem.iters_per_tile) is not None
 
 
 # Short GEMMs of many tiles run whole 128x256x64 tiles on one persistent CTA an SM, in QUAD_ORDER,
@@ -369,7 +369,7 @@ def plain_partial_wave(multicast: bool, spec: KernelSpec, schedule: Schedule, sm
 
 # Clusters of one column of COLUMN_ROWS tiles: a schedule that splits tiles and whose first CTAs run the
 # same units on that many consecutive tile rows of one column (sched.paired grouped by rows) launches in
-# clusters of that many CTAs, each sharing B with all the others (gpu/clusters.py launch_pairs).
+# clusters of that many CTAs, each sharing B with all the others (gpu/clusters.py launch_groups).
 COLUMN_ROWS = (4, 3)
 
 
@@ -396,7 +396,7 @@ def cluster_shape(multicast: bool, cluster_2d: bool, spec: KernelSpec, schedule:
     NO_CLUSTER where multicast is off or the kernel has no TMA; QUAD_CLUSTER where the schedule runs
     in QUAD_ORDER or ``cluster_2d`` (bench +mc2d) asks for it, and quads_fit; (rows, 1) where its CTAs
     run in groups of a column's tile rows (column_rows); else PAIR_CLUSTER (pairs along m where the
-    table has them and use_multicast holds: clusters.launch_pairs)."""
+    table has them and use_multicast holds: clusters.launch_groups)."""
     if not (multicast and spec.tma):
         return NO_CLUSTER
     if (cluster_2d or schedule.tile_order == QUAD_ORDER) and quads_fit(multicast, spec, schedule):
