@@ -13,8 +13,8 @@ from streamk import FIXUP_POLICIES, Problem, plan_fixup
 from streamk.dispatch import waits_only_backward
 from streamk.gpu.catalogue import SM90_M64_TILE, spec_for_tile
 from streamk.gpu.clusters import SHARE_BITS, launch_clusters, multicast_groups
-from streamk.gpu.decide.launches import (COLUMN_ROWS, COLUMN_SLOTS_SHARE, PAIR_CLUSTER, PAIRED_SPLIT_MIN_ITERS,
-                                         cluster_shape, column_rows, column_splits)
+from streamk.gpu.decide.launches import (COLUMN_ROWS, PAIR_CLUSTER, PAIRED_SPLIT_MIN_ITERS,
+                                         cluster_shape, cluster_slots, column_rows, column_splits)
 from streamk.gpu.table import build_table
 from streamk.sched import make_schedule
 from streamk.sched.paired import paired_splits
@@ -115,13 +115,13 @@ def _auto_on_h200(shape: GemmShape, dtype: str = "float16", **kw):
 def test_auto_groups_its_deep_64x128_splits_by_tile_columns_where_the_clusters_fit():
     """189x1512x6736 (3 tile rows, 108 CTAs of 35 iterations): auto's aligned splits on 64x128x64 run
     grouped by 3 (clusters of three sharing B); without multicast, or on the H100 preset, ungrouped. A
-    grid past COLUMN_SLOTS_SHARE, or splits shorter than PAIRED_SPLIT_MIN_ITERS, stay ungrouped."""
+    grid past the clusters' residency (cluster_slots), or splits shorter than PAIRED_SPLIT_MIN_ITERS, stay ungrouped."""
     from streamk.target import preset
 
     shape = GemmShape(189, 1512, 6736)
     s, plain = _auto_on_h200(shape), _auto_on_h200(shape, multicast=False)
     assert s.tile == SM90_M64_TILE and column_rows(s) == 3 and column_rows(plain) == 0
-    assert (s.grid, s.fixup) == (plain.grid, plain.fixup) and s.grid <= COLUMN_SLOTS_SHARE[3] * 132
+    assert (s.grid, s.fixup) == (plain.grid, plain.fixup) and s.grid <= cluster_slots(3, 132) == 117
     assert s.problem.total_iters // s.grid >= PAIRED_SPLIT_MIN_ITERS
     from streamk.gpu.decide.schedule import schedule_for
 

@@ -55,16 +55,16 @@ import numpy as np
 from ..dispatch import waits_only_backward
 from ..fixup import Action, FixupPlan, unordered
 from .catalogue import KernelSpec
-from .decide.launches import PAIR_CLUSTER, QUAD_CLUSTER, QUAD_MAX_ITERATIONS, cluster_shape, use_multicast
+from .decide.launches import (CLUSTER_SLOTS_SHARE, PAIR_CLUSTER, QUAD_CLUSTER, QUAD_MAX_ITERATIONS, cluster_shape,
+                              use_multicast)
 from .table import UNIT_FIELDS, Table, build_table
 
 CLUSTER = 2  # kernels/sm90/config.cuh CLUSTER
 QUAD = 4  # CTAs in a cluster of 2x2 tiles (decide.launches QUAD_CLUSTER)
 SHARE_BITS = 8  # kernels/sm90/config.cuh SHARE_BITS: a share word's B mask starts at this bit
 SHARE_MASK = (1 << SHARE_BITS) - 1  # kernels/sm90/config.cuh SHARE_MASK: a share word's A mask
-# clusters of four fill at most this share of a wave's slots: the H200's occupancy API holds 30 of them at
-# one CTA an SM, 120 CTAs of 132 (a cluster's CTAs share a GPC of 16-18 SMs; LOG.md v46, v74, v160)
-QUAD_SLOTS_SHARE = 120 / 132
+# clusters of four fill at most this share of a wave's slots (LOG.md v46, v74, v160)
+QUAD_SLOTS_SHARE = CLUSTER_SLOTS_SHARE[QUAD]
 
 _FIELDS = [UNIT_FIELDS.index(f) for f in ("action", "tile_n", "k_begin", "k_end")]
 _A_FIELDS = [UNIT_FIELDS.index(f) for f in ("action", "tile_m", "k_begin", "k_end")]

@@ -129,12 +129,19 @@ def pair_splits(multicast: bool, spec: KernelSpec, b_row_bytes: int, schedule: S
 # auto's aligned splits on 64x128x64 over COLUMN_ROWS tile rows (m 129-256) run grouped by the whole tile
 # column (sched.paired_splits by rows: its rows CTAs on one column's tiles over one k range), in clusters
 # of that many CTAs that all share B (column_rows), where each CTA's split is PAIRED_SPLIT_MIN_ITERS deep or
-# more, as the pairs' rule, and the grid fits COLUMN_SLOTS_SHARE of the SMs in such clusters (owner-waits
+# more, as the pairs' rule, and the grid fits such clusters' residency (cluster_slots; owner-waits
 # point upwards: every cluster must be resident). Against the same splits unclustered: 1.19x and 1.20x on
 # auto's own such launches, 1.02-1.10x on deeper splits of sm80 shapes; splits of 6-21 iterations lost to
 # 0.81x (H200, LOG.md v164).
 COLUMN_SPLIT_TILES = (SM90_M64_TILE,)
-COLUMN_SLOTS_SHARE = {4: 120 / 132, 3: 117 / 132}  # the H200's resident CTAs in clusters of 4 and of 3 (v164)
+# The share of an H200's 132 CTA slots (one CTA an SM) that clusters of 3 and of 4 fill: the occupancy API holds
+# 39 and 30 of them, a cluster's CTAs sharing one GPC (LOG.md v160, v164)
+CLUSTER_SLOTS_SHARE = {3: 117 / 132, 4: 120 / 132}
+
+
+def cluster_slots(size: int, sms: int) -> int:
+    """The CTAs that clusters of ``size`` (3 or 4) hold at once on ``sms`` SMs (CLUSTER_SLOTS_SHARE)."""
+    return int(CLUSTER_SLOTS_SHARE[size] * sms + 1e-9)
 
 
 def column_splits(multicast: bool, spec: KernelSpec, schedule: Schedule, sms: int) -> int:
@@ -144,7 +151,7 @@ def column_splits(multicast: bool, spec: KernelSpec, schedule: Schedule, sms: in
     if not (multicast and spec.tma and spec.tile in COLUMN_SPLIT_TILES and p.tiles_m in COLUMN_ROWS):
         return 0
     deep = p.iters_per_tile * p.tiles // schedule.grid >= PAIRED_SPLIT_MIN_ITERS
-    fits = p.tiles < schedule.grid <= COLUMN_SLOTS_SHARE[p.tiles_m] * sms
+    fits = p.tiles < schedule.grid <= cluster_slots(p.tiles_m, sms)
     return p.tiles_m if deep and fits else 0
 
 
@@ -161,7 +168,7 @@ def column_split_count(shape: GemmShape, sms: int) -> int:
     p = Problem(shape, SM90_M64_TILE)
     if p.tiles_m not in COLUMN_ROWS:
         return 0
-    most = min(p.iters_per_tile // PAIRED_SPLIT_MIN_ITERS, int(COLUMN_SLOTS_SHARE[p.tiles_m] * sms + 1e-9) // p.tiles)
+    most = min(p.iters_per_tile // PAIRED_SPLIT_MIN_ITERS, cluster_slots(p.tiles_m, sms) // p.tiles)
     return most if most >= 2 and p.tiles * most >= COLUMN_MIN_FILL * sms else 0
 
 
